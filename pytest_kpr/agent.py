@@ -1,0 +1,100 @@
+"""The cilium-agent on a node: finds its pod, knows its CLI's name, runs commands, returns typed results.
+
+Commands go through the kubernetes exec stream. Transport errors (:class:`InfraError`) are retried
+within a bound; a command's own exit code is a result and is never retried.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from .errors import CommandError, InfraError, KprError
+from .k8s.api import ExecResult, KubeAPI
+from .parse import StatusJSON, VersionInfo, parse_status_json, parse_version
+from .parse.config import AgentConfig, parse_config
+from .wait import retrying
+
+CILIUM_NAMESPACE = "kube-system"
+AGENT_SELECTOR = "k8s-app=cilium"
+AGENT_CONTAINER = "cilium-agent"
+#: ``cilium`` was renamed ``cilium-dbg`` in 1.15; images kept a ``cilium`` alias for a while.
+BINARIES = ("cilium-dbg", "cilium")
+
+
+class NoAgent(KprError):
+    """No cilium-agent pod runs on a node (or at all)."""
+
+
+def agent_pods(kube: KubeAPI) -> list[dict]:
+    """Every cilium-agent pod, sorted by node name."""
+    pods = kube.list("Pod", CILIUM_NAMESPACE, AGENT_SELECTOR)
+    return sorted(pods, key=lambda p: p.get("spec", {}).get("nodeName") or "")
+
+
+@dataclass
+class Agent:
+    """One node's agent. ``binary`` is detected on first use (``cilium-dbg``, else ``cilium``)."""
+
+    kube: KubeAPI
+    node: str
+    pod: str
+    exec_timeout: float = 60.0
+    retry_timeout: float = 30.0
+    binary: str | None = None
+    _binary_checked: bool = field(default=False, repr=False)
+
+    @classmethod
+    def on_node(cls, kube: KubeAPI, node: str, **kw: float) -> "Agent":
+        for p in agent_pods(kube):
+            if p.get("spec", {}).get("nodeName") == node and p.get("status", {}).get("phase") == "Running":
+                return cls(kube, node, p["metadata"]["name"], **kw)  # type: ignore[arg-type]
+        raise NoAgent(f"no running cilium-agent pod on node {node} ({CILIUM_NAMESPACE}, {AGENT_SELECTOR})")
+
+    def exec(self, argv: Sequence[str], timeout: float | None = None) -> ExecResult:
+        """Run ``argv`` in the agent container, retrying only transport failures."""
+        for attempt in retrying(self.retry_timeout, assertions=False):
+            with attempt:
+                return self.kube.exec(
+                    CILIUM_NAMESPACE, self.pod, list(argv), container=AGENT_CONTAINER, timeout=timeout or self.exec_timeout
+                )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def detect_binary(self) -> str:
+        if self.binary is None:
+            for name in BINARIES:
+                r = self.exec([name, "version"])
+                if r.returncode != 127:
+                    self.binary = name
+                    break
+            else:
+                raise NoAgent(f"neither cilium-dbg nor cilium runs in pod {CILIUM_NAMESPACE}/{self.pod}")
+        return self.binary
+
+    def run(self, *args: str, timeout: float | None = None) -> ExecResult:
+        """``cilium-dbg <args>`` (or ``cilium``); raises :class:`CommandError` on a non-zero exit."""
+        return self.exec([self.detect_binary(), *args], timeout=timeout).check()
+
+    # -- typed commands -----------------------------------------------------------------------------
+
+    def status(self) -> StatusJSON:
+        return parse_status_json(self.run("status", "-o", "json").stdout)
+
+    def version(self) -> VersionInfo:
+        return parse_version(self.run("version").stdout)
+
+    def config(self) -> AgentConfig:
+        return parse_config(self.run("config", "-a").stdout)
+
+
+def agents(kube: KubeAPI, **kw: float) -> list[Agent]:
+    """An :class:`Agent` for every agent pod that runs on a node."""
+    out = []
+    for p in agent_pods(kube):
+        node = p.get("spec", {}).get("nodeName")
+        if node:
+            out.append(Agent(kube, node, p["metadata"]["name"], **kw))  # type: ignore[arg-type]
+    return out
+
+
+__all__ = ["Agent", "CommandError", "InfraError", "NoAgent", "agent_pods", "agents"]

@@ -1,0 +1,192 @@
+"""Cilium on a cluster: the Helm install, datapath readiness, and the facts read once per session.
+
+Readiness means the datapath is programmed, not that pods are Running: every node's agent answers
+``cilium-dbg status -o json`` with state Ok and KubeProxyReplacement True.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from ..agent import Agent, agents
+from ..errors import CommandError, InfraError, NotKubeProxyFree, ProvisioningError
+from ..k8s.api import KubeAPI
+from ..parse import ParseError, StatusJSON
+from ..settings import Settings
+from ..versions import Version
+from ..wait import Timeouts, WaitTimeout, eventually
+from .facts import ClusterFacts, Feature, NodeFacts
+from .provider import ClusterHandle, Progress
+from .tools import Tool
+
+
+def helm_values_files(settings: Settings, version: str) -> list[Path]:
+    """The values files for a Cilium version, in the order Helm applies them (later wins)."""
+    if settings.clusters_dir is None:
+        raise ProvisioningError("no clusters/ directory with Helm values (pass --kpr-clusters-dir)")
+    files = [settings.clusters_dir / "cilium" / "values-kpr.yaml"]
+    per_minor = settings.values_file(Version.parse(version).minor_series)
+    if per_minor is not None:
+        files.append(per_minor)
+    files.extend(settings.helm_values)
+    return files
+
+
+def helm_install_args(settings: Settings, cluster: str, kubeconfig: Path | None) -> list[str]:
+    version = settings.cilium_version
+    args = ["upgrade", "--install", "cilium", settings.cilium_chart, "--version", version, "--namespace", "kube-system"]
+    for f in helm_values_files(settings, version):
+        args += ["--values", str(f)]
+    # kind's API server inside the docker network: <cluster>-control-plane:6443
+    args += ["--set", f"k8sServiceHost={cluster}-control-plane"]
+    if kubeconfig is not None:
+        args += ["--kubeconfig", str(kubeconfig)]
+    return args
+
+
+def helm_install(helm: Tool, settings: Settings, cluster: str, kubeconfig: Path | None, progress: Progress, timeout: float) -> None:
+    args = helm_install_args(settings, cluster, kubeconfig)
+    progress(f"installing Cilium {settings.cilium_version} ({settings.cilium_chart}) with helm")
+    r = helm.run(args, timeout=timeout)
+    if not r.ok:
+        msg = (r.stderr or r.stdout).strip().splitlines()
+        last = msg[-1] if msg else f"exit {r.returncode}"
+        hint = ""
+        if "repo cilium not found" in last or "failed to download" in last or "no cached repo" in last:
+            hint = " (add the chart repo first: helm repo add cilium https://helm.cilium.io, or pass a local chart with --kpr-cilium-chart)"
+        raise ProvisioningError(f"helm install of Cilium {settings.cilium_version} failed: {last}{hint}")
+
+
+@dataclass(frozen=True)
+class AgentState:
+    node: str
+    pod: str
+    status: StatusJSON | None
+    error: str = ""
+
+    def describe(self) -> str:
+        if self.status is None:
+            return f"{self.node}: {self.error}"
+        return f"{self.node}: cilium {self.status.cilium_state or '?'}, KPR {self.status.kpr.mode}"
+
+
+def _observe_agents(kube: KubeAPI, exec_timeout: float) -> tuple[int, list[AgentState]]:
+    nodes = kube.list("Node")
+    states = []
+    for agent in agents(kube, exec_timeout=exec_timeout, retry_timeout=0.0):
+        try:
+            states.append(AgentState(agent.node, agent.pod, agent.status()))
+        except (CommandError, InfraError, ParseError) as e:
+            states.append(AgentState(agent.node, agent.pod, None, str(e).splitlines()[0][:160]))
+    return len(nodes), states
+
+
+def wait_ready(kube: KubeAPI, timeouts: Timeouts, progress: Progress) -> list[AgentState]:
+    """Poll until every node has an agent reporting Ok with KubeProxyReplacement True.
+
+    Gives up early with :class:`NotKubeProxyFree` when every agent is healthy but KPR is off: that
+    will not change by waiting.
+    """
+
+    def ready(obs: tuple[int, list[AgentState]]) -> bool:
+        n_nodes, states = obs
+        return (
+            n_nodes > 0
+            and len(states) >= n_nodes
+            and all(s.status is not None and s.status.healthy and s.status.kpr.enabled for s in states)
+        )
+
+    def abort(obs: tuple[int, list[AgentState]]) -> str | None:
+        n_nodes, states = obs
+        if states and len(states) >= n_nodes and all(s.status is not None and s.status.healthy for s in states):
+            off = [s.node for s in states if s.status is not None and not s.status.kpr.enabled]
+            if off:
+                raise NotKubeProxyFree(
+                    f"Cilium runs without kube-proxy replacement on {', '.join(off)} (KubeProxyReplacement: False); "
+                    "install it with kubeProxyReplacement=true (see clusters/cilium/values-kpr.yaml)"
+                )
+        return None
+
+    def describe(obs: tuple[int, list[AgentState]]) -> str:
+        n_nodes, states = obs
+        if not states:
+            return f"no cilium-agent pods yet ({n_nodes} nodes)"
+        return f"{len(states)}/{n_nodes} agents: " + "; ".join(s.describe() for s in states)
+
+    try:
+        obs = eventually(
+            lambda: _observe_agents(kube, timeouts.EXEC),
+            until=ready,
+            timeout=timeouts.CILIUM_READY,
+            what="every cilium-agent to report Ok with KubeProxyReplacement True",
+            describe=describe,
+            progress=progress,
+            abort=abort,
+        )
+    except WaitTimeout as e:
+        raise ProvisioningError(str(e)) from None
+    return obs.value[1]
+
+
+def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout: float) -> ClusterFacts:
+    """Cilium version, agent CLI, KPR features, ServiceNoBackendResponse, nodes' kernels and IPs."""
+    kube = handle.kube
+    nodes = []
+    for n in sorted(kube.list("Node"), key=lambda n: n["metadata"]["name"]):
+        addrs = {a.get("type"): a.get("address") for a in n.get("status", {}).get("addresses", [])}
+        labels = n["metadata"].get("labels") or {}
+        nodes.append(
+            NodeFacts(
+                name=n["metadata"]["name"],
+                internal_ip=addrs.get("InternalIP", ""),
+                kernel=n.get("status", {}).get("nodeInfo", {}).get("kernelVersion", ""),
+                control_plane="node-role.kubernetes.io/control-plane" in labels,
+            )
+        )
+    first = states[0]
+    agent = Agent(kube, first.node, first.pod, exec_timeout=exec_timeout)
+    binary = agent.detect_binary()
+    version = agent.version()
+    config = agent.config()
+    status = first.status
+    assert status is not None
+    kpr = status.kpr
+    cilium_version = (version.daemon or version.client).lstrip("v")
+    features: set[Feature] = set()
+    if kpr.enabled:
+        features.add(Feature.KPR)
+    if kpr.socket_lb:
+        features.add(Feature.SOCKET_LB)
+        if not kpr.socket_lb_hostns_only:
+            features.add(Feature.SOCKET_LB_PODS)
+    for flag, feat in (
+        (kpr.nodeport, Feature.NODEPORT),
+        (kpr.external_ips, Feature.EXTERNAL_IPS),
+        (kpr.host_port, Feature.HOST_PORT),
+        (kpr.session_affinity, Feature.SESSION_AFFINITY),
+    ):
+        if flag:
+            features.add(feat)
+    v = Version.parse(cilium_version)
+    if (v.major, v.minor) >= (1, 18):
+        features.add(Feature.LB_STATEDB)
+    if status.attach_mode == "tcx":
+        features.add(Feature.TCX)
+    return ClusterFacts(
+        cluster=handle.name,
+        provider=handle.provider,
+        created=handle.created,
+        kubernetes_version=kube.server_version(),
+        cilium_version=cilium_version,
+        agent_binary=binary,
+        kube_proxy_replacement=kpr.enabled,
+        socket_lb_coverage=kpr.socket_lb_coverage,
+        nodeport_mode=kpr.nodeport_mode if kpr.nodeport else "",
+        lb_algorithm=kpr.lb_algorithm,
+        attach_mode=status.attach_mode,
+        no_backend_response=config.service_no_backend_response or "reject",
+        features=frozenset(features),
+        nodes=tuple(nodes),
+    )

@@ -1,0 +1,66 @@
+"""The existing-cluster provider: a kubeconfig and context that already run Cilium with KPR.
+
+It creates nothing at the cluster level and deletes nothing it did not create; the session's
+readiness check refuses the cluster clearly when Cilium is missing or runs without KPR.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..errors import InfraError, KprError, Unavailable
+from ..k8s.api import ExecResult, KubeAPI
+from ..settings import Settings
+from .kind import default_env_kubeconfig
+from .provider import ClusterHandle, Progress
+
+KubeFactory = Callable[[Path | None, str | None], KubeAPI]
+
+
+class NoNodeRunner:
+    """Placeholder until a node shell is configured: says why node commands cannot run."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def run(self, node: str, argv: Sequence[str], timeout: float = 60.0) -> ExecResult:
+        raise KprError(f"cannot run `{' '.join(argv)}` on node {node}: {self.reason}")
+
+
+class ExistingProvider:
+    name = "existing"
+
+    def __init__(self, settings: Settings, kube_factory: KubeFactory):
+        self.settings = settings
+        self.kube_factory = kube_factory
+        self.kubeconfig = settings.kubeconfig or default_env_kubeconfig()
+        self.kube: KubeAPI | None = None
+
+    def preflight(self) -> None:
+        if self.kubeconfig is None or not self.kubeconfig.is_file():
+            raise Unavailable(
+                f"no kubeconfig for --kpr-provider=existing ({self.kubeconfig or 'KUBECONFIG unset, no ~/.kube/config'}); "
+                "pass --kpr-kubeconfig=PATH [--kpr-context=NAME]"
+            )
+        self.kube = self.kube_factory(self.kubeconfig, self.settings.context)
+        try:
+            self.kube.server_version()
+        except InfraError as e:
+            raise Unavailable(f"the API server of {self.kubeconfig} does not answer: {e}") from None
+
+    def provision(self, progress: Progress) -> ClusterHandle:
+        assert self.kube is not None, "preflight() first"
+        progress(f"using existing cluster from {self.kubeconfig}{f' (context {self.settings.context})' if self.settings.context else ''}")
+        return ClusterHandle(
+            name=self.settings.context or "existing",
+            provider=self.name,
+            kube=self.kube,
+            nodes=NoNodeRunner("no node shell on an existing cluster yet"),
+            created=False,
+            kubeconfig=self.kubeconfig,
+            context=self.settings.context,
+        )
+
+    def teardown(self, progress: Progress) -> None:
+        """Nothing: the cluster is not ours. Namespaces the run created are removed by the session."""

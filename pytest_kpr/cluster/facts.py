@@ -1,0 +1,91 @@
+"""What the cluster is and can do, read once per session: :class:`ClusterFacts` and :class:`Feature`."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..versions import Version
+
+
+class Feature(str, enum.Enum):
+    """Features a test can require with ``@pytest.mark.kpr_requires("socket-lb", ...)``."""
+
+    KPR = "kpr"  # kubeProxyReplacement=true
+    SOCKET_LB = "socket-lb"  # socket LB in any mode
+    SOCKET_LB_PODS = "socket-lb-pods"  # socket LB also in pod namespaces (not hostns-only)
+    NODEPORT = "nodeport"
+    EXTERNAL_IPS = "external-ips"
+    HOST_PORT = "host-port"
+    SESSION_AFFINITY = "session-affinity"
+    LB_STATEDB = "lb-statedb"  # the new LB control plane's tables (db/show frontends): 1.18+
+    TCX = "tcx"  # BPF programs attached with tcx (kernel >= 6.6)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    name: str
+    internal_ip: str
+    kernel: str
+    control_plane: bool = False
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    cluster: str
+    provider: str
+    created: bool
+    kubernetes_version: str
+    cilium_version: str
+    agent_binary: str
+    kube_proxy_replacement: bool
+    socket_lb_coverage: str  # Full | Hostns-only | Disabled
+    nodeport_mode: str
+    lb_algorithm: str
+    attach_mode: str
+    no_backend_response: str  # reject | drop
+    features: frozenset[Feature] = field(default_factory=frozenset)
+    nodes: tuple[NodeFacts, ...] = ()
+
+    @property
+    def cilium(self) -> Version:
+        return Version.parse(self.cilium_version)
+
+    @property
+    def workers(self) -> tuple[NodeFacts, ...]:
+        w = tuple(n for n in self.nodes if not n.control_plane)
+        return w or self.nodes
+
+    def min_kernel(self) -> tuple[NodeFacts, Version] | None:
+        best: tuple[NodeFacts, Version] | None = None
+        for n in self.nodes:
+            try:
+                v = Version.parse(n.kernel, kernel=True)
+            except ValueError:
+                continue
+            if best is None or v < best[1]:
+                best = (n, v)
+        return best
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["features"] = sorted(f.value for f in self.features)
+        return d
+
+    def header_lines(self) -> list[str]:
+        kernels = sorted({n.kernel for n in self.nodes})
+        lines = [
+            f"kpr cluster: {self.cluster} ({self.provider}{', created by this run' if self.created else ''}), "
+            f"Kubernetes {self.kubernetes_version}, {len(self.nodes)} nodes, kernel {', '.join(kernels) or '?'}",
+            f"kpr cilium: {self.cilium_version} ({self.agent_binary}), KubeProxyReplacement "
+            f"{'True' if self.kube_proxy_replacement else 'False'}, socket LB {self.socket_lb_coverage}, "
+            f"NodePort {self.nodeport_mode or 'off'}, attach {self.attach_mode or '?'}, "
+            f"ServiceNoBackendResponse {self.no_backend_response}",
+            f"kpr features: {', '.join(sorted(f.value for f in self.features)) or '(none)'}",
+            "kpr nodes: " + ", ".join(f"{n.name} {n.internal_ip}" for n in self.nodes),
+        ]
+        return lines

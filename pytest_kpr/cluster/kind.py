@@ -1,0 +1,154 @@
+"""The kind provider, through pytest-kind's :class:`~pytest_kind.KindCluster`, made safe.
+
+pytest-kind 22.11 downloads kind and kubectl from the internet when its paths do not exist, keeps its
+state under ``./.pytest-kind`` of the current directory and creates clusters with a fixed ``--wait``
+default. :class:`SafeKindCluster` keeps its lifecycle code (``create`` with reuse, ``delete``,
+``load_docker_image``) but:
+
+- takes ``kind``/``kubectl`` from PATH or options and refuses to download (``ensure_*`` raise);
+- keeps its state (kubeconfig) under the artifacts directory;
+- is the only class that imports pytest-kind, so it can be replaced without touching the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..errors import ProvisioningError, Unavailable
+from ..k8s.api import ExecResult, KubeAPI
+from ..settings import Settings
+from ..wait import Timeouts
+from . import cilium
+from .provider import ClusterHandle, Progress
+from .tools import Tool, docker_daemon_answers, require
+
+KubeFactory = Callable[[Path | None, str | None], KubeAPI]
+
+
+def _kind_cluster_class() -> type:
+    from pytest_kind import KindCluster  # the only import of pytest-kind in the project
+
+    class SafeKindCluster(KindCluster):  # type: ignore[misc,valid-type]
+        def __init__(self, name: str, state_dir: Path, kind: Tool, kubectl: Tool, image: str | None):
+            # Deliberately not calling KindCluster.__init__: it mkdirs ./.pytest-kind in the CWD and
+            # points kind_path at a download location.
+            self.name = name
+            self.image = image or None
+            self.path = state_dir
+            self.path.mkdir(parents=True, exist_ok=True)
+            self.kubeconfig_path = self.path / "kubeconfig"
+            self.kind_path = Path(kind.path)
+            self.kubectl_path = Path(kubectl.path)
+            self.platform = "linux"
+
+        def ensure_kind(self) -> None:
+            if not self.kind_path.exists():
+                raise Unavailable(f"kind not found at {self.kind_path} (pytest-kpr never downloads it)")
+
+        def ensure_kubectl(self) -> None:
+            if not self.kubectl_path.exists():
+                raise Unavailable(f"kubectl not found at {self.kubectl_path} (pytest-kpr never downloads it)")
+
+    return SafeKindCluster
+
+
+class DockerNodeRunner:
+    """Node commands on kind: ``docker exec <node container> argv``."""
+
+    def __init__(self, docker: Tool):
+        self.docker = docker
+
+    def run(self, node: str, argv: Sequence[str], timeout: float = 60.0) -> ExecResult:
+        r = self.docker.run(["exec", node, *argv], timeout=timeout)
+        return ExecResult(tuple(argv), r.returncode, r.stdout, r.stderr, f"node {node}")
+
+
+class KindProvider:
+    name = "kind"
+
+    def __init__(self, settings: Settings, timeouts: Timeouts, kube_factory: KubeFactory):
+        self.settings = settings
+        self.timeouts = timeouts
+        self.kube_factory = kube_factory
+        self.cluster: Any = None
+        self.created = False
+        self._tools: dict[str, Tool] = {}
+
+    def preflight(self) -> None:
+        s = self.settings
+        purpose = "to create a kind cluster for `pytest -m kpr`"
+        for name in ("docker", "kind", "kubectl", "helm"):
+            self._tools[name] = require(name, s.binary(name), purpose=purpose)
+        docker_daemon_answers(self._tools["docker"])
+        if not s.kind_config.is_file():
+            raise Unavailable(f"kind config {s.kind_config} not found (pass --kpr-kind-config)")
+        if not s.cilium_version:
+            raise Unavailable("no Cilium version: clusters/versions.yaml is missing and --kpr-cilium-version was not given")
+
+    def _existing_clusters(self) -> list[str]:
+        r = self._tools["kind"].run(["get", "clusters"], timeout=60)
+        if not r.ok:
+            raise ProvisioningError(f"`kind get clusters` failed: {(r.stderr or r.stdout).strip()}")
+        return [line.strip() for line in r.stdout.splitlines() if line.strip()]
+
+    def provision(self, progress: Progress) -> ClusterHandle:
+        s = self.settings
+        kind, kubectl = self._tools["kind"], self._tools["kubectl"]
+        cls = _kind_cluster_class()
+        state_dir = s.artifacts / ".kind" / s.cluster_name
+        self.cluster = cls(s.cluster_name, state_dir, kind, kubectl, s.node_image)
+        exists = s.cluster_name in self._existing_clusters()
+        if exists and not s.reuse_cluster:
+            raise ProvisioningError(
+                f"a kind cluster named {s.cluster_name} already exists and was not created by this run; "
+                "pass --kpr-reuse-cluster to use it, or --kpr-cluster-name to pick another name"
+            )
+        if exists:
+            progress(f"reusing kind cluster {s.cluster_name}")
+            r = kind.run(["export", "kubeconfig", f"--name={s.cluster_name}", f"--kubeconfig={self.cluster.kubeconfig_path}"])
+            if not r.ok:
+                raise ProvisioningError(f"`kind export kubeconfig` failed: {(r.stderr or r.stdout).strip()}")
+        else:
+            progress(f"creating kind cluster {s.cluster_name} ({s.node_image or 'kind default image'}) from {s.kind_config}")
+            try:
+                self.created = True  # from here on a failure still deletes what kind may have made
+                self.cluster.create(config_file=s.kind_config)
+            except Exception as e:  # subprocess.CalledProcessError from pytest-kind, with kind's output on stderr
+                raise ProvisioningError(f"kind create cluster {s.cluster_name} failed: {e}") from e
+        kubeconfig = Path(self.cluster.kubeconfig_path)
+        cilium.helm_install(self._tools["helm"], s, s.cluster_name, kubeconfig, progress, self.timeouts.CILIUM_READY)
+        kube = self.kube_factory(kubeconfig, None)
+        return ClusterHandle(
+            name=s.cluster_name,
+            provider=self.name,
+            kube=kube,
+            nodes=DockerNodeRunner(self._tools["docker"]),
+            created=self.created,
+            kubeconfig=kubeconfig,
+        )
+
+    def load_image(self, image: str) -> None:
+        """``kind load docker-image`` (used for the probe image)."""
+        self.cluster.load_docker_image(image)
+
+    def teardown(self, progress: Progress) -> None:
+        if self.cluster is None or not self.created:
+            return
+        if self.settings.keep_cluster:
+            progress(f"keeping kind cluster {self.settings.cluster_name} (--kpr-keep-cluster); delete it with: kind delete cluster --name {self.settings.cluster_name}")
+            return
+        progress(f"deleting kind cluster {self.settings.cluster_name}")
+        try:
+            self.cluster.delete()
+        except Exception as e:
+            progress(f"could not delete kind cluster {self.settings.cluster_name}: {e}")
+
+
+def default_env_kubeconfig() -> Path | None:
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return Path(env.split(os.pathsep)[0])
+    p = Path.home() / ".kube" / "config"
+    return p if p.exists() else None

@@ -1,0 +1,53 @@
+"""The provider interface: small on purpose, so a VM-per-kernel provider can be added later.
+
+A provider checks that it can run here (:meth:`Provider.preflight`), gives a ready-to-use
+:class:`ClusterHandle` (:meth:`Provider.provision`: create, or attach to, a cluster with Cilium
+installed) and removes what it created (:meth:`Provider.teardown`). Datapath readiness and the
+cluster facts are common to every provider and live in :mod:`pytest_kpr.cluster.cilium`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol, Sequence, runtime_checkable
+
+from ..k8s.api import ExecResult, KubeAPI
+
+#: Progress lines go to the terminal while a long step runs ("creating kind cluster kpr ...").
+Progress = Callable[[str], None]
+
+
+@runtime_checkable
+class NodeRunner(Protocol):
+    """Runs a command on a node's host (network) namespace: ``docker exec`` on kind, a pod elsewhere."""
+
+    def run(self, node: str, argv: Sequence[str], timeout: float = 60.0) -> ExecResult: ...
+
+
+@dataclass
+class ClusterHandle:
+    """A cluster the suites can use: its API, a way onto its nodes, and whether the plugin created it."""
+
+    name: str
+    provider: str
+    kube: KubeAPI
+    nodes: NodeRunner
+    created: bool
+    kubeconfig: Path | None = None
+    context: str | None = None
+
+
+@runtime_checkable
+class Provider(Protocol):
+    name: str
+
+    def preflight(self) -> None:
+        """Raise :class:`~pytest_kpr.errors.Unavailable` (one line: what is missing, how to get it) if this
+        provider cannot run here. Must be fast and must not change anything."""
+
+    def provision(self, progress: Progress) -> ClusterHandle:
+        """Create or attach to the cluster and make sure Cilium is installed. Does not wait for readiness."""
+
+    def teardown(self, progress: Progress) -> None:
+        """Remove what :meth:`provision` created, unless asked to keep it. Never removes anything else."""

@@ -1,0 +1,63 @@
+"""Exception hierarchy. Library code raises these; the plugin turns them into one-line reports."""
+
+from __future__ import annotations
+
+
+class KprError(Exception):
+    """Base class of every error pytest-kpr raises on purpose."""
+
+
+class SettingsError(KprError):
+    """A bad option or ini value. The plugin reports it as a pytest usage error."""
+
+
+class Unavailable(KprError):
+    """The environment cannot run the conformance suites (no Docker daemon, no kind, no API server, ...).
+
+    The message is one line: what is missing and how to get it.
+    """
+
+
+class ProvisioningError(KprError):
+    """Creating the cluster or installing Cilium failed."""
+
+
+class ClusterNotReady(KprError):
+    """The datapath did not become ready within its named timeout."""
+
+
+class NotKubeProxyFree(KprError):
+    """The cluster does not run Cilium with kubeProxyReplacement=true."""
+
+
+class InfraError(KprError):
+    """A transport failure (API server, exec stream, docker exec). Safe to retry; never a verdict."""
+
+
+class CommandError(KprError):
+    """A command ran and failed. Its exit code is a real result and is not retried."""
+
+    def __init__(self, argv: list[str] | tuple[str, ...], returncode: int, stdout: str, stderr: str, where: str = ""):
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.where = where
+        location = f" on {where}" if where else ""
+        tail = (stderr or stdout).strip().splitlines()
+        detail = f": {tail[-1]}" if tail else ""
+        super().__init__(f"`{' '.join(self.argv)}`{location} exited {returncode}{detail}")
+
+
+class MarkerError(KprError):
+    """A kpr marker was used with arguments it does not accept."""
+
+
+class ApiError(KprError):
+    """The API server refused a request (not found, conflict, invalid). A result, not retried."""
+
+    def __init__(self, status: int, reason: str, message: str):
+        self.status = status
+        self.reason = reason
+        self.message = message
+        super().__init__(f"API error {status} {reason}: {message}")

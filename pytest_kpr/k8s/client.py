@@ -1,0 +1,203 @@
+""":class:`RealKube`: :class:`~pytest_kpr.k8s.api.KubeAPI` over the official kubernetes client.
+
+One ``ApiClient`` per cluster, built from a kubeconfig path and context (never the process-global
+default configuration). API objects go in and come out as plain dicts.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from ..errors import ApiError, InfraError, Unavailable
+from .api import ExecResult, api_version_of
+
+# Status codes that mean "the API server or the network is in trouble": retryable, never a verdict.
+_TRANSIENT_HTTP = {429, 500, 502, 503, 504}
+
+
+class RealKube:
+    def __init__(self, kubeconfig: Path | None, context: str | None = None):
+        from kubernetes import config as kconfig
+        from kubernetes.config.config_exception import ConfigException
+
+        self.kubeconfig = kubeconfig
+        self.context = context
+        try:
+            self.api_client = kconfig.new_client_from_config(
+                config_file=str(kubeconfig) if kubeconfig else None, context=context, persist_config=False
+            )
+        except (ConfigException, OSError) as e:
+            where = kubeconfig or "the default kubeconfig"
+            raise Unavailable(f"cannot load {where}{f' context {context}' if context else ''}: {e}") from None
+        self._dynamic: Any = None
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    @property
+    def dynamic(self) -> Any:
+        if self._dynamic is None:
+            from kubernetes import dynamic
+
+            self._dynamic = self._call(lambda: dynamic.DynamicClient(self.api_client))
+        return self._dynamic
+
+    def _resource(self, kind: str) -> Any:
+        return self._call(lambda: self.dynamic.resources.get(api_version=api_version_of(kind), kind=kind))
+
+    def _call(self, fn: Any) -> Any:
+        """Run an API call; transport failures become :class:`InfraError`, other API errors propagate."""
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.dynamic.exceptions import DynamicApiError
+        from urllib3.exceptions import HTTPError
+
+        try:
+            return fn()
+        except (ApiException, DynamicApiError) as e:
+            status = getattr(e, "status", None)
+            if status in _TRANSIENT_HTTP:
+                raise InfraError(f"API server answered {status}: {getattr(e, 'reason', e)}") from e
+            raise ApiError(int(status or 0), str(getattr(e, "reason", "")), _api_message(e)) from e
+        except (HTTPError, OSError) as e:
+            host = self.api_client.configuration.host
+            raise InfraError(f"API server {host} unreachable: {e}") from e
+
+    @staticmethod
+    def _to_dict(obj: Any) -> dict[str, Any]:
+        return obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+
+    # -- KubeAPI ----------------------------------------------------------------------------------
+
+    def server_version(self) -> str:
+        from kubernetes import client
+
+        info = self._call(lambda: client.VersionApi(self.api_client).get_code())
+        return str(info.git_version)
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        res = self._resource(kind)
+        try:
+            return self._to_dict(self._call(lambda: res.get(name=name, namespace=namespace)))
+        except ApiError as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[dict[str, Any]]:
+        res = self._resource(kind)
+        out = self._call(lambda: res.get(namespace=namespace, label_selector=label_selector))
+        items = self._to_dict(out).get("items") or []
+        for item in items:  # list items come without apiVersion/kind
+            item.setdefault("apiVersion", api_version_of(kind))
+            item.setdefault("kind", kind)
+        return items
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        kind = obj["kind"]
+        res = self._resource(kind)
+        ns = obj.get("metadata", {}).get("namespace")
+        return self._to_dict(self._call(lambda: res.create(body=obj, namespace=ns)))
+
+    def patch(self, kind: str, name: str, namespace: str | None, patch: dict[str, Any]) -> dict[str, Any]:
+        res = self._resource(kind)
+        return self._to_dict(
+            self._call(
+                lambda: res.patch(
+                    name=name, namespace=namespace, body=patch, content_type="application/merge-patch+json"
+                )
+            )
+        )
+
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
+        res = self._resource(kind)
+        try:
+            self._call(lambda: res.delete(name=name, namespace=namespace))
+        except ApiError as e:
+            if e.status != 404:
+                raise
+
+    def exec(
+        self,
+        namespace: str,
+        pod: str,
+        argv: Sequence[str],
+        container: str | None = None,
+        timeout: float = 60.0,
+    ) -> ExecResult:
+        """Run ``argv`` in a pod through the exec websocket. Exit code, stdout and stderr come back whole.
+
+        A command that is not found in the image returns 127 (as a shell would), so callers can fall
+        back (``cilium-dbg`` -> ``cilium``). A stream that does not finish in ``timeout`` is an InfraError.
+        """
+        from kubernetes import client
+        from kubernetes.stream import stream
+        from kubernetes.stream.ws_client import ERROR_CHANNEL
+
+        core = client.CoreV1Api(self.api_client)
+        kwargs: dict[str, Any] = dict(
+            command=list(argv), stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False
+        )
+        if container:
+            kwargs["container"] = container
+        where = f"pod {namespace}/{pod}"
+        try:
+            resp = stream(core.connect_get_namespaced_pod_exec, pod, namespace, **kwargs)
+        except Exception as e:  # the websocket library raises several unrelated types
+            raise InfraError(f"exec into {where} failed: {e}") from e
+        out: list[str] = []
+        err: list[str] = []
+        deadline = time.monotonic() + timeout
+        try:
+            while resp.is_open():
+                resp.update(timeout=1)
+                if resp.peek_stdout():
+                    out.append(resp.read_stdout())
+                if resp.peek_stderr():
+                    err.append(resp.read_stderr())
+                if time.monotonic() > deadline:
+                    raise InfraError(f"exec `{' '.join(argv)}` in {where} did not finish within {timeout:.0f}s")
+            out.append(resp.read_stdout() or "")
+            err.append(resp.read_stderr() or "")
+            status_text = resp.read_channel(ERROR_CHANNEL)
+        except InfraError:
+            raise
+        except Exception as e:
+            raise InfraError(f"exec stream to {where} broke: {e}") from e
+        finally:
+            resp.close()
+        rc, message = _exit_status(status_text)
+        stderr = "".join(err)
+        if message and rc != 0 and message not in stderr:
+            stderr = (stderr + "\n" + message).strip()
+        return ExecResult(tuple(argv), rc, "".join(out), stderr, where)
+
+
+def _api_message(e: Exception) -> str:
+    body = getattr(e, "body", None) or getattr(e, "summary", lambda: "")()
+    try:
+        return str(json.loads(body).get("message", body))
+    except (TypeError, ValueError):
+        return str(body or e)
+
+
+def _exit_status(text: str) -> tuple[int, str]:
+    """Decode the exec error channel: ``{"status": "Success"}`` or a Failure with an ExitCode cause."""
+    if not text:
+        return 0, ""
+    try:
+        status = json.loads(text)
+    except ValueError:
+        status = yaml.safe_load(text)
+    if status.get("status") == "Success":
+        return 0, ""
+    message = str(status.get("message", ""))
+    for cause in (status.get("details") or {}).get("causes") or []:
+        if cause.get("reason") == "ExitCode":
+            return int(cause.get("message", 1)), message
+    if "executable file not found" in message or "no such file or directory" in message:
+        return 127, message
+    return 126, message

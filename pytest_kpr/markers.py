@@ -1,0 +1,80 @@
+"""The plugin's markers: names, one-line docs, argument validation and skip reasons."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .cluster.facts import ClusterFacts, Feature
+from .errors import MarkerError
+from .versions import Version, parse_min_version
+
+KPR = "kpr"
+REQUIRES = "kpr_requires"
+DISRUPTIVE = "kpr_disruptive"
+
+DOCS = {
+    KPR: "kpr: a Cilium kube-proxy-replacement conformance test; runs only when selected with -m kpr.",
+    REQUIRES: (
+        "kpr_requires(*features, cilium=None, kernel=None): skip unless the cluster has every feature "
+        f"({', '.join(f.value for f in Feature)}), runs Cilium >= cilium and every node a kernel >= kernel."
+    ),
+    DISRUPTIVE: (
+        "kpr_disruptive: changes cluster state beyond its own namespace (restarts agents, deletes shared "
+        "objects); skipped on a cluster the plugin did not create unless --kpr-allow-disruptive."
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Requirement:
+    features: frozenset[Feature]
+    cilium: Version | None
+    cilium_text: str | None
+    kernel: Version | None
+    kernel_text: str | None
+
+    def unmet(self, facts: ClusterFacts) -> str | None:
+        """The skip reason, or None when the cluster meets the requirement."""
+        missing = sorted(f.value for f in self.features - facts.features)
+        if missing:
+            word = "feature" if len(missing) == 1 else "features"
+            verb = "is" if len(missing) == 1 else "are"
+            return f"requires {word} {', '.join(missing)}, which {verb} disabled on this cluster"
+        if self.cilium is not None and facts.cilium < self.cilium:
+            return f"requires Cilium >= {self.cilium_text}, cluster runs {facts.cilium_version}"
+        if self.kernel is not None:
+            low = facts.min_kernel()
+            if low is not None and low[1] < self.kernel:
+                return f"requires kernel >= {self.kernel_text}, node {low[0].name} runs {low[0].kernel}"
+        return None
+
+
+def _signature(*features: Any, cilium: Any = None, kernel: Any = None) -> tuple[tuple[Any, ...], Any, Any]:
+    return features, cilium, kernel
+
+
+def parse_requires(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Requirement:
+    """Validate ``kpr_requires`` arguments; :class:`MarkerError` says what is wrong."""
+    try:
+        features, cilium, kernel = _signature(*args, **kwargs)
+    except TypeError as e:
+        raise MarkerError(f"@pytest.mark.{REQUIRES}: {e}") from None
+    parsed: set[Feature] = set()
+    for f in features:
+        try:
+            parsed.add(Feature(f.value if isinstance(f, Feature) else str(f)))
+        except ValueError:
+            valid = ", ".join(x.value for x in Feature)
+            raise MarkerError(f"@pytest.mark.{REQUIRES}: unknown feature {f!r} (known: {valid})") from None
+    cv = kv = None
+    try:
+        if cilium is not None:
+            cv = parse_min_version(str(cilium))
+        if kernel is not None:
+            kv = parse_min_version(str(kernel))
+    except ValueError as e:
+        raise MarkerError(f"@pytest.mark.{REQUIRES}: {e}") from None
+    return Requirement(
+        frozenset(parsed), cv, str(cilium) if cilium is not None else None, kv, str(kernel) if kernel is not None else None
+    )

@@ -1,0 +1,146 @@
+"""pytest hooks of pytest-kpr: options, markers, selection, gating, header and cleanup.
+
+Heavy modules (kubernetes, scapy) are imported only when a cluster is actually needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from . import markers
+from .errors import MarkerError, SettingsError
+from .session import KprSession
+from .settings import add_options, resolve
+
+KPR_SESSION = pytest.StashKey[KprSession]()
+REQUIREMENT = pytest.StashKey[markers.Requirement]()
+
+pytest_plugins = ["pytest_kpr.fixtures"]
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kpr", "Cilium kube-proxy-replacement conformance (pytest-kpr)")
+    add_options(group, parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    for doc in markers.DOCS.values():
+        config.addinivalue_line("markers", doc)
+    cli = {k: v for k, v in vars(config.option).items() if k.startswith("kpr_")}
+    try:
+        settings = resolve(cli, config.getini, config.rootpath)
+    except SettingsError as e:
+        raise pytest.UsageError(f"pytest-kpr: {e}") from None
+    config.stash[KPR_SESSION] = KprSession(config, settings)
+
+
+def kpr_session(config: pytest.Config) -> KprSession:
+    return config.stash[KPR_SESSION]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return kpr_session(config).header()
+
+
+def _selects_kpr(config: pytest.Config) -> bool:
+    """kpr suites run only when a ``-m`` expression selects them; plain ``pytest`` never provisions."""
+    return bool(config.option.markexpr)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        m = item.get_closest_marker(markers.REQUIRES)
+        if m is None:
+            continue
+        requirement = None
+        for mark in item.iter_markers(markers.REQUIRES):
+            try:
+                r = markers.parse_requires(mark.args, mark.kwargs)
+            except MarkerError as e:
+                kpr_session(config).collection_failed = True
+                raise pytest.UsageError(f"{item.nodeid}: {e}") from None
+            requirement = r if requirement is None else _merge(requirement, r)
+        assert requirement is not None
+        item.stash[REQUIREMENT] = requirement
+    if _selects_kpr(config):
+        return
+    kept, dropped = [], []
+    for item in items:
+        (dropped if item.get_closest_marker(markers.KPR) else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+        kpr_session(config).deselected_kpr = len(dropped)
+
+
+def _merge(a: markers.Requirement, b: markers.Requirement) -> markers.Requirement:
+    def higher(x: Any, xt: Any, y: Any, yt: Any) -> tuple[Any, Any]:
+        if x is None:
+            return y, yt
+        if y is None:
+            return x, xt
+        return (x, xt) if x >= y else (y, yt)
+
+    c, ct = higher(a.cilium, a.cilium_text, b.cilium, b.cilium_text)
+    k, kt = higher(a.kernel, a.kernel_text, b.kernel, b.kernel_text)
+    return markers.Requirement(a.features | b.features, c, ct, k, kt)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    config = session.config
+    # pytest calls this hook even when collection raised (e.g. a bad marker): never provision then
+    if config.option.collectonly or kpr_session(config).collection_failed or session.testsfailed:
+        return
+    if any(item.get_closest_marker(markers.KPR) for item in session.items):
+        kpr_session(config).start()
+
+
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    s = kpr_session(config)
+    if s.facts is not None:
+        return s.facts.header_lines()
+    if s.unavailable:
+        return [s.unavailable]
+    return []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker(markers.KPR) is None and REQUIREMENT not in item.stash:
+        return
+    s = kpr_session(item.config)
+    s.start()
+    if s.unavailable:
+        pytest.skip(s.unavailable)
+    assert s.facts is not None and s.handle is not None
+    requirement = item.stash.get(REQUIREMENT, None)
+    if requirement is not None:
+        reason = requirement.unmet(s.facts)
+        if reason:
+            pytest.skip(reason)
+    if item.get_closest_marker(markers.DISRUPTIVE) and not s.handle.created and not s.settings.allow_disruptive:
+        pytest.skip("disruptive test on a cluster this run did not create (pass --kpr-allow-disruptive to run it)")
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    s = kpr_session(config)
+    if s.deselected_kpr:
+        terminalreporter.write_line(
+            f"pytest-kpr: {s.deselected_kpr} kpr conformance tests not selected; run them with: pytest -m kpr"
+        )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    s = session.config.stash.get(KPR_SESSION, None)
+    if s is not None:
+        s.stop()

@@ -1,0 +1,196 @@
+"""KprSession: the plugin's state for one pytest run (provider, cluster, facts, namespaces, evidence dir).
+
+It provisions lazily: only when a selected ``kpr`` test (or a ``kpr_*`` fixture) needs a cluster. It
+cleans up at session end, also after a failure or Ctrl-C, and never deletes what it did not create.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from .cluster import cilium
+from .cluster.facts import ClusterFacts
+from .cluster.provider import ClusterHandle, Provider
+from .errors import InfraError, KprError, Unavailable
+from .k8s.api import KubeAPI
+from .settings import IfUnavailable, ProviderName, Settings
+from .wait import Timeouts, WaitTimeout, eventually
+
+#: Exit status of ``pytest -m kpr`` when the environment cannot run the suites (no Docker, no kind, ...).
+EXIT_UNAVAILABLE = 4
+#: Exit status when provisioning or readiness failed.
+EXIT_PROVISIONING = 3
+
+OWNER_LABEL = "app.kubernetes.io/managed-by"
+OWNER_VALUE = "pytest-kpr"
+RUN_LABEL = "kpr.cilium.io/run"
+NAMESPACE_PREFIX = "kpr-"
+
+
+class KprSession:
+    def __init__(self, config: pytest.Config, settings: Settings):
+        self.config = config
+        self.settings = settings
+        self.timeouts = Timeouts().scaled(settings.timeout_scale)
+        self.run_id = secrets.token_hex(4)
+        self.provider: Provider | None = None
+        self.handle: ClusterHandle | None = None
+        self.facts: ClusterFacts | None = None
+        self.unavailable: str | None = None
+        self.failed: str | None = None
+        self.namespaces: list[str] = []
+        self.deselected_kpr = 0
+        self.collection_failed = False
+        self._started = False
+        self._stopped = False
+
+    # -- output -------------------------------------------------------------------------------------
+
+    def progress(self, line: str) -> None:
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.ensure_newline()
+            tr.write_line(f"[kpr] {line}")
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def _kube_factory(self) -> Callable[[Path | None, str | None], KubeAPI]:
+        def factory(kubeconfig: Path | None, context: str | None) -> KubeAPI:
+            custom = self.config.hook.pytest_kpr_kube_client(config=self.config, kubeconfig=kubeconfig, context=context)
+            if custom is not None:
+                return custom  # type: ignore[no-any-return]
+            from .k8s.client import RealKube
+
+            return RealKube(kubeconfig, context)
+
+        return factory
+
+    def _make_provider(self) -> Provider:
+        custom = self.config.hook.pytest_kpr_provider(
+            config=self.config, settings=self.settings, timeouts=self.timeouts, kube_factory=self._kube_factory()
+        )
+        if custom is not None:
+            return custom  # type: ignore[no-any-return]
+        if self.settings.provider is ProviderName.EXISTING:
+            from .cluster.existing import ExistingProvider
+
+            return ExistingProvider(self.settings, self._kube_factory())
+        from .cluster.kind import KindProvider
+
+        return KindProvider(self.settings, self.timeouts, self._kube_factory())
+
+    def start(self) -> None:
+        """Provision (or attach), wait for the datapath, read the facts. Idempotent.
+
+        On an environment that cannot run the suites: exit with one line (or remember the reason to
+        skip, with ``--kpr-if-unavailable=skip``). On a provisioning failure: clean up, then exit.
+        """
+        if self._started:
+            return
+        self._started = True
+        provider = self._make_provider()
+        self.provider = provider
+        try:
+            provider.preflight()
+        except Unavailable as e:
+            if self.settings.if_unavailable is IfUnavailable.SKIP:
+                self.unavailable = f"kpr cluster unavailable: {e}"
+                self.progress(f"{e}; skipping kpr tests (--kpr-if-unavailable=skip)")
+                return
+            pytest.exit(f"pytest-kpr: cannot run the kpr suites here: {e}", returncode=EXIT_UNAVAILABLE)
+        try:
+            self.handle = provider.provision(self.progress)
+            self.progress("waiting for the Cilium datapath (every agent Ok, KubeProxyReplacement True)")
+            states = cilium.wait_ready(self.handle.kube, self.timeouts, self.progress)
+            self.facts = cilium.read_facts(self.handle, states, self.timeouts.EXEC)
+            self._write_cluster_json()
+        except KprError as e:
+            self.failed = str(e)
+            self.stop()
+            pytest.exit(f"pytest-kpr: {e}", returncode=EXIT_PROVISIONING)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _write_cluster_json(self) -> None:
+        assert self.facts is not None
+        d = self.settings.artifacts
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "cluster.json").write_text(json.dumps(self.facts.to_json(), indent=2) + "\n")
+
+    def stop(self) -> None:
+        """Delete the namespaces this run created, then let the provider remove its cluster. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self.handle is not None and self.namespaces:
+            self._delete_namespaces(self.handle.kube)
+        if self.provider is not None:
+            try:
+                self.provider.teardown(self.progress)
+            except KprError as e:
+                self.progress(f"teardown failed: {e}")
+
+    # -- namespaces ---------------------------------------------------------------------------------
+
+    def create_namespace(self, purpose: str) -> str:
+        """A namespace ``kpr-<purpose>-<run id>`` labelled as ours; deleted at session end."""
+        assert self.handle is not None
+        stem = purpose.lower().strip("-")[: 63 - len(NAMESPACE_PREFIX) - len(self.run_id) - 1].rstrip("-")
+        name = f"{NAMESPACE_PREFIX}{stem}-{self.run_id}"
+        self.handle.kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": name, "labels": {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: self.run_id}},
+            }
+        )
+        self.namespaces.append(name)
+        return name
+
+    def _delete_namespaces(self, kube: KubeAPI) -> None:
+        mine = []
+        for name in self.namespaces:
+            try:
+                ns = kube.get("Namespace", name)
+            except InfraError as e:
+                self.progress(f"cannot check namespace {name} before deleting it: {e}")
+                continue
+            labels = (ns or {}).get("metadata", {}).get("labels") or {}
+            if ns is None:
+                continue
+            if labels.get(OWNER_LABEL) != OWNER_VALUE or labels.get(RUN_LABEL) != self.run_id:
+                self.progress(f"not deleting namespace {name}: it does not carry this run's labels")
+                continue
+            kube.delete("Namespace", name)
+            mine.append(name)
+        if not mine:
+            return
+        self.progress(f"deleting namespaces {', '.join(mine)}")
+        try:
+            eventually(
+                lambda: [n for n in mine if kube.get("Namespace", n) is not None],
+                until=lambda left: not left,
+                timeout=self.timeouts.NAMESPACE_DELETE,
+                what="the run's namespaces to be deleted",
+                progress=self.progress,
+            )
+        except WaitTimeout as e:
+            self.progress(str(e))
+
+    # -- for the report -----------------------------------------------------------------------------
+
+    def header(self) -> list[str]:
+        s = self.settings
+        src = " (pinned in clusters/versions.yaml)" if s.sources.get("cilium_version") == "pins" else ""
+        where = f"kubeconfig {s.kubeconfig or '$KUBECONFIG'}" if s.provider is ProviderName.EXISTING else f"kind cluster {s.cluster_name}"
+        cilium = "" if s.provider is ProviderName.EXISTING else f", Cilium {s.cilium_version}{src}"
+        return [f"kpr: provider {s.provider} ({where}){cilium}, artifacts {s.artifacts}"]
+
+    def describe(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "namespaces": list(self.namespaces)}

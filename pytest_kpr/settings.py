@@ -1,0 +1,273 @@
+"""Options and ini keys, resolved once into a frozen :class:`Settings`.
+
+Every option lives in one table (:data:`OPTIONS`): the CLI flag ``--kpr-X``, its ini twin ``kpr_X``, a
+parser that raises :class:`SettingsError` with a one-line reason, a default and the help text.
+Precedence: command line > ini file > default.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .errors import SettingsError
+from .resources import Pins, find_clusters_dir
+
+
+class ProviderName(str, enum.Enum):
+    KIND = "kind"
+    EXISTING = "existing"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class IfUnavailable(str, enum.Enum):
+    """What to do when the main job cannot run here (no Docker daemon, no kind, unreachable API server)."""
+
+    FAIL = "fail"
+    SKIP = "skip"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _choice(enum_type: type[enum.Enum]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            return enum_type(text.strip().lower())
+        except ValueError:
+            valid = ", ".join(str(m.value) for m in enum_type)  # type: ignore[attr-defined]
+            raise SettingsError(f"{text!r} is not one of: {valid}") from None
+
+    return parse
+
+
+def _bool(text: str | bool) -> bool:
+    if isinstance(text, bool):
+        return text
+    t = text.strip().lower()
+    if t in ("1", "true", "yes", "on"):
+        return True
+    if t in ("0", "false", "no", "off", ""):
+        return False
+    raise SettingsError(f"{text!r} is not a boolean (true/false)")
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise SettingsError(f"{text!r} is not a number") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise SettingsError(f"{text!r} must be a positive number")
+    return value
+
+
+def _nonempty(text: str) -> str:
+    if not text.strip():
+        raise SettingsError("must not be empty")
+    return text.strip()
+
+
+def _cluster_name(text: str) -> str:
+    import re
+
+    name = text.strip()
+    # kind names become docker container names and DNS labels: <name>-control-plane
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?", name):
+        raise SettingsError(f"{text!r} is not a valid cluster name (lowercase letters, digits and '-', at most 40)")
+    return name
+
+
+def _version(text: str) -> str:
+    from .versions import Version
+
+    try:
+        Version.parse(text)
+    except ValueError:
+        raise SettingsError(f"{text!r} is not a Cilium version such as 1.18.12") from None
+    return text.strip().lstrip("v")
+
+
+def _path(text: str) -> Path:
+    return Path(os.path.expanduser(text.strip()))
+
+
+def _existing_file(text: str) -> Path:
+    p = _path(text)
+    if not p.is_file():
+        raise SettingsError(f"no such file: {p}")
+    return p
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # settings attribute; CLI --kpr-<name with ->, ini kpr_<name>
+    parse: Callable[[Any], Any]
+    help: str
+    default: Any = None
+    kind: str = "value"  # value | flag | list
+    metavar: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--kpr-" + self.name.replace("_", "-")
+
+    @property
+    def ini(self) -> str:
+        return "kpr_" + self.name
+
+    @property
+    def dest(self) -> str:
+        return "kpr_" + self.name
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("provider", _choice(ProviderName), "Where the cluster comes from: kind (create one) or existing (a kubeconfig). Default: kind", "kind", metavar="NAME"),
+    Option("kubeconfig", _path, "Kubeconfig of an existing cluster. Default: $KUBECONFIG or ~/.kube/config", metavar="PATH"),
+    Option("context", _nonempty, "Kubeconfig context of an existing cluster. Default: the current context", metavar="NAME"),
+    Option("cluster_name", _cluster_name, "Name of the kind cluster. Default: kpr", "kpr", metavar="NAME"),
+    Option("keep_cluster", _bool, "Keep a kind cluster the plugin created (do not delete it at the end)", False, kind="flag"),
+    Option("reuse_cluster", _bool, "Reuse a running kind cluster of the same name instead of refusing to touch it", False, kind="flag"),
+    Option("kind_config", _path, "kind cluster config. Default: clusters/kind/kpr.yaml", metavar="PATH"),
+    Option("node_image", _nonempty, "kindest/node image (pin it by digest). Default: clusters/versions.yaml", metavar="IMAGE"),
+    Option("cilium_version", _version, "Cilium chart version to install. Default: clusters/versions.yaml", metavar="VERSION"),
+    Option("cilium_chart", _nonempty, "Helm chart reference or local path for Cilium. Default: cilium/cilium", "cilium/cilium", metavar="CHART"),
+    Option("helm_values", _path, "Extra Helm values file for Cilium, applied last (repeatable)", (), kind="list", metavar="PATH"),
+    Option("artifacts", _path, "Directory for evidence files and cluster.json. Default: kpr-artifacts", "kpr-artifacts", metavar="DIR"),
+    Option("timeout_scale", _positive_float, "Multiply every named timeout by this factor (slow CI). Default: 1.0", 1.0, metavar="FACTOR"),
+    Option("allow_disruptive", _bool, "Run kpr_disruptive tests on a cluster the plugin did not create", False, kind="flag"),
+    Option("if_unavailable", _choice(IfUnavailable), "When Docker/kind/helm/kubectl or the API server is missing: fail (exit) or skip the kpr tests. Default: fail", "fail", metavar="fail|skip"),
+    Option("kind_bin", _path, "kind executable. Default: kind on PATH (never downloaded)", metavar="PATH"),
+    Option("kubectl_bin", _path, "kubectl executable. Default: kubectl on PATH (never downloaded)", metavar="PATH"),
+    Option("helm_bin", _path, "helm executable. Default: helm on PATH", metavar="PATH"),
+    Option("docker_bin", _path, "docker executable. Default: docker on PATH", metavar="PATH"),
+    Option("clusters_dir", _path, "Directory with kind configs, Helm values and versions.yaml. Default: ./clusters of the checkout", metavar="DIR"),
+)
+
+OPTIONS_BY_NAME = {o.name: o for o in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved configuration of one pytest run. Built once by :func:`resolve`; never mutated."""
+
+    provider: ProviderName = ProviderName.KIND
+    kubeconfig: Path | None = None
+    context: str | None = None
+    cluster_name: str = "kpr"
+    keep_cluster: bool = False
+    reuse_cluster: bool = False
+    kind_config: Path = Path("clusters/kind/kpr.yaml")
+    node_image: str = ""
+    cilium_version: str = ""
+    cilium_chart: str = "cilium/cilium"
+    helm_values: tuple[Path, ...] = ()
+    artifacts: Path = Path("kpr-artifacts")
+    timeout_scale: float = 1.0
+    allow_disruptive: bool = False
+    if_unavailable: IfUnavailable = IfUnavailable.FAIL
+    kind_bin: Path | None = None
+    kubectl_bin: Path | None = None
+    helm_bin: Path | None = None
+    docker_bin: Path | None = None
+    clusters_dir: Path | None = None
+    # where each value came from ("cli", "ini", "default", "pins"), for the report header
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def binary(self, name: str) -> str | None:
+        """The path of an external tool: the option if given, else PATH. None when it is not there."""
+        explicit: Path | None = getattr(self, f"{name}_bin")
+        if explicit is not None:
+            return str(explicit) if explicit.is_file() and os.access(explicit, os.X_OK) else None
+        return shutil.which(name)
+
+    def values_file(self, series: str) -> Path | None:
+        """The per-minor Helm values file (``values-1.18.yaml``) if the clusters dir has one."""
+        if self.clusters_dir is None:
+            return None
+        p = self.clusters_dir / "cilium" / f"values-{series}.yaml"
+        return p if p.is_file() else None
+
+
+def resolve(
+    cli: dict[str, Any],
+    ini: Callable[[str], Any],
+    rootdir: Path,
+) -> Settings:
+    """Build :class:`Settings` from CLI values (None = not given) and an ini getter.
+
+    Raises :class:`SettingsError` naming the option and the reason.
+    """
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for opt in OPTIONS:
+        raw = cli.get(opt.dest)
+        source = "cli"
+        if raw is None or (opt.kind == "list" and not raw):
+            raw = ini(opt.ini)
+            source = "ini"
+            if raw in (None, "", []) or (opt.kind == "flag" and raw is False):
+                raw, source = None, "default"
+        try:
+            if raw is None:
+                value = opt.default
+                if opt.kind == "value" and isinstance(value, str):
+                    value = opt.parse(value)
+            elif opt.kind == "list":
+                items = raw if isinstance(raw, (list, tuple)) else str(raw).split()
+                value = tuple(opt.parse(str(i)) for i in items)
+            elif opt.kind == "flag":
+                value = _bool(raw)
+            else:
+                value = opt.parse(raw)
+        except SettingsError as e:
+            where = opt.flag if source == "cli" else f"ini key {opt.ini}"
+            raise SettingsError(f"{where}: {e}") from None
+        values[opt.name] = value
+        sources[opt.name] = source
+
+    clusters_dir = find_clusters_dir(rootdir, values["clusters_dir"])
+    if values["clusters_dir"] is not None and clusters_dir is None:
+        raise SettingsError(f"{OPTIONS_BY_NAME['clusters_dir'].flag}: {values['clusters_dir']} has no versions.yaml")
+    values["clusters_dir"] = clusters_dir
+    pins = Pins.load(clusters_dir) if clusters_dir is not None else None
+    if values["kind_config"] is None:
+        values["kind_config"] = (clusters_dir / "kind" / "kpr.yaml") if clusters_dir else Path("clusters/kind/kpr.yaml")
+    if not values["node_image"]:
+        values["node_image"] = pins.node_image if pins else ""
+        sources["node_image"] = "pins" if pins else "default"
+    if not values["cilium_version"]:
+        values["cilium_version"] = pins.cilium_version if pins else ""
+        sources["cilium_version"] = "pins" if pins else "default"
+    if values["context"] and values["provider"] is not ProviderName.EXISTING:
+        raise SettingsError(f"{OPTIONS_BY_NAME['context'].flag} needs --kpr-provider=existing")
+    for p in values["helm_values"]:
+        if not p.is_file():
+            raise SettingsError(f"{OPTIONS_BY_NAME['helm_values'].flag}: no such file: {p}")
+    values["artifacts"] = values["artifacts"] if values["artifacts"].is_absolute() else rootdir / values["artifacts"]
+    return Settings(**values, sources=sources)
+
+
+def add_options(group: Any, parser: Any) -> None:
+    """Register every option on a pytest option group and its ini twin on the parser."""
+    for opt in OPTIONS:
+        if opt.kind == "flag":
+            group.addoption(opt.flag, action="store_const", const=True, default=None, dest=opt.dest, help=opt.help)
+            parser.addini(opt.ini, opt.help, type="bool", default=False)
+        elif opt.kind == "list":
+            group.addoption(opt.flag, action="append", default=[], dest=opt.dest, metavar=opt.metavar, help=opt.help)
+            parser.addini(opt.ini, opt.help, type="linelist", default=[])
+        else:
+            group.addoption(opt.flag, action="store", default=None, dest=opt.dest, metavar=opt.metavar, help=opt.help)
+            parser.addini(opt.ini, opt.help, default="")
+
+
+def option_table() -> Sequence[tuple[str, str, str]]:
+    """(flag, ini key, help) rows, for the README and ``kpr options``."""
+    return [(o.flag, o.ini, o.help) for o in OPTIONS]

@@ -1,0 +1,435 @@
+"""An in-memory cluster with Cilium in KPR mode, for testing the plugin and its suites without kind.
+
+:class:`FakeCluster` implements :class:`~pytest_kpr.k8s.api.KubeAPI` (objects as dicts, exec) and
+:class:`~pytest_kpr.cluster.provider.NodeRunner`. It keeps real state: nodes, namespaces, Deployments
+whose pods are scheduled onto workers, get IPs from the node's pod CIDR and become Ready after a few
+observations, Services with allocated ClusterIPs and NodePorts, EndpointSlices derived from ready
+pods. Its cilium-agents answer CLI commands with text and JSON in the real formats, rendered from
+that state by :mod:`pytest_kpr.testing.render`.
+
+Time is logical: every API call or exec is one tick, so "becomes Ready after 3 ticks" is
+deterministic and a test never sleeps. Faults (see :class:`Faults`) break one property each.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import ipaddress
+import itertools
+import json
+import secrets
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
+
+from ..errors import ApiError
+from ..k8s.api import ExecResult, api_version_of
+from ..versions import Version
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Each flag breaks one property the suites check. All off = a conforming cluster."""
+
+    kpr_disabled: bool = False  # agents report KubeProxyReplacement False
+
+
+@dataclass(frozen=True)
+class FakeConfig:
+    name: str = "fake"
+    cilium_version: str = "1.18.12"
+    kubernetes_version: str = "v1.34.0"
+    workers: int = 2
+    kernel: str = "6.8.0-49-generic"
+    agent_binary: str = "cilium-dbg"
+    socket_lb: bool = True
+    socket_lb_hostns_only: bool = False
+    nodeport_mode: str = "SNAT"
+    lb_algorithm: str = "Random"
+    attach_mode: str = "tcx"
+    no_backend_response: str = "reject"
+    #: status polls an agent answers "not ready" before it is healthy (exercises readiness polling)
+    agent_ready_after: int = 0
+    #: ticks from a pod's creation to Ready
+    pod_ready_ticks: int = 2
+    faults: Faults = field(default_factory=Faults)
+
+
+def _labels_match(selector: dict[str, str] | None, labels: dict[str, str] | None) -> bool:
+    if not selector:
+        return False
+    labels = labels or {}
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _selector_match(label_selector: str | None, labels: dict[str, str] | None) -> bool:
+    """``a=b,c=d`` and ``key`` selectors, as kubectl spells them."""
+    if not label_selector:
+        return True
+    labels = labels or {}
+    for term in label_selector.split(","):
+        term = term.strip()
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            if labels.get(k.strip()) == v.strip():
+                return False
+        elif "=" in term:
+            k, v = term.split("=", 1)
+            if labels.get(k.strip()) != v.strip().lstrip("="):
+                return False
+        elif labels.get(term) is None:
+            return False
+    return True
+
+
+class FakeCluster:
+    """See the module docstring. ``FakeCluster(FakeConfig(workers=2))``."""
+
+    def __init__(self, config: FakeConfig | None = None, **overrides: Any):
+        self.cfg = replace(config or FakeConfig(), **overrides)
+        self.pod_exec_handlers: dict[str, Callable[[Obj, list[str]], tuple[int, str, str]]] = {}
+        self.node_exec_handlers: dict[str, Callable[[str, list[str]], tuple[int, str, str]]] = {}
+        self.tick = 0
+        self.calls: list[tuple[str, ...]] = []  # every API call and exec, for tests to inspect
+        self._objects: dict[str, dict[tuple[str | None, str], Obj]] = {}
+        self._uid = itertools.count(1)
+        self._svc_ips = (str(ipaddress.ip_address("10.96.0.0") + i) for i in itertools.count(11))
+        self._nodeports = itertools.count(30000)
+        self._status_polls: dict[str, int] = {}
+        self._build_nodes()
+        self._install_cilium()
+        self.agents: dict[str, Any] = {}
+        from .agent import FakeAgent
+
+        for node in self.node_names():
+            self.agents[node] = FakeAgent(self, node)
+
+    # -- topology -----------------------------------------------------------------------------------
+
+    def node_names(self) -> list[str]:
+        return [key[1] for key in sorted(self._objects["Node"])]
+
+    def _build_nodes(self) -> None:
+        names = [f"{self.cfg.name}-control-plane"] + [
+            f"{self.cfg.name}-worker{'' if i == 1 else i}" for i in range(1, self.cfg.workers + 1)
+        ]
+        for i, name in enumerate(names):
+            labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
+            if i == 0:
+                labels["node-role.kubernetes.io/control-plane"] = ""
+            self._put(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": name, "labels": labels},
+                    "spec": {"podCIDR": f"10.244.{i}.0/24", "podCIDRs": [f"10.244.{i}.0/24"]},
+                    "status": {
+                        "addresses": [
+                            {"type": "InternalIP", "address": f"172.18.0.{i + 2}"},
+                            {"type": "Hostname", "address": name},
+                        ],
+                        "nodeInfo": {"kernelVersion": self.cfg.kernel, "kubeletVersion": self.cfg.kubernetes_version},
+                        "conditions": [{"type": "Ready", "status": "True"}],
+                    },
+                }
+            )
+        for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+            self._put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {}}, "status": {"phase": "Active"}})
+
+    def _install_cilium(self) -> None:
+        for i, node in enumerate(self.node_names()):
+            self._put(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"cilium-{secrets.token_hex(3)[:5]}",
+                        "namespace": "kube-system",
+                        "labels": {"k8s-app": "cilium", "app.kubernetes.io/name": "cilium-agent"},
+                    },
+                    "spec": {"nodeName": node, "hostNetwork": True, "containers": [{"name": "cilium-agent"}]},
+                    "status": {
+                        "phase": "Running",
+                        "podIP": f"172.18.0.{i + 2}",
+                        "conditions": [{"type": "Ready", "status": "True"}],
+                    },
+                }
+            )
+
+    def node_ip(self, node: str) -> str:
+        n = self._objects["Node"][(None, node)]
+        return next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
+
+    @property
+    def version(self) -> Version:
+        return Version.parse(self.cfg.cilium_version)
+
+    # -- storage ------------------------------------------------------------------------------------
+
+    def _put(self, obj: Obj) -> Obj:
+        kind = obj["kind"]
+        md = obj.setdefault("metadata", {})
+        md.setdefault("uid", f"uid-{next(self._uid)}")
+        md.setdefault("labels", md.get("labels") or {})
+        md.setdefault("creationTick", self.tick)
+        self._objects.setdefault(kind, {})[(md.get("namespace"), md["name"])] = obj
+        return obj
+
+    def _advance(self, *call: str) -> None:
+        self.tick += 1
+        self.calls.append(call)
+        self._reconcile()
+
+    def _reconcile(self) -> None:
+        """Controllers: Deployments -> pods, pods -> Ready after pod_ready_ticks."""
+        for dep in list(self._objects.get("Deployment", {}).values()):
+            self._reconcile_deployment(dep)
+        for pod in self._objects.get("Pod", {}).values():
+            st = pod.setdefault("status", {})
+            if st.get("phase") == "Pending" and self.tick - pod["metadata"]["creationTick"] >= self.cfg.pod_ready_ticks:
+                st["phase"] = "Running"
+                st["conditions"] = [{"type": "Ready", "status": "True"}]
+
+    def _reconcile_deployment(self, dep: Obj) -> None:
+        ns = dep["metadata"]["namespace"]
+        name = dep["metadata"]["name"]
+        want = int(dep.get("spec", {}).get("replicas", 1))
+        mine = [p for p in self._pods(ns) if (p["metadata"].get("ownerReferences") or [{}])[0].get("name") == name]
+        while len(mine) > want:
+            victim = mine.pop()
+            del self._objects["Pod"][(ns, victim["metadata"]["name"])]
+        workers = [n for n in self.node_names() if not n.endswith("control-plane")] or self.node_names()
+        while len(mine) < want:
+            counts = {w: 0 for w in workers}
+            for p in self._objects.get("Pod", {}).values():
+                if p["spec"].get("nodeName") in counts:
+                    counts[p["spec"]["nodeName"]] += 1
+            node = min(workers, key=lambda w: (counts[w], w))
+            pod = self._new_pod(ns, f"{name}-{secrets.token_hex(5)[:9]}-{secrets.token_hex(3)[:5]}", dep["spec"]["template"], node, owner=name)
+            mine.append(pod)
+        ready = sum(1 for p in mine if p["status"].get("phase") == "Running")
+        dep["status"] = {"replicas": len(mine), "readyReplicas": ready, "availableReplicas": ready}
+
+    def _pod_ip(self, node: str) -> str:
+        idx = self.node_names().index(node)
+        used = {p.get("status", {}).get("podIP") for p in self._objects.get("Pod", {}).values()}
+        for host in range(10, 250):
+            ip = f"10.244.{idx}.{host}"
+            if ip not in used:
+                return ip
+        raise ApiError(500, "InternalError", f"node {node} ran out of pod IPs")
+
+    def _new_pod(self, ns: str, name: str, template: Obj, node: str, owner: str | None = None) -> Obj:
+        md = copy.deepcopy(template.get("metadata") or {})
+        md.update({"name": name, "namespace": ns})
+        if owner:
+            md["ownerReferences"] = [{"kind": "ReplicaSet", "name": owner}]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": md,
+            "spec": {**copy.deepcopy(template.get("spec") or {}), "nodeName": node},
+            "status": {"phase": "Pending", "podIP": self._pod_ip(node), "hostIP": self.node_ip(node), "conditions": []},
+        }
+        return self._put(pod)
+
+    def _pods(self, ns: str | None = None) -> list[Obj]:
+        return [p for (pns, _), p in sorted(self._objects.get("Pod", {}).items()) if ns is None or pns == ns]
+
+    @staticmethod
+    def pod_ready(pod: Obj) -> bool:
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in pod.get("status", {}).get("conditions") or [])
+
+    # -- Services and EndpointSlices ------------------------------------------------------------------
+
+    def services(self) -> list[Obj]:
+        return [s for _, s in sorted(self._objects.get("Service", {}).items())]
+
+    def endpoints_of(self, svc: Obj) -> list[Obj]:
+        """Pods selected by a Service, in pod-name order (ready or not)."""
+        sel = svc.get("spec", {}).get("selector")
+        ns = svc["metadata"]["namespace"]
+        return [p for p in self._pods(ns) if _labels_match(sel, p["metadata"].get("labels"))]
+
+    def _endpointslice(self, svc: Obj) -> Obj:
+        ports = [
+            {"name": p.get("name", ""), "port": int(p.get("targetPort", p["port"])), "protocol": p.get("protocol", "TCP")}
+            for p in svc["spec"].get("ports", [])
+        ]
+        eps = [
+            {
+                "addresses": [p["status"]["podIP"]],
+                "conditions": {"ready": self.pod_ready(p), "serving": self.pod_ready(p), "terminating": False},
+                "nodeName": p["spec"]["nodeName"],
+                "targetRef": {"kind": "Pod", "name": p["metadata"]["name"], "namespace": p["metadata"]["namespace"]},
+            }
+            for p in self.endpoints_of(svc)
+        ]
+        name = svc["metadata"]["name"]
+        return {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": f"{name}-{svc['metadata']['uid'][-5:]}",
+                "namespace": svc["metadata"]["namespace"],
+                "labels": {"kubernetes.io/service-name": name, "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"},
+            },
+            "addressType": "IPv4",
+            "endpoints": eps,
+            "ports": ports,
+        }
+
+    def _admit_service(self, svc: Obj, old: Obj | None = None) -> None:
+        spec = svc.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        if old is not None:
+            spec.setdefault("clusterIP", old["spec"].get("clusterIP"))
+        if not spec.get("clusterIP"):
+            spec["clusterIP"] = next(self._svc_ips)
+        spec["clusterIPs"] = [spec["clusterIP"]]
+        taken = {
+            p.get("nodePort")
+            for s in self.services()
+            if s is not old and (s["metadata"]["namespace"], s["metadata"]["name"]) != (svc["metadata"]["namespace"], svc["metadata"]["name"])
+            for p in s["spec"].get("ports", [])
+        }
+        for port in spec.get("ports", []):
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port["port"])
+            if spec["type"] in ("NodePort", "LoadBalancer"):
+                if port.get("nodePort"):
+                    if port["nodePort"] in taken:
+                        raise ApiError(422, "Invalid", f"Service \"{svc['metadata']['name']}\" is invalid: spec.ports[0].nodePort: Invalid value: {port['nodePort']}: provided port is already allocated")
+                else:
+                    port["nodePort"] = next(p for p in self._nodeports if p not in taken)
+
+    # -- KubeAPI --------------------------------------------------------------------------------------
+
+    def server_version(self) -> str:
+        self._advance("version")
+        return self.cfg.kubernetes_version
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Obj | None:
+        self._advance("get", kind, namespace or "", name)
+        if kind == "EndpointSlice":
+            for s in self.list("EndpointSlice", namespace):
+                if s["metadata"]["name"] == name:
+                    return s
+            return None
+        obj = self._objects.get(kind, {}).get((namespace, name))
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
+        api_version_of(kind)
+        self._advance("list", kind, namespace or "", label_selector or "")
+        if kind == "EndpointSlice":
+            items = [self._endpointslice(s) for s in self.services() if s["spec"].get("selector")]
+        else:
+            items = [o for _, o in sorted(self._objects.get(kind, {}).items(), key=lambda kv: (kv[0][0] or "", kv[0][1]))]
+        return [
+            copy.deepcopy(o)
+            for o in items
+            if (namespace is None or o["metadata"].get("namespace") == namespace)
+            and _selector_match(label_selector, o["metadata"].get("labels"))
+        ]
+
+    def create(self, obj: Obj) -> Obj:
+        obj = copy.deepcopy(obj)
+        kind = obj["kind"]
+        api_version_of(kind)
+        md = obj.setdefault("metadata", {})
+        ns, name = md.get("namespace"), md.get("name")
+        self._advance("create", kind, ns or "", name or "")
+        if kind != "Namespace" and kind != "Node" and ns is not None and (None, ns) not in self._objects.get("Namespace", {}):
+            raise ApiError(404, "NotFound", f'namespaces "{ns}" not found')
+        if (ns, name) in self._objects.get(kind, {}):
+            raise ApiError(409, "AlreadyExists", f'{kind.lower()}s "{name}" already exists')
+        if kind == "Service":
+            self._admit_service(obj)
+        if kind == "Pod":
+            node = obj.get("spec", {}).get("nodeName") or self.node_names()[-1]
+            pod = self._new_pod(ns, name, {"metadata": md, "spec": obj.get("spec", {})}, node)
+            return copy.deepcopy(pod)
+        if kind == "Namespace":
+            obj["status"] = {"phase": "Active"}
+        self._put(obj)
+        self._reconcile()
+        return copy.deepcopy(obj)
+
+    def patch(self, kind: str, name: str, namespace: str | None, patch: Obj) -> Obj:
+        self._advance("patch", kind, namespace or "", name)
+        cur = self._objects.get(kind, {}).get((namespace, name))
+        if cur is None:
+            raise ApiError(404, "NotFound", f'{kind.lower()}s "{name}" not found')
+        new = _merge_patch(copy.deepcopy(cur), patch)
+        if kind == "Service":
+            self._admit_service(new, old=cur)
+        self._objects[kind][(namespace, name)] = new
+        self._reconcile()
+        return copy.deepcopy(new)
+
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
+        self._advance("delete", kind, namespace or "", name)
+        self._objects.get(kind, {}).pop((namespace, name), None)
+        if kind == "Namespace":
+            for k, objs in self._objects.items():
+                for key in [key for key in objs if key[0] == name]:
+                    del objs[key]
+        if kind == "Deployment":
+            for p in self._pods(namespace):
+                if (p["metadata"].get("ownerReferences") or [{}])[0].get("name") == name:
+                    del self._objects["Pod"][(namespace, p["metadata"]["name"])]
+
+    def exec(
+        self, namespace: str, pod: str, argv: Sequence[str], container: str | None = None, timeout: float = 60.0
+    ) -> ExecResult:
+        self._advance("exec", namespace, pod, *argv)
+        obj = self._objects.get("Pod", {}).get((namespace, pod))
+        where = f"pod {namespace}/{pod}"
+        if obj is None:
+            raise ApiError(404, "NotFound", f'pods "{pod}" not found')
+        if obj["metadata"].get("labels", {}).get("k8s-app") == "cilium":
+            rc, out, err = self.agents[obj["spec"]["nodeName"]].handle(list(argv))
+            return ExecResult(tuple(argv), rc, out, err, where)
+        handler = self.pod_exec_handlers.get(pod) or self.pod_exec_handlers.get("*")
+        if handler is None:
+            return ExecResult(tuple(argv), 127, "", f'exec: "{argv[0]}": executable file not found in $PATH', where)
+        rc, out, err = handler(obj, list(argv))
+        return ExecResult(tuple(argv), rc, out, err, where)
+
+    # -- NodeRunner -----------------------------------------------------------------------------------
+
+    def run(self, node: str, argv: Sequence[str], timeout: float = 60.0) -> ExecResult:
+        self._advance("node", node, *argv)
+        if (None, node) not in self._objects["Node"]:
+            return ExecResult(tuple(argv), 1, "", f"Error response from daemon: No such container: {node}", f"node {node}")
+        handler = self.node_exec_handlers.get(argv[0]) if argv else None
+        if handler is None:
+            return ExecResult(tuple(argv), 127, "", f"OCI runtime exec failed: exec: \"{argv[0]}\": executable file not found in $PATH", f"node {node}")
+        rc, out, err = handler(node, list(argv))
+        return ExecResult(tuple(argv), rc, out, err, f"node {node}")
+
+    # -- conveniences for tests -----------------------------------------------------------------------
+
+    def find(self, kind: str, pattern: str = "*", namespace: str | None = None) -> list[Obj]:
+        return [o for (ns, n), o in self._objects.get(kind, {}).items() if fnmatch.fnmatch(n, pattern) and (namespace is None or ns == namespace)]
+
+    def dump(self) -> str:
+        return json.dumps({k: [o["metadata"]["name"] for o in v.values()] for k, v in self._objects.items()}, indent=1)
+
+
+def _merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    if not isinstance(target, dict):
+        target = {}
+    for k, v in patch.items():
+        if v is None:
+            target.pop(k, None)
+        else:
+            target[k] = _merge_patch(target.get(k), v)
+    return target
+

@@ -1,0 +1,49 @@
+"""Version numbers of Cilium and Linux kernels, compared the way a user reads them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_VERSION = re.compile(r"^v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[-+~_.]?(.*))?$")
+
+
+@dataclass(frozen=True, order=True)
+class Version:
+    """A dotted version. ``Version.parse("1.18.0-pre.3") < Version.parse("1.18.0")``.
+
+    Kernel strings such as ``6.1.0-18-amd64`` keep their suffix as ``extra`` and compare by the
+    numeric part only (a distribution suffix is not a pre-release).
+    """
+
+    major: int
+    minor: int = 0
+    patch: int = 0
+    prerelease: tuple[int, str] = (1, "")  # (0, tag) sorts before a release (1, "")
+    extra: str = ""
+
+    @classmethod
+    def parse(cls, text: str, *, kernel: bool = False) -> "Version":
+        m = _VERSION.match(text.strip())
+        if not m:
+            raise ValueError(f"not a version: {text!r}")
+        major, minor, patch, rest = m.groups()
+        rest = rest or ""
+        pre: tuple[int, str] = (1, "")
+        if rest and not kernel and re.match(r"(pre|rc|dev|alpha|beta|snapshot)", rest):
+            pre = (0, rest)
+        return cls(int(major), int(minor or 0), int(patch or 0), pre, rest)
+
+    @property
+    def minor_series(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    def __str__(self) -> str:
+        base = f"{self.major}.{self.minor}.{self.patch}"
+        return f"{base}-{self.extra}" if self.extra else base
+
+
+def parse_min_version(text: str) -> Version:
+    """Parse a minimum version as written in a marker: ``"1.18"`` means 1.18.0 and later, pre-releases included."""
+    v = Version.parse(text)
+    return Version(v.major, v.minor, v.patch, (0, ""))

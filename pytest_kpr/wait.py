@@ -1,0 +1,148 @@
+"""Named timeouts and the only two ways the project waits: :func:`retrying` and :func:`eventually`.
+
+No code in this project sleeps to wait for a state; it polls with a bound, and a timeout names what
+it waited for and what it saw last.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, fields, replace
+from typing import Callable, Generic, TypeVar
+
+from tenacity import (
+    RetryError,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_exponential,
+)
+
+from .errors import InfraError
+
+log = logging.getLogger("pytest_kpr.wait")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Bounds in seconds, each named after what it bounds. Scaled as a whole by ``--kpr-timeout-scale``."""
+
+    #: kind create (3 nodes, image present): 60-90 s on a GitHub runner.
+    CLUSTER_CREATE: float = 300.0
+    #: helm install returns quickly; the agents then need 60-120 s to program the datapath.
+    CILIUM_READY: float = 420.0
+    #: A Deployment's pods Ready after a scale: seconds with a preloaded image.
+    PODS_READY: float = 180.0
+    #: EndpointSlice change -> agent's BPF LB slots. Typically < 2 s.
+    DATAPATH_CONVERGENCE: float = 60.0
+    #: One exec into an agent pod (cilium-dbg) or a node (docker exec).
+    EXEC: float = 60.0
+    #: Retrying transport errors of one API call.
+    API_CALL: float = 30.0
+    #: Namespaces to disappear at cleanup.
+    NAMESPACE_DELETE: float = 120.0
+
+    def scaled(self, factor: float) -> "Timeouts":
+        return replace(self, **{f.name: getattr(self, f.name) * factor for f in fields(self)})
+
+
+class WaitTimeout(AssertionError):
+    """A bounded wait ran out. The message says what was awaited and the last observation."""
+
+
+def retrying(timeout: float, *, on: tuple[type[BaseException], ...] = (InfraError,), assertions: bool = True) -> Retrying:
+    """A tenacity ``Retrying`` for ``for attempt in retrying(T): with attempt: ...``.
+
+    Retries the given transport errors (and failed assertions when ``assertions``), backing off from
+    0.2 s to 2 s, for at most ``timeout`` seconds, then re-raises the last error so its message is the
+    failure.
+    """
+    retry_on: tuple[type[BaseException], ...] = on + ((AssertionError,) if assertions else ())
+    return Retrying(
+        stop=stop_after_delay(timeout),
+        wait=wait_exponential(multiplier=0.2, max=2),
+        retry=retry_if_exception_type(retry_on),
+        reraise=True,
+    )
+
+
+@dataclass
+class Observation(Generic[T]):
+    value: T
+    elapsed: float
+    attempts: int
+
+
+def eventually(
+    observe: Callable[[], T],
+    *,
+    until: Callable[[T], bool],
+    timeout: float,
+    what: str,
+    describe: Callable[[T], str] = repr,
+    progress: Callable[[str], None] | None = None,
+    progress_every: float = 10.0,
+    abort: Callable[[T], str | None] | None = None,
+    transient: tuple[type[BaseException], ...] = (InfraError,),
+) -> Observation[T]:
+    """Poll ``observe()`` until ``until(value)``; return the final observation and how long it took.
+
+    - Transport errors (``transient``) are retried until the deadline; the last one is reported.
+    - ``abort(value)`` may return a reason to stop early (a state that cannot recover).
+    - ``progress(line)`` is called at most every ``progress_every`` seconds with the last observation.
+    - On timeout raises :class:`WaitTimeout`: ``timed out after 60s waiting for <what>; last observed: ...``.
+    """
+    start = time.monotonic()
+    last: list[object] = []  # the last value or error
+    last_progress = start
+    attempts = 0
+
+    def attempt() -> T:
+        nonlocal attempts, last_progress
+        attempts += 1
+        try:
+            value = observe()
+        except transient as e:
+            last[:] = [e]
+            raise
+        last[:] = [value]
+        if abort is not None:
+            reason = abort(value)
+            if reason:
+                raise _Abort(reason)
+        now = time.monotonic()
+        if progress is not None and now - last_progress >= progress_every:
+            last_progress = now
+            progress(f"waiting for {what} ({now - start:.0f}s/{timeout:.0f}s): {describe(value)}")
+        if not until(value):
+            raise _NotYet()
+        return value
+
+    try:
+        for a in Retrying(
+            stop=stop_after_delay(timeout),
+            wait=wait_exponential(multiplier=0.1, max=2),
+            retry=retry_if_exception_type((_NotYet,) + transient),
+            reraise=False,
+        ):
+            with a:
+                value = attempt()
+    except RetryError:
+        seen = last[0] if last else None
+        shown = f"{type(seen).__name__}: {seen}" if isinstance(seen, BaseException) else describe(seen)  # type: ignore[arg-type]
+        raise WaitTimeout(
+            f"timed out after {timeout:.0f}s waiting for {what}; last observed: {shown}"
+        ) from None
+    except _Abort as e:
+        raise WaitTimeout(f"gave up waiting for {what}: {e}") from None
+    return Observation(value, time.monotonic() - start, attempts)
+
+
+class _NotYet(Exception):
+    pass
+
+
+class _Abort(Exception):
+    pass

@@ -1,0 +1,77 @@
+"""Options, ini keys and markers as a user sees them: --help, --markers, usage errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_kpr.settings import OPTIONS
+
+
+def test_help_lists_the_kpr_group_with_every_option(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(["*Cilium kube-proxy-replacement conformance (pytest-kpr):*"])
+    for opt in OPTIONS:
+        result.stdout.fnmatch_lines([f"*{opt.flag}*"])
+    # every option has an ini twin
+    for opt in OPTIONS:
+        result.stdout.fnmatch_lines([f"*{opt.ini} (*"])
+    assert result.ret == 0
+
+
+def test_markers_are_registered_with_their_signatures(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--markers")
+    result.stdout.fnmatch_lines(
+        [
+            "@pytest.mark.kpr: a Cilium kube-proxy-replacement conformance test*",
+            "@pytest.mark.kpr_requires(*features, cilium=None, kernel=None):*",
+            "@pytest.mark.kpr_disruptive:*",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--kpr-provider=minikube"], "--kpr-provider: 'minikube' is not one of: kind, existing"),
+        (["--kpr-timeout-scale=0"], "--kpr-timeout-scale: '0' must be a positive number"),
+        (["--kpr-timeout-scale=fast"], "--kpr-timeout-scale: 'fast' is not a number"),
+        (["--kpr-cluster-name=My_Cluster"], "--kpr-cluster-name: 'My_Cluster' is not a valid cluster name*"),
+        (["--kpr-cilium-version=latest"], "--kpr-cilium-version: 'latest' is not a Cilium version*"),
+        (["--kpr-if-unavailable=ignore"], "--kpr-if-unavailable: 'ignore' is not one of: fail, skip"),
+        (["--kpr-context=ci"], "--kpr-context needs --kpr-provider=existing"),
+        (["--kpr-helm-values=/nonexistent/values.yaml"], "--kpr-helm-values: no such file: /nonexistent/values.yaml"),
+    ],
+)
+def test_bad_option_values_are_one_line_usage_errors(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: pytest-kpr: {message}"])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_bad_ini_values_name_the_ini_key(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nkpr_timeout_scale = -2\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest-kpr: ini key kpr_timeout_scale: '-2' must be a positive number"])
+
+
+def test_command_line_overrides_ini(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nkpr_cluster_name = from-ini\nkpr_timeout_scale = 3\n")
+    pytester.makepyfile(
+        """
+        def test_settings(kpr_settings):
+            assert kpr_settings.cluster_name == "from-cli"
+            assert kpr_settings.timeout_scale == 3.0
+            assert kpr_settings.sources["cluster_name"] == "cli"
+            assert kpr_settings.sources["timeout_scale"] == "ini"
+        """
+    )
+    result = pytester.runpytest("--kpr-cluster-name=from-cli")
+    result.assert_outcomes(passed=1)
+
+
+def test_header_shows_the_configuration(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest("--kpr-cluster-name=ci")
+    result.stdout.fnmatch_lines(["kpr: provider kind (kind cluster ci), Cilium 1.18.12 (pinned in clusters/versions.yaml), artifacts *"])

@@ -1,0 +1,205 @@
+"""The plugin's session against the in-memory fake cluster: selection, gating, header, cleanup."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest_helpers import events, use_fake_cluster
+
+KPR_TESTS = """
+import pytest
+
+pytestmark = pytest.mark.kpr
+
+def test_plain(kpr_facts):
+    assert kpr_facts.kube_proxy_replacement
+
+@pytest.mark.kpr_requires(cilium="1.19")
+def test_needs_119():
+    pass
+
+@pytest.mark.kpr_requires("socket-lb-pods")
+def test_needs_socket_lb_in_pods():
+    pass
+
+@pytest.mark.kpr_requires(kernel="6.9")
+def test_needs_new_kernel():
+    pass
+
+@pytest.mark.kpr_requires("nodeport", cilium="1.16", kernel="5.10")
+def test_met():
+    pass
+"""
+
+
+def test_plain_pytest_deselects_kpr_suites_and_never_provisions(pytester: pytest.Pytester) -> None:
+    use_fake_cluster(pytester)
+    pytester.makepyfile(test_suite=KPR_TESTS, test_other="def test_other(): pass")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, deselected=5)
+    result.stdout.fnmatch_lines(["*pytest-kpr: 5 kpr conformance tests not selected; run them with: pytest -m kpr*"])
+    assert events(pytester)["events"] == []
+
+
+def test_selected_kpr_tests_skip_with_readable_reasons(pytester: pytest.Pytester) -> None:
+    use_fake_cluster(pytester, config="cilium_version='1.18.12', kernel='6.8.0-49-generic', socket_lb_hostns_only=True")
+    pytester.makepyfile(KPR_TESTS)
+    result = pytester.runpytest("-m", "kpr", "-rs")
+    result.assert_outcomes(passed=2, skipped=3)
+    result.stdout.fnmatch_lines_random(
+        [
+            "SKIPPED * requires Cilium >= 1.19, cluster runs 1.18.12",
+            "SKIPPED * requires feature socket-lb-pods, which is disabled on this cluster",
+            "SKIPPED * requires kernel >= 6.9, node fake-control-plane runs 6.8.0-49-generic",
+        ]
+    )
+    assert events(pytester)["events"] == ["preflight", "provision", "teardown"]
+
+
+def test_header_prints_cluster_facts_and_cluster_json_is_written(pytester: pytest.Pytester) -> None:
+    use_fake_cluster(pytester, config="cilium_version='1.17.6', workers=2, no_backend_response='drop'")
+    pytester.makepyfile("import pytest\n@pytest.mark.kpr\ndef test_x(): pass\n")
+    result = pytester.runpytest("-m", "kpr", "--kpr-artifacts=out")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "kpr cluster: fake (fake, created by this run), Kubernetes v1.34.0, 3 nodes, kernel 6.8.0-49-generic",
+            "kpr cilium: 1.17.6 (cilium-dbg), KubeProxyReplacement True, socket LB Full, NodePort SNAT, attach tcx, ServiceNoBackendResponse drop",
+            "kpr features: external-ips, host-port, kpr, nodeport, session-affinity, socket-lb, socket-lb-pods, tcx",
+            "kpr nodes: fake-control-plane 172.18.0.2, fake-worker 172.18.0.3, fake-worker2 172.18.0.4",
+        ]
+    )
+    facts = json.loads((pytester.path / "out" / "cluster.json").read_text())
+    assert facts["cilium_version"] == "1.17.6"
+    assert facts["no_backend_response"] == "drop"
+    assert [n["internal_ip"] for n in facts["nodes"]] == ["172.18.0.2", "172.18.0.3", "172.18.0.4"]
+    assert "lb-statedb" not in facts["features"]  # 1.17 has no db/show tables by default
+
+
+def test_readiness_polls_until_every_agent_is_ok_and_prints_progress(pytester: pytest.Pytester) -> None:
+    use_fake_cluster(pytester, config="agent_ready_after=3")
+    pytester.makepyfile("import pytest\n@pytest.mark.kpr\ndef test_x(kpr_facts): assert kpr_facts.kube_proxy_replacement\n")
+    result = pytester.runpytest("-m", "kpr", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["[[]kpr[]] waiting for the Cilium datapath (every agent Ok, KubeProxyReplacement True)"])
+
+
+def test_cilium_without_kpr_is_refused_clearly(pytester: pytest.Pytester) -> None:
+    use_fake_cluster(pytester, config="faults=Faults(kpr_disabled=True)", created=False)
+    pytester.makepyfile("import pytest\n@pytest.mark.kpr\ndef test_x(): pass\n")
+    result = pytester.runpytest("-m", "kpr")
+    assert result.ret == 3
+    result.stdout.fnmatch_lines(["*pytest-kpr: Cilium runs without kube-proxy replacement on fake-control-plane, fake-worker, fake-worker2 (KubeProxyReplacement: False)*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_unavailable_environment_exits_with_one_line(pytester: pytest.Pytester) -> None:
+    use_fake_cluster(pytester, unavailable="no Docker daemon answers")
+    pytester.makepyfile("import pytest\n@pytest.mark.kpr\ndef test_x(): pass\n")
+    result = pytester.runpytest("-m", "kpr")
+    assert result.ret == 4
+    result.stdout.fnmatch_lines(["*pytest-kpr: cannot run the kpr suites here: no Docker daemon answers*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_unavailable_environment_can_skip_instead(pytester: pytest.Pytester) -> None:
+    use_fake_cluster(pytester, unavailable="no Docker daemon answers")
+    pytester.makepyfile("import pytest\n@pytest.mark.kpr\ndef test_x(): pass\n")
+    result = pytester.runpytest("-m", "kpr", "--kpr-if-unavailable=skip", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED * kpr cluster unavailable: no Docker daemon answers"])
+
+
+def test_bad_marker_arguments_fail_at_collection(pytester: pytest.Pytester) -> None:
+    use_fake_cluster(pytester)
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.kpr
+        @pytest.mark.kpr_requires("warp-drive")
+        def test_x(): pass
+        """
+    )
+    result = pytester.runpytest("-m", "kpr")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: *test_x: @pytest.mark.kpr_requires: unknown feature 'warp-drive' (known: kpr, socket-lb,*"])
+    assert events(pytester)["events"] == []
+
+
+def test_bad_marker_keyword_fails_at_collection(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("import pytest\n@pytest.mark.kpr_requires(cillium='1.18')\ndef test_x(): pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: *test_x: @pytest.mark.kpr_requires: *unexpected keyword argument 'cillium'"])
+
+
+def test_disruptive_tests_skip_on_a_cluster_the_run_did_not_create(pytester: pytest.Pytester) -> None:
+    use_fake_cluster(pytester, created=False)
+    pytester.makepyfile("import pytest\npytestmark = pytest.mark.kpr\n@pytest.mark.kpr_disruptive\ndef test_x(): pass\n")
+    result = pytester.runpytest("-m", "kpr", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED * disruptive test on a cluster this run did not create (pass --kpr-allow-disruptive to run it)"])
+    result = pytester.runpytest("-m", "kpr", "--kpr-allow-disruptive")
+    result.assert_outcomes(passed=1)
+
+
+def test_namespaces_are_labelled_and_deleted_even_when_a_test_fails(pytester: pytest.Pytester) -> None:
+    use_fake_cluster(pytester)
+    pytester.makepyfile(
+        """
+        import pytest
+        pytestmark = pytest.mark.kpr
+
+        def test_uses_namespace(kpr_namespace, kpr_cluster, kpr_session):
+            ns = kpr_cluster.kube.get("Namespace", kpr_namespace)
+            assert ns["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "pytest-kpr"
+            assert ns["metadata"]["labels"]["kpr.cilium.io/run"] == kpr_session.run_id
+            assert kpr_namespace.startswith("kpr-namespaces-")
+            assert False, "this test fails on purpose"
+        """,
+    )
+    # the module is test_namespaces... via pytester's default name
+    result = pytester.runpytest("-m", "kpr")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*this test fails on purpose*"])
+    result.stdout.fnmatch_lines(["[[]kpr[]] deleting namespaces kpr-namespaces-are-labelled-*"])
+    left = events(pytester)["namespaces"]
+    assert sorted(left) == ["default", "kube-node-lease", "kube-public", "kube-system"]
+
+
+def test_ctrl_c_still_cleans_up(pytester: pytest.Pytester) -> None:
+    use_fake_cluster(pytester)
+    pytester.makepyfile(
+        """
+        import pytest
+        pytestmark = pytest.mark.kpr
+
+        def test_interrupted(kpr_namespace):
+            raise KeyboardInterrupt
+        """,
+    )
+    result = pytester.runpytest_subprocess("-m", "kpr")  # a real Ctrl-C would stop this process too
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    ev = events(pytester)
+    assert ev["events"] == ["preflight", "provision", "teardown"]
+    assert not [n for n in ev["namespaces"] if n.startswith("kpr-")]
+
+
+def test_namespace_without_our_labels_is_not_deleted(pytester: pytest.Pytester) -> None:
+    use_fake_cluster(pytester)
+    pytester.makepyfile(
+        """
+        import pytest
+        pytestmark = pytest.mark.kpr
+
+        def test_relabel(kpr_namespace, kpr_cluster):
+            # somebody else took the namespace over: the plugin must leave it alone
+            kpr_cluster.kube.patch("Namespace", kpr_namespace, None, {"metadata": {"labels": {"kpr.cilium.io/run": "other"}}})
+        """,
+    )
+    result = pytester.runpytest("-m", "kpr", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["[[]kpr[]] not deleting namespace kpr-* it does not carry this run's labels"])
+    assert [n for n in events(pytester)["namespaces"] if n.startswith("kpr-")]

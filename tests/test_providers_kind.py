@@ -1,0 +1,186 @@
+"""The kind provider with stub kind/helm/kubectl/docker executables: what is passed, what is cleaned up,
+what happens when something is missing. The runs happen without network (an empty network namespace
+when root, and a socket guard always), which proves nothing is downloaded."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from stubs import calls, install_stubs
+
+REPO = Path(__file__).resolve().parent.parent
+
+INNER_CONFTEST = """
+import socket
+import pytest
+from pytest_kpr.testing import FakeCluster, FakeConfig
+
+ATTEMPTS = []
+_orig_connect = socket.socket.connect
+
+def _guard(self, address):
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        ATTEMPTS.append(address)
+        raise OSError("network use in an offline test: %r" % (address,))
+    return _orig_connect(self, address)
+
+socket.socket.connect = _guard
+
+def pytest_kpr_kube_client(config, kubeconfig, context):
+    # the stub kind wrote a kubeconfig; the API behind it is an in-memory cluster with Cilium
+    assert kubeconfig is not None and kubeconfig.read_text().startswith("apiVersion: v1")
+    return FakeCluster(FakeConfig(name=config.getoption("kpr_cluster_name") or "kpr"))
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    import pathlib
+    pathlib.Path("network-attempts.txt").write_text(repr(ATTEMPTS))
+"""
+
+SUITE = """
+import pytest
+pytestmark = pytest.mark.kpr
+
+def test_cluster(kpr_facts):
+    assert kpr_facts.cluster == "kpr-stub"
+    assert [n.name for n in kpr_facts.nodes] == ["kpr-stub-control-plane", "kpr-stub-worker", "kpr-stub-worker2"]
+"""
+
+
+@pytest.fixture
+def stubbed(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    stub_dir = tmp_path / "stub"
+    stub_dir.mkdir()
+    install_stubs(tmp_path / "bin")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.setenv("KPR_STUB_DIR", str(stub_dir))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    pytester.makeconftest(INNER_CONFTEST)
+    pytester.makepyfile(test_suite=SUITE)
+    return stub_dir
+
+
+def run_offline(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """``python -m pytest -m kpr ARGS`` in a subprocess, in a new empty network namespace when possible."""
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "kpr", *args]
+    unshare = shutil.which("unshare", path="/usr/bin:/bin")
+    if os.geteuid() == 0 and unshare:
+        cmd = [unshare, "--net", *cmd]
+    result = pytester.run(*cmd, timeout=120)
+    attempts = (pytester.path / "network-attempts.txt")
+    if attempts.exists():
+        assert attempts.read_text() == "[]", f"the run tried to use the network: {attempts.read_text()}"
+    return result
+
+
+def test_kind_cluster_is_created_from_the_repo_config_then_deleted(pytester: pytest.Pytester, stubbed: Path) -> None:
+    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub", "-s")
+    result.assert_outcomes(passed=1)
+    kind = calls(stubbed, "kind")
+    create = next(c for c in kind if c[:2] == ["create", "cluster"])
+    assert "--name=kpr-stub" in create
+    assert any(a.startswith("--kubeconfig=") and "kpr-artifacts/.kind/kpr-stub/kubeconfig" in a for a in create)
+    image = next(a for a in create if a.startswith("--image="))
+    assert "@sha256:" in image, "the node image is pinned by digest"
+    assert create[create.index("--config") + 1] == str(REPO / "clusters/kind/kpr.yaml")
+    config = yaml.safe_load((stubbed / "kind-config-used.yaml").read_text())
+    assert [n["role"] for n in config["nodes"]] == ["control-plane", "worker", "worker"]
+    assert config["networking"]["disableDefaultCNI"] is True
+    assert config["networking"]["kubeProxyMode"] == "none"
+    assert "--wait" not in " ".join(create) or "--wait=0s" in create, "no waiting for Ready before the CNI exists"
+    assert kind[-1][:2] == ["delete", "cluster"] and "--name=kpr-stub" in kind[-1]
+    result.stdout.fnmatch_lines(["[[]kpr[]] creating kind cluster kpr-stub *", "[[]kpr[]] installing Cilium 1.18.12 (cilium/cilium) with helm"])
+
+
+def test_helm_installs_cilium_with_kpr_values_for_the_requested_version(pytester: pytest.Pytester, stubbed: Path, tmp_path: Path) -> None:
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("loadBalancer:\n  algorithm: maglev\n")
+    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub", "--kpr-cilium-version=1.17.18", f"--kpr-helm-values={extra}")
+    result.assert_outcomes(passed=1)
+    (helm,) = calls(stubbed, "helm")
+    assert helm[:8] == ["upgrade", "--install", "cilium", "cilium/cilium", "--version", "1.17.18", "--namespace", "kube-system"]
+    values = [helm[i + 1] for i, a in enumerate(helm) if a == "--values"]
+    assert values == [str(REPO / "clusters/cilium/values-kpr.yaml"), str(REPO / "clusters/cilium/values-1.17.yaml"), str(extra)]
+    assert helm[helm.index("--set") + 1] == "k8sServiceHost=kpr-stub-control-plane"
+    assert helm[helm.index("--kubeconfig") + 1].endswith("kpr-artifacts/.kind/kpr-stub/kubeconfig")
+    merged: dict = {}
+    for i, f in enumerate(values):
+        merged.update(yaml.safe_load(Path(f).read_text()) or {})
+    assert merged["kubeProxyReplacement"] == "true"
+    assert merged["k8sServicePort"] == 6443
+    assert merged["ipam"] == {"mode": "kubernetes"}
+    assert merged["loadBalancer"] == {"algorithm": "maglev"}, "the user's file is applied last"
+
+
+def test_kept_cluster_is_not_deleted(pytester: pytest.Pytester, stubbed: Path) -> None:
+    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub", "--kpr-keep-cluster", "-s")
+    result.assert_outcomes(passed=1)
+    assert not [c for c in calls(stubbed, "kind") if c[:2] == ["delete", "cluster"]]
+    result.stdout.fnmatch_lines(["[[]kpr[]] keeping kind cluster kpr-stub (--kpr-keep-cluster); delete it with: kind delete cluster --name kpr-stub"])
+
+
+def test_a_cluster_it_did_not_create_is_refused_unless_reuse_is_asked(pytester: pytest.Pytester, stubbed: Path) -> None:
+    (stubbed / "clusters").write_text("kpr-stub\n")
+    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub")
+    assert result.ret == 3
+    result.stdout.fnmatch_lines(["*a kind cluster named kpr-stub already exists and was not created by this run; pass --kpr-reuse-cluster*"])
+    assert not [c for c in calls(stubbed, "kind") if c[0] in ("create", "delete")]
+
+    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub", "--kpr-reuse-cluster")
+    result.assert_outcomes(passed=1)
+    kind = calls(stubbed, "kind")
+    assert any(c[:2] == ["export", "kubeconfig"] for c in kind)
+    assert not [c for c in kind if c[0] in ("create", "delete")], "a reused cluster is never deleted"
+
+
+@pytest.mark.parametrize("missing", ["kind", "helm", "kubectl", "docker"])
+def test_a_missing_tool_is_one_clear_line(pytester: pytest.Pytester, stubbed: Path, tmp_path: Path, missing: str) -> None:
+    (tmp_path / "bin" / missing).unlink()
+    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub")
+    assert result.ret == 4
+    out = result.stdout.str()
+    assert f"pytest-kpr: cannot run the kpr suites here: {missing} not found on PATH" in out
+    assert "Traceback" not in out + result.stderr.str()
+    assert not calls(stubbed, "kind") or missing != "kind"
+
+
+def test_no_docker_daemon_is_one_clear_line(pytester: pytest.Pytester, stubbed: Path) -> None:
+    (stubbed / "docker-down").touch()
+    result = run_offline(pytester)
+    assert result.ret == 4
+    result.stdout.fnmatch_lines(
+        ["*pytest-kpr: cannot run the kpr suites here: no Docker daemon answers (`docker info`: Cannot connect to the Docker daemon*"]
+    )
+    assert not calls(stubbed, "kind")
+
+
+def test_binary_options_point_at_tools_outside_path(pytester: pytest.Pytester, stubbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    shutil.move(str(tmp_path / "bin" / "kind"), other / "kind")
+    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub", f"--kpr-kind-bin={other / 'kind'}")
+    result.assert_outcomes(passed=1)
+    assert calls(stubbed, "kind")
+
+
+def test_pytest_kind_is_wrapped_so_it_cannot_download(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_kpr.cluster.kind import _kind_cluster_class
+    from pytest_kpr.cluster.tools import Tool
+    from pytest_kpr.errors import Unavailable
+
+    monkeypatch.chdir(tmp_path)
+    cls = _kind_cluster_class()
+    c = cls("x", tmp_path / "state", Tool("kind", str(tmp_path / "no-kind")), Tool("kubectl", str(tmp_path / "no-kubectl")), None)
+    with pytest.raises(Unavailable, match="never downloads"):
+        c.ensure_kind()
+    with pytest.raises(Unavailable, match="never downloads"):
+        c.ensure_kubectl()
+    assert not (tmp_path / ".pytest-kind").exists(), "no state in the current directory"
+    assert c.kubeconfig_path == tmp_path / "state" / "kubeconfig"
