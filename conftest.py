@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent
-SHARED = REPO_ROOT.parent / "shared"
+SHARED = Path(os.environ.get("KPR_SHARED_DIR") or REPO_ROOT.parent / "shared")
 CILIUM_FIXTURES = SHARED / "fixtures" / "cilium"
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest_helpers import events, use_fake_cluster
+from helpers import events, use_fake_cluster
 
 KPR_TESTS = """
 import pytest

@@ -69,7 +69,7 @@ def stubbed(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path
 
 def run_offline(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     """``python -m pytest -m kpr ARGS`` in a subprocess, in a new empty network namespace when possible."""
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "kpr", *args]
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-m", "kpr", *args]
     unshare = shutil.which("unshare", path="/usr/bin:/bin")
     if os.geteuid() == 0 and unshare:
         cmd = [unshare, "--net", *cmd]

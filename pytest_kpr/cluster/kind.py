@@ -77,15 +77,26 @@ class KindProvider:
         self._tools: dict[str, Tool] = {}
 
     def preflight(self) -> None:
+        """Everything the kind provider needs, checked at once and reported in one line."""
         s = self.settings
-        purpose = "to create a kind cluster for `pytest -m kpr`"
+        purpose = "to create a kind cluster"
+        problems: list[str] = []
         for name in ("docker", "kind", "kubectl", "helm"):
-            self._tools[name] = require(name, s.binary(name), purpose=purpose)
-        docker_daemon_answers(self._tools["docker"])
+            try:
+                self._tools[name] = require(name, s.binary(name), purpose=purpose)
+            except Unavailable as e:
+                problems.append(str(e))
+        if "docker" in self._tools:
+            try:
+                docker_daemon_answers(self._tools["docker"])
+            except Unavailable as e:
+                problems.insert(0, str(e))
         if not s.kind_config.is_file():
-            raise Unavailable(f"kind config {s.kind_config} not found (pass --kpr-kind-config)")
+            problems.append(f"kind config {s.kind_config} not found (pass --kpr-kind-config)")
         if not s.cilium_version:
-            raise Unavailable("no Cilium version: clusters/versions.yaml is missing and --kpr-cilium-version was not given")
+            problems.append("no Cilium version: clusters/versions.yaml is missing and --kpr-cilium-version was not given")
+        if problems:
+            raise Unavailable("; ".join(problems))
 
     def _existing_clusters(self) -> list[str]:
         r = self._tools["kind"].run(["get", "clusters"], timeout=60)

@@ -49,6 +49,6 @@ def docker_daemon_answers(docker: Tool) -> None:
         reason = (r.stderr or r.stdout).strip().splitlines()
         detail = reason[-1] if reason else f"exit {r.returncode}"
         raise Unavailable(
-            f"no Docker daemon answers (`docker info`: {detail}); kind needs one: {HOW_TO_GET['docker']}, "
-            "or point the plugin at a running cluster with --kpr-provider=existing --kpr-kubeconfig=PATH"
+            f"no Docker daemon answers (`docker info`: {detail}): kind needs one, {HOW_TO_GET['docker']}, "
+            "or use a running cluster with --kpr-provider=existing --kpr-kubeconfig=PATH"
         )

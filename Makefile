@@ -1,0 +1,52 @@
+# pytest-kpr: the two entry points.
+#   make kpr    the conformance suites on a fresh kind cluster with Cilium in KPR mode (needs Docker,
+#               kind, kubectl, helm on PATH); extra pytest arguments in KPR_ARGS
+#   make test   every self-test tier (fixtures, pytester, real kernel in netns as root, suites vs fake)
+# Both create .venv and install the package into it first.
+
+PYTHON   ?= python3
+VENV     ?= .venv
+BIN      := $(VENV)/bin
+STAMP    := $(VENV)/.installed-stamp
+KPR_ARGS ?=
+TEST_ARGS ?=
+
+# Debian packages the real-kernel tier uses (installed by `make test` when root and missing).
+KERNEL_DEBS := iproute2 iptables nftables conntrack clang libbpf-dev bpftool libpcap0.8 curl util-linux
+
+.PHONY: kpr test venv kernel-deps clean help
+
+help:
+	@echo "make kpr    run the kpr conformance suites against kind (pytest -m kpr)"
+	@echo "make test   run the plugin's self-tests"
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored: it is neither" || true
+	@$(BIN)/python -c "import pytest_kpr" && touch $@
+
+venv: $(STAMP)
+
+kpr: $(STAMP)
+	@if command -v helm >/dev/null 2>&1 && ! helm repo list 2>/dev/null | grep -q '^cilium[[:space:]]'; then \
+		echo "[kpr] adding the Cilium Helm chart repository (helm repo add cilium https://helm.cilium.io)"; \
+		helm repo add cilium https://helm.cilium.io >/dev/null && helm repo update cilium >/dev/null; \
+	fi
+	$(BIN)/pytest -m kpr $(KPR_ARGS)
+
+kernel-deps:
+	@missing=""; for p in $(KERNEL_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "[kpr] installing Debian packages for the real-kernel tier:$$missing"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+		else \
+			echo "[kpr] missing for the real-kernel tier (not root, those tests will skip):$$missing"; \
+		fi; \
+	fi
+
+test: $(STAMP) kernel-deps
+	$(BIN)/pytest $(TEST_ARGS)
+
+clean:
+	rm -rf $(VENV) kpr-artifacts .pytest_cache .hypothesis

@@ -1,0 +1,115 @@
+"""The in-memory fake cluster behaves like a cluster, not like a stub: state in, state out."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_kpr.agent import Agent, agents
+from pytest_kpr.errors import ApiError
+from pytest_kpr.testing import FakeCluster, FakeConfig
+
+WEB = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web", "namespace": "t"},
+    "spec": {
+        "replicas": 2,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "x"}]}},
+    },
+}
+
+
+def svc(name: str, type_: str = "ClusterIP", selector: dict | None = None, node_port: int | None = None) -> dict:
+    port: dict = {"port": 80, "targetPort": 8080, "protocol": "TCP"}
+    if node_port:
+        port["nodePort"] = node_port
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": "t"},
+        "spec": {"type": type_, "selector": selector or {"app": "web"}, "ports": [port]},
+    }
+
+
+@pytest.fixture
+def fake() -> FakeCluster:
+    f = FakeCluster(FakeConfig(workers=2, pod_ready_ticks=3))
+    f.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}})
+    return f
+
+
+def ready_ips(fake: FakeCluster, service: str) -> list[str]:
+    (es,) = fake.list("EndpointSlice", "t", f"kubernetes.io/service-name={service}")
+    return sorted(a for e in es["endpoints"] if e["conditions"]["ready"] for a in e["addresses"])
+
+
+def test_deployment_pods_are_spread_over_workers_and_become_ready(fake: FakeCluster) -> None:
+    fake.create(WEB)
+    pods = fake.list("Pod", "t", "app=web")
+    assert len(pods) == 2
+    assert {p["spec"]["nodeName"] for p in pods} == {"fake-worker", "fake-worker2"}
+    assert all(p["status"]["podIP"].startswith("10.244.") for p in pods)
+    assert not any(FakeCluster.pod_ready(p) for p in pods)
+    for _ in range(3):
+        pods = fake.list("Pod", "t", "app=web")
+    assert all(FakeCluster.pod_ready(p) for p in pods)
+
+
+def test_endpointslices_follow_ready_pods_through_a_scale(fake: FakeCluster) -> None:
+    fake.create(WEB)
+    s = fake.create(svc("web"))
+    assert s["spec"]["clusterIP"].startswith("10.96.")
+    assert ready_ips(fake, "web") == []
+    for _ in range(3):
+        fake.list("Pod", "t")
+    assert len(ready_ips(fake, "web")) == 2
+    fake.patch("Deployment", "web", "t", {"spec": {"replicas": 4}})
+    assert len(fake.list("Pod", "t", "app=web")) == 4
+    assert len(ready_ips(fake, "web")) == 2  # the new pods are not Ready yet
+    for _ in range(3):
+        fake.list("Pod", "t")
+    assert len(ready_ips(fake, "web")) == 4
+    (es,) = fake.list("EndpointSlice", "t", "kubernetes.io/service-name=web")
+    assert es["ports"] == [{"name": "", "port": 8080, "protocol": "TCP"}]
+
+
+def test_nodeports_are_allocated_and_conflicts_refused(fake: FakeCluster) -> None:
+    a = fake.create(svc("a", "NodePort"))
+    assert 30000 <= a["spec"]["ports"][0]["nodePort"] <= 32767
+    fake.create(svc("b", "NodePort", node_port=30780))
+    with pytest.raises(ApiError, match="provided port is already allocated"):
+        fake.create(svc("c", "NodePort", node_port=30780))
+
+
+def test_objects_in_a_missing_namespace_are_refused_and_namespace_delete_cascades(fake: FakeCluster) -> None:
+    with pytest.raises(ApiError, match='namespaces "nope" not found'):
+        fake.create({**svc("x"), "metadata": {"name": "x", "namespace": "nope"}})
+    fake.create(WEB)
+    fake.delete("Namespace", "t")
+    assert fake.list("Pod", "t") == []
+
+
+def test_agents_answer_in_real_formats_and_fall_back_to_the_old_binary_name() -> None:
+    fake = FakeCluster(FakeConfig(agent_binary="cilium", cilium_version="1.16.19", no_backend_response="drop"))
+    (a,) = [x for x in agents(fake) if x.node == "fake-worker"]
+    assert a.detect_binary() == "cilium"
+    st = a.status()
+    assert st.healthy and st.kpr.enabled and st.kpr.socket_lb_coverage == "Full"
+    assert a.version().daemon == "1.16.19"
+    assert a.config().service_no_backend_response == "drop"
+
+
+def test_agent_not_ready_until_it_has_been_polled_enough() -> None:
+    fake = FakeCluster(FakeConfig(agent_ready_after=2))
+    a = Agent.on_node(fake, "fake-worker")
+    r = a.exec(["cilium-dbg", "status", "-o", "json"])
+    assert r.returncode == 1 and "cilium.sock" in r.stderr
+    a.exec(["cilium-dbg", "status", "-o", "json"])
+    assert a.status().healthy
+
+
+def test_unknown_node_or_command_fails_like_docker_exec(fake: FakeCluster) -> None:
+    assert fake.run("nope", ["true"]).returncode == 1
+    r = fake.run("fake-worker", ["iptables-save"])
+    assert r.returncode == 127 and "executable file not found" in r.stderr

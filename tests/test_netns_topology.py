@@ -1,0 +1,47 @@
+"""The real-kernel tier's namespaces: built, reachable only inside, and gone afterwards."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from netns import can_use_netns, leftovers, three_namespaces, wait_listening
+
+pytestmark = pytest.mark.netns
+
+
+@pytest.fixture
+def topo(tmp_path: Path):  # type: ignore[no-untyped-def]
+    reason = can_use_netns()
+    if reason:
+        pytest.skip(reason)
+    t = three_namespaces(tmp_path)
+    yield t
+    t.close()
+
+
+def test_client_reaches_server_through_the_node_and_the_host_has_no_route(topo) -> None:  # type: ignore[no-untyped-def]
+    server_ip = f"{topo.subnets['right']}.2"
+    topo.spawn("server", [sys.executable, "-m", "http.server", "8080", "--bind", server_ip])
+    wait_listening(topo, "server", 8080)
+    r = topo.exec("client", "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", f"http://{server_ip}:8080/")
+    assert r.stdout == "200"
+    refused = topo.exec("client", "curl", "-sS", "--max-time", "5", f"http://{server_ip}:9090/", check=False)
+    assert refused.returncode == 7, refused.stderr  # RST from the kernel: connection refused at once
+    host_route = topo.exec("client", "ip", "route", "get", "1.1.1.1", check=False)
+    assert host_route.returncode != 0, "the client namespace must have no default route"
+
+
+def test_close_removes_namespaces_and_stops_processes(tmp_path: Path) -> None:
+    reason = can_use_netns()
+    if reason:
+        pytest.skip(reason)
+    t = three_namespaces(tmp_path)
+    p = t.spawn("server", [sys.executable, "-c", "import time; time.sleep(60)"])
+    names = list(t.namespaces)
+    assert all(n in leftovers() for n in names)
+    t.close()
+    assert p.poll() is not None
+    assert not set(names) & set(leftovers())

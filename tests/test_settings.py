@@ -1,0 +1,65 @@
+"""Settings resolution and version comparison, without pytest in the loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_kpr.errors import SettingsError
+from pytest_kpr.markers import parse_requires
+from pytest_kpr.settings import IfUnavailable, ProviderName, resolve
+from pytest_kpr.versions import Version, parse_min_version
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _resolve(cli: dict | None = None, ini: dict | None = None):
+    ini = ini or {}
+    return resolve({f"kpr_{k}": v for k, v in (cli or {}).items()}, lambda key: ini.get(key, ""), REPO)
+
+
+def test_defaults_come_from_the_versions_file() -> None:
+    s = _resolve()
+    assert s.provider is ProviderName.KIND
+    assert s.cilium_version == "1.18.12" and s.sources["cilium_version"] == "pins"
+    assert s.node_image.startswith("kindest/node:v1.34.0@sha256:")
+    assert s.kind_config == REPO / "clusters/kind/kpr.yaml"
+    assert s.artifacts == REPO / "kpr-artifacts"
+    assert s.if_unavailable is IfUnavailable.FAIL
+
+
+def test_cli_beats_ini_beats_default() -> None:
+    s = _resolve({"cluster_name": "a"}, {"kpr_cluster_name": "b", "kpr_timeout_scale": "2.5"})
+    assert (s.cluster_name, s.timeout_scale) == ("a", 2.5)
+    assert s.sources["cluster_name"] == "cli" and s.sources["timeout_scale"] == "ini"
+
+
+def test_settings_are_frozen() -> None:
+    s = _resolve()
+    with pytest.raises(AttributeError):
+        s.provider = ProviderName.EXISTING  # type: ignore[misc]
+
+
+def test_per_minor_values_file_lookup() -> None:
+    s = _resolve()
+    assert s.values_file("1.17") == REPO / "clusters/cilium/values-1.17.yaml"
+    assert s.values_file("1.15") is None
+
+
+@pytest.mark.parametrize(("older", "newer"), [("1.17.6", "1.18.0"), ("1.18.0-pre.3", "1.18.0"), ("1.9", "1.10"), ("v1.16.19", "1.17")])
+def test_versions_compare_like_a_user_reads_them(older: str, newer: str) -> None:
+    assert Version.parse(older) < Version.parse(newer)
+
+
+def test_minimum_versions_include_prereleases_and_kernel_suffixes() -> None:
+    assert Version.parse("1.18.0-pre.3") >= parse_min_version("1.18")
+    assert Version.parse("6.1.0-18-amd64", kernel=True) >= parse_min_version("6.1")
+    assert Version.parse("5.15.0", kernel=True) < parse_min_version("6.1")
+
+
+def test_requires_marker_validation() -> None:
+    r = parse_requires(("socket-lb",), {"cilium": "1.18", "kernel": "5.10"})
+    assert str(r.cilium) == "1.18.0" and r.kernel_text == "5.10"
+    with pytest.raises(Exception, match="not a version"):
+        parse_requires((), {"cilium": "new"})
