@@ -11,7 +11,27 @@ from typing import Sequence
 
 from .errors import CommandError, InfraError, KprError
 from .k8s.api import ExecResult, KubeAPI
-from .parse import StatusJSON, VersionInfo, parse_status_json, parse_version
+from .parse import (
+    CtEntry,
+    EndpointInfo,
+    Frontend,
+    LbEntry,
+    MapInfo,
+    Service,
+    StatusJSON,
+    StatusText,
+    VersionInfo,
+    parse_ct_list,
+    parse_endpoint_json,
+    parse_frontends_table,
+    parse_lb_list,
+    parse_map_list,
+    parse_service_list,
+    parse_service_list_json,
+    parse_status_json,
+    parse_status_text,
+    parse_version,
+)
 from .parse.config import AgentConfig, parse_config
 from .wait import retrying
 
@@ -85,6 +105,37 @@ class Agent:
 
     def config(self) -> AgentConfig:
         return parse_config(self.run("config", "-a").stdout)
+
+    def status_text(self, verbose: bool = True) -> StatusText:
+        """``status --verbose``: the KPR details (Socket LB Coverage, ...) as the agent prints them."""
+        return parse_status_text(self.run("status", *(["--verbose"] if verbose else [])).stdout)
+
+    def services(self) -> list[Service]:
+        """``service list -o json``: every frontend with its backends (the stable form to read)."""
+        return parse_service_list_json(self.run("service", "list", "-o", "json").stdout)
+
+    def services_text(self) -> list[Service]:
+        return parse_service_list(self.run("service", "list").stdout, strict=True)
+
+    def lb_entries(self) -> list[LbEntry]:
+        """``bpf lb list``: the BPF service map, one entry per (frontend, slot)."""
+        return parse_lb_list(self.run("bpf", "lb", "list").stdout)
+
+    def conntrack(self, version: tuple[int, int] | None = None) -> list[CtEntry]:
+        """``bpf ct list global``, straight from the tool: a cut-off line is an error. With the agent's
+        Cilium minor, every line must carry that version's tail (IfIndex / NatPort)."""
+        return parse_ct_list(self.run("bpf", "ct", "list", "global").stdout, strict=True, version=version)
+
+    def maps(self) -> list[MapInfo]:
+        return parse_map_list(self.run("map", "list").stdout)
+
+    def endpoint(self, endpoint_id: int) -> EndpointInfo:
+        (ep,) = parse_endpoint_json(self.run("endpoint", "get", str(endpoint_id), "-o", "json").stdout)
+        return ep
+
+    def frontends(self) -> list[Frontend]:
+        """``shell -- db/show frontends`` (new LB control plane, 1.18+): Status/Since/Error per frontend."""
+        return parse_frontends_table(self.run("shell", "--", "db/show", "frontends").stdout)
 
 
 def agents(kube: KubeAPI, **kw: float) -> list[Agent]:

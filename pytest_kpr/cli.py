@@ -29,13 +29,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     p = sub.add_parser("version", help="Print the plugin version and the pinned Cilium/kind versions")
     p.set_defaults(func=_cmd_version)
-    for register in _EXTENSIONS:
+    for register in _extensions():
         register(sub)
     return parser
 
 
-#: Subcommand registrars added by other modules (parse, probe, lbmodel).
-_EXTENSIONS: list[Callable[[argparse._SubParsersAction], None]] = []  # type: ignore[type-arg]
+def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:  # type: ignore[type-arg]
+    """Subcommands defined next to the code they expose (imported lazily: ``kpr version`` stays fast)."""
+    from .parse.cli import register as parse
+
+    return [parse]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -79,7 +79,7 @@ class KprSession:
         if self.settings.provider is ProviderName.EXISTING:
             from .cluster.existing import ExistingProvider
 
-            return ExistingProvider(self.settings, self._kube_factory())
+            return ExistingProvider(self.settings, self._kube_factory(), self.create_namespace)
         from .cluster.kind import KindProvider
 
         return KindProvider(self.settings, self.timeouts, self._kube_factory())

@@ -147,6 +147,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("kubectl_bin", _path, "kubectl executable. Default: kubectl on PATH (never downloaded)", metavar="PATH"),
     Option("helm_bin", _path, "helm executable. Default: helm on PATH", metavar="PATH"),
     Option("docker_bin", _path, "docker executable. Default: docker on PATH", metavar="PATH"),
+    Option("node_shell_image", _nonempty, "Image of the privileged per-node pod that runs node commands on an existing cluster. Default: busybox:1.36.1", "busybox:1.36.1", metavar="IMAGE"),
     Option("clusters_dir", _path, "Directory with kind configs, Helm values and versions.yaml. Default: ./clusters of the checkout", metavar="DIR"),
 )
 
@@ -176,6 +177,7 @@ class Settings:
     kubectl_bin: Path | None = None
     helm_bin: Path | None = None
     docker_bin: Path | None = None
+    node_shell_image: str = "busybox:1.36.1"
     clusters_dir: Path | None = None
     # where each value came from ("cli", "ini", "default", "pins"), for the report header
     sources: dict[str, str] = field(default_factory=dict, compare=False)

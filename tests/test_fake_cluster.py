@@ -111,5 +111,5 @@ def test_agent_not_ready_until_it_has_been_polled_enough() -> None:
 
 def test_unknown_node_or_command_fails_like_docker_exec(fake: FakeCluster) -> None:
     assert fake.run("nope", ["true"]).returncode == 1
-    r = fake.run("fake-worker", ["iptables-save"])
+    r = fake.run("fake-worker", ["bpftrace", "-l"])
     assert r.returncode == 127 and "executable file not found" in r.stderr

@@ -7,33 +7,25 @@ readiness check refuses the cluster clearly when Cilium is missing or runs witho
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 from ..errors import InfraError, KprError, Unavailable
-from ..k8s.api import ExecResult, KubeAPI
+from ..k8s.api import KubeAPI
 from ..settings import Settings
 from .kind import default_env_kubeconfig
+from .nodeshell import PodNodeRunner
 from .provider import ClusterHandle, Progress
 
 KubeFactory = Callable[[Path | None, str | None], KubeAPI]
 
 
-class NoNodeRunner:
-    """Placeholder until a node shell is configured: says why node commands cannot run."""
-
-    def __init__(self, reason: str):
-        self.reason = reason
-
-    def run(self, node: str, argv: Sequence[str], timeout: float = 60.0) -> ExecResult:
-        raise KprError(f"cannot run `{' '.join(argv)}` on node {node}: {self.reason}")
-
-
 class ExistingProvider:
     name = "existing"
 
-    def __init__(self, settings: Settings, kube_factory: KubeFactory):
+    def __init__(self, settings: Settings, kube_factory: KubeFactory, create_namespace: Callable[[str], str] | None = None):
         self.settings = settings
         self.kube_factory = kube_factory
+        self.create_namespace = create_namespace
         self.kubeconfig = settings.kubeconfig or default_env_kubeconfig()
         self.kube: KubeAPI | None = None
 
@@ -56,11 +48,20 @@ class ExistingProvider:
             name=self.settings.context or "existing",
             provider=self.name,
             kube=self.kube,
-            nodes=NoNodeRunner("no node shell on an existing cluster yet"),
+            nodes=PodNodeRunner(
+                self.kube,
+                lambda: self._namespace("nodeshell"),
+                self.settings.node_shell_image,
+            ),
             created=False,
             kubeconfig=self.kubeconfig,
             context=self.settings.context,
         )
+
+    def _namespace(self, purpose: str) -> str:
+        if self.create_namespace is None:
+            raise KprError("no namespace factory: node commands need the pytest session")
+        return self.create_namespace(purpose)
 
     def teardown(self, progress: Progress) -> None:
         """Nothing: the cluster is not ours. Namespaces the run created are removed by the session."""

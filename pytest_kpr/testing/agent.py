@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from . import render
 
 if TYPE_CHECKING:
     from .fake import FakeCluster
+    from .lb import FakeFrontend
 
 NOT_READY = (
     'Error: Unable to reach agent: Get "http://localhost/v1/healthz": dial unix /var/run/cilium/cilium.sock: '
@@ -23,7 +25,15 @@ class FakeAgent:
 
     @property
     def ready(self) -> bool:
-        return self.status_polls > self.cluster.cfg.agent_ready_after
+        return self.status_polls >= self.cluster.cfg.agent_ready_after
+
+    @property
+    def minor(self) -> tuple[int, int]:
+        v = self.cluster.version
+        return (v.major, v.minor)
+
+    def _proto(self, proto: str) -> str | None:
+        return proto if self.minor >= (1, 17) else None
 
     def handle(self, argv: list[str]) -> tuple[int, str, str]:
         cfg = self.cluster.cfg
@@ -34,17 +44,34 @@ class FakeAgent:
         if args == ["version"]:
             return 0, render.version_text(cfg.cilium_version), ""
         if args[:1] == ["status"]:
+            ready = self.ready
             self.status_polls += 1
-            if not self.ready:
+            if not ready:
                 return 1, "", NOT_READY
             if args[1:] == ["-o", "json"]:
                 return 0, self._status_json(), ""
+            if args[1:] in ([], ["--verbose"]):
+                return self._status_text()
             return 2, "", f"Error: unknown flag: {' '.join(args[1:])}\n"
         if not self.ready:
             return 1, "", NOT_READY
-        if args == ["config", "-a"]:
-            return 0, self._config(), ""
+        handlers = {
+            ("config", "-a"): self._config,
+            ("service", "list"): self._service_list,
+            ("service", "list", "-o", "json"): self._service_list_json,
+            ("bpf", "lb", "list"): self._lb_list,
+            ("bpf", "ct", "list", "global"): self._ct_list,
+            ("map", "list"): self._map_list,
+            ("shell", "--", "db/show", "frontends"): self._frontends,
+        }
+        h = handlers.get(tuple(args))
+        if h is not None:
+            return h()
+        if args[:2] == ["endpoint", "get"] and len(args) >= 3:
+            return self._endpoint(args[2])
         return 1, "", f'Error: unknown command "{" ".join(args)}" for "{cfg.agent_binary}"\n'
+
+    # -- status and config -------------------------------------------------------------------------
 
     def _status_json(self) -> str:
         cfg = self.cluster.cfg
@@ -59,7 +86,15 @@ class FakeAgent:
             devices=(("eth0", self.cluster.node_ip(self.node)),),
         )
 
-    def _config(self) -> str:
+    def _status_text(self) -> tuple[int, str, str]:
+        cfg = self.cluster.cfg
+        return 0, render.status_verbose_kpr(
+            kpr=not cfg.faults.kpr_disabled, socket_lb=cfg.socket_lb, hostns_only=cfg.socket_lb_hostns_only,
+            nodeport_mode=cfg.nodeport_mode, algorithm=cfg.lb_algorithm, devices=f"eth0   {self.cluster.node_ip(self.node)}",
+            version=self.minor, attach_mode=cfg.attach_mode,
+        ), ""
+
+    def _config(self) -> tuple[int, str, str]:
         cfg = self.cluster.cfg
         ro = {
             "BPFSocketLBHostnsOnly": str(cfg.socket_lb_hostns_only).lower(),
@@ -73,4 +108,71 @@ class FakeAgent:
             "k8s-endpoint": "",
         }
         rw = {"Debug": "Disabled", "MonitorNumPages": "64", "PolicyEnforcement": "default"}
-        return render.config_all(ro, rw)
+        return 0, render.config_all(ro, rw), ""
+
+    # -- load balancing ----------------------------------------------------------------------------
+
+    def frontends(self) -> list["FakeFrontend"]:
+        return self.cluster.lb.frontends(self.node)
+
+    def _addr(self, ip: str, port: int, proto: str) -> str:
+        return render.addr(ip, port, self._proto(proto))
+
+    def _service_list(self) -> tuple[int, str, str]:
+        rows = [
+            (fe.id, self._addr(fe.ip, fe.port, fe.proto), fe.type, [(self._addr(b.ip, b.port, fe.proto), "active") for b in fe.backends])
+            for fe in self.frontends()
+        ]
+        return 0, render.service_list(rows), ""
+
+    def _service_list_json(self) -> tuple[int, str, str]:
+        entries = []
+        for fe in self.frontends():
+            ns, name = fe.service.split("/", 1)
+            entries.append({
+                "id": fe.id, "ip": fe.ip, "port": fe.port, "protocol": self._proto(fe.proto), "type": fe.type,
+                "name": name, "namespace": ns,
+                "backends": [{"ip": b.ip, "port": b.port, "protocol": self._proto(fe.proto), "node": b.node} for b in fe.backends],
+            })
+        return 0, render.service_list_json(entries), ""
+
+    def _lb_list(self) -> tuple[int, str, str]:
+        rows = []
+        for fe in self.frontends():
+            key = self._addr(fe.ip, fe.port, fe.proto)
+            flags = [fe.type] + (["non-routable"] if fe.type == "ClusterIP" or fe.ip == "0.0.0.0" else [])
+            rows.append((f"{key} (0)", render.lb_master_value(fe.id, flags)))
+            for slot, b in enumerate(fe.backends, 1):
+                rows.append((f"{key} ({slot})", f"{self._addr(b.ip, b.port, fe.proto)} ({fe.id}) ({slot})"))
+        return 0, render.lb_list(rows), ""
+
+    def _ct_list(self) -> tuple[int, str, str]:
+        tcp = [e for e in self.cluster.ct_entries(self.node) if e["proto"] == "TCP"]
+        other = [e for e in self.cluster.ct_entries(self.node) if e["proto"] != "TCP"]
+        return 0, render.ct_list([tcp, other], self.minor), ""
+
+    def _map_list(self) -> tuple[int, str, str]:
+        rows = [("cilium_lb4_services_v2", 0), ("cilium_lb4_backends_v3", 0), ("cilium_lb4_reverse_nat", 0), ("cilium_ct4_global", 0)]
+        prefix = "cilium_policy_v2_" if self.minor >= (1, 17) else "cilium_policy_"
+        for ep in self.cluster.endpoints_on(self.node):
+            rows.append((f"{prefix}{ep['id']:05d}", 0))
+        return 0, render.map_list(rows), ""
+
+    def _endpoint(self, ident: str) -> tuple[int, str, str]:
+        for ep in self.cluster.endpoints_on(self.node):
+            if str(ep["id"]) == ident:
+                return 0, render.endpoint_json(ep), ""
+        return 1, "", f"Error: Cannot get endpoint {ident}: [GET /endpoint/{{id}}][404] getEndpointIdNotFound\n"
+
+    def _frontends(self) -> tuple[int, str, str]:
+        if self.minor < (1, 18):
+            return 1, "", 'Error: table "frontends" not found\n'
+        rows = [
+            {"address": render.addr(fe.ip, fe.port, fe.proto), "type": fe.type, "service": fe.service, "port_name": fe.port_name,
+             "backends": [render.addr(b.ip, b.port, fe.proto) for b in fe.backends], "status": fe.status, "error": fe.error}
+            for fe in sorted(self.frontends(), key=lambda f: render.addr(f.ip, f.port, f.proto))
+        ]
+        return 0, render.frontends_table(rows), ""
+
+
+__all__ = ["FakeAgent", "json"]

@@ -18,6 +18,7 @@ import fnmatch
 import ipaddress
 import itertools
 import json
+import re
 import secrets
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
@@ -34,6 +35,8 @@ class Faults:
     """Each flag breaks one property the suites check. All off = a conforming cluster."""
 
     kpr_disabled: bool = False  # agents report KubeProxyReplacement False
+    kube_proxy_rules: str | None = None  # "nft" | "legacy": kube-proxy's KUBE-SVC/KUBE-SEP rules on every node
+    no_backend_silent_drop: bool = False  # a service without backends drops traffic although the agent says reject
 
 
 @dataclass(frozen=True)
@@ -102,9 +105,19 @@ class FakeCluster:
         self._install_cilium()
         self.agents: dict[str, Any] = {}
         from .agent import FakeAgent
+        from .lb import LbState
+        from .node import FakeNodeTools
 
         for node in self.node_names():
             self.agents[node] = FakeAgent(self, node)
+        self.lb = LbState(self)
+        self.node_tools = FakeNodeTools(self)
+        #: node -> ports something listens on in the host namespace (beyond kubelet & co.)
+        self.node_listeners: dict[str, list[int]] = {}
+        #: node -> extra `nft list ruleset` text (native nft tables)
+        self.node_nft_tables: dict[str, str] = {}
+        self._endpoint_ids: dict[str, int] = {}
+        self._ct: dict[str, list[dict[str, Any]]] = {}
 
     # -- topology -----------------------------------------------------------------------------------
 
@@ -231,7 +244,12 @@ class FakeCluster:
             "kind": "Pod",
             "metadata": md,
             "spec": {**copy.deepcopy(template.get("spec") or {}), "nodeName": node},
-            "status": {"phase": "Pending", "podIP": self._pod_ip(node), "hostIP": self.node_ip(node), "conditions": []},
+            "status": {
+                "phase": "Pending",
+                "podIP": self.node_ip(node) if (template.get("spec") or {}).get("hostNetwork") else self._pod_ip(node),
+                "hostIP": self.node_ip(node),
+                "conditions": [],
+            },
         }
         return self._put(pod)
 
@@ -305,6 +323,83 @@ class FakeCluster:
                 else:
                     port["nodePort"] = next(p for p in self._nodeports if p not in taken)
 
+    # -- Cilium endpoints, conntrack, reachability -----------------------------------------------------
+
+    def _endpoint_id(self, pod: Obj) -> int:
+        uid = pod["metadata"]["uid"]
+        if uid not in self._endpoint_ids:
+            self._endpoint_ids[uid] = 100 + 37 * len(self._endpoint_ids)
+        return self._endpoint_ids[uid]
+
+    def endpoints_on(self, node: str) -> list[dict[str, Any]]:
+        """Cilium endpoints (pods with their own network) on a node: id, host-side veth, ifindex, IP."""
+        out = []
+        for p in self._pods():
+            if p["spec"].get("nodeName") != node or p["spec"].get("hostNetwork"):
+                continue
+            eid = self._endpoint_id(p)
+            out.append({
+                "id": eid, "ifname": "lxc" + p["metadata"]["uid"].replace("-", "")[-11:].rjust(11, "0"), "ifindex": 10 + eid % 1000,
+                "ipv4": p["status"]["podIP"], "namespace": p["metadata"]["namespace"], "pod": p["metadata"]["name"],
+            })
+        return out
+
+    def _cilium_endpoint(self, pod: Obj) -> Obj:
+        return {
+            "apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint",
+            "metadata": {"name": pod["metadata"]["name"], "namespace": pod["metadata"]["namespace"], "labels": dict(pod["metadata"].get("labels") or {})},
+            "status": {"id": self._endpoint_id(pod), "networking": {"addressing": [{"ipv4": pod["status"]["podIP"]}], "node": self.node_ip(pod["spec"]["nodeName"])}},
+        }
+
+    def ct_entries(self, node: str) -> list[dict[str, Any]]:
+        """The agent's conntrack entries on a node (dicts in render.ct_line's shape)."""
+        return list(self._ct.get(node, []))
+
+    def curl_from_node(self, node: str, args: list[str]) -> tuple[int, str, str]:
+        """``curl -s -o /dev/null -w FMT --max-time N URL`` from a node's host namespace."""
+        fmt, max_time, url = "", 0.0, ""
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a in ("-w", "--write-out"):
+                fmt = args[i + 1]
+                i += 2
+            elif a in ("-m", "--max-time", "--connect-timeout"):
+                max_time = float(args[i + 1])
+                i += 2
+            elif a == "-o":
+                i += 2
+            elif a.startswith("-"):
+                i += 1
+            else:
+                url = a
+                i += 1
+        m = re.fullmatch(r"http://([0-9.]+):(\d+)(/.*)?", url)
+        if m is None:
+            return 3, "", f"curl: (3) URL rejected: {url}\n"
+        ip, port = m.group(1), int(m.group(2))
+        code, secs, rc, err = self.http_verdict(node, ip, port, max_time or 300.0)
+        out = fmt.replace("%{http_code}", f"{code:03d}").replace("%{time_total}", f"{secs:.6f}").replace("\\n", "\n")
+        return rc, out, err
+
+    def http_verdict(self, node: str, ip: str, port: int, max_time: float) -> tuple[int, float, int, str]:
+        """(http_code, seconds, curl exit, stderr) of an HTTP GET from ``node`` to ip:port."""
+        if ip in [self.node_ip(n) for n in self.node_names()]:
+            fe = self.lb.find(node, ip, port) or self.lb.find(node, "0.0.0.0", port)
+        else:
+            fe = self.lb.find(node, ip, port)
+        refused = f"curl: (7) Failed to connect to {ip} port {port} after 0 ms: Couldn't connect to server\n"
+        if fe is not None:
+            if fe.backends:
+                return 200, 0.0021, 0, ""
+            if self.cfg.no_backend_response == "reject" and not self.cfg.faults.no_backend_silent_drop:
+                return 0, 0.0004, 7, refused
+            return 0, max_time, 28, f"curl: (28) Connection timed out after {int(max_time * 1000)} milliseconds\n"
+        for p in self._pods():
+            if p["status"].get("podIP") == ip and self.pod_ready(p):
+                return 200, 0.0015, 0, ""
+        return 0, 0.0003, 7, refused
+
     # -- KubeAPI --------------------------------------------------------------------------------------
 
     def server_version(self) -> str:
@@ -313,8 +408,8 @@ class FakeCluster:
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> Obj | None:
         self._advance("get", kind, namespace or "", name)
-        if kind == "EndpointSlice":
-            for s in self.list("EndpointSlice", namespace):
+        if kind in ("EndpointSlice", "CiliumEndpoint"):
+            for s in self.list(kind, namespace):
                 if s["metadata"]["name"] == name:
                     return s
             return None
@@ -326,6 +421,8 @@ class FakeCluster:
         self._advance("list", kind, namespace or "", label_selector or "")
         if kind == "EndpointSlice":
             items = [self._endpointslice(s) for s in self.services() if s["spec"].get("selector")]
+        elif kind == "CiliumEndpoint":
+            items = [self._cilium_endpoint(p) for p in self._pods() if not p["spec"].get("hostNetwork")]
         else:
             items = [o for _, o in sorted(self._objects.get(kind, {}).items(), key=lambda kv: (kv[0][0] or "", kv[0][1]))]
         return [
@@ -393,6 +490,14 @@ class FakeCluster:
         if obj["metadata"].get("labels", {}).get("k8s-app") == "cilium":
             rc, out, err = self.agents[obj["spec"]["nodeName"]].handle(list(argv))
             return ExecResult(tuple(argv), rc, out, err, where)
+        shell_node = obj["metadata"].get("labels", {}).get("kpr.cilium.io/node-shell")
+        if shell_node is not None:
+            from ..cluster.nodeshell import NSENTER
+
+            if tuple(argv[: len(NSENTER)]) != NSENTER:
+                return ExecResult(tuple(argv), 1, "", "nsenter: expected the host-namespace prefix", where)
+            r = self.run(obj["spec"]["nodeName"], list(argv[len(NSENTER):]), timeout)
+            return ExecResult(tuple(argv), r.returncode, r.stdout, r.stderr, where)
         handler = self.pod_exec_handlers.get(pod) or self.pod_exec_handlers.get("*")
         if handler is None:
             return ExecResult(tuple(argv), 127, "", f'exec: "{argv[0]}": executable file not found in $PATH', where)

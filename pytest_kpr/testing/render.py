@@ -88,3 +88,160 @@ def config_all(read_only: Mapping[str, str], read_write: Mapping[str, str]) -> s
     lines.append("##### Read-write configurations #####")
     lines += [f"{k:<34}: {v}" for k, v in sorted(read_write.items())]
     return "\n".join(lines) + "\n"
+
+
+# -- LB tables ---------------------------------------------------------------------------------------
+
+
+def addr(ip: str, port: int, proto: str | None, internal: bool = False) -> str:
+    """``L3n4Addr.String()``: v1.16 passes proto=None (no ``/PROTO``)."""
+    s = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+    if proto:
+        s += f"/{proto}"
+    if internal:
+        s += "/i"
+    return s
+
+
+def service_list(rows: list[tuple[int, str, str, list[tuple[str, str]]]]) -> str:
+    """``cilium-dbg service list``: (id, frontend, type, [(backend, state)]) rows, sorted by id."""
+    table = [["ID", "Frontend", "Service Type", "Backend"]]
+    for sid, fe, typ, backends in sorted(rows, key=lambda r: r[0]):
+        if not backends:
+            table.append([str(sid), fe, typ, ""])
+            continue
+        for i, (be, state) in enumerate(backends, 1):
+            cell = f"{i} => {be} ({state})"
+            table.append([str(sid), fe, typ, cell] if i == 1 else ["", "", "", cell])
+    return tabwrite(table)
+
+
+def service_list_json(entries: list[dict]) -> str:
+    """``service list -o json`` (v1.18 shape: ``status.realized`` is ``spec``)."""
+    out = []
+    for e in entries:
+        spec = {
+            "backend-addresses": [
+                {k: v for k, v in {"ip": b["ip"], "nodeName": b.get("node"), "port": b["port"], "preferred": True,
+                                   "protocol": b.get("protocol"), "state": b.get("state", "active"), "weight": 100}.items() if v is not None}
+                for b in e["backends"]
+            ],
+            "flags": {"extTrafficPolicy": "Cluster", "intTrafficPolicy": "Cluster", "name": e["name"], "namespace": e["namespace"],
+                      "trafficPolicy": "Cluster", "type": e["type"]},
+            "frontend-address": {k: v for k, v in {"ip": e["ip"], "port": e["port"], "protocol": e.get("protocol"), "scope": "external"}.items() if v is not None},
+            "id": e["id"],
+        }
+        out.append({"spec": spec, "status": {"realized": spec}})
+    return json.dumps(out, indent=2) + "\n"
+
+
+def lb_list(rows: list[tuple[str, str]]) -> str:
+    """``cilium-dbg bpf lb list``: (key, value) rows under the header, tabwriter-padded."""
+    return tabwrite([["SERVICE ADDRESS", "BACKEND ADDRESS (REVNAT_ID) (SLOT)"]] + [[k, v] for k, v in rows])
+
+
+def lb_master_value(revnat: int, flags: list[str], v6: bool = False) -> str:
+    return f"{'[::]' if v6 else '0.0.0.0'}:0 ({revnat}) (0) [{', '.join(flags)}] "
+
+
+def ct_line(e: dict, version: tuple[int, int] = (1, 18)) -> str:
+    """One ``bpf ct list global`` line in the given minor's format, trailing space included."""
+    flags = " ".join(e.get("flag_names", ()))
+    flags = f"[ {flags} ]" if flags else "[ ]"
+    remaining = f" (remaining: {e['remaining']} sec(s))" if e.get("remaining") is not None else ""
+    related = "related " if e.get("related") else ""
+    head = (
+        f"{e['proto']} {e['dir']} {e['src_ip']}:{e['src_port']} -> {e['dst_ip']}:{e['dst_port']} {related}"
+        f"expires={e.get('expires', 100)}{remaining} Packets={e.get('packets', 0)} Bytes={e.get('bytes', 0)} "
+        f"RxFlagsSeen=0x{e.get('rx_flags_seen', 0):02x} LastRxReport={e.get('last_rx_report', 0)} "
+        f"TxFlagsSeen=0x{e.get('tx_flags_seen', 0):02x} LastTxReport={e.get('last_tx_report', 0)} "
+        f"Flags=0x{e.get('flags', 0):04x} {flags} RevNAT={e.get('rev_nat', 0)} SourceSecurityID={e.get('source_security_id', 0)} "
+    )
+    if version < (1, 18):
+        return head + f"IfIndex={e.get('ifindex', 0)} BackendID={e.get('backend_id', 0)} "
+    if version < (1, 19):
+        return head + f"BackendID={e.get('backend_id', 0)} "
+    return head + f"BackendID={e.get('backend_id', 0)} NatPort={e.get('nat_port', 0)} "
+
+
+def ct_list(maps: list[list[dict]], version: tuple[int, int] = (1, 18)) -> str:
+    """Maps dumped back to back, each followed by a blank line (``fmt.Println(out)``)."""
+    return "".join("".join(ct_line(e, version) + "\n" for e in entries) + "\n" for entries in maps)
+
+
+def frontends_table(rows: list[dict], with_redirect: bool = True) -> str:
+    """``db/show frontends`` (statedb tabwriter: minwidth 5, padding 3)."""
+    cols = ["Address", "Type", "ServiceName", "PortName", "Backends"] + (["RedirectTo"] if with_redirect else []) + ["Status", "Since", "Error"]
+    table = [cols]
+    for r in rows:
+        bes = r.get("backends", [])
+        cell = ", ".join(bes[:5]) + (f" + {len(bes) - 5} more ..." if len(bes) > 5 else "")
+        row = [r["address"], r["type"], r["service"], r.get("port_name", ""), cell]
+        if with_redirect:
+            row.append(r.get("redirect_to", ""))
+        row += [r.get("status", "Done"), r.get("since", "1m"), r.get("error", "")]
+        table.append(row)
+    return tabwrite(table, minwidth=5, padding=3)
+
+
+def map_list(rows: list[tuple[str, int]]) -> str:
+    return tabwrite([["Name", "Num entries", "Num errors", "Cache enabled"]] + [[n, str(c), "0", "true" if c else "false"] for n, c in rows])
+
+
+def endpoint_json(ep: dict) -> str:
+    doc = [{
+        "id": ep["id"],
+        "spec": {},
+        "status": {
+            "external-identifiers": {"k8s-namespace": ep["namespace"], "k8s-pod-name": ep["pod"], "pod-name": f"{ep['namespace']}/{ep['pod']}"},
+            "identity": {"id": ep.get("identity", 12345)},
+            "networking": {
+                "addressing": [{"ipv4": ep["ipv4"]}],
+                "container-interface-name": "eth0",
+                "interface-index": ep["ifindex"],
+                "interface-name": ep["ifname"],
+            },
+            "state": "ready",
+        },
+    }]
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def status_verbose_kpr(*, kpr: bool, socket_lb: bool, hostns_only: bool, nodeport_mode: str, algorithm: str, devices: str,
+                       version: tuple[int, int], attach_mode: str = "tcx", modules_degraded: int = 0) -> str:
+    """The parts of ``status --verbose`` the suites read: KPR one-liner, Attach Mode, Modules Health, KPR Details."""
+    on = "Enabled"
+    lines = [
+        "KVStore:                 Disabled   ",
+        "Kubernetes:              Ok         1.34 (v1.34.0) [linux/amd64]",
+        f"KubeProxyReplacement:    {'True' if kpr else 'False'}   [{devices} (Direct Routing)]" if kpr else "KubeProxyReplacement:    False",
+        f"Attach Mode:             {'TCX' if attach_mode == 'tcx' else 'Legacy TC'}",
+        f"Modules Health:          Stopped(0) Degraded({modules_degraded}) OK(42)",
+        "KubeProxyReplacement Details:",
+        f"  Status:               {'True' if kpr else 'False'}",
+        f"  Socket LB:            {'Enabled' if socket_lb else 'Disabled'}",
+        f"  Socket LB Tracing:    {'Enabled' if socket_lb else 'Disabled'}",
+        f"  Socket LB Coverage:   {'Hostns-only' if hostns_only else 'Full'}",
+    ]
+    if kpr:
+        lines.append(f"  Devices:              {devices} (Direct Routing)")
+        lines.append(f"  Mode:                 {nodeport_mode}")
+        lines.append(f"  Backend Selection:    {algorithm}")
+    lines.append(f"  Session Affinity:     {on if kpr else 'Disabled'}")
+    if version < (1, 18):
+        lines.append(f"  Graceful Termination: {on}")
+    lines.append("  NAT46/64 Support:     Disabled")
+    lines.append("  Services:")
+    state = on if kpr else "Disabled"
+    lines += [
+        "  - ClusterIP:      Enabled",
+        f"  - NodePort:       {state} (Range: 30000-32767) " if kpr else "  - NodePort:       Disabled",
+        f"  - LoadBalancer:   {state} ",
+        f"  - externalIPs:    {state} ",
+        f"  - HostPort:       {state}",
+    ]
+    if version >= (1, 17):
+        lines.append("  Annotations:" if kpr else "  Annotations:          (n/a)")
+        if kpr:
+            lines += ["  - service.cilium.io/node", "  - service.cilium.io/src-ranges-policy", "  - service.cilium.io/type"]
+    return "\n".join(lines) + "\n"

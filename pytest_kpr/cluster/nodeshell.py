@@ -1,0 +1,82 @@
+"""Node commands on clusters without ``docker exec``: one privileged pod per node.
+
+The pod shares the node's network and PID namespaces; commands enter the host's mount namespace with
+``nsenter -t 1 -m -u -i -n -p`` so the node's own ``iptables-save``, ``ss``, ``bpftool`` and ``tc``
+run. Pods live in a namespace the session created, so they are removed with it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..errors import ApiError, InfraError
+from ..k8s.api import ExecResult, KubeAPI
+from ..wait import WaitTimeout, eventually
+
+NODE_SHELL_LABEL = "kpr.cilium.io/node-shell"
+NSENTER = ("nsenter", "-t", "1", "-m", "-u", "-i", "-n", "-p", "--")
+
+
+def node_shell_pod(name: str, namespace: str, node: str, image: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {NODE_SHELL_LABEL: node}},
+        "spec": {
+            "nodeName": node,
+            "hostNetwork": True,
+            "hostPID": True,
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [
+                {
+                    "name": "shell",
+                    "image": image,
+                    "command": ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait; done"],
+                    "securityContext": {"privileged": True},
+                }
+            ],
+        },
+    }
+
+
+class PodNodeRunner:
+    def __init__(self, kube: KubeAPI, namespace: Callable[[], str], image: str, ready_timeout: float = 120.0):
+        self.kube = kube
+        self._namespace_factory = namespace
+        self._namespace: str | None = None
+        self.image = image
+        self.ready_timeout = ready_timeout
+        self._pods: dict[str, str] = {}
+
+    def _pod(self, node: str) -> str:
+        if node in self._pods:
+            return self._pods[node]
+        if self._namespace is None:
+            self._namespace = self._namespace_factory()
+        ns = self._namespace
+        name = f"node-shell-{node}"[:63].rstrip("-")
+        try:
+            self.kube.create(node_shell_pod(name, ns, node, self.image))
+        except ApiError as e:
+            if e.status != 409:
+                raise
+        try:
+            eventually(
+                lambda: (self.kube.get("Pod", name, ns) or {}).get("status", {}).get("phase"),
+                until=lambda phase: phase == "Running",
+                timeout=self.ready_timeout,
+                what=f"node shell pod {ns}/{name} on {node} to run ({self.image})",
+                abort=lambda phase: "it ended" if phase in ("Failed", "Succeeded") else None,
+            )
+        except WaitTimeout as e:
+            raise InfraError(str(e)) from None
+        self._pods[node] = name
+        return name
+
+    def run(self, node: str, argv: Sequence[str], timeout: float = 60.0) -> ExecResult:
+        pod = self._pod(node)
+        assert self._namespace is not None
+        r = self.kube.exec(self._namespace, pod, [*NSENTER, *argv], container="shell", timeout=timeout)
+        return ExecResult(tuple(argv), r.returncode, r.stdout, r.stderr, f"node {node}")

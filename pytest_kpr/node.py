@@ -1,0 +1,93 @@
+"""A node's host namespace: iptables, nft, sockets, BPF attachments, curl. Typed results only.
+
+Commands run through the cluster's :class:`~pytest_kpr.cluster.provider.NodeRunner` (``docker exec``
+on kind, a privileged host-network pod elsewhere). Transport failures are retried within a bound;
+a command's exit status is a result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from .cluster.provider import NodeRunner
+from .errors import InfraError
+from .k8s.api import ExecResult
+from .parse import (
+    BpfAttachment,
+    RuleDump,
+    Socket,
+    TcFilter,
+    parse_bpftool_net,
+    parse_iptables_save,
+    parse_nft_ruleset,
+    parse_ss,
+    parse_tc_filter,
+)
+from .parse.node import CURL_WRITE_OUT, HttpResult, parse_curl
+from .wait import retrying
+
+#: iptables-save variants: the default one (whatever /usr/sbin/iptables-save points at), and each backend.
+IPTABLES_SAVE = {"default": "iptables-save", "nft": "iptables-nft-save", "legacy": "iptables-legacy-save"}
+
+
+@dataclass
+class Node:
+    runner: NodeRunner
+    name: str
+    exec_timeout: float = 60.0
+    retry_timeout: float = 30.0
+
+    def run(self, *argv: str, timeout: float | None = None) -> ExecResult:
+        for attempt in retrying(self.retry_timeout, on=(InfraError,), assertions=False):
+            with attempt:
+                return self.runner.run(self.name, list(argv), timeout=timeout or self.exec_timeout)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def iptables(self, backend: str = "default") -> RuleDump | None:
+        """``iptables-save`` of a backend (``default``, ``nft``, ``legacy``); None if that tool is not installed."""
+        r = self.run(IPTABLES_SAVE[backend])
+        if r.returncode == 127:
+            return None
+        return parse_iptables_save(r.check().stdout)
+
+    def nft(self) -> RuleDump | None:
+        r = self.run("nft", "list", "ruleset")
+        if r.returncode == 127:
+            return None
+        return parse_nft_ruleset(r.check().stdout)
+
+    def rule_dumps(self) -> dict[str, RuleDump]:
+        """Every view of the rules that exists on the node: each can hide the others' rules."""
+        out: dict[str, RuleDump] = {}
+        for backend in ("nft", "legacy"):
+            d = self.iptables(backend)
+            if d is not None:
+                out[f"iptables-{backend}"] = d
+        n = self.nft()
+        if n is not None:
+            out["nft"] = n
+        return out
+
+    def listening(self, port: int | None = None) -> list[Socket]:
+        """TCP listeners (``ss -Htln``), on one port if given."""
+        args = ["ss", "-Htln"] + ([f"sport = :{port}"] if port is not None else [])
+        return parse_ss(self.run(*args).check().stdout)
+
+    def bpf_attachments(self, device: str) -> list[BpfAttachment]:
+        return parse_bpftool_net(self.run("bpftool", "net", "show", "dev", device).check().stdout)
+
+    def tc_filters(self, device: str, direction: str = "ingress") -> list[TcFilter]:
+        return parse_tc_filter(self.run("tc", "filter", "show", "dev", device, direction).check().stdout)
+
+    def http_get(self, url: str, max_time: float = 5.0) -> HttpResult:
+        """``curl`` from the node: exit code, HTTP status and time, even when it fails."""
+        r = self.run("curl", "-s", "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url, timeout=max_time + 30)
+        return parse_curl(r.returncode, r.stdout, r.stderr)
+
+    def kernel(self) -> str:
+        return self.run("uname", "-r").check().stdout.strip()
+
+
+def nodes(runner: NodeRunner, names: Sequence[str], **kw: float) -> list[Node]:
+    return [Node(runner, n, **kw) for n in names]

@@ -1,0 +1,248 @@
+"""The fake cluster's node tools: iptables-save (nft/legacy), nft, ss, bpftool, tc, curl.
+
+Their output is rendered from the cluster's state in the tools' real formats (compare the samples in
+``tests/data/local``, captured on a real kernel by ``scripts/capture_local_samples.sh``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import TYPE_CHECKING
+
+from . import render
+
+if TYPE_CHECKING:
+    from .fake import FakeCluster
+
+# What a kind node with Cilium (KPR) carries in iptables: kind's Docker DNS NAT, kubelet's chains, Cilium's.
+_KIND_NAT = [
+    ":DOCKER_OUTPUT - [0:0]",
+    ":DOCKER_POSTROUTING - [0:0]",
+    ":CILIUM_OUTPUT_nat - [0:0]",
+    ":CILIUM_POST_nat - [0:0]",
+    ":CILIUM_PRE_nat - [0:0]",
+    ":KUBE-KUBELET-CANARY - [0:0]",
+    "-A PREROUTING -m comment --comment \"cilium-feeder: CILIUM_PRE_nat\" -j CILIUM_PRE_nat",
+    "-A OUTPUT -m comment --comment \"cilium-feeder: CILIUM_OUTPUT_nat\" -j CILIUM_OUTPUT_nat",
+    "-A OUTPUT -d 172.18.0.1/32 -j DOCKER_OUTPUT",
+    "-A POSTROUTING -m comment --comment \"cilium-feeder: CILIUM_POST_nat\" -j CILIUM_POST_nat",
+    "-A POSTROUTING -d 172.18.0.1/32 -j DOCKER_POSTROUTING",
+    "-A DOCKER_OUTPUT -d 172.18.0.1/32 -p tcp -m tcp --dport 53 -j DNAT --to-destination 127.0.0.11:41237",
+    "-A DOCKER_POSTROUTING -s 127.0.0.11/32 -p tcp -m tcp --sport 41237 -j SNAT --to-source 172.18.0.1:53",
+]
+_KIND_FILTER = [
+    ":CILIUM_FORWARD - [0:0]",
+    ":CILIUM_INPUT - [0:0]",
+    ":CILIUM_OUTPUT - [0:0]",
+    ":KUBE-FIREWALL - [0:0]",
+    "-A INPUT -m comment --comment \"cilium-feeder: CILIUM_INPUT\" -j CILIUM_INPUT",
+    "-A FORWARD -m comment --comment \"cilium-feeder: CILIUM_FORWARD\" -j CILIUM_FORWARD",
+    "-A OUTPUT -m comment --comment \"cilium-feeder: CILIUM_OUTPUT\" -j CILIUM_OUTPUT",
+    "-A CILIUM_FORWARD -o cilium_host -m comment --comment \"cilium: any->cluster on cilium_host forward accept\" -j ACCEPT",
+]
+_BUILTIN = {"nat": ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"], "filter": ["INPUT", "FORWARD", "OUTPUT"]}
+
+
+class FakeNodeTools:
+    def __init__(self, cluster: "FakeCluster"):
+        self.cluster = cluster
+        for name in ("iptables-save", "iptables-nft-save", "iptables-legacy-save", "nft", "ss", "bpftool", "tc", "curl", "uname"):
+            cluster.node_exec_handlers[name] = self.handle
+
+    def handle(self, node: str, argv: list[str]) -> tuple[int, str, str]:
+        tool = argv[0]
+        if tool in ("iptables-save", "iptables-nft-save"):
+            return 0, self.iptables_save(node, "nft"), ""
+        if tool == "iptables-legacy-save":
+            return 0, self.iptables_save(node, "legacy"), ""
+        if argv[:3] == ["nft", "list", "ruleset"]:
+            return 0, self.nft_ruleset(node), ""
+        if tool == "ss":
+            return self.ss(node, argv[1:])
+        if argv[:3] == ["bpftool", "net", "show"]:
+            return self.bpftool_net(node, argv[3:])
+        if argv[:3] == ["tc", "filter", "show"]:
+            return self.tc_filter(node, argv[3:])
+        if tool == "curl":
+            return self.cluster.curl_from_node(node, argv[1:])
+        if argv == ["uname", "-r"]:
+            return 0, self.cluster.cfg.kernel + "\n", ""
+        return 1, "", f"{tool}: unsupported arguments {' '.join(argv[1:])}\n"
+
+    # -- iptables / nft --------------------------------------------------------------------------------
+
+    def _kube_proxy_rules(self) -> list[str]:
+        """The rules kube-proxy (iptables mode) would leave: the fault a KPR cluster must not have."""
+        rules = [":KUBE-SERVICES - [0:0]", "-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES"]
+        for svc in self.cluster.services():
+            ns, name = svc["metadata"]["namespace"], svc["metadata"]["name"]
+            chain = "KUBE-SVC-" + _h(f"{ns}/{name}")
+            rules.insert(0, f":{chain} - [0:0]")
+            for port in svc["spec"].get("ports", []):
+                rules.append(f"-A KUBE-SERVICES -d {svc['spec']['clusterIP']}/32 -p tcp -m comment --comment \"{ns}/{name} cluster IP\" -m tcp --dport {port['port']} -j {chain}")
+                for i, pod in enumerate(self.cluster.endpoints_of(svc)):
+                    sep = "KUBE-SEP-" + _h(f"{ns}/{name}/{pod['metadata']['name']}/{port['port']}")
+                    rules.insert(0, f":{sep} - [0:0]")
+                    rules.append(f"-A {chain} -m comment --comment \"{ns}/{name} -> {pod['status']['podIP']}:{port.get('targetPort', port['port'])}\" -j {sep}")
+                    rules.append(f"-A {sep} -p tcp -m tcp -j DNAT --to-destination {pod['status']['podIP']}:{port.get('targetPort', port['port'])}")
+        return rules
+
+    def _tables(self, node: str, backend: str) -> dict[str, list[str]]:
+        faults = self.cluster.cfg.faults
+        if backend == "legacy":
+            nat: list[str] = []
+            if faults.kube_proxy_rules == "legacy":
+                nat = self._kube_proxy_rules()
+            return {"nat": nat} if nat else {}
+        nat = list(_KIND_NAT)
+        if faults.kube_proxy_rules == "nft":
+            nat = self._kube_proxy_rules() + nat
+        return {"nat": nat, "filter": list(_KIND_FILTER)}
+
+    def iptables_save(self, node: str, backend: str) -> str:
+        tables = self._tables(node, backend)
+        head = "iptables-nft-save v1.8.9 (nf_tables)" if backend == "nft" else "iptables-save v1.8.9"
+        out = []
+        for table, rules in tables.items():
+            out.append(f"# Generated by {head} on Sun Nov 29 12:00:00 2026")
+            out.append(f"*{table}")
+            out += [f":{c} ACCEPT [0:0]" for c in _BUILTIN[table]]
+            out += [r for r in rules if r.startswith(":")]
+            out += [r for r in rules if not r.startswith(":")]
+            out.append("COMMIT")
+            out.append("# Completed on Sun Nov 29 12:00:00 2026")
+        return "\n".join(out) + ("\n" if out else "")
+
+    def nft_ruleset(self, node: str) -> str:
+        """iptables-nft tables as ``nft list ruleset`` shows them (rules kept in iptables syntax as comments
+        would not be real; translate the few shapes used here)."""
+        out = []
+        for table, rules in self._tables(node, "nft").items():
+            out.append(f"table ip {table} {{")
+            chains: dict[str, list[str]] = {c: [] for c in _BUILTIN[table]}
+            for r in rules:
+                if r.startswith(":"):
+                    chains.setdefault(r[1:].split()[0], [])
+                else:
+                    chain, _, rest = r[3:].partition(" ")
+                    chains.setdefault(chain, []).append(_to_nft(rest))
+            for chain, body in chains.items():
+                out.append(f"\tchain {chain} {{")
+                if chain in _BUILTIN[table]:
+                    hook = chain.lower()
+                    out.append(f"\t\ttype {'nat' if table == 'nat' else 'filter'} hook {hook} priority {'dstnat' if hook == 'prerouting' else 'srcnat' if hook == 'postrouting' else '-100' if table == 'nat' else 'filter'}; policy accept;")
+                out += [f"\t\t{line}" for line in body]
+                out.append("\t}")
+            out.append("}")
+        extra = self.cluster.node_nft_tables.get(node, "")
+        return "\n".join(out) + "\n" + extra
+
+    # -- sockets ---------------------------------------------------------------------------------------
+
+    def ss(self, node: str, args: list[str]) -> tuple[int, str, str]:
+        listeners = [("0.0.0.0", 10250), ("127.0.0.1", 10248), ("127.0.0.1", 9879), ("0.0.0.0", 4240)]
+        listeners += [("0.0.0.0", p) for p in self.cluster.node_listeners.get(node, [])]
+        flags = args[0] if args else ""
+        if "l" not in flags:
+            return 0, "", ""
+        port = None
+        if len(args) > 1:
+            m = re.fullmatch(r"sport = :(\d+)", args[1])
+            if m is None:
+                return 1, "", f"ss: bad filter expression {args[1]!r}\n"
+            port = int(m.group(1))
+        rows = [f"LISTEN 0      4096   {ip}:{p} 0.0.0.0:*" for ip, p in listeners if port is None or p == port]
+        header = "" if "H" in flags else "State  Recv-Q Send-Q Local Address:Port Peer Address:Port Process\n"
+        return 0, header + "".join(r + "\n" for r in rows), ""
+
+    # -- BPF attachments -------------------------------------------------------------------------------
+
+    def bpftool_net(self, node: str, args: list[str]) -> tuple[int, str, str]:
+        dev = args[1] if args[:1] == ["dev"] and len(args) > 1 else None
+        eps = [e for e in self.cluster.endpoints_on(node) if dev is None or e["ifname"] == dev]
+        if dev is not None and not eps:
+            return 255, "", f"Error: invalid devname {dev}\n"
+        lines = ["xdp:", "", "tc:"]
+        for e in eps:
+            if self.cluster.cfg.attach_mode == "tcx":
+                lines.append(f"{e['ifname']}({e['ifindex']}) tcx/ingress cil_from_container prog_id {1000 + e['id']} link_id {e['id']} ")
+            else:
+                lines.append(f"{e['ifname']}({e['ifindex']}) clsact/ingress cil_from_container-{e['ifname']} id {1000 + e['id']}")
+        lines += ["", "flow_dissector:", "", "netfilter:", ""]
+        return 0, "\n".join(lines) + "\n", ""
+
+    def tc_filter(self, node: str, args: list[str]) -> tuple[int, str, str]:
+        dev = args[1] if args[:1] == ["dev"] and len(args) > 1 else None
+        direction = args[2] if len(args) > 2 else "ingress"
+        eps = [e for e in self.cluster.endpoints_on(node) if e["ifname"] == dev]
+        if not eps:
+            return 1, "", f'Cannot find device "{dev}"\n'
+        if self.cluster.cfg.attach_mode == "tcx" or direction != "ingress":
+            return 0, "", ""  # tcx attachments are invisible to tc
+        e = eps[0]
+        return 0, (
+            "filter protocol all pref 1 bpf chain 0 \n"
+            f"filter protocol all pref 1 bpf chain 0 handle 0x1 cil_from_container-{e['ifname']} direct-action not_in_hw "
+            f"id {1000 + e['id']} name cil_from_contai tag 0123456789abcdef jited \n"
+        ), ""
+
+
+def _h(text: str) -> str:
+    """kube-proxy's chain suffix: 16 characters of a base32 hash."""
+    import base64
+    import hashlib
+
+    return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode()[:16]
+
+
+def _to_nft(rule: str) -> str:
+    """A few iptables rule shapes in nft syntax (as ``nft list ruleset`` shows iptables-nft rules)."""
+    toks = shlex.split(rule)
+    parts: list[str] = []
+    i = 0
+    comment = None
+    target = ""
+    while i < len(toks):
+        t = toks[i]
+        if t == "-d":
+            parts.append(f"ip daddr {toks[i + 1].removesuffix('/32')}")
+            i += 2
+        elif t == "-s":
+            parts.append(f"ip saddr {toks[i + 1].removesuffix('/32')}")
+            i += 2
+        elif t == "-o":
+            parts.append(f'oifname "{toks[i + 1]}"')
+            i += 2
+        elif t == "-p":
+            i += 2
+        elif t == "-m":
+            i += 2
+        elif t == "--comment":
+            comment = toks[i + 1]
+            i += 2
+        elif t in ("--dport", "--sport"):
+            parts.append(f"tcp {t[2:]} {toks[i + 1]}")
+            i += 2
+        elif t == "-j":
+            tgt = toks[i + 1]
+            i += 2
+            if tgt == "DNAT":
+                target = f"dnat to {toks[i + 1]}"
+                i += 2
+            elif tgt == "SNAT":
+                target = f"snat to {toks[i + 1]}"
+                i += 2
+            elif tgt == "ACCEPT":
+                target = "accept"
+            else:
+                target = f"jump {tgt}"
+        else:
+            i += 1
+    line = " ".join(parts + ["counter packets 0 bytes 0", target]).strip()
+    if comment:
+        line += f' comment "{comment}"'
+    return line
+
+
+__all__ = ["FakeNodeTools", "render"]
