@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest

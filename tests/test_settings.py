@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kpr.errors import SettingsError
 from pytest_kpr.markers import parse_requires
 from pytest_kpr.settings import IfUnavailable, ProviderName, resolve
 from pytest_kpr.versions import Version, parse_min_version

@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from .common import numbered
+from .common import load_json, numbered
 from .errors import ParseError
 
 _MAP_HEADER = re.compile(r"Name\s+Num entries\s+Num errors\s+Cache enabled\s*")
@@ -54,12 +54,7 @@ class EndpointInfo:
 
 def parse_endpoint_json(text: str) -> list[EndpointInfo]:
     """``endpoint get`` always prints a JSON array of ``models.Endpoint``."""
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        lines = text.splitlines() or [""]
-        ln = getattr(e, "lineno", 1)
-        raise ParseError("endpoint-json", ln, lines[min(ln, len(lines)) - 1], f"invalid JSON ({getattr(e, 'msg', e)})") from None
+    data = load_json(text, "endpoint-json")
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):

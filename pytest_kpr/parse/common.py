@@ -24,3 +24,17 @@ def decide_strict(text: str, strict: bool | None) -> bool:
     if strict is not None:
         return strict
     return any(line.endswith(" ") and line.strip() for line in text.split("\n"))
+
+
+def load_json(text: str, fmt: str) -> object:
+    """``json.loads`` whose failure is a :class:`ParseError` naming the line and its text."""
+    import json
+
+    from .errors import ParseError
+
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        lines = text.splitlines() or [""]
+        lineno = getattr(e, "lineno", 1)
+        raise ParseError(fmt, lineno, lines[min(lineno, len(lines)) - 1], f"invalid JSON ({getattr(e, 'msg', e)})") from None

@@ -7,12 +7,11 @@ grouped a service's rows under one key. Slot 0 is the service ("master") entry
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 from .addr import L3n4, parse_l3n4
-from .common import numbered
+from .common import load_json, numbered
 from .errors import ParseError
 
 LB_FLAGS = frozenset(
@@ -108,10 +107,7 @@ def parse_lb_list(text: str) -> list[LbEntry]:
 
 def parse_lb_list_json(text: str) -> list[LbEntry]:
     """``bpf lb list -o json``: ``{"<key>": ["<value>", ...]}``."""
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise ParseError("bpf-lb-list-json", getattr(e, "lineno", 1), "", f"invalid JSON ({e})") from None
+    data = load_json(text, "bpf-lb-list-json")
     if not isinstance(data, dict):
         raise ParseError("bpf-lb-list-json", 1, text[:80], "expected an object of key -> [values]")
     out = []

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from .addr import L3n4, parse_l3n4
-from .common import decide_strict, numbered
+from .common import decide_strict, load_json, numbered
 from .errors import ParseError
 
 SERVICE_TYPES = frozenset({"ClusterIP", "NodePort", "ExternalIPs", "HostPort", "LoadBalancer", "LocalRedirect"})
@@ -126,12 +126,7 @@ def _addr_from_json(d: dict, where: str) -> L3n4:
 
 
 def parse_service_list_json(text: str) -> list[Service]:
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        lines = text.splitlines() or [""]
-        ln = getattr(e, "lineno", 1)
-        raise ParseError("service-list-json", ln, lines[min(ln, len(lines)) - 1], f"invalid JSON ({getattr(e, 'msg', e)})") from None
+    data = load_json(text, "service-list-json")
     if not isinstance(data, list):
         raise ParseError("service-list-json", 1, text.splitlines()[0] if text else "", "expected a JSON array")
     out = []

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from .common import load_json
 from .errors import ParseError
 
 
@@ -57,12 +57,7 @@ def _enabled(d: Any) -> bool:
 
 
 def parse_status_json(text: str) -> StatusJSON:
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        lineno = getattr(e, "lineno", 1)
-        lines = text.splitlines() or [""]
-        raise ParseError("status-json", lineno, lines[min(lineno, len(lines)) - 1], f"invalid JSON ({e.msg})") from None  # type: ignore[attr-defined]
+    data = load_json(text, "status-json")
     if not isinstance(data, dict):
         raise ParseError("status-json", 1, text.splitlines()[0] if text else "", "expected a JSON object")
     kpr = data.get("kube-proxy-replacement") or {}
