@@ -14,7 +14,9 @@ TEST_ARGS ?=
 # Debian packages the real-kernel tier uses (installed by `make test` when root and missing).
 KERNEL_DEBS := iproute2 iptables nftables conntrack clang libbpf-dev bpftool libpcap0.8 curl util-linux
 
-.PHONY: kpr test venv kernel-deps clean help
+PROBE_IMAGE ?= pytest-kpr-probe:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+
+.PHONY: kpr test venv kernel-deps probe-image clean help
 
 help:
 	@echo "make kpr    run the kpr conformance suites against kind (pytest -m kpr)"
@@ -27,7 +29,13 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+probe-image:
+	docker build -t $(PROBE_IMAGE) -f clusters/images/probe/Dockerfile .
+
 kpr: $(STAMP)
+	@if docker info >/dev/null 2>&1 && ! docker image inspect $(PROBE_IMAGE) >/dev/null 2>&1; then \
+		echo "[kpr] building the probe image $(PROBE_IMAGE)"; $(MAKE) --no-print-directory probe-image; \
+	fi
 	@if command -v helm >/dev/null 2>&1 && ! helm repo list 2>/dev/null | grep -q '^cilium[[:space:]]'; then \
 		echo "[kpr] adding the Cilium Helm chart repository (helm repo add cilium https://helm.cilium.io)"; \
 		helm repo add cilium https://helm.cilium.io >/dev/null && helm repo update cilium >/dev/null; \

@@ -24,7 +24,7 @@ from .parse import (
     parse_ss,
     parse_tc_filter,
 )
-from .parse.node import CURL_WRITE_OUT, HttpResult, parse_curl
+from .parse.node import CURL_WRITE_OUT, ConntrackEntry, HttpResult, parse_conntrack, parse_curl
 from .wait import retrying
 
 #: iptables-save variants: the default one (whatever /usr/sbin/iptables-save points at), and each backend.
@@ -73,6 +73,15 @@ class Node:
         """TCP listeners (``ss -Htln``), on one port if given."""
         args = ["ss", "-Htln"] + ([f"sport = :{port}"] if port is not None else [])
         return parse_ss(self.run(*args).check().stdout)
+
+    def connections(self, port: int | None = None) -> list[Socket]:
+        """Established TCP sockets (``ss -Htn``), with local port ``port`` if given."""
+        args = ["ss", "-Htn"] + ([f"sport = :{port}"] if port is not None else [])
+        return parse_ss(self.run(*args).check().stdout)
+
+    def conntrack(self) -> list[ConntrackEntry]:
+        """The kernel's conntrack table (``conntrack -L``)."""
+        return parse_conntrack(self.run("conntrack", "-L").check().stdout)
 
     def bpf_attachments(self, device: str) -> list[BpfAttachment]:
         return parse_bpftool_net(self.run("bpftool", "net", "show", "dev", device).check().stdout)

@@ -147,6 +147,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("kubectl_bin", _path, "kubectl executable. Default: kubectl on PATH (never downloaded)", metavar="PATH"),
     Option("helm_bin", _path, "helm executable. Default: helm on PATH", metavar="PATH"),
     Option("docker_bin", _path, "docker executable. Default: docker on PATH", metavar="PATH"),
+    Option("probe_image", _nonempty, "Probe image (kpr probe, curl, netstat). kind: a local image, loaded into the nodes (make probe-image builds it); other clusters: a pullable reference. Default: pytest-kpr-probe:<version>", metavar="IMAGE"),
     Option("node_shell_image", _nonempty, "Image of the privileged per-node pod that runs node commands on an existing cluster. Default: busybox:1.36.1", "busybox:1.36.1", metavar="IMAGE"),
     Option("clusters_dir", _path, "Directory with kind configs, Helm values and versions.yaml. Default: ./clusters of the checkout", metavar="DIR"),
 )
@@ -177,6 +178,7 @@ class Settings:
     kubectl_bin: Path | None = None
     helm_bin: Path | None = None
     docker_bin: Path | None = None
+    probe_image: str = ""
     node_shell_image: str = "busybox:1.36.1"
     clusters_dir: Path | None = None
     # where each value came from ("cli", "ini", "default", "pins"), for the report header
@@ -247,6 +249,10 @@ def resolve(
     if not values["cilium_version"]:
         values["cilium_version"] = pins.cilium_version if pins else ""
         sources["cilium_version"] = "pins" if pins else "default"
+    if not values["probe_image"]:
+        from . import __version__
+
+        values["probe_image"] = f"pytest-kpr-probe:{__version__}"
     if values["context"] and values["provider"] is not ProviderName.EXISTING:
         raise SettingsError(f"{OPTIONS_BY_NAME['context'].flag} needs --kpr-provider=existing")
     for p in values["helm_values"]:

@@ -12,6 +12,7 @@ Layout (a fresh random suffix per topology, /24s picked from 10.250.0.0/16 per r
 
 from __future__ import annotations
 
+import ctypes
 import os
 import random
 import secrets
@@ -25,6 +26,16 @@ from typing import Sequence
 
 NETNS_DIR = Path("/run/netns")
 PREFIX = "kprt"  # every namespace this suite creates starts with this
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a child before exec: the kernel sends it SIGKILL when the test process dies, even by SIGKILL,
+    so a killed run leaves no servers or holders behind (the signal survives nsenter's exec)."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def can_use_netns() -> str | None:
@@ -79,7 +90,8 @@ class Topology:
 
     def spawn(self, role: str, argv: Sequence[str], log: Path | None = None) -> subprocess.Popen[bytes]:
         out = open(log, "wb") if log else subprocess.DEVNULL
-        p = subprocess.Popen(["nsenter", f"--net={NETNS_DIR / self.ns(role)}", *argv], stdout=out, stderr=subprocess.STDOUT)
+        p = subprocess.Popen(["nsenter", f"--net={NETNS_DIR / self.ns(role)}", *argv], stdout=out, stderr=subprocess.STDOUT,
+                             preexec_fn=die_with_parent)
         self.procs.append(p)
         return p
 

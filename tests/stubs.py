@@ -58,7 +58,12 @@ if tool == "kind":
     elif argv[:2] == ["export", "kubeconfig"]:
         Path(opt("--kubeconfig")).write_text(KUBECONFIG)
 elif tool == "docker":
-    if argv[:1] == ["info"]:
+    if argv[:2] == ["image", "inspect"]:
+        if (d / "no-probe-image").exists():
+            print("Error response from daemon: No such image: " + argv[-1], file=sys.stderr)
+            sys.exit(1)
+        print("sha256:0123")
+    elif argv[:1] == ["info"]:
         if (d / "docker-down").exists():
             print("Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?", file=sys.stderr)
             sys.exit(1)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 
 def test_skipped_real_kernel_tier_fails_when_required(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text())
-    pytester.makeini("[pytest]\nmarkers =\n    netns: real kernel\n")
+    pytester.makeini("[pytest]\nmarkers =\n    netns: real kernel\naddopts = -p ci_gate --no-netns-hygiene\n")
     pytester.makepyfile("import pytest\n@pytest.mark.netns\ndef test_k():\n    pytest.skip('not root')\n")
     monkeypatch.delenv("KPR_REQUIRE_NETNS", raising=False)
     pytester.runpytest().assert_outcomes(skipped=1)
@@ -20,7 +17,7 @@ def test_skipped_real_kernel_tier_fails_when_required(pytester: pytest.Pytester,
 
 
 def test_a_run_without_any_real_kernel_test_fails_when_required(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text())
+    pytester.makeini("[pytest]\naddopts = -p ci_gate --no-netns-hygiene\n")
     pytester.makepyfile("def test_plain(): pass\n")
     monkeypatch.setenv("KPR_REQUIRE_NETNS", "1")
     result = pytester.runpytest()

@@ -183,3 +183,18 @@ def test_pytest_kind_is_wrapped_so_it_cannot_download(tmp_path: Path, monkeypatc
         c.ensure_kubectl()
     assert not (tmp_path / ".pytest-kind").exists(), "no state in the current directory"
     assert c.kubeconfig_path == tmp_path / "state" / "kubeconfig"
+
+
+def test_probe_image_is_loaded_into_the_nodes(pytester: pytest.Pytester, stubbed: Path) -> None:
+    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub", "--kpr-probe-image=probe:dev")
+    result.assert_outcomes(passed=1)
+    assert ["image", "inspect", "--format", "{{.Id}}", "probe:dev"] in calls(stubbed, "docker")
+    assert ["load", "docker-image", "--name", "kpr-stub", "probe:dev"] in calls(stubbed, "kind")
+
+
+def test_a_missing_probe_image_is_one_clear_line_before_any_cluster_is_made(pytester: pytest.Pytester, stubbed: Path) -> None:
+    (stubbed / "no-probe-image").touch()
+    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub")
+    assert result.ret == 4
+    result.stdout.fnmatch_lines(["*probe image pytest-kpr-probe:* is not in the local Docker: build it with `make probe-image`*"])
+    assert not calls(stubbed, "kind")

@@ -91,6 +91,13 @@ class KindProvider:
                 docker_daemon_answers(self._tools["docker"])
             except Unavailable as e:
                 problems.insert(0, str(e))
+        if "docker" in self._tools and not problems:
+            r = self._tools["docker"].run(["image", "inspect", "--format", "{{.Id}}", s.probe_image], timeout=30)
+            if not r.ok:
+                problems.append(
+                    f"probe image {s.probe_image} is not in the local Docker: build it with `make probe-image` "
+                    "(or pass --kpr-probe-image)"
+                )
         if not s.kind_config.is_file():
             problems.append(f"kind config {s.kind_config} not found (pass --kpr-kind-config)")
         if not s.cilium_version:
@@ -129,6 +136,10 @@ class KindProvider:
             except Exception as e:  # subprocess.CalledProcessError from pytest-kind, with kind's output on stderr
                 raise ProvisioningError(f"kind create cluster {s.cluster_name} failed: {e}") from e
         kubeconfig = Path(self.cluster.kubeconfig_path)
+        progress(f"loading the probe image {s.probe_image} into the nodes (kind load docker-image)")
+        r = kind.run(["load", "docker-image", "--name", s.cluster_name, s.probe_image], timeout=self.timeouts.CLUSTER_CREATE)
+        if not r.ok:
+            raise ProvisioningError(f"`kind load docker-image {s.probe_image}` failed: {(r.stderr or r.stdout).strip()}")
         cilium.helm_install(self._tools["helm"], s, s.cluster_name, kubeconfig, progress, self.timeouts.CILIUM_READY)
         kube = self.kube_factory(kubeconfig, None)
         return ClusterHandle(
@@ -139,10 +150,6 @@ class KindProvider:
             created=self.created,
             kubeconfig=kubeconfig,
         )
-
-    def load_image(self, image: str) -> None:
-        """``kind load docker-image`` (used for the probe image)."""
-        self.cluster.load_docker_image(image)
 
     def teardown(self, progress: Progress) -> None:
         if self.cluster is None or not self.created:

@@ -397,3 +397,45 @@ def parse_curl(exit_code: int, stdout: str, stderr: str = "") -> HttpResult:
     if m is None:
         raise ParseError("curl", 1, stdout, f"expected '<http_code> <time_total>' (curl exit {exit_code})")
     return HttpResult(exit_code, int(m.group(1)), float(m.group(2)), stderr.strip())
+
+
+# -- conntrack -L (the Linux conntrack table, conntrack-tools) -----------------------------------------
+
+_CONNTRACK = re.compile(
+    r"(tcp|udp|icmp|sctp)\s+(\d+) (\d+) (?:([A-Z_]+) )?"
+    r"src=(\S+) dst=(\S+) (?:sport=(\d+) dport=(\d+) |type=\d+ code=\d+ id=\d+ )(?:\[UNREPLIED\] )?"
+    r"src=(\S+) dst=(\S+) (?:sport=(\d+) dport=(\d+)|type=\d+ code=\d+ id=\d+)(?: .*)?"
+)
+
+
+@dataclass(frozen=True)
+class ConntrackEntry:
+    proto: str
+    state: str | None
+    orig_src: str
+    orig_dst: str
+    reply_src: str
+    reply_dst: str
+
+    @property
+    def translated(self) -> bool:
+        """DNAT: the reply comes from somewhere other than where the original packet went."""
+        return self.reply_src != self.orig_dst
+
+
+def parse_conntrack(text: str) -> list[ConntrackEntry]:
+    """``conntrack -L`` lines; its summary line (stderr) is not part of the input."""
+    out = []
+    for lineno, line in numbered(text):
+        if not line.strip():
+            continue
+        m = _CONNTRACK.fullmatch(line.rstrip())
+        if m is None:
+            raise ParseError("conntrack", lineno, line)
+        g = m.groups()
+
+        def hp(ip: str, port: str | None) -> str:
+            return f"{ip}:{port}" if port else ip
+
+        out.append(ConntrackEntry(g[0], g[3], hp(g[4], g[6]), hp(g[5], g[7]), hp(g[8], g[10]), hp(g[9], g[11])))
+    return out

@@ -1,0 +1,271 @@
+"""Packet and socket probes: what a client sees when it talks to a service address.
+
+- :func:`syn_probe`: one raw TCP SYN with scapy; the answer classified as ``accepted`` (SYN-ACK),
+  ``reset``, ``icmp-unreachable`` (with type and code), ``timeout``, ``no-route`` (checked before
+  anything is sent) or ``inconclusive``.
+- :func:`connect_probe`: what an application sees at ``connect()`` (socket LB answers there):
+  ``connected``, ``refused``, ``unreachable``, ``timeout``, with the errno.
+- :func:`http_probe`: an HTTP GET, status code and time.
+- :func:`hold`: a TCP connection from a fixed source port, reported as one JSON line
+  (``getsockname`` and ``getpeername``), held until told to stop.
+
+No pytest here: the same functions run in the test process, in network namespaces, and inside a probe
+pod through ``kpr probe ... --json``. Verdicts are classified, never retried.
+
+Routing is the kernel's: the source address and the no-route check come from a UDP socket connected
+to the destination (nothing is sent), and packets leave through a raw IP socket, so scapy's own
+routing table (loaded once at import, blind to network namespaces) is never consulted.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import json
+import logging
+import random
+import select
+import socket
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, TextIO
+
+
+class Verdict(str, enum.Enum):
+    # raw SYN
+    ACCEPTED = "accepted"
+    RESET = "reset"
+    ICMP_UNREACHABLE = "icmp-unreachable"
+    # connect()
+    CONNECTED = "connected"
+    REFUSED = "refused"
+    UNREACHABLE = "unreachable"
+    # both
+    TIMEOUT = "timeout"
+    NO_ROUTE = "no-route"
+    INCONCLUSIVE = "inconclusive"
+    # http
+    HTTP = "http"  # an HTTP response arrived (see http_code)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: ICMP destination-unreachable codes, for readable reports.
+ICMP_CODES = {0: "net-unreachable", 1: "host-unreachable", 2: "protocol-unreachable", 3: "port-unreachable",
+              9: "net-prohibited", 10: "host-prohibited", 13: "admin-prohibited"}
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    probe: str  # syn | connect | http | hold
+    target: str  # ip:port or URL
+    verdict: Verdict
+    elapsed_ms: float
+    icmp_type: int | None = None
+    icmp_code: int | None = None
+    errno: int | None = None
+    errno_name: str | None = None
+    http_code: int | None = None
+    source: str | None = None  # ip:port the probe sent from
+    detail: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["verdict"] = self.verdict.value
+        d["elapsed_ms"] = round(self.elapsed_ms, 3)
+        return {k: v for k, v in d.items() if v is not None and v != {} and v != ""}
+
+    def explain(self) -> str:
+        parts = [f"{self.probe} {self.target}: {self.verdict.value} in {self.elapsed_ms:.1f} ms"]
+        if self.icmp_type is not None:
+            parts.append(f"ICMP type {self.icmp_type} code {self.icmp_code} ({ICMP_CODES.get(self.icmp_code or -1, '?')})")
+        if self.errno_name:
+            parts.append(self.errno_name)
+        if self.http_code is not None:
+            parts.append(f"HTTP {self.http_code}")
+        if self.detail:
+            parts.append(self.detail)
+        return "; ".join(parts)
+
+
+def _ms(start: float) -> float:
+    return (time.monotonic() - start) * 1000.0
+
+
+def route_source(dst: str) -> tuple[str | None, int | None]:
+    """The source address the kernel would use towards ``dst`` (None and the errno when there is no route).
+
+    A UDP socket's ``connect()`` runs the route lookup and sends nothing.
+    """
+    family = socket.AF_INET6 if ":" in dst else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        s.connect((dst, 9))
+        return s.getsockname()[0], None
+    except OSError as e:
+        return None, e.errno
+    finally:
+        s.close()
+
+
+_scapy_ready = False
+
+
+def _scapy() -> Any:
+    """Import scapy quietly, once (it is slow to import and chatty)."""
+    global _scapy_ready
+    logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+    logging.getLogger("scapy.loading").setLevel(logging.ERROR)
+    import scapy.all as sc
+
+    if not _scapy_ready:
+        sc.conf.verb = 0
+        _scapy_ready = True
+    return sc
+
+
+def syn_probe(dst: str, dport: int, timeout: float = 2.0, sport: int | None = None) -> ProbeResult:
+    """Send one TCP SYN and classify the answer. IPv4. Needs CAP_NET_RAW."""
+    target = f"{dst}:{dport}"
+    start = time.monotonic()
+    src, err = route_source(dst)
+    if src is None:
+        return ProbeResult("syn", target, Verdict.NO_ROUTE, _ms(start), errno=err, errno_name=errno.errorcode.get(err or 0),
+                           detail="no route to the destination; nothing was sent")
+    sc = _scapy()
+    sport = sport or random.randint(40000, 60999)
+    pkt = sc.IP(src=src, dst=dst) / sc.TCP(sport=sport, dport=dport, flags="S", seq=random.getrandbits(32))
+    try:
+        sock = sc.L3RawSocket()
+    except PermissionError as e:
+        return ProbeResult("syn", target, Verdict.INCONCLUSIVE, _ms(start), errno=e.errno, errno_name="EPERM",
+                           detail="raw sockets need CAP_NET_RAW")
+    try:
+        start = time.monotonic()
+        ans = sock.sr1(pkt, timeout=timeout, verbose=0)
+        elapsed = _ms(start)
+    finally:
+        sock.close()
+    source = f"{src}:{sport}"
+    if ans is None:
+        return ProbeResult("syn", target, Verdict.TIMEOUT, elapsed, source=source, detail=f"no answer within {timeout:g}s")
+    if ans.haslayer(sc.ICMP):
+        icmp = ans[sc.ICMP]
+        if icmp.type == 3:
+            return ProbeResult("syn", target, Verdict.ICMP_UNREACHABLE, elapsed, icmp_type=int(icmp.type), icmp_code=int(icmp.code),
+                               source=source, detail=f"from {ans[sc.IP].src}")
+        return ProbeResult("syn", target, Verdict.INCONCLUSIVE, elapsed, icmp_type=int(icmp.type), icmp_code=int(icmp.code),
+                           source=source, detail="unexpected ICMP message")
+    if ans.haslayer(sc.TCP):
+        flags = ans[sc.TCP].flags
+        if flags.S and flags.A:
+            return ProbeResult("syn", target, Verdict.ACCEPTED, elapsed, source=source)
+        if flags.R:
+            return ProbeResult("syn", target, Verdict.RESET, elapsed, source=source)
+        return ProbeResult("syn", target, Verdict.INCONCLUSIVE, elapsed, source=source, detail=f"TCP flags {flags}")
+    return ProbeResult("syn", target, Verdict.INCONCLUSIVE, elapsed, source=source, detail=f"unexpected answer {ans.summary()}")
+
+
+_REFUSED = {errno.ECONNREFUSED}
+_UNREACHABLE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EACCES, errno.EPERM}
+
+
+def connect_probe(host: str, port: int, timeout: float = 2.0, source_port: int | None = None) -> ProbeResult:
+    """``connect()`` as an application does it, bounded by ``timeout``."""
+    target = f"{host}:{port}"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM)
+    start = time.monotonic()
+    try:
+        if source_port:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("", source_port))
+        s.setblocking(False)
+        rc = s.connect_ex((host, port))
+        if rc in (errno.EINPROGRESS, errno.EALREADY):
+            _, writable, _ = select.select([], [s], [], timeout)
+            if not writable:
+                return ProbeResult("connect", target, Verdict.TIMEOUT, _ms(start), detail=f"no answer within {timeout:g}s")
+            rc = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        elapsed = _ms(start)
+        name = errno.errorcode.get(rc) if rc else None
+        if rc == 0:
+            local = s.getsockname()
+            return ProbeResult("connect", target, Verdict.CONNECTED, elapsed, source=f"{local[0]}:{local[1]}",
+                               extra={"peer": "%s:%d" % s.getpeername()[:2]})
+        if rc in _REFUSED:
+            return ProbeResult("connect", target, Verdict.REFUSED, elapsed, errno=rc, errno_name=name)
+        if rc in _UNREACHABLE:
+            verdict = Verdict.NO_ROUTE if rc == errno.ENETUNREACH else Verdict.UNREACHABLE
+            return ProbeResult("connect", target, verdict, elapsed, errno=rc, errno_name=name)
+        if rc == errno.ETIMEDOUT:
+            return ProbeResult("connect", target, Verdict.TIMEOUT, elapsed, errno=rc, errno_name=name)
+        return ProbeResult("connect", target, Verdict.INCONCLUSIVE, elapsed, errno=rc, errno_name=name)
+    except OSError as e:
+        verdict = Verdict.NO_ROUTE if e.errno == errno.ENETUNREACH else Verdict.UNREACHABLE if e.errno in _UNREACHABLE else Verdict.INCONCLUSIVE
+        return ProbeResult("connect", target, verdict, _ms(start), errno=e.errno, errno_name=errno.errorcode.get(e.errno or 0), detail=str(e))
+    finally:
+        s.close()
+
+
+def http_probe(url: str, timeout: float = 5.0) -> ProbeResult:
+    """An HTTP GET. A response of any status is ``http`` with ``http_code``; no response is classified like connect()."""
+    start = time.monotonic()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - the URL is the probe's target
+            r.read(1 << 16)
+            return ProbeResult("http", url, Verdict.HTTP, _ms(start), http_code=r.status)
+    except urllib.error.HTTPError as e:
+        return ProbeResult("http", url, Verdict.HTTP, _ms(start), http_code=e.code)
+    except urllib.error.URLError as e:
+        reason = e.reason
+        err = reason.errno if isinstance(reason, OSError) else None
+        if isinstance(reason, socket.timeout) or isinstance(reason, TimeoutError):
+            return ProbeResult("http", url, Verdict.TIMEOUT, _ms(start), detail=str(reason))
+        if err in _REFUSED:
+            return ProbeResult("http", url, Verdict.REFUSED, _ms(start), errno=err, errno_name=errno.errorcode.get(err))
+        if err in _UNREACHABLE:
+            v = Verdict.NO_ROUTE if err == errno.ENETUNREACH else Verdict.UNREACHABLE
+            return ProbeResult("http", url, v, _ms(start), errno=err, errno_name=errno.errorcode.get(err))
+        return ProbeResult("http", url, Verdict.INCONCLUSIVE, _ms(start), detail=str(reason))
+    except (TimeoutError, socket.timeout) as e:
+        return ProbeResult("http", url, Verdict.TIMEOUT, _ms(start), detail=str(e))
+
+
+def hold(host: str, port: int, source_port: int, out: TextIO, stop: Callable[[float], bool], timeout: float = 5.0) -> int:
+    """Open a TCP connection from ``source_port`` and hold it.
+
+    Writes one JSON line: ``{"event": "connected", "local": ..., "peer": ..., "app_peer": ...}``
+    where ``peer``/``app_peer`` is what ``getpeername()`` returns (with socket LB: the service address,
+    while the kernel socket points at the backend). Then waits until ``stop(timeout)`` is true (the
+    caller blocks in it: a signal, stdin closing), sending nothing. Returns an exit status.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    s.settimeout(timeout)
+    try:
+        s.bind(("", source_port))
+        s.connect((host, port))
+    except OSError as e:
+        out.write(json.dumps({"event": "error", "target": f"{host}:{port}", "errno": e.errno,
+                              "errno_name": errno.errorcode.get(e.errno or 0), "detail": str(e)}) + "\n")
+        out.flush()
+        s.close()
+        return 1
+    local = s.getsockname()
+    peer = s.getpeername()
+    out.write(json.dumps({"event": "connected", "target": f"{host}:{port}", "local": f"{local[0]}:{local[1]}",
+                          "app_peer": f"{peer[0]}:{peer[1]}", "peer": f"{peer[0]}:{peer[1]}"}) + "\n")
+    out.flush()
+    try:
+        while not stop(1.0):
+            pass
+    finally:
+        s.close()
+    return 0

@@ -1,0 +1,72 @@
+"""The real-kernel tier's CI gate and hygiene, as a plugin (tests/conftest.py loads it).
+
+Tests marked ``netns`` need root and network namespaces. Locally they skip with a reason when that is
+not available. With KPR_REQUIRE_NETNS=1 (set by .ci/run) a skipped netns test is a failure, and so is
+a run in which no netns test ran at all. When netns tests ran, anything of theirs still present at
+the end (namespaces, cgroups, BPF programs) fails the run; leftovers of an earlier, killed run are
+removed at the start.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+REQUIRE_NETNS = "KPR_REQUIRE_NETNS"
+_NETNS_RAN = pytest.StashKey[list[str]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_NETNS_RAN] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    report = yield
+    if item.get_closest_marker("netns") is None:
+        return report
+    if report.when == "call" and not report.skipped:
+        item.config.stash[_NETNS_RAN].append(item.nodeid)
+    if report.skipped and os.environ.get(REQUIRE_NETNS) == "1" and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"real-kernel tier skipped but {REQUIRE_NETNS}=1 requires it to run: {reason}"
+    return report
+
+
+def _hygiene_enabled(config: pytest.Config) -> bool:
+    return os.geteuid() == 0 and not config.option.collectonly and config.getoption("kpr_netns_hygiene", True)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--no-netns-hygiene", dest="kpr_netns_hygiene", action="store_false", default=True,
+                     help="Do not remove/report kprt-* leftovers (for nested pytester runs)")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if _hygiene_enabled(session.config):
+        from realkernel import remove_stale
+
+        removed = remove_stale()
+        if removed:
+            print(f"real-kernel tier: removed leftovers of an earlier run: {', '.join(removed)}")
+
+
+@pytest.hookimpl(trylast=True)  # after the runner has torn down every fixture (also on Ctrl-C)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if session.config.stash[_NETNS_RAN] and _hygiene_enabled(session.config):
+        from realkernel import leftovers
+
+        left = leftovers()
+        if left:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            if tr is not None:
+                tr.write_line(f"ERROR: the real-kernel tier left resources behind: {'; '.join(left)}", red=True)
+    if os.environ.get(REQUIRE_NETNS) != "1" or session.config.option.collectonly:
+        return
+    if not session.config.stash[_NETNS_RAN] and exitstatus in (0, 5):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if tr is not None:
+            tr.write_line(f"ERROR: no real-kernel (netns) test ran, but {REQUIRE_NETNS}=1 requires the tier", red=True)

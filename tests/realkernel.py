@@ -1,0 +1,202 @@
+"""Helpers of the real-kernel tier: run code inside a network namespace, cgroups, a BPF socket LB.
+
+Everything here creates resources named ``kprt-*`` (namespaces, cgroups) or ``kprt_*`` (BPF
+programs and maps) and removes them; :func:`leftovers` lists whatever is still there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import secrets
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from netns import NETNS_DIR, PREFIX, die_with_parent, sh
+
+T = TypeVar("T")
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def in_netns(namespace: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run ``fn`` in a fresh thread that has joined ``namespace`` (setns is per thread): sockets it
+    creates live there. The test process's own namespace is never touched."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        fd = os.open(NETNS_DIR / namespace, os.O_RDONLY)
+        try:
+            if _libc.setns(fd, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), f"setns into {namespace}")
+        finally:
+            os.close(fd)
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as e:  # re-raised in the caller
+            box["error"] = e
+
+    t = threading.Thread(target=target, name=f"netns-{namespace}")
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
+def cgroup2_root() -> Path | None:
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        dev, mnt, fstype = line.split()[:3]
+        if fstype == "cgroup2":
+            return Path(mnt)
+    return None
+
+
+def ip_hex(ip: str) -> str:
+    a, b, c, d = (int(x) for x in ip.split("."))
+    return f"0x{a:02x}{b:02x}{c:02x}{d:02x}"
+
+
+def compile_sock_lb(out_dir: Path, svc: tuple[str, int], backend: tuple[str, int]) -> Path:
+    src = Path(__file__).parent / "bpf" / "sock_lb.c"
+    obj = out_dir / "sock_lb.o"
+    arch = os.uname().machine
+    sh("clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{arch}-linux-gnu",
+       f"-DSVC_IP={ip_hex(svc[0])}", f"-DSVC_PORT={svc[1]}", f"-DBE_IP={ip_hex(backend[0])}", f"-DBE_PORT={backend[1]}",
+       "-c", str(src), "-o", str(obj), timeout=60)
+    return obj
+
+
+class SocketLB:
+    """The compiled program loaded through libbpf and attached (as links) to a cgroup of its own.
+
+    Links detach when destroyed or when this process exits, so nothing outlives the test.
+    """
+
+    def __init__(self, obj_path: Path):
+        name = ctypes.util.find_library("bpf") or "libbpf.so.1"
+        L = ctypes.CDLL(name, use_errno=True)
+        L.bpf_object__open_file.restype = ctypes.c_void_p
+        L.bpf_object__open_file.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+        L.bpf_object__load.argtypes = [ctypes.c_void_p]
+        L.bpf_object__find_program_by_name.restype = ctypes.c_void_p
+        L.bpf_object__find_program_by_name.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        L.bpf_program__attach_cgroup.restype = ctypes.c_void_p
+        L.bpf_program__attach_cgroup.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        L.bpf_link__destroy.argtypes = [ctypes.c_void_p]
+        L.bpf_object__close.argtypes = [ctypes.c_void_p]
+        L.libbpf_get_error.argtypes = [ctypes.c_void_p]
+        L.libbpf_get_error.restype = ctypes.c_long
+        self.L = L
+        root = cgroup2_root()
+        if root is None:
+            raise RuntimeError("no cgroup2 mount")
+        self.cgroup = root / f"{PREFIX}-socklb-{secrets.token_hex(3)}"
+        self.obj = None
+        self.links: list[int] = []
+        self.cgfd = -1
+        os.mkdir(self.cgroup)
+        try:
+            self.obj = L.bpf_object__open_file(str(obj_path).encode(), None)
+            if not self.obj or L.libbpf_get_error(self.obj):
+                raise OSError(ctypes.get_errno(), f"bpf_object__open_file({obj_path})")
+            rc = L.bpf_object__load(self.obj)
+            if rc != 0:
+                raise OSError(-rc, "bpf_object__load (verifier or permissions)")
+            self.cgfd = os.open(self.cgroup, os.O_RDONLY | os.O_DIRECTORY)
+            for prog in (b"kprt_connect4", b"kprt_getpeername4"):
+                p = L.bpf_object__find_program_by_name(self.obj, prog)
+                link = L.bpf_program__attach_cgroup(p, self.cgfd)
+                if not link or L.libbpf_get_error(link):
+                    raise OSError(ctypes.get_errno(), f"attach {prog.decode()} to {self.cgroup}")
+                self.links.append(link)
+        except BaseException:
+            self.close()
+            raise
+
+    def join(self, pid: int) -> None:
+        (self.cgroup / "cgroup.procs").write_text(str(pid))
+
+    def close(self) -> None:
+        for link in self.links:
+            self.L.bpf_link__destroy(link)
+        self.links.clear()
+        if self.obj:
+            self.L.bpf_object__close(self.obj)
+            self.obj = None
+        if self.cgfd >= 0:
+            os.close(self.cgfd)
+            self.cgfd = -1
+        if self.cgroup.exists():
+            # processes still inside keep the cgroup busy: move them to the root first
+            root = self.cgroup.parent
+            for pid in (self.cgroup / "cgroup.procs").read_text().split():
+                try:
+                    (root / "cgroup.procs").write_text(pid)
+                except OSError:
+                    pass
+            self.cgroup.rmdir()
+
+
+def spawn_in(cgroup: SocketLB | None, namespace: str, argv: list[str]) -> subprocess.Popen[str]:
+    """Start ``argv`` in ``namespace`` after joining the socket-LB cgroup (membership is inherited, and a
+    socket's cgroup is fixed when it is created, so the join must come first)."""
+    def pre() -> None:
+        die_with_parent()
+        if cgroup is not None:
+            cgroup.join(os.getpid())
+
+    return subprocess.Popen(["nsenter", f"--net={NETNS_DIR / namespace}", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=pre)
+
+
+def leftovers() -> list[str]:
+    """Namespaces, cgroups and BPF programs of this suite that still exist."""
+    found = []
+    cp = sh("ip", "netns", "list", check=False)
+    found += [f"netns {line.split()[0]}" for line in cp.stdout.splitlines() if line.startswith(PREFIX + "-")]
+    root = cgroup2_root()
+    if root is not None:
+        found += [f"cgroup {p}" for p in root.glob(f"{PREFIX}-*")]
+    if shutil.which("bpftool"):
+        cp = sh("bpftool", "prog", "show", check=False)
+        found += [f"bpf {line.strip()}" for line in cp.stdout.splitlines() if " name kprt_" in line]
+    return found
+
+
+def remove_stale() -> list[str]:
+    """Remove what an earlier, killed run left (only our own names). Returns what was removed."""
+    removed = []
+    cp = sh("ip", "netns", "list", check=False)
+    for line in cp.stdout.splitlines():
+        if line.startswith(PREFIX + "-"):
+            name = line.split()[0]
+            sh("ip", "netns", "del", name, check=False)
+            removed.append(f"netns {name}")
+    root = cgroup2_root()
+    if root is not None:
+        for cg in root.glob(f"{PREFIX}-*"):
+            try:
+                cg.rmdir()
+                removed.append(f"cgroup {cg}")
+            except OSError:
+                pass
+    return removed
+
+
+class NetnsRunner:
+    """A NodeRunner whose "nodes" are this suite's network namespaces: the plugin's Node handle
+    (iptables, nft, ss, ...) runs against the real kernel through it."""
+
+    def __init__(self, topo: Any):
+        self.topo = topo
+
+    def run(self, node: str, argv: Any, timeout: float = 60.0) -> Any:
+        from pytest_kpr.k8s.api import ExecResult
+
+        cp = subprocess.run(["nsenter", f"--net={NETNS_DIR / self.topo.ns(node)}", *argv], capture_output=True, text=True, timeout=timeout)
+        return ExecResult(tuple(argv), cp.returncode, cp.stdout, cp.stderr, f"netns {node}")

@@ -1,0 +1,89 @@
+"""Probes without namespaces: result shapes, the hold protocol on loopback, the probe pod manifest."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import threading
+
+import pytest
+
+from pytest_kpr.probes import ProbeResult, Verdict, connect_probe, hold, route_source
+from pytest_kpr.probe_cli import _target
+from pytest_kpr.workloads import probe_pod
+
+
+def test_result_json_has_the_keys_suites_parse() -> None:
+    r = ProbeResult("syn", "10.96.0.10:80", Verdict.ICMP_UNREACHABLE, 1.23456, icmp_type=3, icmp_code=1)
+    assert r.to_json() == {"probe": "syn", "target": "10.96.0.10:80", "verdict": "icmp-unreachable", "elapsed_ms": 1.235, "icmp_type": 3, "icmp_code": 1}
+    assert "host-unreachable" in r.explain()
+
+
+def test_connect_probe_on_loopback() -> None:
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    try:
+        ok = connect_probe("127.0.0.1", port, 1.0)
+        assert ok.verdict is Verdict.CONNECTED and ok.extra["peer"] == f"127.0.0.1:{port}"
+    finally:
+        srv.close()
+    refused = connect_probe("127.0.0.1", port, 1.0)
+    assert (refused.verdict, refused.errno_name) == (Verdict.REFUSED, "ECONNREFUSED")
+
+
+def test_route_source_uses_the_kernels_choice_without_sending() -> None:
+    assert route_source("127.0.0.1") == ("127.0.0.1", None)
+
+
+def test_hold_reports_getpeername_as_one_json_line_and_holds_until_stopped() -> None:
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    out = io.StringIO()
+    stop = threading.Event()
+    rc: list[int] = []
+    t = threading.Thread(target=lambda: rc.append(hold("127.0.0.1", port, 0, out, stop.wait)))
+    t.start()
+    conn, peer = srv.accept()
+    try:
+        assert t.is_alive(), "the holder keeps the connection"
+        stop.set()
+        t.join(5)
+        (line,) = out.getvalue().splitlines()
+        event = json.loads(line)
+        assert event["event"] == "connected" and event["app_peer"] == f"127.0.0.1:{port}"
+        assert event["local"] == f"{peer[0]}:{peer[1]}"
+        assert rc == [0]
+    finally:
+        conn.close()
+        srv.close()
+
+
+def test_hold_reports_a_failed_connect() -> None:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    out = io.StringIO()
+    assert hold("127.0.0.1", port, 0, out, lambda t: True) == 1
+    assert json.loads(out.getvalue())["errno_name"] == "ECONNREFUSED"
+
+
+def test_probe_pod_gets_net_raw_only() -> None:
+    pod = probe_pod("probe", "kpr-x", "pytest-kpr-probe:0.1.0", node="kpr-worker")
+    (c,) = pod["spec"]["containers"]
+    assert c["securityContext"] == {"privileged": False, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"], "add": ["NET_RAW"]}}
+    assert c["imagePullPolicy"] == "IfNotPresent" and pod["spec"]["nodeName"] == "kpr-worker"
+
+
+@pytest.mark.parametrize("bad", ["10.0.0.1", ":80", "10.0.0.1:http"])
+def test_probe_target_must_be_host_port(bad: str) -> None:
+    import argparse
+
+    with pytest.raises(argparse.ArgumentTypeError):
+        _target(bad)
+    assert _target("[fd00::1]:80") == ("fd00::1", 80)
