@@ -5,6 +5,7 @@ Heavy modules (kubernetes, scapy) are imported only when a cluster is actually n
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -132,8 +133,40 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip("disruptive test on a cluster this run did not create (pass --kpr-allow-disruptive to run it)")
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if item.get_closest_marker(markers.KPR) is None:
+        return report
+    s = kpr_session(item.config)
+    prop = str(getattr(getattr(item, "module", None), "PROPERTY", item.nodeid.split("::")[0].rsplit("/", 1)[-1]))
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        s.outcomes.setdefault(prop, []).append("skipped" if report.skipped else report.outcome)
+    if report.failed and report.when == "call" and s.handle is not None:
+        from .evidence import failure_bundle
+
+        dest = s.evidence_dir / "failures" / re.sub(r"[^A-Za-z0-9_.-]+", "-", item.nodeid).strip("-")
+        try:
+            sections = failure_bundle(s.handle, s.namespaces, dest, s.timeouts.EXEC)
+        except Exception as e:  # noqa: BLE001 - never hide the test's own failure
+            sections = {"failure bundle": f"could not collect: {e}"}
+        for title, text in sections.items():
+            report.sections.append((f"kpr: {title}", text))
+        report.sections.append(("kpr: evidence", f"saved under {dest}"))
+    return report
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     s = kpr_session(config)
+    if s.outcomes:
+        terminalreporter.write_sep("=", "kpr properties")
+        figures = s.evidence.figures if s._evidence is not None else {}
+        for prop, outcomes in s.outcomes.items():
+            verdict = "FAIL" if "failed" in outcomes else "pass" if "passed" in outcomes else "skip"
+            counts = ", ".join(f"{outcomes.count(o)} {o}" for o in ("passed", "failed", "skipped") if outcomes.count(o))
+            fig = figures.get(prop, "")
+            terminalreporter.write_line(f"{verdict:<5} {prop:<15} {fig}{'  ' if fig else ''}({counts})", red=verdict == "FAIL", green=verdict == "pass")
+        terminalreporter.write_line(f"evidence: {s.evidence_dir}")
     if s.deselected_kpr:
         terminalreporter.write_line(
             f"pytest-kpr: {s.deselected_kpr} kpr conformance tests not selected; run them with: pytest -m kpr"

@@ -46,6 +46,11 @@ class KprSession:
         self.namespaces: list[str] = []
         self.deselected_kpr = 0
         self.collection_failed = False
+        #: called at the end while the cluster still exists (report.txt reads the current state)
+        self.before_cleanup: list[Callable[[], None]] = []
+        #: per property: outcomes of its tests (for the terminal summary)
+        self.outcomes: dict[str, list[str]] = {}
+        self._evidence: Any = None
         self._started = False
         self._stopped = False
 
@@ -117,9 +122,23 @@ class KprSession:
             self.stop()
             raise
 
+    @property
+    def evidence_dir(self) -> Path:
+        """``<artifacts>/<cluster>``: one directory of evidence per cluster."""
+        name = self.handle.name if self.handle is not None else self.settings.cluster_name
+        return self.settings.artifacts / name
+
+    @property
+    def evidence(self) -> Any:
+        if self._evidence is None:
+            from .evidence import Evidence
+
+            self._evidence = Evidence(self.evidence_dir)
+        return self._evidence
+
     def _write_cluster_json(self) -> None:
         assert self.facts is not None
-        d = self.settings.artifacts
+        d = self.evidence_dir
         d.mkdir(parents=True, exist_ok=True)
         (d / "cluster.json").write_text(json.dumps(self.facts.to_json(), indent=2) + "\n")
 
@@ -128,6 +147,11 @@ class KprSession:
         if self._stopped:
             return
         self._stopped = True
+        for fn in self.before_cleanup:
+            try:
+                fn()
+            except (KprError, AssertionError) as e:
+                self.progress(f"end-of-run evidence failed: {e}")
         if self.handle is not None and self.namespaces:
             self._delete_namespaces(self.handle.kube)
         if self.provider is not None:

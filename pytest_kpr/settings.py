@@ -94,6 +94,16 @@ def _version(text: str) -> str:
     return text.strip().lstrip("v")
 
 
+def _nodeport(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise SettingsError(f"{text!r} is not a port number") from None
+    if not 30000 <= port <= 32767:
+        raise SettingsError(f"{port} is outside Kubernetes' default NodePort range 30000-32767")
+    return port
+
+
 def _path(text: str) -> Path:
     return Path(os.path.expanduser(text.strip()))
 
@@ -148,6 +158,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("helm_bin", _path, "helm executable. Default: helm on PATH", metavar="PATH"),
     Option("docker_bin", _path, "docker executable. Default: docker on PATH", metavar="PATH"),
     Option("probe_image", _nonempty, "Probe image (kpr probe, curl, netstat). kind: a local image, loaded into the nodes (make probe-image builds it); other clusters: a pullable reference. Default: pytest-kpr-probe:<version>", metavar="IMAGE"),
+    Option("nodeport", _nodeport, "NodePort of the web-np service in the NodePort suite. Default: 30780", "30780", metavar="PORT"),
     Option("node_shell_image", _nonempty, "Image of the privileged per-node pod that runs node commands on an existing cluster. Default: busybox:1.36.1", "busybox:1.36.1", metavar="IMAGE"),
     Option("clusters_dir", _path, "Directory with kind configs, Helm values and versions.yaml. Default: ./clusters of the checkout", metavar="DIR"),
 )
@@ -179,6 +190,7 @@ class Settings:
     helm_bin: Path | None = None
     docker_bin: Path | None = None
     probe_image: str = ""
+    nodeport: int = 30780
     node_shell_image: str = "busybox:1.36.1"
     clusters_dir: Path | None = None
     # where each value came from ("cli", "ini", "default", "pins"), for the report header

@@ -1,1 +1,63 @@
-"""Composed fixtures shared by the conformance suites. Everything else comes from the pytest-kpr plugin."""
+"""The lab's workloads as session fixtures, shared by the datapath suites.
+
+Each fixture creates its workload once, in the run's namespace, and waits until the datapath has
+programmed it (the agent's tables, not just pods Running). A fixture that cannot set its workload up
+errors with the reason: the property is then not judged, which is different from failing it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_kpr.cluster.facts import ClusterFacts
+from pytest_kpr.cluster.provider import ClusterHandle
+from pytest_kpr.evidence import Evidence
+from pytest_kpr.lab import Convergence, Lab, report_values
+from pytest_kpr.parse import L3n4
+from pytest_kpr.session import KprSession
+from pytest_kpr.wait import Observation
+
+
+@pytest.fixture(scope="session")
+def evidence(kpr_session: KprSession) -> Evidence:
+    return kpr_session.evidence  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def lab(kpr_cluster: ClusterHandle, kpr_facts: ClusterFacts, kpr_session: KprSession, evidence: Evidence) -> Lab:
+    s = kpr_session.settings
+    lab = Lab(kpr_cluster, kpr_facts, kpr_session.timeouts, kpr_session.create_namespace("datapath"),
+              image=s.probe_image, node_port=s.nodeport, progress=kpr_session.progress)
+    kpr_session.before_cleanup.append(lambda: evidence.write_report(report_values(lab)))
+    return lab
+
+
+@pytest.fixture(scope="session")
+def web(lab: Lab) -> Observation[Convergence]:
+    """web: 2 replicas behind ClusterIP web:80 -> 8080, programmed on every agent."""
+    return lab.deploy_web(replicas=2)
+
+
+@pytest.fixture(scope="session")
+def holder(lab: Lab, web: Observation[Convergence]) -> Lab:
+    """holder: holds a TCP connection from port 40404 to web's ClusterIP:80 and logs getpeername()."""
+    lab.deploy_holder()
+    return lab
+
+
+@pytest.fixture(scope="session")
+def probe(lab: Lab) -> Lab:
+    lab.deploy_probe()
+    return lab
+
+
+@pytest.fixture(scope="session")
+def ghost(lab: Lab, probe: Lab) -> L3n4:
+    """ghost: a ClusterIP service whose selector matches no pod."""
+    return lab.deploy_ghost()
+
+
+@pytest.fixture(scope="session")
+def web_np(lab: Lab, web: Observation[Convergence]) -> int:
+    """web-np: NodePort service for web (--kpr-nodeport, 30780 by default)."""
+    return lab.deploy_nodeport()

@@ -13,6 +13,7 @@ from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
 
 pytestmark = pytest.mark.kpr
+PROPERTY = "agents"
 
 
 def test_every_node_runs_a_cilium_agent(kpr_cluster: ClusterHandle, kpr_facts: ClusterFacts) -> None:

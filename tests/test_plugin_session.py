@@ -71,7 +71,7 @@ def test_header_prints_cluster_facts_and_cluster_json_is_written(pytester: pytes
             "kpr nodes: fake-control-plane 172.18.0.2, fake-worker 172.18.0.3, fake-worker2 172.18.0.4",
         ]
     )
-    facts = json.loads((pytester.path / "out" / "cluster.json").read_text())
+    facts = json.loads((pytester.path / "out" / "fake" / "cluster.json").read_text())
     assert facts["cilium_version"] == "1.17.6"
     assert facts["no_backend_response"] == "drop"
     assert [n["internal_ip"] for n in facts["nodes"]] == ["172.18.0.2", "172.18.0.3", "172.18.0.4"]

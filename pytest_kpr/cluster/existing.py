@@ -14,6 +14,7 @@ from ..k8s.api import KubeAPI
 from ..settings import Settings
 from .kind import default_env_kubeconfig
 from .nodeshell import PodNodeRunner
+from .outside import LocalOutside
 from .provider import ClusterHandle, Progress
 
 KubeFactory = Callable[[Path | None, str | None], KubeAPI]
@@ -56,6 +57,7 @@ class ExistingProvider:
             created=False,
             kubeconfig=self.kubeconfig,
             context=self.settings.context,
+            outside=LocalOutside(),
         )
 
     def _namespace(self, purpose: str) -> str:

@@ -21,6 +21,7 @@ from ..k8s.api import ExecResult, KubeAPI
 from ..settings import Settings
 from ..wait import Timeouts
 from . import cilium
+from .outside import LocalOutside
 from .provider import ClusterHandle, Progress
 from .tools import Tool, docker_daemon_answers, require
 
@@ -149,6 +150,7 @@ class KindProvider:
             nodes=DockerNodeRunner(self._tools["docker"]),
             created=self.created,
             kubeconfig=kubeconfig,
+            outside=LocalOutside(),
         )
 
     def teardown(self, progress: Progress) -> None:

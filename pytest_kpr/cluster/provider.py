@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from ..k8s.api import ExecResult, KubeAPI
 
@@ -25,6 +25,17 @@ class NodeRunner(Protocol):
     def run(self, node: str, argv: Sequence[str], timeout: float = 60.0) -> ExecResult: ...
 
 
+@runtime_checkable
+class OutsideClient(Protocol):
+    """The test runner's host as a client outside the cluster (NodePort from outside)."""
+
+    def reaches(self, ip: str) -> bool:
+        """Whether packets to ``ip`` take a specific route from here (not the default route)."""
+
+    def http(self, url: str, timeout: float) -> Any:
+        """An HTTP GET; a :class:`~pytest_kpr.probes.ProbeResult`."""
+
+
 @dataclass
 class ClusterHandle:
     """A cluster the suites can use: its API, a way onto its nodes, and whether the plugin created it."""
@@ -36,6 +47,7 @@ class ClusterHandle:
     created: bool
     kubeconfig: Path | None = None
     context: str | None = None
+    outside: OutsideClient | None = None
 
 
 @runtime_checkable

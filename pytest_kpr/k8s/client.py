@@ -120,6 +120,13 @@ class RealKube:
             if e.status != 404:
                 raise
 
+    def logs(self, namespace: str, pod: str, container: str | None = None) -> str:
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.api_client)
+        kw = {"container": container} if container else {}
+        return str(self._call(lambda: core.read_namespaced_pod_log(pod, namespace, **kw)))
+
     def exec(
         self,
         namespace: str,

@@ -18,6 +18,7 @@ from .node import (
     Socket,
     parse_bpftool_cgroup_tree,
     parse_bpftool_net,
+    parse_conntrack,
     parse_iptables_save,
     parse_netstat,
     parse_nft_ruleset,
@@ -26,6 +27,7 @@ from .node import (
 )
 from .services import Service, parse_service_list, parse_service_list_json
 from .statedb import Frontend, parse_backends_json, parse_frontends_json, parse_frontends_table, parse_lb_maps_dump, parse_services_json
+from .probe import parse_hold_log, parse_probe_json
 from .status import parse_status_json, parse_version
 from .status_text import parse_status_text
 
@@ -167,6 +169,9 @@ FORMATS: dict[str, tuple[Callable[[str], Any], Callable[[Any], Any], str]] = {
     "nft": (parse_nft_ruleset, _rules, "nft list ruleset"),
     "ss": (parse_ss, _sockets, "ss -Htln, ss -tn"),
     "netstat": (parse_netstat, _sockets, "busybox netstat -tn"),
+    "conntrack": (parse_conntrack, plain, "conntrack -L"),
+    "probe-json": (parse_probe_json, plain, "kpr probe ... --json"),
+    "hold-log": (parse_hold_log, plain, "the log of kpr probe hold"),
 }
 
 

@@ -14,6 +14,7 @@ deterministic and a test never sleeps. Faults (see :class:`Faults`) break one pr
 from __future__ import annotations
 
 import copy
+import hashlib
 import fnmatch
 import ipaddress
 import itertools
@@ -37,6 +38,9 @@ class Faults:
     kpr_disabled: bool = False  # agents report KubeProxyReplacement False
     kube_proxy_rules: str | None = None  # "nft" | "legacy": kube-proxy's KUBE-SVC/KUBE-SEP rules on every node
     no_backend_silent_drop: bool = False  # a service without backends drops traffic although the agent says reject
+    slots_cap: int | None = None  # the agents program at most this many backend slots per frontend (never converge)
+    socket_lb_broken: bool = False  # the agent reports socket LB, yet pod connections take the per-packet path
+    nodeport_listener: bool = False  # a process listens on every NodePort in the nodes' host namespace
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ class FakeConfig:
     lb_algorithm: str = "Random"
     attach_mode: str = "tcx"
     no_backend_response: str = "reject"
+    #: ICMP code of the reject answer: 3 (port unreachable) or 1 (host unreachable); sources disagree
+    no_backend_icmp_code: int = 3
     #: status polls an agent answers "not ready" before it is healthy (exercises readiness polling)
     agent_ready_after: int = 0
     #: ticks from a pod's creation to Ready
@@ -118,6 +124,9 @@ class FakeCluster:
         self.node_nft_tables: dict[str, str] = {}
         self._endpoint_ids: dict[str, int] = {}
         self._ct: dict[str, list[dict[str, Any]]] = {}
+        from .pods import FakeWorkloads
+
+        self.workloads = FakeWorkloads(self)
 
     # -- topology -----------------------------------------------------------------------------------
 
@@ -204,6 +213,8 @@ class FakeCluster:
             if st.get("phase") == "Pending" and self.tick - pod["metadata"]["creationTick"] >= self.cfg.pod_ready_ticks:
                 st["phase"] = "Running"
                 st["conditions"] = [{"type": "Ready", "status": "True"}]
+        if hasattr(self, "workloads"):
+            self.workloads.reconcile()
 
     def _reconcile_deployment(self, dep: Obj) -> None:
         ns = dep["metadata"]["namespace"]
@@ -339,7 +350,7 @@ class FakeCluster:
                 continue
             eid = self._endpoint_id(p)
             out.append({
-                "id": eid, "ifname": "lxc" + p["metadata"]["uid"].replace("-", "")[-11:].rjust(11, "0"), "ifindex": 10 + eid % 1000,
+                "id": eid, "ifname": "lxc" + hashlib.sha1(p["metadata"]["uid"].encode()).hexdigest()[:12], "ifindex": 10 + eid % 1000,
                 "ipv4": p["status"]["podIP"], "namespace": p["metadata"]["namespace"], "pod": p["metadata"]["name"],
             })
         return out
@@ -355,7 +366,7 @@ class FakeCluster:
         """The agent's conntrack entries on a node (dicts in render.ct_line's shape)."""
         return list(self._ct.get(node, []))
 
-    def curl_from_node(self, node: str, args: list[str]) -> tuple[int, str, str]:
+    def curl_from_node(self, node: str, args: list[str], from_pod: bool = False) -> tuple[int, str, str]:
         """``curl -s -o /dev/null -w FMT --max-time N URL`` from a node's host namespace."""
         fmt, max_time, url = "", 0.0, ""
         i = 0
@@ -478,6 +489,12 @@ class FakeCluster:
             for p in self._pods(namespace):
                 if (p["metadata"].get("ownerReferences") or [{}])[0].get("name") == name:
                     del self._objects["Pod"][(namespace, p["metadata"]["name"])]
+
+    def logs(self, namespace: str, pod: str, container: str | None = None) -> str:
+        self._advance("logs", namespace, pod)
+        if (namespace, pod) not in self._objects.get("Pod", {}):
+            raise ApiError(404, "NotFound", f'pods "{pod}" not found')
+        return self.workloads.pod_logs(namespace, pod)
 
     def exec(
         self, namespace: str, pod: str, argv: Sequence[str], container: str | None = None, timeout: float = 60.0

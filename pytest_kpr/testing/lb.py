@@ -57,11 +57,13 @@ class LbState:
     def backends_of(self, svc: dict, port: dict) -> list[FakeBackend]:
         c = self.cluster
         target = int(port.get("targetPort", port["port"]))
-        return [
+        bes = [
             FakeBackend(p["status"]["podIP"], target, p["spec"]["nodeName"], p["metadata"]["name"])
             for p in c.endpoints_of(svc)
             if c.pod_ready(p)
         ]
+        cap = c.cfg.faults.slots_cap
+        return bes[:cap] if cap is not None else bes
 
     def frontends(self, node: str) -> list[FakeFrontend]:
         """The frontends the agent on ``node`` has programmed, sorted by ID."""

@@ -143,6 +143,8 @@ class FakeNodeTools:
     def ss(self, node: str, args: list[str]) -> tuple[int, str, str]:
         listeners = [("0.0.0.0", 10250), ("127.0.0.1", 10248), ("127.0.0.1", 9879), ("0.0.0.0", 4240)]
         listeners += [("0.0.0.0", p) for p in self.cluster.node_listeners.get(node, [])]
+        if self.cluster.cfg.faults.nodeport_listener:
+            listeners += [("0.0.0.0", int(p["nodePort"])) for s in self.cluster.services() for p in s["spec"].get("ports", []) if p.get("nodePort")]
         flags = args[0] if args else ""
         if "l" not in flags:
             return 0, "", ""

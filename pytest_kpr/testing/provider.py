@@ -4,7 +4,31 @@ from __future__ import annotations
 
 from ..cluster.provider import ClusterHandle, Progress
 from ..errors import Unavailable
+from ..probes import ProbeResult, Verdict
 from .fake import FakeCluster
+
+
+class FakeOutside:
+    """The runner host of the fake: it reaches the nodes' InternalIPs and nothing else, and its probes
+    are answered from the fake's load-balancer state (no packet is sent anywhere)."""
+
+    def __init__(self, cluster: FakeCluster):
+        self.cluster = cluster
+
+    def reaches(self, ip: str) -> bool:
+        return ip in {self.cluster.node_ip(n) for n in self.cluster.node_names()}
+
+    def http(self, url: str, timeout: float) -> ProbeResult:
+        import re
+
+        m = re.fullmatch(r"http://([0-9.]+):(\d+)(/.*)?", url)
+        assert m, url
+        ip, port = m.group(1), int(m.group(2))
+        node = next(n for n in self.cluster.node_names() if self.cluster.node_ip(n) == ip)
+        code, secs, rc, err = self.cluster.http_verdict(node, ip, port, timeout)
+        if rc == 0:
+            return ProbeResult("http", url, Verdict.HTTP, secs * 1000, http_code=code)
+        return ProbeResult("http", url, Verdict.TIMEOUT if rc == 28 else Verdict.REFUSED, secs * 1000, detail=err.strip())
 
 
 class FakeProvider:
@@ -24,7 +48,7 @@ class FakeProvider:
     def provision(self, progress: Progress) -> ClusterHandle:
         self.events.append("provision")
         progress(f"using fake cluster {self.cluster.cfg.name}")
-        return ClusterHandle(self.cluster.cfg.name, self.name, self.cluster, self.cluster, self.created)
+        return ClusterHandle(self.cluster.cfg.name, self.name, self.cluster, self.cluster, self.created, outside=FakeOutside(self.cluster))
 
     def teardown(self, progress: Progress) -> None:
         self.events.append("teardown")

@@ -1,0 +1,81 @@
+"""Evidence: the files the lab asks for, key figures for the terminal summary, failure bundles.
+
+Files go to ``<artifacts>/<cluster>/``: ``iptables.json``, ``svc.json``, ``scale.json``, ``ct.json``,
+``prog.json``, ``nodeport.json``, ``ghost.json``, ``report.txt``, ``cluster.json``, and on a failure
+``failures/<test>/`` with the agents' service list, bpf lb list and conntrack, and the pods' state.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .agent import agents
+from .cluster.provider import ClusterHandle
+
+#: report.txt keys, in the lab's order
+REPORT_KEYS = (
+    "kube_proxy_replacement", "socket_lb_coverage", "web_backends", "holder_backend", "holder_program",
+    "nodeport_iptables_lines", "ghost_no_backend_response",
+)
+
+
+@dataclass
+class Evidence:
+    dir: Path
+    figures: dict[str, str] = field(default_factory=dict)
+    written: list[str] = field(default_factory=list)
+
+    def write(self, name: str, data: dict[str, Any]) -> Path:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        p = self.dir / name
+        p.write_text(json.dumps(data, indent=2) + "\n")
+        if name not in self.written:
+            self.written.append(name)
+        return p
+
+    def read(self, name: str) -> dict[str, Any] | None:
+        p = self.dir / name
+        return json.loads(p.read_text()) if p.exists() else None
+
+    def figure(self, prop: str, text: str) -> None:
+        """The key figure of a property for the terminal summary (``backend slots: converged in 1.4s``)."""
+        self.figures[prop] = text
+
+    def write_report(self, values: dict[str, Any]) -> Path:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        p = self.dir / "report.txt"
+        p.write_text("".join(f"{k}={values.get(k, 'n/a')}\n" for k in REPORT_KEYS))
+        return p
+
+
+def failure_bundle(handle: ClusterHandle, namespaces: list[str], dest: Path, exec_timeout: float = 30.0) -> dict[str, str]:
+    """What the datapath looked like when a test failed: per agent ``service list``, ``bpf lb list``,
+    ``bpf ct list global``; the pods of the run's namespaces. Written under ``dest``; returned by title.
+    Collection problems are recorded in the bundle, never raised (the test already failed)."""
+    sections: dict[str, str] = {}
+    for a in agents(handle.kube, exec_timeout=exec_timeout, retry_timeout=5.0):
+        for title, args in (("service list", ("service", "list")), ("bpf lb list", ("bpf", "lb", "list")), ("bpf ct list global", ("bpf", "ct", "list", "global"))):
+            try:
+                r = a.exec([a.detect_binary(), *args])
+                text = r.stdout if r.ok else f"exit {r.returncode}: {r.stderr}"
+            except Exception as e:  # noqa: BLE001 - evidence collection must not mask the failure
+                text = f"could not collect: {e}"
+            sections[f"{a.node}: {title}"] = text
+    lines = []
+    for ns in namespaces:
+        try:
+            for p in handle.kube.list("Pod", ns):
+                st = p.get("status", {})
+                ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in st.get("conditions") or [])
+                lines.append(f"{ns}/{p['metadata']['name']}\t{st.get('phase')}\tready={ready}\tnode={p.get('spec', {}).get('nodeName')}\tip={st.get('podIP')}")
+        except Exception as e:  # noqa: BLE001
+            lines.append(f"{ns}: could not list pods: {e}")
+    sections["pods"] = "\n".join(lines) + "\n"
+    dest.mkdir(parents=True, exist_ok=True)
+    for title, text in sections.items():
+        (dest / (re.sub(r"[^A-Za-z0-9_.-]+", "-", title).strip("-") + ".txt")).write_text(text)
+    return sections

@@ -1,0 +1,380 @@
+"""The lab the datapath suites follow: its workloads, and one observation method per thing the lab
+asks a person to look at. Library code: no pytest, no assertions; the suites judge.
+
+Workloads (in the run's namespace; every pod uses the probe image, so one preloaded image serves all):
+``web`` (Deployment, HTTP on 8080, 2 replicas) behind ClusterIP ``web`` 80->8080; ``holder`` (holds a
+TCP connection from port 40404 to web's ClusterIP:80); ``web-np`` (NodePort, 30780 by default);
+``ghost`` (ClusterIP whose selector matches nothing); ``probe`` (curl and ``kpr probe``, NET_RAW only).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .agent import Agent, agents
+from .cluster.facts import ClusterFacts
+from .cluster.provider import ClusterHandle
+from .errors import ApiError, KprError
+from .node import Node
+from .parse import L3n4, LbEntry, Service
+from .parse.node import HttpResult, parse_curl, parse_netstat
+from .parse.probe import ProbeOutput, parse_hold_log, parse_probe_json
+from .wait import Observation, Timeouts, eventually
+from .workloads import PROBE_CONTAINER, probe_pod
+
+HOLDER_PORT = 40404
+WEB_PORT = 80
+WEB_TARGET = 8080
+CURL_WRITE_OUT = "%{http_code} %{time_total}"
+
+
+class LabError(KprError):
+    """A workload could not be set up (the cause is named); the property was not judged."""
+
+
+def same_address(a: L3n4, b: L3n4) -> bool:
+    """Same IP and port, and same protocol when both carry one (1.16 prints none)."""
+    return a.ip == b.ip and a.port == b.port and (a.proto is None or b.proto is None or a.proto == b.proto) and a.internal == b.internal
+
+
+@dataclass(frozen=True)
+class SlotView:
+    node: str
+    service_id: int | None  # the slot-0 entry's RevNAT ID
+    backends: tuple[str, ...]  # ip:port in slot order
+
+    def describe(self) -> str:
+        return f"{self.node}: {len(self.backends)} slots {list(self.backends)}"
+
+
+@dataclass(frozen=True)
+class Convergence:
+    replicas: int
+    ready_pods: int
+    endpointslice: frozenset[str]
+    slots: tuple[SlotView, ...]
+
+    @property
+    def converged(self) -> bool:
+        return self.ready_pods == self.replicas and len(self.endpointslice) == self.replicas and all(
+            frozenset(v.backends) == self.endpointslice and len(v.backends) == self.replicas for v in self.slots
+        )
+
+    def describe(self) -> str:
+        return (f"{self.ready_pods}/{self.replicas} pods Ready, EndpointSlice ready {sorted(self.endpointslice)}; "
+                + "; ".join(v.describe() for v in self.slots))
+
+
+class Lab:
+    def __init__(self, handle: ClusterHandle, facts: ClusterFacts, timeouts: Timeouts, namespace: str, *,
+                 image: str, node_port: int = 30780, progress: Callable[[str], None] | None = None):
+        self.handle = handle
+        self.kube = handle.kube
+        self.facts = facts
+        self.t = timeouts
+        self.ns = namespace
+        self.image = image
+        self.node_port = node_port
+        self.progress = progress or (lambda line: None)
+        self.minor = (facts.cilium.major, facts.cilium.minor)
+        self._agents: dict[str, Agent] = {}
+        workers = [n.name for n in facts.workers]
+        self.client_node = workers[0]
+        self.created: set[str] = set()
+
+    # -- handles ---------------------------------------------------------------------------------------
+
+    def agent(self, node: str) -> Agent:
+        if node not in self._agents:
+            self._agents[node] = Agent.on_node(self.kube, node, exec_timeout=self.t.EXEC, retry_timeout=self.t.API_CALL)
+        return self._agents[node]
+
+    def all_agents(self) -> list[Agent]:
+        return [self.agent(a.node) for a in agents(self.kube)]
+
+    def node(self, name: str) -> Node:
+        return Node(self.handle.nodes, name, exec_timeout=self.t.EXEC, retry_timeout=self.t.API_CALL)
+
+    def node_ip(self, name: str) -> str:
+        return next(n.internal_ip for n in self.facts.nodes if n.name == name)
+
+    # -- plumbing --------------------------------------------------------------------------------------
+
+    def _create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        try:
+            out = self.kube.create(obj)
+        except ApiError as e:
+            if e.status == 409:
+                out = self.kube.get(obj["kind"], obj["metadata"]["name"], self.ns) or {}
+            else:
+                raise
+        self.created.add(f"{obj['kind']}/{obj['metadata']['name']}")
+        return out
+
+    def pods(self, selector: str) -> list[dict[str, Any]]:
+        return self.kube.list("Pod", self.ns, selector)
+
+    @staticmethod
+    def ready(pod: dict[str, Any]) -> bool:
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in pod.get("status", {}).get("conditions") or [])
+
+    def pod_by_ip(self, ip: str) -> str | None:
+        for p in self.kube.list("Pod", self.ns):
+            if p.get("status", {}).get("podIP") == ip:
+                return str(p["metadata"]["name"])
+        return None
+
+    def wait_running(self, pod: str) -> dict[str, Any]:
+        def observe() -> dict[str, Any]:
+            return self.kube.get("Pod", pod, self.ns) or {}
+
+        def abort(p: dict[str, Any]) -> str | None:
+            for cs in p.get("status", {}).get("containerStatuses") or []:
+                reason = (cs.get("state", {}).get("waiting") or {}).get("reason")
+                if reason in ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"):
+                    return f"pod {self.ns}/{pod}: {reason} ({self.image}; preload it, see --kpr-probe-image)"
+            return None
+
+        return eventually(observe, until=lambda p: p.get("status", {}).get("phase") == "Running", timeout=self.t.PODS_READY,
+                          what=f"pod {self.ns}/{pod} to run", describe=lambda p: str(p.get("status", {}).get("phase")),
+                          abort=abort, progress=self.progress).value
+
+    def exec(self, pod: str, *argv: str, timeout: float | None = None) -> Any:
+        return self.kube.exec(self.ns, pod, list(argv), container=PROBE_CONTAINER, timeout=timeout or self.t.EXEC)
+
+    # -- web -------------------------------------------------------------------------------------------
+
+    def web_deployment(self, replicas: int) -> dict[str, Any]:
+        return {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": self.ns, "labels": {"app": "web"}},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {
+                        "terminationGracePeriodSeconds": 1,
+                        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+                                                       "labelSelector": {"matchLabels": {"app": "web"}}}],
+                        "containers": [{
+                            "name": PROBE_CONTAINER, "image": self.image, "imagePullPolicy": "IfNotPresent",
+                            "command": ["python3", "-m", "http.server", str(WEB_TARGET)],
+                            "ports": [{"containerPort": WEB_TARGET, "name": "http"}],
+                            "readinessProbe": {"httpGet": {"path": "/", "port": WEB_TARGET}, "periodSeconds": 1},
+                        }],
+                    },
+                },
+            },
+        }
+
+    def service(self, name: str, selector: dict[str, str], type_: str = "ClusterIP", node_port: int | None = None) -> dict[str, Any]:
+        port: dict[str, Any] = {"name": "http", "port": WEB_PORT, "targetPort": WEB_TARGET, "protocol": "TCP"}
+        if node_port is not None:
+            port["nodePort"] = node_port
+        return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": self.ns},
+                "spec": {"type": type_, "selector": selector, "ports": [port]}}
+
+    def deploy_web(self, replicas: int = 2) -> Observation[Convergence]:
+        self._create(self.web_deployment(replicas))
+        self._create(self.service("web", {"app": "web"}))
+        return self.wait_converged(replicas)
+
+    def cluster_ip(self, service: str) -> str:
+        svc = self.kube.get("Service", service, self.ns)
+        if svc is None:
+            raise LabError(f"service {self.ns}/{service} does not exist")
+        return str(svc["spec"]["clusterIP"])
+
+    def frontend(self, service: str) -> L3n4:
+        return L3n4(self.cluster_ip(service), WEB_PORT, "TCP" if self.minor >= (1, 17) else None)
+
+    def endpointslice_ready(self, service: str) -> frozenset[str]:
+        out = set()
+        for es in self.kube.list("EndpointSlice", self.ns, f"kubernetes.io/service-name={service}"):
+            ports = [p.get("port") for p in es.get("ports") or [] if p.get("port")]
+            for ep in es.get("endpoints") or []:
+                if (ep.get("conditions") or {}).get("ready") is False:
+                    continue
+                for a in ep.get("addresses") or []:
+                    for p in ports:
+                        out.add(f"{a}:{p}")
+        return frozenset(out)
+
+    @staticmethod
+    def slot_view(node: str, entries: list[LbEntry], fe: L3n4) -> SlotView:
+        mine = sorted((e for e in entries if same_address(e.frontend, fe)), key=lambda e: e.slot)
+        sid = next((e.revnat for e in mine if e.slot == 0), None)
+        return SlotView(node, sid, tuple(e.backend.host_port() for e in mine if e.slot > 0 and e.backend is not None))
+
+    def slots(self, service: str = "web") -> tuple[SlotView, ...]:
+        fe = self.frontend(service)
+        return tuple(self.slot_view(a.node, a.lb_entries(), fe) for a in self.all_agents())
+
+    def convergence(self, replicas: int) -> Convergence:
+        ready = sum(1 for p in self.pods("app=web") if self.ready(p))
+        return Convergence(replicas, ready, self.endpointslice_ready("web"), self.slots("web"))
+
+    def wait_converged(self, replicas: int) -> Observation[Convergence]:
+        return eventually(lambda: self.convergence(replicas), until=lambda c: c.converged, timeout=self.t.PODS_READY + self.t.DATAPATH_CONVERGENCE,
+                          what=f"{replicas} Ready web pods whose addresses fill web's BPF LB slots on every agent",
+                          describe=lambda c: c.describe(), progress=self.progress)
+
+    def scale_web(self, replicas: int) -> Observation[Convergence]:
+        """Scale and poll (no fixed sleep) until pods, EndpointSlice and every agent's slots agree."""
+        self.kube.patch("Deployment", "web", self.ns, {"spec": {"replicas": replicas}})
+        return self.wait_converged(replicas)
+
+    def service_entry(self, agent: Agent, fe: L3n4, type_: str | None = None) -> Service | None:
+        for s in agent.services():
+            if same_address(s.frontend, fe) and (type_ is None or s.type == type_):
+                return s
+        return None
+
+    # -- holder ----------------------------------------------------------------------------------------
+
+    def deploy_holder(self) -> dict[str, Any]:
+        pod = probe_pod("holder", self.ns, self.image, node=self.client_node, labels={"app": "holder"},
+                        command=["kpr", "probe", "hold", f"{self.cluster_ip('web')}:{WEB_PORT}", "--sport", str(HOLDER_PORT)])
+        self._create(pod)
+        self.wait_running("holder")
+        return eventually(lambda: parse_hold_log(self.kube.logs(self.ns, "holder", PROBE_CONTAINER)),
+                          until=lambda evs: any(e.event == "connected" for e in evs), timeout=self.t.PODS_READY,
+                          what="the holder to connect to web's ClusterIP from port 40404",
+                          describe=lambda evs: str([e.event + (f" ({e.detail})" if e.detail else "") for e in evs[-3:]]),
+                          progress=self.progress).value[-1]  # type: ignore[no-any-return]
+
+    def holder_event(self) -> Any:
+        events = [e for e in parse_hold_log(self.kube.logs(self.ns, "holder", PROBE_CONTAINER)) if e.event == "connected"]
+        if not events:
+            raise LabError("the holder has not connected")
+        return events[-1]
+
+    def holder_socket_peer(self) -> str:
+        socks = [s for s in parse_netstat(self.exec("holder", "netstat", "-tn").check().stdout) if s.local_port == HOLDER_PORT]
+        if len(socks) != 1:
+            raise LabError(f"holder's netstat shows {len(socks)} sockets on port {HOLDER_PORT}: {socks}")
+        return socks[0].peer
+
+    def holder_pod(self) -> dict[str, Any]:
+        p = self.kube.get("Pod", "holder", self.ns)
+        if p is None:
+            raise LabError("no holder pod")
+        return p
+
+    # -- probe pod, ghost, NodePort --------------------------------------------------------------------
+
+    def deploy_probe(self) -> None:
+        self._create(probe_pod("probe", self.ns, self.image, node=self.client_node, labels={"app": "probe"}))
+        self.wait_running("probe")
+
+    def probe(self, kind: str, target: str, timeout: float) -> ProbeOutput:
+        r = self.exec("probe", "kpr", "probe", kind, target, "--json", "--timeout", f"{timeout:g}", timeout=timeout + self.t.EXEC)
+        return parse_probe_json(r.check().stdout)
+
+    def curl(self, url: str, max_time: float) -> HttpResult:
+        r = self.exec("probe", "curl", "-s", "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url, timeout=max_time + self.t.EXEC)
+        return parse_curl(r.returncode, r.stdout, r.stderr)
+
+    def deploy_ghost(self) -> L3n4:
+        self._create(self.service("ghost", {"app": "ghost"}))
+        fe = self.frontend("ghost")
+        agent = self.agent(self.client_node)
+        eventually(lambda: self.service_entry(agent, fe), until=lambda s: s is not None, timeout=self.t.DATAPATH_CONVERGENCE,
+                   what=f"the agent on {self.client_node} to program ghost's frontend {fe}", progress=self.progress)
+        return fe
+
+    def deploy_nodeport(self) -> int:
+        try:
+            self._create(self.service("web-np", {"app": "web"}, "NodePort", self.node_port))
+        except ApiError as e:
+            if e.status == 422 and "already allocated" in e.message:
+                raise LabError(f"NodePort {self.node_port} is already allocated in this cluster; pick a free one with --kpr-nodeport") from None
+            raise
+        fe = L3n4("0.0.0.0", self.node_port, "TCP" if self.minor >= (1, 17) else None)
+        agent = self.agent(self.client_node)
+        eventually(lambda: self.service_entry(agent, fe, "NodePort"), until=lambda s: s is not None and bool(s.backends),
+                   timeout=self.t.DATAPATH_CONVERGENCE, what=f"the agent on {self.client_node} to program the NodePort frontend {fe}",
+                   describe=lambda s: "absent" if s is None else f"{len(s.backends)} backends", progress=self.progress)
+        return self.node_port
+
+
+def elapsed_since(start: float) -> float:
+    return round(time.monotonic() - start, 3)
+
+
+def report_values(lab: Lab) -> dict[str, str]:
+    """report.txt: each value read from the cluster now, never copied from the earlier files. A value
+    whose workload was not created (its suite did not run) is ``n/a``."""
+    out: dict[str, str] = {}
+    agent = lab.agent(lab.client_node)
+
+    def attempt(key: str, fn: Callable[[], Any]) -> None:
+        try:
+            out[key] = str(fn())
+        except Exception as e:  # noqa: BLE001 - one unreadable value must not lose the others
+            out[key] = f"n/a ({str(e).splitlines()[0][:120]})"
+
+    attempt("kube_proxy_replacement", lambda: agent.status().kpr.mode)
+    attempt("socket_lb_coverage", lambda: (agent.status_text().kpr_details or _none("no KPR details")).socket_lb_coverage)
+    if "Deployment/web" in lab.created:
+        attempt("web_backends", lambda: len(lab.slot_view(agent.node, agent.lb_entries(), lab.frontend("web")).backends))
+    if "Pod/holder" in lab.created:
+        attempt("holder_backend", lambda: holder_ct(lab)[0])
+        attempt("holder_program", lambda: holder_program(lab)["program"])
+    if "Service/web-np" in lab.created:
+        attempt("nodeport_iptables_lines", lambda: iptables_lines(lab.node(lab.client_node), str(lab.node_port)))
+    if "Service/ghost" in lab.created:
+        attempt("ghost_no_backend_response", lambda: agent.config().service_no_backend_response)
+    return out
+
+
+def _none(reason: str) -> Any:
+    raise LabError(reason)
+
+
+def holder_ct(lab: Lab) -> tuple[str, int]:
+    """(backend ip:port of the holder's OUT conntrack entry, number of TCP SVC entries from :40404)."""
+    pod = lab.holder_pod()
+    ip, node = pod["status"]["podIP"], pod["spec"]["nodeName"]
+    entries = lab.agent(node).conntrack(lab.minor)
+    out = [e for e in entries if e.proto == "TCP" and e.dir == "OUT" and e.src_ip == ip and e.src_port == HOLDER_PORT]
+    svc = [e for e in entries if e.proto == "TCP" and e.dir == "SVC" and e.src_port == HOLDER_PORT and e.src_ip == ip]
+    if len(out) != 1:
+        raise LabError(f"{len(out)} OUT conntrack entries from {ip}:{HOLDER_PORT} on {node}")
+    return out[0].dst, len(svc)
+
+
+def holder_program(lab: Lab) -> dict[str, Any]:
+    """prog.json: the holder's endpoint, its host-side veth, and the BPF program attached there."""
+    from .parse.agent_misc import policy_map_name
+
+    pod = lab.holder_pod()
+    node = pod["spec"]["nodeName"]
+    cep = lab.kube.get("CiliumEndpoint", "holder", lab.ns)
+    if cep is None or "id" not in (cep.get("status") or {}):
+        raise LabError("no CiliumEndpoint for the holder")
+    eid = int(cep["status"]["id"])
+    ep = lab.agent(node).endpoint(eid)
+    if not ep.interface_name:
+        raise LabError(f"endpoint {eid} has no host-side interface")
+    n = lab.node(node)
+    attached = [a for a in n.bpf_attachments(ep.interface_name) if a.attach.endswith("/ingress")]
+    maps = {m.name for m in lab.agent(node).maps()}
+    want_map = policy_map_name(eid, lab.minor)
+    return {
+        "endpoint_id": eid,
+        "interface": ep.interface_name,
+        "ifindex": ep.interface_index,
+        "attach": attached[0].attach if attached else None,
+        "program": attached[0].program if attached else None,
+        "policy_map": want_map if want_map in maps else next((m for m in sorted(maps) if m.endswith(f"_{eid:05d}") and "policy" in m), None),
+        "tc_filter_lines": len(n.tc_filters(ep.interface_name, "ingress")),
+    }
+
+
+def iptables_lines(node: Node, token: str) -> int:
+    """Lines naming ``token`` across the node's iptables views (nft and legacy backends)."""
+    return sum(d.count_token(token) for view, d in node.rule_dumps().items() if view.startswith("iptables"))

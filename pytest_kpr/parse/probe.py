@@ -1,0 +1,64 @@
+"""Output of ``kpr probe ... --json`` (one JSON object) and the holder's log (JSON lines)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .common import numbered
+from .errors import ParseError
+
+VERDICTS = frozenset({"accepted", "reset", "icmp-unreachable", "connected", "refused", "unreachable", "timeout", "no-route", "inconclusive", "http"})
+
+
+@dataclass(frozen=True)
+class ProbeOutput:
+    probe: str
+    target: str
+    verdict: str
+    elapsed_ms: float
+    icmp_type: int | None = None
+    icmp_code: int | None = None
+    errno_name: str | None = None
+    http_code: int | None = None
+
+
+def parse_probe_json(text: str) -> ProbeOutput:
+    lines = [(n, line) for n, line in numbered(text) if line.strip()]
+    if len(lines) != 1:
+        raise ParseError("probe-json", lines[1][0] if len(lines) > 1 else 1, lines[1][1] if len(lines) > 1 else "", "expected exactly one JSON line")
+    lineno, line = lines[0]
+    try:
+        d: dict[str, Any] = json.loads(line)
+    except ValueError as e:
+        raise ParseError("probe-json", lineno, line, f"invalid JSON ({e})") from None
+    if not isinstance(d, dict) or d.get("verdict") not in VERDICTS or "elapsed_ms" not in d:
+        raise ParseError("probe-json", lineno, line, "not a probe result (verdict, elapsed_ms)")
+    return ProbeOutput(str(d.get("probe", "")), str(d.get("target", "")), d["verdict"], float(d["elapsed_ms"]),
+                       d.get("icmp_type"), d.get("icmp_code"), d.get("errno_name"), d.get("http_code"))
+
+
+@dataclass(frozen=True)
+class HoldEvent:
+    event: str  # connected | error
+    target: str
+    local: str | None = None
+    app_peer: str | None = None
+    detail: str | None = None
+
+
+def parse_hold_log(text: str) -> list[HoldEvent]:
+    """Every JSON line the holder printed (one per start: it restarts after a failed connect)."""
+    out = []
+    for lineno, line in numbered(text):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except ValueError:
+            raise ParseError("hold-log", lineno, line, "not a JSON line") from None
+        if not isinstance(d, dict) or d.get("event") not in ("connected", "error"):
+            raise ParseError("hold-log", lineno, line, "not a holder event")
+        out.append(HoldEvent(d["event"], str(d.get("target", "")), d.get("local"), d.get("app_peer"), d.get("detail")))
+    return out

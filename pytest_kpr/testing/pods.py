@@ -1,0 +1,166 @@
+"""The fake cluster's workload pods: the connection holder, probe commands, curl and netstat in pods.
+
+A holder pod (``kpr probe hold <ip>:<port> --sport N``) connects once a backend exists, as the real
+one does after restarts: the agent on its node then holds an ``OUT`` conntrack entry to the backend,
+the backend's node an ``IN`` entry, and its log the JSON line the real holder prints. With socket LB
+in pod namespaces the application sees the service (``getpeername``) and the socket the backend; with
+hostns-only coverage (or the ``socket_lb_broken`` fault) the connection takes the per-packet path: the
+socket points at the service and a ``SVC`` conntrack entry translates it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .lb import FakeFrontend
+
+if TYPE_CHECKING:
+    from .fake import FakeCluster, Obj
+
+
+@dataclass
+class Connection:
+    client_pod: str
+    client: tuple[str, int]
+    server: tuple[str, int]  # the kernel socket's peer
+    app_peer: tuple[str, int]  # what getpeername() returns
+    backend: tuple[str, int]
+    backend_pod: str
+    namespace: str
+
+
+def _hp(ip: str, port: int) -> str:
+    return f"{ip}:{port}"
+
+
+class FakeWorkloads:
+    def __init__(self, cluster: "FakeCluster"):
+        self.c = cluster
+        self.connections: dict[str, Connection] = {}
+        self.logs: dict[tuple[str, str], list[str]] = {}
+        cluster.pod_exec_handlers["*"] = self.exec
+
+    # -- holder ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def hold_args(pod: "Obj") -> tuple[str, int, int] | None:
+        cmd = (pod.get("spec", {}).get("containers") or [{}])[0].get("command") or []
+        if cmd[:3] != ["kpr", "probe", "hold"] or "--sport" not in cmd:
+            return None
+        host, _, port = cmd[3].rpartition(":")
+        return host, int(port), int(cmd[cmd.index("--sport") + 1])
+
+    def per_packet(self) -> bool:
+        cfg = self.c.cfg
+        return cfg.socket_lb_hostns_only or not cfg.socket_lb or cfg.faults.socket_lb_broken
+
+    def reconcile(self) -> None:
+        # a connection whose backend pod is gone was reset; the holder restarts and connects again
+        alive = {p["metadata"]["name"] for p in self.c._pods()}
+        for name, conn in list(self.connections.items()):
+            if conn.backend_pod not in alive or conn.client_pod not in alive:
+                del self.connections[name]
+                for node, entries in self.c._ct.items():
+                    entries[:] = [e for e in entries if (e["src_ip"], e["src_port"]) != conn.client]
+        for pod in self.c._pods():
+            key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+            args = self.hold_args(pod)
+            if args is None or pod["status"].get("phase") != "Running" or key[1] in self.connections:
+                continue
+            ip, port, sport = args
+            node = pod["spec"]["nodeName"]
+            fe = self.c.lb.find(node, ip, port)
+            if fe is None or not fe.backends:
+                line = {"event": "error", "target": _hp(ip, port), "errno": 113, "errno_name": "EHOSTUNREACH", "detail": "[Errno 113] No route to host"}
+                if json.dumps(line) not in self.logs.get(key, []):
+                    self.logs.setdefault(key, []).append(json.dumps(line))
+                continue
+            be = fe.backends[0]
+            client = (pod["status"]["podIP"], sport)
+            socket_peer = (ip, port) if self.per_packet() else (be.ip, be.port)
+            conn = Connection(key[1], client, socket_peer, (ip, port), (be.ip, be.port), be.pod, key[0])
+            self.connections[key[1]] = conn
+            self.logs.setdefault(key, []).append(json.dumps({"event": "connected", "target": _hp(ip, port), "local": _hp(*client),
+                                                            "app_peer": _hp(*conn.app_peer), "peer": _hp(*conn.app_peer)}))
+            self._conntrack(node, be.node, conn, fe)
+
+    def _conntrack(self, client_node: str, backend_node: str, conn: Connection, fe: FakeFrontend) -> None:
+        base = {"proto": "TCP", "rx_flags_seen": 0x1A, "tx_flags_seen": 0x1A, "flags": 0x10, "flag_names": ("SeenNonSyn",), "expires": 21600}
+        ct = self.c._ct
+        ct.setdefault(client_node, []).append({**base, "dir": "OUT", "src_ip": conn.client[0], "src_port": conn.client[1],
+                                               "dst_ip": conn.backend[0], "dst_port": conn.backend[1], "source_security_id": 4242,
+                                               "rev_nat": fe.id if self.per_packet() else 0})
+        if self.per_packet():
+            ct[client_node].append({**base, "dir": "SVC", "src_ip": conn.client[0], "src_port": conn.client[1],
+                                    "dst_ip": fe.ip, "dst_port": fe.port, "rev_nat": fe.id, "backend_id": 1})
+        ct.setdefault(backend_node, []).append({**base, "dir": "IN", "src_ip": conn.client[0], "src_port": conn.client[1],
+                                                "dst_ip": conn.backend[0], "dst_port": conn.backend[1], "source_security_id": 4242})
+
+    def pod_logs(self, namespace: str, pod: str) -> str:
+        return "".join(line + "\n" for line in self.logs.get((namespace, pod), []))
+
+    # -- exec in workload pods ---------------------------------------------------------------------
+
+    def exec(self, pod: "Obj", argv: list[str]) -> tuple[int, str, str]:
+        if not argv:
+            return 127, "", "no command"
+        if argv[0] == "netstat":
+            return self.netstat(pod)
+        if argv[0] == "curl":
+            node = pod["spec"]["nodeName"]
+            return self.c.curl_from_node(node, argv[1:], from_pod=True)
+        if argv[:2] == ["kpr", "probe"] and len(argv) >= 4:
+            return self.probe(pod, argv[2], argv[3:])
+        return 127, "", f'exec: "{argv[0]}": executable file not found in $PATH'
+
+    def netstat(self, pod: "Obj") -> tuple[int, str, str]:
+        ip = pod["status"]["podIP"]
+        rows = []
+        for conn in self.connections.values():
+            if conn.client[0] == ip:
+                rows.append((_hp(*conn.client), _hp(*conn.server)))
+            if conn.backend[0] == ip and not (self.per_packet() and False):
+                rows.append((_hp(*conn.backend), _hp(*conn.client)))
+        out = "Active Internet connections (w/o servers)\nProto Recv-Q Send-Q Local Address           Foreign Address         State       \n"
+        out += "".join(f"tcp        0      0 {local:<23} {peer:<23} ESTABLISHED \n" for local, peer in rows)
+        return 0, out, ""
+
+    def probe(self, pod: "Obj", kind: str, args: list[str]) -> tuple[int, str, str]:
+        """``kpr probe syn|connect|http TARGET --json [--timeout T]`` from a pod, classified from the LB state."""
+        timeout = float(args[args.index("--timeout") + 1]) if "--timeout" in args else 2.0
+        node = pod["spec"]["nodeName"]
+        target = args[0]
+        if kind == "http":
+            ip_port = target.split("//", 1)[-1].split("/", 1)[0]
+        else:
+            ip_port = target
+        ip, _, port_s = ip_port.rpartition(":")
+        port = int(port_s)
+        result: dict[str, Any] = {"probe": kind, "target": target}
+        fe = self.c.lb.find(node, ip, port)
+        cfg = self.c.cfg
+        reject = cfg.no_backend_response == "reject" and not cfg.faults.no_backend_silent_drop
+        if fe is None and not any(p["status"].get("podIP") == ip for p in self.c._pods()):
+            result.update(verdict="no-route" if kind != "http" else "no-route", elapsed_ms=0.02, errno=101, errno_name="ENETUNREACH")
+        elif fe is None or fe.backends:
+            ok = {"syn": {"verdict": "accepted"}, "connect": {"verdict": "connected"}, "http": {"verdict": "http", "http_code": 200}}[kind]
+            result.update(ok, elapsed_ms=1.1)
+        elif not reject:
+            result.update(verdict="timeout", elapsed_ms=timeout * 1000.0)
+        elif kind == "syn":  # a raw packet never meets socket LB: the per-packet path answers
+            result.update(verdict="icmp-unreachable", elapsed_ms=0.9, icmp_type=3, icmp_code=cfg.no_backend_icmp_code)
+        elif self.per_packet():  # connect() sees the ICMP answer
+            code = cfg.no_backend_icmp_code
+            result.update(verdict="refused" if code == 3 else "unreachable", elapsed_ms=0.5,
+                          errno=111 if code == 3 else 113, errno_name="ECONNREFUSED" if code == 3 else "EHOSTUNREACH")
+        else:  # socket LB rejects in connect(): EHOSTUNREACH at once
+            result.update(verdict="unreachable", elapsed_ms=0.05, errno=113, errno_name="EHOSTUNREACH")
+        if "--json" not in args:
+            return 2, "", "the fake answers --json probes only\n"
+        return 0, json.dumps(result) + "\n", ""
+
+
+__all__ = ["Connection", "FakeWorkloads", "shlex"]

@@ -1,0 +1,75 @@
+"""Socket LB: the same connection seen three ways.
+
+The holder opens a TCP connection from port 40404 to web's ClusterIP:80. With socket LB the
+destination is rewritten at connect(): the application still sees the ClusterIP (getpeername), the
+socket (netstat) and the agent's conntrack OUT entry name a backend, no TCP SVC entry exists for
+:40404, and the backend sees the holder's pod IP. With hostns-only coverage pods take the per-packet
+path instead; the expectations follow the agent's reported mode. Evidence: ct.json, prog.json.
+"""
+
+from __future__ import annotations
+
+
+import pytest
+
+from pytest_kpr.checks import SocketLBObservation, socket_lb_problems
+from pytest_kpr.cluster.facts import ClusterFacts
+from pytest_kpr.evidence import Evidence
+from pytest_kpr.lab import HOLDER_PORT, Lab, holder_ct, holder_program
+from pytest_kpr.parse.node import parse_netstat
+
+pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("socket-lb")]
+PROPERTY = "socket LB"
+
+
+@pytest.fixture(scope="module")
+def seen(holder: Lab, evidence: Evidence) -> tuple[SocketLBObservation, str]:
+    lab = holder
+    event = lab.holder_event()
+    socket_peer = lab.holder_socket_peer()
+    backend, svc_entries = holder_ct(lab)
+    coverage = (lab.agent(lab.holder_pod()["spec"]["nodeName"]).status_text().kpr_details or object()).socket_lb_coverage  # type: ignore[union-attr]
+    obs = SocketLBObservation(
+        service=lab.frontend("web").host_port(), client=event.local, app_peer=event.app_peer, socket_peer=socket_peer,
+        backends=lab.endpointslice_ready("web"), service_translations=svc_entries,
+    )
+    evidence.write("ct.json", {
+        "client": obs.client, "app_peer": obs.app_peer, "socket_peer": obs.socket_peer, "backend": backend,
+        "backend_pod": lab.pod_by_ip(backend.rsplit(":", 1)[0]), "svc_entries": svc_entries, "socket_lb_coverage": coverage,
+    })
+    evidence.figure(PROPERTY, f"getpeername {obs.app_peer}, socket {obs.socket_peer} ({coverage})")
+    return obs, str(coverage)
+
+
+def test_application_sees_the_service_while_its_socket_points_at_a_backend(seen: tuple[SocketLBObservation, str]) -> None:
+    obs, coverage = seen
+    problems = socket_lb_problems(obs, coverage)
+    assert not problems, f"socket LB (agent reports coverage {coverage}): " + "; ".join(problems)
+
+
+def test_conntrack_out_entry_names_the_socket_peer(seen: tuple[SocketLBObservation, str], holder: Lab) -> None:
+    obs, coverage = seen
+    backend, _ = holder_ct(holder)
+    if coverage.lower().startswith("full"):
+        assert backend == obs.socket_peer, f"socket LB: conntrack OUT entry goes to {backend}, the socket to {obs.socket_peer}"
+    assert backend in obs.backends, f"socket LB: conntrack OUT entry {backend} is not a web backend {sorted(obs.backends)}"
+
+
+def test_backend_sees_the_holder_pod_address(seen: tuple[SocketLBObservation, str], holder: Lab) -> None:
+    obs, _ = seen
+    backend, _ = holder_ct(holder)
+    pod = holder.pod_by_ip(backend.rsplit(":", 1)[0])
+    assert pod, f"socket LB: no pod has the backend address {backend}"
+    peers = sorted(s.peer for s in parse_netstat(holder.exec(pod, "netstat", "-tn").check().stdout) if s.peer_port == HOLDER_PORT)
+    assert obs.client in peers, f"socket LB: backend {pod} sees {peers}, not the holder's pod address {obs.client} (a node IP would mean SNAT)"
+
+
+def test_holder_endpoint_runs_cilium_program_on_its_host_veth(holder: Lab, evidence: Evidence, kpr_facts: ClusterFacts) -> None:
+    prog = holder_program(holder)
+    evidence.write("prog.json", prog)
+    expected = {"tcx": ("tcx/ingress", lambda n: n == 0), "tc": ("clsact/ingress", lambda n: n >= 1)}
+    attach, tc_lines_ok = expected.get(kpr_facts.attach_mode, expected["tc"])
+    assert prog["program"] == "cil_from_container", f"socket LB: {prog['interface']} runs {prog['program']!r}, not cil_from_container: {prog}"
+    assert prog["attach"] == attach, f"socket LB: attach mode {kpr_facts.attach_mode} expects {attach} on {prog['interface']}, found {prog['attach']}"
+    assert tc_lines_ok(prog["tc_filter_lines"]), f"socket LB: tc shows {prog['tc_filter_lines']} filter lines with {kpr_facts.attach_mode} attachment: {prog}"
+    assert prog["policy_map"], f"socket LB: no per-endpoint policy map for endpoint {prog['endpoint_id']} in the agent's map list"
