@@ -12,6 +12,7 @@ from typing import Sequence
 from .errors import CommandError, InfraError, KprError
 from .k8s.api import ExecResult, KubeAPI
 from .parse import (
+    BpfAttachment,
     CtEntry,
     EndpointInfo,
     Frontend,
@@ -20,7 +21,9 @@ from .parse import (
     Service,
     StatusJSON,
     StatusText,
+    TcFilter,
     VersionInfo,
+    parse_bpftool_net,
     parse_ct_list,
     parse_endpoint_json,
     parse_frontends_table,
@@ -30,6 +33,7 @@ from .parse import (
     parse_service_list_json,
     parse_status_json,
     parse_status_text,
+    parse_tc_filter,
     parse_version,
 )
 from .parse.config import AgentConfig, parse_config
@@ -132,6 +136,15 @@ class Agent:
     def endpoint(self, endpoint_id: int) -> EndpointInfo:
         (ep,) = parse_endpoint_json(self.run("endpoint", "get", str(endpoint_id), "-o", "json").stdout)
         return ep
+
+    # The agent container ships bpftool and tc and runs in the host network namespace, which kind
+    # nodes (no bpftool) and minimal node images lack: BPF attachments are read from here.
+
+    def bpf_attachments(self, device: str) -> list[BpfAttachment]:
+        return parse_bpftool_net(self.exec(["bpftool", "net", "show", "dev", device]).check().stdout)
+
+    def tc_filters(self, device: str, direction: str = "ingress") -> list[TcFilter]:
+        return parse_tc_filter(self.exec(["tc", "filter", "show", "dev", device, direction]).check().stdout)
 
     def frontends(self) -> list[Frontend]:
         """``shell -- db/show frontends`` (new LB control plane, 1.18+): Status/Since/Error per frontend."""

@@ -360,9 +360,9 @@ def holder_program(lab: Lab) -> dict[str, Any]:
     ep = lab.agent(node).endpoint(eid)
     if not ep.interface_name:
         raise LabError(f"endpoint {eid} has no host-side interface")
-    n = lab.node(node)
-    attached = [a for a in n.bpf_attachments(ep.interface_name) if a.attach.endswith("/ingress")]
-    maps = {m.name for m in lab.agent(node).maps()}
+    agent = lab.agent(node)
+    attached = [a for a in agent.bpf_attachments(ep.interface_name) if a.attach.endswith("/ingress")]
+    maps = {m.name for m in agent.maps()}
     want_map = policy_map_name(eid, lab.minor)
     return {
         "endpoint_id": eid,
@@ -371,7 +371,7 @@ def holder_program(lab: Lab) -> dict[str, Any]:
         "attach": attached[0].attach if attached else None,
         "program": attached[0].program if attached else None,
         "policy_map": want_map if want_map in maps else next((m for m in sorted(maps) if m.endswith(f"_{eid:05d}") and "policy" in m), None),
-        "tc_filter_lines": len(n.tc_filters(ep.interface_name, "ingress")),
+        "tc_filter_lines": len(agent.tc_filters(ep.interface_name, "ingress")),
     }
 
 

@@ -37,6 +37,8 @@ class FakeAgent:
 
     def handle(self, argv: list[str]) -> tuple[int, str, str]:
         cfg = self.cluster.cfg
+        if argv and argv[0] in ("bpftool", "tc"):  # the agent image ships them; it runs in the host netns
+            return self.cluster.node_tools.handle(self.node, argv)
         if not argv or argv[0] != cfg.agent_binary:
             name = argv[0] if argv else ""
             return 127, "", f'exec: "{name}": executable file not found in $PATH'
