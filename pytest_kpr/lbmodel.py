@@ -1,0 +1,233 @@
+"""A model of Cilium's load-balancer frontend ownership (the new control plane, 1.18+).
+
+What it models (``pkg/loadbalancer``; see docs/provisioning.md §4):
+
+- **Writer.** ``UpsertServiceAndFrontends`` validates the whole frontend set first: a frontend owned by
+  another service rejects the upsert whole (``ErrFrontendConflict``, "frontend already owned by another
+  service: <addr> is owned by <ns/name>") before anything is written, so the claimant keeps its previous
+  frontends and gains none. ``DeleteServiceAndFrontends`` removes the owner's frontends and re-queues
+  nobody.
+- **Reflector.** Upsert errors only feed its health (degraded) and a log line; events are acked at once,
+  never retried. A rejected claimant is processed again only on its own next event.
+- **Coalescing.** Events are buffered (``stream.Buffer``: ``batch_size`` events or ``window_ms``) into an
+  insert-ordered map keyed by service: a later event for a service replaces its value but keeps its
+  first-arrival position. So a claim arriving before a release in the same batch is processed first,
+  rejected, and not retried.
+- **Reconciler.** Frontends written in a batch are ``pending`` until the batch is reconciled, then
+  ``done``; the BPF service ID is valid only then.
+
+Variants: ``cilium-1.18`` (the above) and ``requeue`` (what a fixed Cilium would do: when frontends are
+released, rejected claimants are processed again).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+_ADDR = re.compile(r"(?:\[[0-9a-fA-F:.]+\]|[0-9.]+):\d{1,5}/(?:TCP|UDP|SCTP|ANY)")
+
+
+class Variant(str, enum.Enum):
+    CILIUM_1_18 = "cilium-1.18"
+    REQUEUE = "requeue"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Op(str, enum.Enum):
+    UPSERT = "upsert"
+    DELETE = "delete"
+
+
+def conflict_error(addr: str, owner: str) -> str:
+    return f"frontend already owned by another service: {addr} is owned by {owner}"
+
+
+@dataclass(frozen=True)
+class Event:
+    at_ms: float
+    op: Op
+    service: str  # ns/name
+    frontends: tuple[str, ...] = ()  # IP:PORT/PROTO
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], index: int = 0) -> "Event":
+        where = f"event {index}"
+        try:
+            op = Op(str(d["op"]))
+        except (KeyError, ValueError):
+            raise ModelError(f"{where}: op must be upsert or delete, got {d.get('op')!r}") from None
+        service = str(d.get("service", ""))
+        if not re.fullmatch(r"[a-z0-9][-a-z0-9.]*/[a-z0-9][-a-z0-9.]*", service):
+            raise ModelError(f"{where}: service must be ns/name, got {service!r}")
+        fes = d.get("frontends") or []
+        if op is Op.DELETE and fes:
+            raise ModelError(f"{where}: a delete takes no frontends")
+        for fe in fes:
+            if not _ADDR.fullmatch(str(fe)):
+                raise ModelError(f"{where}: frontend {fe!r} is not IP:PORT/PROTO")
+        try:
+            at = float(d.get("at_ms", 0))
+        except (TypeError, ValueError):
+            raise ModelError(f"{where}: at_ms must be a number") from None
+        return cls(at, op, service, tuple(str(f) for f in fes))
+
+
+class ModelError(ValueError):
+    """A malformed event list."""
+
+
+@dataclass
+class FrontendState:
+    owner: str
+    status: str = "pending"  # pending | done
+
+
+@dataclass
+class Rejection:
+    service: str
+    frontend: str
+    error: str
+
+
+@dataclass
+class LbModel:
+    variant: Variant = Variant.CILIUM_1_18
+    window_ms: float = 500.0
+    batch_size: int = 500
+    #: the service table: name -> frontends as last written (a rejected upsert does not change it)
+    services: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    frontends: dict[str, FrontendState] = field(default_factory=dict)
+    #: service -> its last rejected upsert (desired frontends) and the error
+    rejected: dict[str, tuple[tuple[str, ...], Rejection]] = field(default_factory=dict)
+    pending: list[Event] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+
+    # -- feeding -------------------------------------------------------------------------------------
+
+    def push(self, event: Event) -> None:
+        self.pending.append(event)
+
+    def advance(self, now_ms: float = float("inf")) -> None:
+        """Process every batch that has closed by ``now_ms`` (all of them by default)."""
+        self.pending.sort(key=lambda e: e.at_ms)
+        while self.pending:
+            start = self.pending[0].at_ms
+            batch: list[Event] = []
+            while self.pending and len(batch) < self.batch_size and self.pending[0].at_ms < start + self.window_ms:
+                batch.append(self.pending.pop(0))
+            closes = start + self.window_ms if len(batch) < self.batch_size else batch[-1].at_ms
+            if closes > now_ms:
+                self.pending[:0] = batch
+                return
+            self._process(batch)
+
+    # -- the reflector and writer --------------------------------------------------------------------
+
+    def _process(self, batch: list[Event]) -> None:
+        ordered: dict[str, Event] = {}
+        for ev in batch:  # insert-ordered map: an update keeps the first-arrival position
+            ordered[ev.service] = ev
+        for ev in ordered.values():
+            if ev.op is Op.UPSERT:
+                self._upsert(ev.service, ev.frontends)
+            else:
+                self._delete(ev.service)
+        for fe in self.frontends.values():  # the reconciler programs the batch's writes
+            fe.status = "done"
+
+    def _upsert(self, service: str, wanted: tuple[str, ...]) -> bool:
+        for addr in wanted:
+            fe = self.frontends.get(addr)
+            if fe is not None and fe.owner != service:
+                rej = Rejection(service, addr, conflict_error(addr, fe.owner))
+                self.rejected[service] = (wanted, rej)
+                self.log.append(f"upsert {service} {list(wanted)}: rejected ({rej.error})")
+                return False
+        old = set(self.services.get(service, ()))
+        self.services[service] = tuple(wanted)
+        for addr in old - set(wanted):
+            del self.frontends[addr]
+        for addr in wanted:
+            if addr not in self.frontends:
+                self.frontends[addr] = FrontendState(service)
+        self.rejected.pop(service, None)
+        self.log.append(f"upsert {service} {list(wanted)}: ok")
+        if old - set(wanted):
+            self._released()
+        return True
+
+    def _delete(self, service: str) -> None:
+        released = [a for a in self.services.pop(service, ()) if self.frontends.get(a, FrontendState("")).owner == service]
+        for addr in released:
+            del self.frontends[addr]
+        self.rejected.pop(service, None)
+        self.log.append(f"delete {service}: released {released}")
+        if released:
+            self._released()
+
+    def _released(self) -> None:
+        if self.variant is not Variant.REQUEUE:
+            return  # Cilium 1.18: nothing re-queues a rejected claimant
+        progress = True
+        while progress:
+            progress = False
+            for service, (wanted, _) in list(self.rejected.items()):
+                self.log.append(f"requeue {service}")
+                if self._upsert(service, wanted):
+                    progress = True
+
+    # -- views ---------------------------------------------------------------------------------------
+
+    @property
+    def degraded(self) -> bool:
+        return bool(self.rejected)
+
+    def owner(self, addr: str) -> str | None:
+        fe = self.frontends.get(addr)
+        return fe.owner if fe else None
+
+    def state(self) -> dict[str, Any]:
+        """The final state as ``kpr lbmodel replay`` prints it."""
+        return {
+            "frontends": {a: {"owner": f.owner, "status": f.status} for a, f in sorted(self.frontends.items())},
+            "rejected": [{"service": r.service, "frontend": r.frontend, "error": r.error} for _, (_, r) in sorted(self.rejected.items())],
+            "degraded": self.degraded,
+        }
+
+
+def replay(events: Iterable[Event], variant: Variant = Variant.CILIUM_1_18, window_ms: float = 500.0, batch_size: int = 500) -> LbModel:
+    m = LbModel(variant=variant, window_ms=window_ms, batch_size=batch_size)
+    for e in events:
+        m.push(e)
+    m.advance()
+    return m
+
+
+def load_scenario(data: Any) -> tuple[list[Event], Variant, float, int]:
+    """A replay file: ``{variant, window_ms, batch_size, events: [...]}`` or a bare event list."""
+    if isinstance(data, list):
+        data = {"events": data}
+    if not isinstance(data, dict) or not isinstance(data.get("events"), list):
+        raise ModelError("expected a mapping with an 'events' list (or a list of events)")
+    try:
+        variant = Variant(str(data.get("variant", Variant.CILIUM_1_18.value)))
+    except ValueError:
+        raise ModelError(f"variant must be one of {', '.join(v.value for v in Variant)}") from None
+    try:
+        window = float(data.get("window_ms", 500))
+        size = int(data.get("batch_size", 500))
+    except (TypeError, ValueError):
+        raise ModelError("window_ms and batch_size must be numbers") from None
+    if window <= 0 or size <= 0:
+        raise ModelError("window_ms and batch_size must be positive")
+    events = []
+    for i, d in enumerate(data["events"]):
+        if not isinstance(d, dict):
+            raise ModelError(f"event {i}: expected a mapping")
+        events.append(Event.from_dict(d, i))
+    return events, variant, window, size
