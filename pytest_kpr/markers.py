@@ -12,6 +12,7 @@ from .versions import Version, parse_min_version
 KPR = "kpr"
 REQUIRES = "kpr_requires"
 DISRUPTIVE = "kpr_disruptive"
+KNOWN_GAP = "kpr_known_gap"
 
 DOCS = {
     KPR: "kpr: a Cilium kube-proxy-replacement conformance test; runs only when selected with -m kpr.",
@@ -23,7 +24,44 @@ DOCS = {
         "kpr_disruptive: changes cluster state beyond its own namespace (restarts agents, deletes shared "
         "objects); skipped on a cluster the plugin did not create unless --kpr-allow-disruptive."
     ),
+    KNOWN_GAP: (
+        "kpr_known_gap(id): a gap listed in clusters/known-gaps.yaml; on the Cilium versions it lists the test is "
+        "xfail(strict=True), so a release that fixes it is reported."
+    ),
 }
+
+
+@dataclass(frozen=True)
+class KnownGap:
+    id: str
+    property: str
+    cilium: str
+    reason: str
+    references: tuple[str, ...]
+
+    def applies(self, cilium_version: str) -> bool:
+        from .versions import in_range
+
+        return in_range(Version.parse(cilium_version), self.cilium)
+
+    def xfail_reason(self, cilium_version: str) -> str:
+        return f"known gap {self.id} in Cilium {cilium_version} ({self.cilium}): {self.reason} See clusters/known-gaps.yaml."
+
+
+def load_known_gaps(path: Any) -> dict[str, KnownGap]:
+    import yaml
+
+    from .versions import in_range
+
+    data = yaml.safe_load(path.read_text()) or {}
+    out = {}
+    for gid, g in (data.get("gaps") or {}).items():
+        try:
+            in_range(Version.parse("1.0.0"), str(g["cilium"]))
+            out[gid] = KnownGap(gid, str(g["property"]), str(g["cilium"]), " ".join(str(g["reason"]).split()), tuple(g.get("references") or ()))
+        except (KeyError, TypeError, ValueError) as e:
+            raise MarkerError(f"{path}: gap {gid!r} is malformed: {e}") from None
+    return out
 
 
 @dataclass(frozen=True)

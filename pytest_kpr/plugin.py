@@ -17,6 +17,7 @@ from .settings import add_options, resolve
 
 KPR_SESSION = pytest.StashKey[KprSession]()
 REQUIREMENT = pytest.StashKey[markers.Requirement]()
+KNOWN_GAP = pytest.StashKey[markers.KnownGap]()
 
 pytest_plugins = ["pytest_kpr.fixtures"]
 
@@ -72,6 +73,24 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             requirement = r if requirement is None else _merge(requirement, r)
         assert requirement is not None
         item.stash[REQUIREMENT] = requirement
+    gaps: dict[str, markers.KnownGap] | None = None
+    for item in items:
+        m = item.get_closest_marker(markers.KNOWN_GAP)
+        if m is None:
+            continue
+        if gaps is None:
+            settings = kpr_session(config).settings
+            path = settings.clusters_dir / "known-gaps.yaml" if settings.clusters_dir else None
+            try:
+                gaps = markers.load_known_gaps(path) if path is not None and path.is_file() else {}
+            except MarkerError as e:
+                kpr_session(config).collection_failed = True
+                raise pytest.UsageError(str(e)) from None
+        gid = m.args[0] if len(m.args) == 1 and not m.kwargs else None
+        if gid not in gaps:
+            kpr_session(config).collection_failed = True
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{markers.KNOWN_GAP}({gid!r}): no such gap in clusters/known-gaps.yaml (known: {', '.join(sorted(gaps)) or 'none'})")
+        item.stash[KNOWN_GAP] = gaps[gid]
     if _selects_kpr(config):
         return
     kept, dropped = [], []
@@ -131,6 +150,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(reason)
     if item.get_closest_marker(markers.DISRUPTIVE) and not s.handle.created and not s.settings.allow_disruptive:
         pytest.skip("disruptive test on a cluster this run did not create (pass --kpr-allow-disruptive to run it)")
+    gap = item.stash.get(KNOWN_GAP, None)
+    if gap is not None and gap.applies(s.facts.cilium_version):
+        item.add_marker(pytest.mark.xfail(reason=gap.xfail_reason(s.facts.cilium_version), strict=True))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -141,7 +163,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     s = kpr_session(item.config)
     prop = str(getattr(getattr(item, "module", None), "PROPERTY", item.nodeid.split("::")[0].rsplit("/", 1)[-1]))
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        s.outcomes.setdefault(prop, []).append("skipped" if report.skipped else report.outcome)
+        outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else "skipped" if report.skipped else report.outcome
+        s.outcomes.setdefault(prop, []).append(outcome)
     if report.failed and report.when == "call" and s.handle is not None:
         from .evidence import failure_bundle
 
@@ -163,7 +186,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         figures = s.evidence.figures if s._evidence is not None else {}
         for prop, outcomes in s.outcomes.items():
             verdict = "FAIL" if "failed" in outcomes else "pass" if "passed" in outcomes else "skip"
-            counts = ", ".join(f"{outcomes.count(o)} {o}" for o in ("passed", "failed", "skipped") if outcomes.count(o))
+            counts = ", ".join(f"{outcomes.count(o)} {o}" for o in ("passed", "failed", "xfailed", "skipped") if outcomes.count(o))
             fig = figures.get(prop, "")
             terminalreporter.write_line(f"{verdict:<5} {prop:<15} {fig}{'  ' if fig else ''}({counts})", red=verdict == "FAIL", green=verdict == "pass")
         terminalreporter.write_line(f"evidence: {s.evidence_dir}")

@@ -51,6 +51,8 @@ class KprSession:
         #: per property: outcomes of its tests (for the terminal summary)
         self.outcomes: dict[str, list[str]] = {}
         self._evidence: Any = None
+        #: cluster-scoped objects the run created (LB-IPAM pools), deleted at the end
+        self.cluster_objects: list[dict[str, Any]] = []
         self._started = False
         self._stopped = False
 
@@ -152,6 +154,8 @@ class KprSession:
                 fn()
             except (KprError, AssertionError) as e:
                 self.progress(f"end-of-run evidence failed: {e}")
+        if self.handle is not None and self.cluster_objects:
+            self._delete_cluster_objects(self.handle.kube)
         if self.handle is not None and self.namespaces:
             self._delete_namespaces(self.handle.kube)
         if self.provider is not None:
@@ -176,6 +180,22 @@ class KprSession:
         )
         self.namespaces.append(name)
         return name
+
+    def track_cluster_object(self, obj: dict[str, Any]) -> None:
+        """Delete this cluster-scoped object at the end (it must carry this run's labels)."""
+        self.cluster_objects.append(obj)
+
+    def _delete_cluster_objects(self, kube: KubeAPI) -> None:
+        for obj in self.cluster_objects:
+            kind, name = obj["kind"], obj["metadata"]["name"]
+            try:
+                cur = kube.get(kind, name)
+                labels = (cur or {}).get("metadata", {}).get("labels") or {}
+                if cur is not None and labels.get(RUN_LABEL) == self.run_id:
+                    kube.delete(kind, name)
+                    self.progress(f"deleted {kind} {name}")
+            except KprError as e:
+                self.progress(f"could not delete {kind} {name}: {e}")
 
     def _delete_namespaces(self, kube: KubeAPI) -> None:
         mine = []

@@ -104,6 +104,22 @@ def _nodeport(text: str) -> int:
     return port
 
 
+def _ipv4(text: str) -> str:
+    import ipaddress
+
+    try:
+        return str(ipaddress.IPv4Address(text.strip()))
+    except ValueError:
+        raise SettingsError(f"{text!r} is not an IPv4 address") from None
+
+
+def _seed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise SettingsError(f"{text!r} is not an integer") from None
+
+
 def _path(text: str) -> Path:
     return Path(os.path.expanduser(text.strip()))
 
@@ -159,6 +175,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("docker_bin", _path, "docker executable. Default: docker on PATH", metavar="PATH"),
     Option("probe_image", _nonempty, "Probe image (kpr probe, curl, netstat). kind: a local image, loaded into the nodes (make probe-image builds it); other clusters: a pullable reference. Default: pytest-kpr-probe:<version>", metavar="IMAGE"),
     Option("nodeport", _nodeport, "NodePort of the web-np service in the NodePort suite. Default: 30780", "30780", metavar="PORT"),
+    Option("shared_vip", _ipv4, "externalIPs address the shared-VIP suite makes two Services claim (in-cluster traffic only). Default: 198.18.10.80", "198.18.10.80", metavar="IP"),
+    Option("lbipam_block", _nonempty, "start-stop of the CiliumLoadBalancerIPPool the shared-VIP suite creates. Default: 198.18.20.10-198.18.20.20", "198.18.20.10-198.18.20.20", metavar="RANGE"),
+    Option("seed", _seed, "Seed of the shared-VIP suite's generated event sequence (printed; reuse it to replay a failure). Default: random", metavar="N"),
     Option("node_shell_image", _nonempty, "Image of the privileged per-node pod that runs node commands on an existing cluster. Default: busybox:1.36.1", "busybox:1.36.1", metavar="IMAGE"),
     Option("clusters_dir", _path, "Directory with kind configs, Helm values and versions.yaml. Default: ./clusters of the checkout", metavar="DIR"),
 )
@@ -191,6 +210,9 @@ class Settings:
     docker_bin: Path | None = None
     probe_image: str = ""
     nodeport: int = 30780
+    shared_vip: str = "198.18.10.80"
+    lbipam_block: str = "198.18.20.10-198.18.20.20"
+    seed: int | None = None
     node_shell_image: str = "busybox:1.36.1"
     clusters_dir: Path | None = None
     # where each value came from ("cli", "ini", "default", "pins"), for the report header
@@ -261,6 +283,11 @@ def resolve(
     if not values["cilium_version"]:
         values["cilium_version"] = pins.cilium_version if pins else ""
         sources["cilium_version"] = "pins" if pins else "default"
+    if values["seed"] is None:
+        import random
+
+        values["seed"] = random.randrange(1, 2**31)
+        sources["seed"] = "random"
     if not values["probe_image"]:
         from . import __version__
 

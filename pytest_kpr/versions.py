@@ -47,3 +47,18 @@ def parse_min_version(text: str) -> Version:
     """Parse a minimum version as written in a marker: ``"1.18"`` means 1.18.0 and later, pre-releases included."""
     v = Version.parse(text)
     return Version(v.major, v.minor, v.patch, (0, ""))
+
+
+def in_range(version: Version, spec: str) -> bool:
+    """``">=1.18.0, <1.21.0"``: every comparison must hold. Pre-releases compare below their release."""
+    ops = {">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, "<": lambda a, b: a < b, "==": lambda a, b: a == b}
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        m = re.fullmatch(r"(>=|<=|==|>|<)\s*(\S+)", part)
+        if m is None:
+            raise ValueError(f"not a version comparison: {part!r}")
+        bound = Version.parse(m.group(2))
+        v = Version(version.major, version.minor, version.patch, version.prerelease)
+        b = Version(bound.major, bound.minor, bound.patch, bound.prerelease)
+        if not ops[m.group(1)](v, b):
+            return False
+    return True

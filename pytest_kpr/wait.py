@@ -43,6 +43,9 @@ class Timeouts:
     API_CALL: float = 30.0
     #: Namespaces to disappear at cleanup.
     NAMESPACE_DELETE: float = 120.0
+    #: How long to watch whether a rejected claimant's frontend appears by itself once the owner is
+    #: gone: 60 of the LB control plane's 500 ms coalescing windows.
+    CONFLICT_OBSERVE: float = 30.0
 
     def scaled(self, factor: float) -> "Timeouts":
         return replace(self, **{f.name: getattr(self, f.name) * factor for f in fields(self)})
@@ -121,9 +124,10 @@ def eventually(
         return value
 
     try:
+        # back off from 0.1 s to 2 s, but poll at least ~10 times within a short bound
         for a in Retrying(
             stop=stop_after_delay(timeout),
-            wait=wait_exponential(multiplier=0.1, max=2),
+            wait=wait_exponential(multiplier=min(0.1, timeout / 50), max=max(min(2.0, timeout / 10), 0.005)),
             retry=retry_if_exception_type((_NotYet,) + transient),
             reraise=False,
         ):

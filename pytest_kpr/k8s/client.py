@@ -46,8 +46,8 @@ class RealKube:
             self._dynamic = self._call(lambda: dynamic.DynamicClient(self.api_client))
         return self._dynamic
 
-    def _resource(self, kind: str) -> Any:
-        return self._call(lambda: self.dynamic.resources.get(api_version=api_version_of(kind), kind=kind))
+    def _resource(self, kind: str, api_version: str | None = None) -> Any:
+        return self._call(lambda: self.dynamic.resources.get(api_version=api_version or api_version_of(kind), kind=kind))
 
     def _call(self, fn: Any) -> Any:
         """Run an API call; transport failures become :class:`InfraError`, other API errors propagate."""
@@ -98,7 +98,7 @@ class RealKube:
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         kind = obj["kind"]
-        res = self._resource(kind)
+        res = self._resource(kind, obj.get("apiVersion"))
         ns = obj.get("metadata", {}).get("namespace")
         return self._to_dict(self._call(lambda: res.create(body=obj, namespace=ns)))
 

@@ -158,3 +158,28 @@ def parse_status_text(text: str) -> StatusText:
         kpr_devices=kpr_devices,
         kpr_details=details,
     )
+
+
+_HEALTH = re.compile(r"Stopped\((\d+)\) Degraded\((\d+)\) OK\((\d+)\)")
+
+
+@dataclass(frozen=True)
+class ModulesHealth:
+    stopped: int
+    degraded: int
+    ok: int
+    lines: tuple[str, ...]  # the --verbose tree, as printed
+
+    def mentions(self, text: str) -> bool:
+        return any(text in line for line in self.lines)
+
+
+def modules_health(status: StatusText) -> ModulesHealth | None:
+    """The ``Modules Health: Stopped(N) Degraded(N) OK(N)`` line and, with --verbose, its tree."""
+    value = status.fields.get("Modules Health")
+    if value is None:
+        return None
+    m = _HEALTH.search(value)
+    if m is None:
+        raise ParseError("status", 1, f"Modules Health: {value}", "expected Stopped(N) Degraded(N) OK(N)")
+    return ModulesHealth(int(m.group(1)), int(m.group(2)), int(m.group(3)), status.blocks.get("Modules Health", ()))

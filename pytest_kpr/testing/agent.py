@@ -93,8 +93,13 @@ class FakeAgent:
         return 0, render.status_verbose_kpr(
             kpr=not cfg.faults.kpr_disabled, socket_lb=cfg.socket_lb, hostns_only=cfg.socket_lb_hostns_only,
             nodeport_mode=cfg.nodeport_mode, algorithm=cfg.lb_algorithm, devices=f"eth0   {self.cluster.node_ip(self.node)}",
-            version=self.minor, attach_mode=cfg.attach_mode,
+            version=self.minor, attach_mode=cfg.attach_mode, health_errors=self._health_errors(),
         ), ""
+
+    def _health_errors(self) -> tuple[str, ...]:
+        model = self.cluster.lb.model
+        model.advance(self.cluster.tick * 100)
+        return tuple(rej.error for _, (_, rej) in sorted(model.rejected.items()))
 
     def _config(self) -> tuple[int, str, str]:
         cfg = self.cluster.cfg

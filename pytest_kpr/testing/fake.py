@@ -63,6 +63,12 @@ class FakeConfig:
     agent_ready_after: int = 0
     #: ticks from a pod's creation to Ready
     pod_ready_ticks: int = 2
+    #: load-balancer control plane: "cilium-1.18" (no re-queue), "requeue" (a fixed Cilium), "steal" (broken)
+    lb_variant: str = "cilium-1.18"
+    #: ticks of the LB control plane's coalescing window (stream.Buffer's 500 ms)
+    lb_window_ticks: int = 3
+    #: LB-IPAM gives a claimant whose ports now conflict on a shared IP another IP (instead of keeping it)
+    lbipam_reassigns_on_conflict: bool = False
     faults: Faults = field(default_factory=Faults)
 
 
@@ -310,6 +316,51 @@ class FakeCluster:
             "ports": ports,
         }
 
+    SHARING_KEY = "lbipam.cilium.io/sharing-key"
+
+    def _pool_ips(self) -> list[str]:
+        ips: list[str] = []
+        for pool in self._objects.get("CiliumLoadBalancerIPPool", {}).values():
+            for b in pool.get("spec", {}).get("blocks") or []:
+                if "start" in b:
+                    a = ipaddress.ip_address(b["start"])
+                    z = ipaddress.ip_address(b.get("stop", b["start"]))
+                    while a <= z:
+                        ips.append(str(a))
+                        a += 1
+                elif "cidr" in b:
+                    ips += [str(h) for h in ipaddress.ip_network(b["cidr"]).hosts()]
+        return ips
+
+    def _lbipam(self, svc: Obj, old: Obj | None) -> None:
+        """LB-IPAM, as much as the suites need: allocate from pools; services with the same sharing key
+        share an IP while their ports do not conflict, otherwise they get another one."""
+        ips = self._pool_ips()
+        if not ips:
+            return
+        key = (svc["metadata"].get("annotations") or {}).get(self.SHARING_KEY)
+        me = (svc["metadata"]["namespace"], svc["metadata"]["name"])
+        ports = {(p["port"], p.get("protocol", "TCP")) for p in svc["spec"].get("ports", [])}
+        current = [i["ip"] for i in (old or svc).get("status", {}).get("loadBalancer", {}).get("ingress") or []]
+        users: dict[str, list[tuple[str | None, set]]] = {}
+        for other in self.services():
+            if (other["metadata"]["namespace"], other["metadata"]["name"]) == me:
+                continue
+            okey = (other["metadata"].get("annotations") or {}).get(self.SHARING_KEY)
+            oports = {(p["port"], p.get("protocol", "TCP")) for p in other["spec"].get("ports", [])}
+            for ing in other.get("status", {}).get("loadBalancer", {}).get("ingress") or []:
+                users.setdefault(ing["ip"], []).append((okey, oports))
+
+        def fits(ip: str) -> bool:
+            return all(key is not None and okey == key and not (oports & ports) for okey, oports in users.get(ip, []))
+
+        if current and (fits(current[0]) or not self.cfg.lbipam_reassigns_on_conflict):
+            ip = current[0]  # LB-IPAM keeps an assigned IP
+        else:
+            ip = next((i for i in ips if i in users and key is not None and fits(i)), None) or next((i for i in ips if i not in users), None)
+        if ip is not None:
+            svc.setdefault("status", {})["loadBalancer"] = {"ingress": [{"ip": ip}]}
+
     def _admit_service(self, svc: Obj, old: Obj | None = None) -> None:
         spec = svc.setdefault("spec", {})
         spec.setdefault("type", "ClusterIP")
@@ -333,6 +384,8 @@ class FakeCluster:
                         raise ApiError(422, "Invalid", f"Service \"{svc['metadata']['name']}\" is invalid: spec.ports[0].nodePort: Invalid value: {port['nodePort']}: provided port is already allocated")
                 else:
                     port["nodePort"] = next(p for p in self._nodeports if p not in taken)
+        if spec["type"] == "LoadBalancer":
+            self._lbipam(svc, old)
 
     # -- Cilium endpoints, conntrack, reachability -----------------------------------------------------
 
@@ -463,6 +516,8 @@ class FakeCluster:
         if kind == "Namespace":
             obj["status"] = {"phase": "Active"}
         self._put(obj)
+        if kind == "Service":
+            self.lb.service_changed(f"{ns}/{name}", obj)
         self._reconcile()
         return copy.deepcopy(obj)
 
@@ -475,15 +530,21 @@ class FakeCluster:
         if kind == "Service":
             self._admit_service(new, old=cur)
         self._objects[kind][(namespace, name)] = new
+        if kind == "Service":
+            self.lb.service_changed(f"{namespace}/{name}", new)
         self._reconcile()
         return copy.deepcopy(new)
 
     def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
         self._advance("delete", kind, namespace or "", name)
-        self._objects.get(kind, {}).pop((namespace, name), None)
+        gone = self._objects.get(kind, {}).pop((namespace, name), None)
+        if kind == "Service" and gone is not None:
+            self.lb.service_changed(f"{namespace}/{name}", None)
         if kind == "Namespace":
             for k, objs in self._objects.items():
                 for key in [key for key in objs if key[0] == name]:
+                    if k == "Service":
+                        self.lb.service_changed(f"{name}/{key[1]}", None)
                     del objs[key]
         if kind == "Deployment":
             for p in self._pods(namespace):

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..lbmodel import Event, LbModel, Op, Variant
+
 if TYPE_CHECKING:
     from .fake import FakeCluster
 
@@ -40,13 +42,73 @@ class FakeFrontend:
         return (self.ip, self.port, self.proto)
 
 
+class StealingModel(LbModel):
+    """A broken control plane (the shared-VIP suite's fault): a claimant silently takes a frontend its
+    owner still holds."""
+
+    def _upsert(self, service: str, wanted: tuple[str, ...]) -> bool:
+        for addr in wanted:
+            fe = self.frontends.get(addr)
+            if fe is not None and fe.owner != service:
+                owner = self.services.get(fe.owner, ())
+                self.services[fe.owner] = tuple(a for a in owner if a != addr)
+                del self.frontends[addr]
+        return super()._upsert(service, wanted)
+
+
+#: logical milliseconds per tick of the fake's clock (one API call or exec is one tick)
+MS_PER_TICK = 100
+
+
 class LbState:
-    """Allocates stable IDs and computes each node's frontends on demand."""
+    """Allocates stable IDs and computes each node's frontends on demand.
+
+    Which service owns a frontend is decided by :class:`~pytest_kpr.lbmodel.LbModel` (the fake's
+    ``lb_variant``): every Service create/update/delete is an event at the fake's clock, coalesced in
+    ``lb_window_ticks`` windows, exactly as the model describes Cilium 1.18.
+    """
 
     def __init__(self, cluster: "FakeCluster"):
         self.cluster = cluster
         self._ids: dict[tuple[str, int, str], int] = {}
         self._next_id = 1
+        cfg = cluster.cfg
+        cls = StealingModel if cfg.lb_variant == "steal" else LbModel
+        variant = Variant.REQUEUE if cfg.lb_variant == "requeue" else Variant.CILIUM_1_18
+        self.model = cls(variant=variant, window_ms=cfg.lb_window_ticks * MS_PER_TICK)
+        #: (service key, addr) -> (type, port spec) as last pushed
+        self._spec: dict[tuple[str, str], tuple[str, dict]] = {}
+
+    @staticmethod
+    def addr(ip: str, port: int, proto: str) -> str:
+        return f"{ip}:{port}/{proto}"
+
+    def desired(self, svc: dict) -> list[tuple[str, str, dict]]:
+        """(addr, type, port) of every frontend a Service asks for (NodePorts as 0.0.0.0 only)."""
+        spec = svc["spec"]
+        out = []
+        for port in spec.get("ports", []):
+            proto = port.get("protocol", "TCP")
+            if spec.get("clusterIP") and spec["clusterIP"] != "None":
+                out.append((self.addr(spec["clusterIP"], int(port["port"]), proto), "ClusterIP", port))
+            if spec.get("type") in ("NodePort", "LoadBalancer") and port.get("nodePort"):
+                out.append((self.addr("0.0.0.0", int(port["nodePort"]), proto), "NodePort", port))
+            for eip in spec.get("externalIPs") or []:
+                out.append((self.addr(eip, int(port["port"]), proto), "ExternalIPs", port))
+            for ing in (svc.get("status", {}).get("loadBalancer", {}).get("ingress") or []):
+                if ing.get("ip"):
+                    out.append((self.addr(ing["ip"], int(port["port"]), proto), "LoadBalancer", port))
+        return out
+
+    def service_changed(self, key: str, svc: dict | None) -> None:
+        at = self.cluster.tick * MS_PER_TICK
+        if svc is None:
+            self.model.push(Event(at, Op.DELETE, key))
+            return
+        wanted = self.desired(svc)
+        for addr, typ, port in wanted:
+            self._spec[(key, addr)] = (typ, port)
+        self.model.push(Event(at, Op.UPSERT, key, tuple(a for a, _, _ in wanted)))
 
     def _id(self, key: tuple[str, int, str]) -> int:
         if key not in self._ids:
@@ -68,30 +130,20 @@ class LbState:
     def frontends(self, node: str) -> list[FakeFrontend]:
         """The frontends the agent on ``node`` has programmed, sorted by ID."""
         c = self.cluster
+        self.model.advance(c.tick * MS_PER_TICK)
         out: list[FakeFrontend] = []
         node_ip = c.node_ip(node)
-        for svc in c.services():
-            spec = svc["spec"]
-            name = f"{svc['metadata']['namespace']}/{svc['metadata']['name']}"
-            for port in spec.get("ports", []):
-                proto = port.get("protocol", "TCP")
-                bes = self.backends_of(svc, port)
-                pname = port.get("name", "")
-
-                def add(ip: str, p: int, typ: str) -> None:
-                    fe = FakeFrontend(ip, p, proto, typ, name, pname, list(bes))
-                    out.append(fe)
-
-                if spec.get("clusterIP") and spec["clusterIP"] != "None":
-                    add(spec["clusterIP"], int(port["port"]), "ClusterIP")
-                if spec.get("type") in ("NodePort", "LoadBalancer") and port.get("nodePort"):
-                    add("0.0.0.0", int(port["nodePort"]), "NodePort")
-                    add(node_ip, int(port["nodePort"]), "NodePort")
-                for eip in spec.get("externalIPs") or []:
-                    add(eip, int(port["port"]), "ExternalIPs")
-                for ing in (svc.get("status", {}).get("loadBalancer", {}).get("ingress") or []):
-                    if ing.get("ip"):
-                        add(ing["ip"], int(port["port"]), "LoadBalancer")
+        services = {f"{s['metadata']['namespace']}/{s['metadata']['name']}": s for s in c.services()}
+        for addr, state in sorted(self.model.frontends.items()):
+            svc = services.get(state.owner)
+            typ, port = self._spec[(state.owner, addr)]
+            hostport, proto = addr.rsplit("/", 1)
+            ip, p = hostport.rsplit(":", 1)
+            bes = self.backends_of(svc, port) if svc is not None else []
+            status = "Done" if state.status == "done" else "Pending"
+            out.append(FakeFrontend(ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status))
+            if ip == "0.0.0.0":
+                out.append(FakeFrontend(node_ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status))
         for fe in out:
             fe.id = self._id(fe.key)
         live = {fe.key for fe in out}

@@ -208,7 +208,7 @@ def endpoint_json(ep: dict) -> str:
 
 
 def status_verbose_kpr(*, kpr: bool, socket_lb: bool, hostns_only: bool, nodeport_mode: str, algorithm: str, devices: str,
-                       version: tuple[int, int], attach_mode: str = "tcx", modules_degraded: int = 0) -> str:
+                       version: tuple[int, int], attach_mode: str = "tcx", health_errors: tuple[str, ...] = ()) -> str:
     """The parts of ``status --verbose`` the suites read: KPR one-liner, Attach Mode, Modules Health, KPR Details."""
     on = "Enabled"
     lines = [
@@ -216,7 +216,14 @@ def status_verbose_kpr(*, kpr: bool, socket_lb: bool, hostns_only: bool, nodepor
         "Kubernetes:              Ok         1.34 (v1.34.0) [linux/amd64]",
         f"KubeProxyReplacement:    {'True' if kpr else 'False'}   [{devices} (Direct Routing)]" if kpr else "KubeProxyReplacement:    False",
         f"Attach Mode:             {'TCX' if attach_mode == 'tcx' else 'Legacy TC'}",
-        f"Modules Health:          Stopped(0) Degraded({modules_degraded}) OK(42)",
+        f"Modules Health:          Stopped(0) Degraded({1 if health_errors else 0}) OK(42)",
+        *([
+            "  agent",
+            "  └── controlplane",
+            "      └── loadbalancer-reflectors",
+            "          └── k8s-reflector",
+            "              └── job-reflect-services-endpoints  [DEGRADED] Failure processing services: " + "; ".join(health_errors) + " (3s, x1)",
+        ] if health_errors else []),
         "KubeProxyReplacement Details:",
         f"  Status:               {'True' if kpr else 'False'}",
         f"  Socket LB:            {'Enabled' if socket_lb else 'Disabled'}",

@@ -1,0 +1,224 @@
+"""The shared-VIP scenario: two Services claim the same (VIP, port, protocol).
+
+Steps (each observed on the agent of the client node through ``db/show frontends``, v1.18+): the owner
+takes VIP:80; the claimant takes VIP:81, then asks for VIP:80 too and is rejected whole while the owner
+keeps serving and the agent's health shows the conflict; the owner is deleted and the claimant is
+watched for a bounded window (does its frontend appear by itself?); a follow-up claimant update (an
+annotation bump) must install it, Status Done, serving.
+
+Two ways to make the conflict: ``external-ips`` (the same externalIPs address and port, always a
+conflict) and ``lb-ipam`` (LoadBalancer Services sharing a VIP through ``lbipam.cilium.io/sharing-key``;
+LB-IPAM may avoid the conflict by moving the claimant to another IP, which is then reported).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .lab import WEB_TARGET, Lab, LabError
+from .lbmodel import Event, LbModel, Op, Variant
+from .parse import L3n4
+from .parse.status_text import modules_health
+from .wait import eventually
+
+SHARING_KEY = "lbipam.cilium.io/sharing-key"
+BUMP = "kpr.cilium.io/bump"
+
+
+class Skip(Exception):
+    """The scenario cannot be made on this cluster (the reason says why and what was seen)."""
+
+
+@dataclass
+class Record:
+    way: str
+    vip: str = ""
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    start: float = field(default_factory=time.monotonic)
+
+    def step(self, name: str, **obs: Any) -> dict[str, Any]:
+        entry = {"step": name, "seconds": round(time.monotonic() - self.start, 3), **obs}
+        self.steps.append(entry)
+        return entry
+
+    def get(self, name: str) -> dict[str, Any]:
+        for s in self.steps:
+            if s["step"] == name:
+                return s
+        raise LabError(f"the scenario stopped before step {name!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"way": self.way, "vip": self.vip, "steps": self.steps}
+
+
+def frontend_key(vip: str, port: int) -> str:
+    return f"{vip}:{port}/TCP"
+
+
+class SharedVip:
+    def __init__(self, lab: Lab, settings: Any, run_id: str, track: Callable[[dict[str, Any]], None]):
+        self.lab = lab
+        self.settings = settings
+        self.run_id = run_id
+        self.track = track  # records cluster-scoped objects for deletion at the end
+
+    # -- reading the agent ---------------------------------------------------------------------------
+
+    def frontends(self, addrs: list[str] | None = None) -> dict[str, dict[str, Any]]:
+        """``db/show frontends`` on the client node: address -> {service, status, error}."""
+        out = {}
+        for f in self.lab.agent(self.lab.client_node).frontends():
+            key = str(L3n4(f.address.ip, f.address.port, f.address.proto or "TCP", f.address.internal))
+            if addrs is None or key in addrs:
+                out[key] = {"service": f.service, "status": f.status, "error": f.error}
+        return out
+
+    def health(self) -> dict[str, Any]:
+        h = modules_health(self.lab.agent(self.lab.client_node).status_text())
+        if h is None:
+            return {"degraded": None, "error_seen": False}
+        return {"degraded": h.degraded, "error_seen": h.mentions("frontend already owned by another service")}
+
+    def wait_owned(self, addr: str, service: str, timeout: float, what: str) -> float:
+        obs = eventually(lambda: self.frontends([addr]).get(addr), until=lambda f: bool(f) and f["service"] == service and f["status"] == "Done",
+                         timeout=timeout, what=what, describe=repr, progress=self.lab.progress)
+        return obs.elapsed
+
+    def http(self, vip: str, port: int) -> int:
+        return self.lab.curl(f"http://{vip}:{port}/", 5.0).http_code
+
+    # -- manifests -----------------------------------------------------------------------------------
+
+    def service(self, name: str, way: str, vip: str, ports: list[int], annotations: dict[str, str] | None = None) -> dict[str, Any]:
+        svc: dict[str, Any] = {
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": self.lab.ns, "labels": {"kpr.cilium.io/run": self.run_id}, "annotations": dict(annotations or {})},
+            "spec": {"selector": {"app": "web"}, "ports": [{"name": f"p{p}", "port": p, "targetPort": WEB_TARGET, "protocol": "TCP"} for p in ports]},
+        }
+        if way == "external-ips":
+            svc["spec"]["type"] = "ClusterIP"
+            svc["spec"]["externalIPs"] = [vip]
+        else:
+            svc["spec"]["type"] = "LoadBalancer"
+            svc["metadata"]["annotations"][SHARING_KEY] = f"kpr-{self.run_id}"
+        return svc
+
+    def pool(self) -> dict[str, Any]:
+        start, _, stop = self.settings.lbipam_block.partition("-")
+        api = "cilium.io/v2" if self.lab.minor >= (1, 18) else "cilium.io/v2alpha1"
+        return {"apiVersion": api, "kind": "CiliumLoadBalancerIPPool",
+                "metadata": {"name": f"kpr-{self.run_id}", "labels": {"app.kubernetes.io/managed-by": "pytest-kpr", "kpr.cilium.io/run": self.run_id}},
+                "spec": {"blocks": [{"start": start.strip(), "stop": (stop or start).strip()}],
+                         "serviceSelector": {"matchLabels": {"kpr.cilium.io/run": self.run_id}}}}
+
+    def ingress_ip(self, name: str) -> str | None:
+        svc = self.lab.kube.get("Service", name, self.lab.ns) or {}
+        ing = svc.get("status", {}).get("loadBalancer", {}).get("ingress") or []
+        return ing[0].get("ip") if ing else None
+
+    # -- the scenario --------------------------------------------------------------------------------
+
+    def run(self, way: str) -> Record:
+        lab, t = self.lab, self.lab.t
+        short = "eip" if way == "external-ips" else "lbipam"
+        owner, claimant = f"vip-owner-{short}", f"vip-claimant-{short}"
+        rec = Record(way)
+        if way == "lb-ipam":
+            pool = self.pool()
+            lab.kube.create(pool)
+            self.track(pool)
+        vip = self.settings.shared_vip if way == "external-ips" else ""
+        lab.kube.create(self.service(owner, way, vip, [80]))
+        if way == "lb-ipam":
+            vip = eventually(lambda: self.ingress_ip(owner), until=bool, timeout=t.DATAPATH_CONVERGENCE,
+                             what=f"LB-IPAM to give {owner} an IP from {self.settings.lbipam_block}", progress=lab.progress).value or ""
+        rec.vip = vip
+        own_ns, claim_ns = f"{lab.ns}/{owner}", f"{lab.ns}/{claimant}"
+        fe80, fe81 = frontend_key(vip, 80), frontend_key(vip, 81)
+        rec.step("owner", frontend=fe80, owner=own_ns, seconds_to_done=round(self.wait_owned(fe80, own_ns, t.DATAPATH_CONVERGENCE, f"{owner} to own {fe80}"), 3))
+        lab.kube.create(self.service(claimant, way, vip, [81]))
+        if way == "lb-ipam":
+            got = eventually(lambda: self.ingress_ip(claimant), until=bool, timeout=t.DATAPATH_CONVERGENCE, what=f"LB-IPAM to give {claimant} an IP").value
+            if got != vip:
+                raise Skip(f"LB-IPAM gave the claimant {got} and the owner {vip} despite the sharing key and disjoint ports")
+        self.wait_owned(fe81, claim_ns, t.DATAPATH_CONVERGENCE, f"{claimant} to own {fe81}")
+        # the claim: the claimant asks for the owner's port too
+        lab.kube.patch("Service", claimant, lab.ns, {"spec": {"ports": [{"name": "p81", "port": 81, "targetPort": WEB_TARGET, "protocol": "TCP"},
+                                                                            {"name": "p80", "port": 80, "targetPort": WEB_TARGET, "protocol": "TCP"}]}})
+        if way == "lb-ipam":
+            moved = self.ingress_ip(claimant)
+            if moved != vip:
+                raise Skip(f"LB-IPAM avoided the conflict: the claimant moved from {vip} to {moved} when it asked for port 80 (owner keeps {vip})")
+        try:  # observed, not required here: the tests judge what was seen
+            health = eventually(self.health, until=lambda h: bool(h["degraded"]) or h["error_seen"], timeout=t.DATAPATH_CONVERGENCE,
+                                what="the agent's health to show the frontend conflict", progress=lab.progress).value
+        except AssertionError:
+            health = self.health()
+        fes = self.frontends([fe80, fe81])
+        rec.step("claim", frontends=fes, owner_of_vip=fes.get(fe80, {}).get("service"), health=health,
+                 owner_http=self.http(vip, 80))
+        # the owner goes away: does the claimant get the frontend by itself?
+        lab.kube.delete("Service", owner, lab.ns)
+        deleted_at = time.monotonic()
+        seen: list[dict[str, Any]] = []
+        try:
+            eventually(lambda: seen.append(self.frontends([fe80]).get(fe80) or {}) or seen[-1], until=lambda f: f.get("service") == claim_ns and f.get("status") == "Done",
+                       timeout=t.CONFLICT_OBSERVE, what=f"{claimant}'s {fe80} to appear by itself", progress=lab.progress)
+            appeared = True
+        except AssertionError:
+            appeared = False
+        rec.step("owner-deleted", appeared_by_itself=appeared, watched_seconds=round(time.monotonic() - deleted_at, 3),
+                 observations=len(seen), last=seen[-1] if seen else None)
+        # the supported recovery: a follow-up claimant event
+        lab.kube.patch("Service", claimant, lab.ns, {"metadata": {"annotations": {BUMP: str(time.time_ns())}}})
+        try:
+            secs = self.wait_owned(fe80, claim_ns, t.DATAPATH_CONVERGENCE, f"{claimant} to own {fe80} after a follow-up update")
+            installed = True
+        except AssertionError:
+            secs, installed = None, False
+        fe = self.frontends([fe80]).get(fe80)
+        rec.step("follow-up", installed=installed, seconds_to_done=round(secs, 3) if secs is not None else None, frontend=fe, http=self.http(vip, 80) if installed else None)
+        return rec
+
+    # -- ordering: claim before release in one window ------------------------------------------------
+
+    def claim_before_release(self, variant: Variant) -> dict[str, Any]:
+        lab, t = self.lab, self.lab.t
+        vip = self.settings.shared_vip
+        owner, claimant = "vip-owner-order", "vip-claimant-order"
+        own_ns, claim_ns = f"{lab.ns}/{owner}", f"{lab.ns}/{claimant}"
+        fe82, fe83 = frontend_key(vip, 82), frontend_key(vip, 83)
+        lab.kube.create(self.service(owner, "external-ips", vip, [82]))
+        self.wait_owned(fe82, own_ns, t.DATAPATH_CONVERGENCE, f"{owner} to own {fe82}")
+        lab.kube.create(self.service(claimant, "external-ips", vip, [83]))
+        self.wait_owned(fe83, claim_ns, t.DATAPATH_CONVERGENCE, f"{claimant} to own {fe83}")
+        t_claim = time.monotonic()
+        lab.kube.patch("Service", claimant, lab.ns, {"spec": {"ports": [{"name": "p83", "port": 83, "targetPort": WEB_TARGET, "protocol": "TCP"},
+                                                                            {"name": "p82", "port": 82, "targetPort": WEB_TARGET, "protocol": "TCP"}]}})
+        lab.kube.delete("Service", owner, lab.ns)
+        t_release = time.monotonic()
+        # What is known about the timing, encoded for the model: the owner and the claimant's first version
+        # were each seen Done before the next step (so they were processed in earlier batches); the claim and
+        # the release were sent back to back, gap_ms apart.
+        gap_ms = (t_release - t_claim) * 1000.0
+        events = [
+            Event(0.0, Op.UPSERT, own_ns, (fe82,)),
+            Event(1000.0, Op.UPSERT, claim_ns, (fe83,)),
+            Event(2000.0, Op.UPSERT, claim_ns, (fe83, fe82)),
+            Event(2000.0 + gap_ms, Op.DELETE, own_ns),
+        ]
+        m = LbModel(variant=variant)
+        for e in events:
+            m.push(e)
+        m.advance()
+        predicted = m.owner(fe82)
+        try:
+            obs = eventually(lambda: (self.frontends([fe82]).get(fe82) or {}).get("service"), until=lambda s: s == predicted,
+                             timeout=t.CONFLICT_OBSERVE, what=f"{fe82} to be owned by {predicted or 'nobody'} as the model predicts")
+            observed = obs.value
+        except AssertionError:
+            observed = (self.frontends([fe82]).get(fe82) or {}).get("service")
+        return {"events": [{"at_ms": round(e.at_ms, 1), "op": e.op.value, "service": e.service, "frontends": list(e.frontends)} for e in events],
+                "gap_ms": round(gap_ms, 1), "variant": variant.value, "predicted_owner": predicted, "observed_owner": observed}
