@@ -20,7 +20,7 @@ from .errors import ApiError, KprError
 from .node import Node
 from .parse import L3n4, LbEntry, Service
 from .parse.node import HttpResult, parse_curl, parse_netstat
-from .parse.probe import ProbeOutput, parse_hold_log, parse_probe_json
+from .parse.probe import HoldEvent, ProbeOutput, parse_hold_log, parse_probe_json
 from .wait import Observation, Timeouts, eventually
 from .workloads import PROBE_CONTAINER, probe_pod
 
@@ -235,7 +235,7 @@ class Lab:
 
     # -- holder ----------------------------------------------------------------------------------------
 
-    def deploy_holder(self) -> dict[str, Any]:
+    def deploy_holder(self) -> HoldEvent:
         pod = probe_pod("holder", self.ns, self.image, node=self.client_node, labels={"app": "holder"},
                         command=["kpr", "probe", "hold", f"{self.cluster_ip('web')}:{WEB_PORT}", "--sport", str(HOLDER_PORT)])
         self._create(pod)
@@ -246,7 +246,7 @@ class Lab:
                           describe=lambda evs: str([e.event + (f" ({e.detail})" if e.detail else "") for e in evs[-3:]]),
                           progress=self.progress).value[-1]  # type: ignore[no-any-return]
 
-    def holder_event(self) -> Any:
+    def holder_event(self) -> HoldEvent:
         events = [e for e in parse_hold_log(self.kube.logs(self.ns, "holder", PROBE_CONTAINER)) if e.event == "connected"]
         if not events:
             raise LabError("the holder has not connected")

@@ -66,7 +66,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         requirement = None
         for mark in item.iter_markers(markers.REQUIRES):
             try:
-                r = markers.parse_requires(mark.args, mark.kwargs)
+                r = markers.parse_requires(mark.args, dict(mark.kwargs))
             except MarkerError as e:
                 kpr_session(config).collection_failed = True
                 raise pytest.UsageError(f"{item.nodeid}: {e}") from None
@@ -93,7 +93,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         item.stash[KNOWN_GAP] = gaps[gid]
     if _selects_kpr(config):
         return
-    kept, dropped = [], []
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
     for item in items:
         (dropped if item.get_closest_marker(markers.KPR) else kept).append(item)
     if dropped:

@@ -116,7 +116,7 @@ class SharedVip:
     def ingress_ip(self, name: str) -> str | None:
         svc = self.lab.kube.get("Service", name, self.lab.ns) or {}
         ing = svc.get("status", {}).get("loadBalancer", {}).get("ingress") or []
-        return ing[0].get("ip") if ing else None
+        return str(ing[0]["ip"]) if ing and ing[0].get("ip") else None
 
     # -- the scenario --------------------------------------------------------------------------------
 
@@ -163,8 +163,13 @@ class SharedVip:
         lab.kube.delete("Service", owner, lab.ns)
         deleted_at = time.monotonic()
         seen: list[dict[str, Any]] = []
+
+        def watch() -> dict[str, Any]:
+            seen.append(self.frontends([fe80]).get(fe80) or {})
+            return seen[-1]
+
         try:
-            eventually(lambda: seen.append(self.frontends([fe80]).get(fe80) or {}) or seen[-1], until=lambda f: f.get("service") == claim_ns and f.get("status") == "Done",
+            eventually(watch, until=lambda f: f.get("service") == claim_ns and f.get("status") == "Done",
                        timeout=t.CONFLICT_OBSERVE, what=f"{claimant}'s {fe80} to appear by itself", progress=lab.progress)
             appeared = True
         except AssertionError:

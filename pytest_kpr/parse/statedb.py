@@ -120,7 +120,7 @@ def json_stream(text: str, fmt: str) -> list[dict]:
     """Decode back-to-back JSON objects (statedb's ``-f json``)."""
     dec = json.JSONDecoder()
     i, n = 0, len(text)
-    out = []
+    out: list[dict] = []
     while True:
         while i < n and text[i].isspace():
             i += 1

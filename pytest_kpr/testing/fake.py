@@ -13,6 +13,7 @@ deterministic and a test never sleeps. Faults (see :class:`Faults`) break one pr
 
 from __future__ import annotations
 
+import builtins
 import copy
 import hashlib
 import fnmatch
@@ -596,7 +597,7 @@ class FakeCluster:
 
     # -- conveniences for tests -----------------------------------------------------------------------
 
-    def find(self, kind: str, pattern: str = "*", namespace: str | None = None) -> list[Obj]:
+    def find(self, kind: str, pattern: str = "*", namespace: str | None = None) -> "builtins.list[Obj]":
         return [o for (ns, n), o in self._objects.get(kind, {}).items() if fnmatch.fnmatch(n, pattern) and (namespace is None or ns == namespace)]
 
     def dump(self) -> str:
