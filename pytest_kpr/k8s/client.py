@@ -7,7 +7,11 @@ default configuration). API objects go in and come out as plain dicts.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -35,6 +39,10 @@ class RealKube:
             where = kubeconfig or "the default kubeconfig"
             raise Unavailable(f"cannot load {where}{f' context {context}' if context else ''}: {e}") from None
         self._dynamic: Any = None
+        # The dynamic client caches discovery in a file, by default shared in /tmp across runs and
+        # clusters (stale after a cluster is recreated with other CRD versions): keep ours private.
+        self._cache_dir = tempfile.mkdtemp(prefix="kpr-discovery-")
+        weakref.finalize(self, shutil.rmtree, self._cache_dir, True)
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -43,7 +51,8 @@ class RealKube:
         if self._dynamic is None:
             from kubernetes import dynamic
 
-            self._dynamic = self._call(lambda: dynamic.DynamicClient(self.api_client))
+            cache = os.path.join(self._cache_dir, "discovery.json")
+            self._dynamic = self._call(lambda: dynamic.DynamicClient(self.api_client, cache_file=cache))
         return self._dynamic
 
     def _resource(self, kind: str, api_version: str | None = None) -> Any:

@@ -1,0 +1,235 @@
+"""RealKube (the kubernetes-client implementation of KubeAPI) against a small API server on loopback.
+
+The server speaks just enough of the Kubernetes API for the dynamic client: /version, discovery
+(/api, /apis, /api/v1, /apis/apps/v1, ...) and get/list/create/merge-patch/delete of namespaced and
+cluster-scoped objects, plus pod logs and error statuses. The exec websocket is not served here (it is
+exercised only against real clusters)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from pytest_kpr.errors import ApiError, InfraError
+
+RESOURCES = {
+    ("", "v1"): [("namespaces", "Namespace", False), ("pods", "Pod", True), ("services", "Service", True), ("nodes", "Node", False)],
+    ("apps", "v1"): [("deployments", "Deployment", True)],
+    ("discovery.k8s.io", "v1"): [("endpointslices", "EndpointSlice", True)],
+    ("cilium.io", "v2"): [("ciliumendpoints", "CiliumEndpoint", True), ("ciliumloadbalancerippools", "CiliumLoadBalancerIPPool", False)],
+}
+
+
+class Api(BaseHTTPRequestHandler):
+    store: dict[tuple[str, str | None, str], dict[str, Any]] = {}
+    requests: list[str] = []
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def _send(self, code: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _status(self, code: int, reason: str, message: str) -> None:
+        self._send(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "message": message, "code": code})
+
+    def _route(self) -> tuple[str, str | None, str | None, str | None, str] | None:
+        """(resource plural, namespace, name, subresource, apiVersion) for a resource path."""
+        parts = urlparse(self.path).path.strip("/").split("/")
+        if parts[0] == "api":
+            group, version, rest = "", parts[1], parts[2:]
+        else:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        ns = None
+        if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) > 2:
+            ns, rest = rest[1], rest[2:]
+        if not rest:
+            return None
+        plural, name, sub = rest[0], rest[1] if len(rest) > 1 else None, rest[2] if len(rest) > 2 else None
+        return plural, ns, name, sub, f"{group}/{version}".lstrip("/")
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.requests.append(f"GET {self.path}")
+        path = urlparse(self.path).path.rstrip("/")
+        if path == "/version":
+            return self._send(200, {"major": "1", "minor": "34", "gitVersion": "v1.34.0", "gitCommit": "0123456", "gitTreeState": "clean",
+                                    "buildDate": "2025-08-27T00:00:00Z", "goVersion": "go1.24.6", "compiler": "gc", "platform": "linux/amd64"})
+        if path == "/api":
+            return self._send(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []})
+        if path == "/apis":
+            groups = [{"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v}], "preferredVersion": {"groupVersion": f"{g}/{v}", "version": v}}
+                      for (g, v) in RESOURCES if g]
+            return self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+        for (g, v), res in RESOURCES.items():
+            if path == (f"/apis/{g}/{v}" if g else f"/api/{v}"):
+                return self._send(200, {"kind": "APIResourceList", "groupVersion": f"{g}/{v}".lstrip("/"), "resources": [
+                    {"name": p, "singularName": k.lower(), "namespaced": nsd, "kind": k, "verbs": ["create", "delete", "get", "list", "patch", "update"]}
+                    for p, k, nsd in res] + [{"name": f"{p}/log", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get"]} for p, k, nsd in res if p == "pods"]})
+        r = self._route()
+        if r is None:
+            return self._status(404, "NotFound", f"no route {path}")
+        plural, ns, name, sub, _ = r
+        if sub == "log":
+            obj = self.store.get((plural, ns, name or ""))
+            if obj is None:
+                return self._status(404, "NotFound", f'pods "{name}" not found')
+            data = obj.get("_log", "").encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return None
+        if name is None:
+            sel = parse_qs(urlparse(self.path).query).get("labelSelector", [""])[0]
+            items = [o for (p, n, _), o in sorted(self.store.items()) if p == plural and (ns is None or n == ns)
+                     and all(o["metadata"].get("labels", {}).get(k) == v for k, v in (t.split("=") for t in sel.split(",") if t))]
+            return self._send(200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items})
+        obj = self.store.get((plural, ns, name))
+        if obj is None:
+            return self._status(404, "NotFound", f'{plural} "{name}" not found')
+        return self._send(200, obj)
+
+    def _body(self) -> dict[str, Any]:
+        return json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.requests.append(f"POST {self.path}")
+        r = self._route()
+        assert r is not None
+        plural, ns, _, _, _ = r
+        obj = self._body()
+        key = (plural, ns, obj["metadata"]["name"])
+        if key in self.store:
+            return self._status(409, "AlreadyExists", f'{plural} "{key[2]}" already exists')
+        if obj["metadata"]["name"] == "invalid":
+            return self._status(422, "Invalid", 'Service "invalid" is invalid: spec.ports[0].nodePort: Invalid value: 30780: provided port is already allocated')
+        self.store[key] = obj
+        return self._send(201, obj)
+
+    def do_PATCH(self) -> None:  # noqa: N802
+        self.requests.append(f"PATCH {self.path} {self.headers.get('Content-Type')}")
+        r = self._route()
+        assert r is not None
+        plural, ns, name, _, _ = r
+        obj = self.store.get((plural, ns, name or ""))
+        if obj is None:
+            return self._status(404, "NotFound", f'{plural} "{name}" not found')
+
+        def merge(a: Any, b: Any) -> Any:
+            if not isinstance(b, dict):
+                return b
+            a = dict(a) if isinstance(a, dict) else {}
+            for k, v in b.items():
+                if v is None:
+                    a.pop(k, None)
+                else:
+                    a[k] = merge(a.get(k), v)
+            return a
+
+        self.store[(plural, ns, name or "")] = merge(obj, self._body())
+        return self._send(200, self.store[(plural, ns, name or "")])
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self.requests.append(f"DELETE {self.path}")
+        r = self._route()
+        assert r is not None
+        plural, ns, name, _, _ = r
+        if self.store.pop((plural, ns, name or ""), None) is None:
+            return self._status(404, "NotFound", f'{plural} "{name}" not found')
+        return self._send(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[Path]:
+    Api.store = {}
+    Api.requests = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    cfg = tmp_path / "kubeconfig"
+    cfg.write_text(f"""apiVersion: v1
+kind: Config
+clusters:
+- cluster: {{server: 'http://127.0.0.1:{server.server_address[1]}'}}
+  name: loop
+contexts:
+- context: {{cluster: loop, user: u}}
+  name: loop
+current-context: loop
+users:
+- name: u
+  user: {{token: dummy}}
+""")
+    try:
+        yield cfg
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_realkube_round_trips_objects_through_the_dynamic_client(api: Path) -> None:
+    from pytest_kpr.k8s.client import RealKube
+
+    kube = RealKube(api, "loop")
+    assert kube.server_version() == "v1.34.0"
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kpr-x", "labels": {"app.kubernetes.io/managed-by": "pytest-kpr"}}})
+    assert kube.get("Namespace", "kpr-x")["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "pytest-kpr"}
+    kube.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "kpr-x", "labels": {"app": "web"}}, "spec": {"replicas": 2}})
+    kube.patch("Deployment", "web", "kpr-x", {"spec": {"replicas": 4}})
+    assert kube.get("Deployment", "web", "kpr-x")["spec"]["replicas"] == 4
+    assert any("PATCH /apis/apps/v1/namespaces/kpr-x/deployments/web application/merge-patch+json" == r for r in Api.requests)
+    (dep,) = kube.list("Deployment", "kpr-x", "app=web")
+    assert (dep["kind"], dep["apiVersion"], dep["metadata"]["name"]) == ("Deployment", "apps/v1", "web")
+    assert kube.list("Deployment", "kpr-x", "app=nope") == []
+    pool = {"apiVersion": "cilium.io/v2", "kind": "CiliumLoadBalancerIPPool", "metadata": {"name": "p"}, "spec": {"blocks": []}}
+    kube.create(pool)
+    assert kube.get("CiliumLoadBalancerIPPool", "p")["spec"] == {"blocks": []}
+    kube.delete("Deployment", "web", "kpr-x")
+    assert kube.get("Deployment", "web", "kpr-x") is None
+    kube.delete("Deployment", "web", "kpr-x")  # deleting what is gone is not an error
+    cache_dir = kube._cache_dir
+    assert Path(cache_dir, "discovery.json").exists()
+    del kube
+    import gc
+
+    gc.collect()
+    assert not Path(cache_dir).exists(), "the private discovery cache is removed with the client"
+
+
+def test_realkube_turns_api_refusals_into_api_errors_and_reads_logs(api: Path) -> None:
+    from pytest_kpr.k8s.client import RealKube
+
+    kube = RealKube(api, "loop")
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}})
+    with pytest.raises(ApiError) as e:
+        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}})
+    assert e.value.status == 409 and "already exists" in e.value.message
+    with pytest.raises(ApiError) as e:
+        kube.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "invalid", "namespace": "t"}, "spec": {}})
+    assert e.value.status == 422 and "provided port is already allocated" in e.value.message
+    with pytest.raises(ApiError) as e:
+        kube.patch("Service", "nope", "t", {"metadata": {"labels": {"a": "b"}}})
+    assert e.value.status == 404
+    Api.store[("pods", "t", "holder")] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "holder", "namespace": "t"}, "_log": '{"event": "connected"}\n'}
+    assert kube.logs("t", "holder", "probe") == '{"event": "connected"}\n'
+
+
+def test_realkube_reports_a_dead_api_server_as_infra_error(api: Path, tmp_path: Path) -> None:
+    from pytest_kpr.k8s.client import RealKube
+
+    dead = tmp_path / "dead"
+    dead.write_text(api.read_text().replace("http://127.0.0.1:", "http://127.0.0.1:1#"))
+    with pytest.raises(InfraError, match="unreachable"):
+        RealKube(dead, "loop").server_version()
