@@ -59,9 +59,46 @@ class Api(BaseHTTPRequestHandler):
         plural, name, sub = rest[0], rest[1] if len(rest) > 1 else None, rest[2] if len(rest) > 2 else None
         return plural, ns, name, sub, f"{group}/{version}".lstrip("/")
 
+    def _exec(self) -> None:
+        """The exec websocket (v4.channel.k8s.io): one binary frame per channel message, then close.
+        Commands: `say WORDS` (stdout), `err WORDS` (stderr), `exit N`, `missing` (not in the image)."""
+        import base64
+        import hashlib
+
+        key = self.headers["Sec-WebSocket-Key"]
+        accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+        self.wfile.write(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                          f"Sec-WebSocket-Accept: {accept}\r\nSec-WebSocket-Protocol: v4.channel.k8s.io\r\n\r\n").encode())
+
+        def frame(channel: int, data: bytes) -> None:
+            payload = bytes([channel]) + data
+            n = len(payload)
+            head = bytes([0x82]) + (bytes([n]) if n < 126 else bytes([126]) + n.to_bytes(2, "big"))
+            self.wfile.write(head + payload)
+
+        argv = parse_qs(urlparse(self.path).query).get("command", [])
+        if argv[:1] == ["say"]:
+            frame(1, (" ".join(argv[1:]) + "\n").encode())
+            frame(3, json.dumps({"metadata": {}, "status": "Success"}).encode())
+        elif argv[:1] == ["err"]:
+            frame(2, (" ".join(argv[1:]) + "\n").encode())
+            frame(3, json.dumps({"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode", "message": "command terminated with non-zero exit code",
+                                 "details": {"causes": [{"reason": "ExitCode", "message": "1"}]}}).encode())
+        elif argv[:1] == ["exit"]:
+            frame(3, json.dumps({"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode", "message": "command terminated with non-zero exit code",
+                                 "details": {"causes": [{"reason": "ExitCode", "message": argv[1]}]}}).encode())
+        else:
+            frame(3, json.dumps({"metadata": {}, "status": "Failure", "message": f'exec: "{argv[0]}": executable file not found in $PATH',
+                                 "reason": "InternalError"}).encode())
+        self.wfile.write(bytes([0x88, 0x02, 0x03, 0xE8]))  # close, 1000
+        self.wfile.flush()
+        self.close_connection = True
+
     def do_GET(self) -> None:  # noqa: N802
         self.requests.append(f"GET {self.path}")
         path = urlparse(self.path).path.rstrip("/")
+        if path.endswith("/exec") and self.headers.get("Upgrade", "").lower() == "websocket":
+            return self._exec()
         if path == "/version":
             return self._send(200, {"major": "1", "minor": "34", "gitVersion": "v1.34.0", "gitCommit": "0123456", "gitTreeState": "clean",
                                     "buildDate": "2025-08-27T00:00:00Z", "goVersion": "go1.24.6", "compiler": "gc", "platform": "linux/amd64"})
@@ -233,3 +270,19 @@ def test_realkube_reports_a_dead_api_server_as_infra_error(api: Path, tmp_path: 
     dead.write_text(api.read_text().replace("http://127.0.0.1:", "http://127.0.0.1:1#"))
     with pytest.raises(InfraError, match="unreachable"):
         RealKube(dead, "loop").server_version()
+
+
+def test_realkube_exec_returns_output_exit_codes_and_127_for_a_missing_binary(api: Path) -> None:
+    """The exec websocket end to end: stdout, stderr, the exit code from the error channel, and a
+    command missing from the image as 127 (what the agent's cilium-dbg -> cilium fallback relies on)."""
+    from pytest_kpr.k8s.client import RealKube
+
+    kube = RealKube(api, "loop")
+    ok = kube.exec("kube-system", "cilium-x", ["say", "hello", "agent"], container="cilium-agent", timeout=10)
+    assert (ok.returncode, ok.stdout, ok.where) == (0, "hello agent\n", "pod kube-system/cilium-x")
+    err = kube.exec("kube-system", "cilium-x", ["err", "boom"], timeout=10)
+    assert (err.returncode, err.stderr.splitlines()[0]) == (1, "boom")
+    assert kube.exec("kube-system", "cilium-x", ["exit", "42"], timeout=10).returncode == 42
+    missing = kube.exec("kube-system", "cilium-x", ["cilium-dbg", "version"], timeout=10)
+    assert missing.returncode == 127 and "executable file not found" in missing.stderr
+    assert any("/api/v1/namespaces/kube-system/pods/cilium-x/exec?" in r and "container=cilium-agent" in r for r in Api.requests)
