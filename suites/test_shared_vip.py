@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import WEB_TARGET, Lab
+from pytest_kpr.lab import Lab
 from pytest_kpr.lbmodel import Event, LbModel, Op, Variant
 from pytest_kpr.markers import load_known_gaps
 from pytest_kpr.session import KprSession
@@ -187,5 +187,3 @@ def test_generated_upserts_and_deletes_end_as_the_model_predicts(shared: SharedV
     for name in sorted(live):
         lab.kube.delete("Service", name, lab.ns)
 
-
-__all__ = ["WEB_TARGET"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 from . import render
@@ -181,5 +180,3 @@ class FakeAgent:
         ]
         return 0, render.frontends_table(rows), ""
 
-
-__all__ = ["FakeAgent", "json"]

@@ -10,7 +10,6 @@ import re
 import shlex
 from typing import TYPE_CHECKING
 
-from . import render
 
 if TYPE_CHECKING:
     from .fake import FakeCluster
@@ -246,5 +245,3 @@ def _to_nft(rule: str) -> str:
         line += f' comment "{comment}"'
     return line
 
-
-__all__ = ["FakeNodeTools", "render"]

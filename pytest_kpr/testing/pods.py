@@ -11,7 +11,6 @@ socket points at the service and a ``SVC`` conntrack entry translates it.
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -122,7 +121,7 @@ class FakeWorkloads:
         for conn in self.connections.values():
             if conn.client[0] == ip:
                 rows.append((_hp(*conn.client), _hp(*conn.server)))
-            if conn.backend[0] == ip and not (self.per_packet() and False):
+            if conn.backend[0] == ip:
                 rows.append((_hp(*conn.backend), _hp(*conn.client)))
         out = "Active Internet connections (w/o servers)\nProto Recv-Q Send-Q Local Address           Foreign Address         State       \n"
         out += "".join(f"tcp        0      0 {local:<23} {peer:<23} ESTABLISHED \n" for local, peer in rows)
@@ -162,5 +161,3 @@ class FakeWorkloads:
             return 2, "", "the fake answers --json probes only\n"
         return 0, json.dumps(result) + "\n", ""
 
-
-__all__ = ["Connection", "FakeWorkloads", "shlex"]
