@@ -59,40 +59,46 @@ def _selects_kpr(config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    try:
+        _attach_requirements(items)
+        _attach_known_gaps(config, items)
+    except MarkerError as e:
+        kpr_session(config).collection_failed = True  # pytest still calls collection_finish: never provision
+        raise pytest.UsageError(str(e)) from None
+    if not _selects_kpr(config):
+        _deselect_kpr(config, items)
+
+
+def _attach_requirements(items: list[pytest.Item]) -> None:
+    """Validate every ``kpr_requires`` (module, class and function level) into one Requirement."""
     for item in items:
-        m = item.get_closest_marker(markers.REQUIRES)
-        if m is None:
-            continue
         requirement = None
         for mark in item.iter_markers(markers.REQUIRES):
             try:
                 r = markers.parse_requires(mark.args, dict(mark.kwargs))
             except MarkerError as e:
-                kpr_session(config).collection_failed = True
-                raise pytest.UsageError(f"{item.nodeid}: {e}") from None
+                raise MarkerError(f"{item.nodeid}: {e}") from None
             requirement = r if requirement is None else _merge(requirement, r)
-        assert requirement is not None
-        item.stash[REQUIREMENT] = requirement
-    gaps: dict[str, markers.KnownGap] | None = None
-    for item in items:
-        m = item.get_closest_marker(markers.KNOWN_GAP)
-        if m is None:
-            continue
-        if gaps is None:
-            settings = kpr_session(config).settings
-            path = settings.clusters_dir / "known-gaps.yaml" if settings.clusters_dir else None
-            try:
-                gaps = markers.load_known_gaps(path) if path is not None and path.is_file() else {}
-            except MarkerError as e:
-                kpr_session(config).collection_failed = True
-                raise pytest.UsageError(str(e)) from None
+        if requirement is not None:
+            item.stash[REQUIREMENT] = requirement
+
+
+def _attach_known_gaps(config: pytest.Config, items: list[pytest.Item]) -> None:
+    marked = [(item, m) for item in items if (m := item.get_closest_marker(markers.KNOWN_GAP)) is not None]
+    if not marked:
+        return
+    settings = kpr_session(config).settings
+    path = settings.clusters_dir / "known-gaps.yaml" if settings.clusters_dir else None
+    gaps = markers.load_known_gaps(path) if path is not None and path.is_file() else {}
+    for item, m in marked:
         gid = m.args[0] if len(m.args) == 1 and not m.kwargs else None
         if gid not in gaps:
-            kpr_session(config).collection_failed = True
-            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{markers.KNOWN_GAP}({gid!r}): no such gap in clusters/known-gaps.yaml (known: {', '.join(sorted(gaps)) or 'none'})")
+            known = ", ".join(sorted(gaps)) or "none"
+            raise MarkerError(f"{item.nodeid}: @pytest.mark.{markers.KNOWN_GAP}({gid!r}): no such gap in clusters/known-gaps.yaml (known: {known})")
         item.stash[KNOWN_GAP] = gaps[gid]
-    if _selects_kpr(config):
-        return
+
+
+def _deselect_kpr(config: pytest.Config, items: list[pytest.Item]) -> None:
     kept: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:

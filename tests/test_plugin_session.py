@@ -203,3 +203,25 @@ def test_namespace_without_our_labels_is_not_deleted(pytester: pytest.Pytester) 
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["[[]kpr[]] not deleting namespace kpr-* it does not carry this run's labels"])
     assert [n for n in events(pytester)["namespaces"] if n.startswith("kpr-")]
+
+
+def test_an_unknown_known_gap_id_fails_at_collection(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("import pytest\n@pytest.mark.kpr\n@pytest.mark.kpr_known_gap('no-such-gap')\ndef test_x(): pass\n")
+    result = pytester.runpytest("-m", "kpr")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: *test_x: @pytest.mark.kpr_known_gap('no-such-gap'): no such gap in clusters/known-gaps.yaml (known: frontend-conflict-requeue)"])
+
+
+def test_a_known_gap_is_strict_xfail_only_on_the_versions_it_lists(pytester: pytest.Pytester) -> None:
+    use_fake_cluster(pytester, config="cilium_version='1.17.6'")
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.kpr
+        @pytest.mark.kpr_known_gap("frontend-conflict-requeue")
+        def test_gap_applies_from_118():
+            assert False, "fails on 1.17 as a plain failure: the gap is declared for >=1.18.0 only"
+        """
+    )
+    result = pytester.runpytest("-m", "kpr")
+    result.assert_outcomes(failed=1)
