@@ -15,6 +15,7 @@ from typing import Any
 
 from .agent import agents
 from .cluster.provider import ClusterHandle
+from .k8s.api import pod_ready
 
 #: report.txt keys, in the lab's order
 REPORT_KEYS = (
@@ -70,7 +71,7 @@ def failure_bundle(handle: ClusterHandle, namespaces: list[str], dest: Path, exe
         try:
             for p in handle.kube.list("Pod", ns):
                 st = p.get("status", {})
-                ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in st.get("conditions") or [])
+                ready = pod_ready(p)
                 lines.append(f"{ns}/{p['metadata']['name']}\t{st.get('phase')}\tready={ready}\tnode={p.get('spec', {}).get('nodeName')}\tip={st.get('podIP')}")
         except Exception as e:  # noqa: BLE001
             lines.append(f"{ns}: could not list pods: {e}")

@@ -17,9 +17,10 @@ from .agent import Agent, agents
 from .cluster.facts import ClusterFacts
 from .cluster.provider import ClusterHandle
 from .errors import ApiError, KprError
+from .k8s.api import pod_ready
 from .node import Node
 from .parse import L3n4, LbEntry, Service
-from .parse.node import HttpResult, parse_curl, parse_netstat
+from .parse.node import CURL_WRITE_OUT, HttpResult, parse_curl, parse_netstat
 from .parse.probe import HoldEvent, ProbeOutput, parse_hold_log, parse_probe_json
 from .wait import Observation, Timeouts, eventually
 from .workloads import PROBE_CONTAINER, probe_pod
@@ -27,7 +28,6 @@ from .workloads import PROBE_CONTAINER, probe_pod
 HOLDER_PORT = 40404
 WEB_PORT = 80
 WEB_TARGET = 8080
-CURL_WRITE_OUT = "%{http_code} %{time_total}"
 
 
 class LabError(KprError):
@@ -116,9 +116,7 @@ class Lab:
     def pods(self, selector: str) -> list[dict[str, Any]]:
         return self.kube.list("Pod", self.ns, selector)
 
-    @staticmethod
-    def ready(pod: dict[str, Any]) -> bool:
-        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in pod.get("status", {}).get("conditions") or [])
+    ready = staticmethod(pod_ready)
 
     def pod_by_ip(self, ip: str) -> str | None:
         for p in self.kube.list("Pod", self.ns):

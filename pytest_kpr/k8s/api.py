@@ -33,6 +33,11 @@ def api_version_of(kind: str) -> str:
         raise ValueError(f"unknown kind {kind!r}") from None
 
 
+def pod_ready(pod: dict[str, Any]) -> bool:
+    """The pod's Ready condition is True."""
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in pod.get("status", {}).get("conditions") or [])
+
+
 @dataclass(frozen=True)
 class ExecResult:
     """A finished command, like :class:`subprocess.CompletedProcess`. ``where`` names the pod or node."""

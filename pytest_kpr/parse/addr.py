@@ -65,6 +65,16 @@ def parse_l3n4(text: str) -> L3n4 | None:
     return L3n4(ip, port, proto, m.group("internal") is not None)
 
 
+def l3n4_from_parts(ip: object, port: object, proto: object = None, internal: bool = False) -> L3n4 | None:
+    """An address from JSON fields (ip, port, protocol), validated as the text form is; None if malformed."""
+    host = str(ip)
+    text = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if proto:
+        text += f"/{str(proto).upper()}"
+    a = parse_l3n4(text)
+    return L3n4(a.ip, a.port, a.proto, internal) if a is not None else None
+
+
 def split_host_port(text: str) -> tuple[str, int] | None:
     """``IP:PORT`` with an unbracketed IPv6 allowed (conntrack dumps): split at the last ``:``."""
     host, sep, port = text.rpartition(":")

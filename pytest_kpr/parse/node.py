@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .addr import split_host_port
+from .addr import valid_ip
 from .common import numbered
 from .errors import ParseError
 
@@ -337,10 +337,10 @@ def _sock_addr(fmt: str, lineno: int, line: str, text: str) -> tuple[str, int | 
     else:
         raise ParseError(fmt, lineno, line, f"bad port in {text!r}")
     if host != "*":
-        ok = split_host_port(f"[{host}]:0" if ":" in host else f"{host}:0")
-        if ok is None:
+        canonical = valid_ip(host)
+        if canonical is None:
             raise ParseError(fmt, lineno, line, f"bad address {text!r}")
-        host = ok[0]
+        host = canonical
     return host, p
 
 

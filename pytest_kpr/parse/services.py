@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from .addr import L3n4, parse_l3n4
+from .addr import L3n4, l3n4_from_parts, parse_l3n4
 from .common import decide_strict, load_json, numbered
 from .errors import ParseError
 
@@ -116,13 +116,10 @@ def _addr_from_json(d: dict, where: str) -> L3n4:
         internal = d.get("scope") == "internal"
     except (KeyError, TypeError, ValueError) as e:
         raise ParseError("service-list-json", 1, json.dumps(d)[:120], f"{where}: {e}") from None
-    text = f"[{ip}]:{port}" if ":" in str(ip) else f"{ip}:{port}"
-    if proto:
-        text += f"/{str(proto).upper()}"
-    a = parse_l3n4(text)
+    a = l3n4_from_parts(ip, port, proto, internal)
     if a is None:
         raise ParseError("service-list-json", 1, json.dumps(d)[:120], f"{where}: bad address")
-    return L3n4(a.ip, a.port, a.proto, internal)
+    return a
 
 
 def parse_service_list_json(text: str) -> list[Service]:

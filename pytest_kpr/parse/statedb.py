@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from .addr import L3n4, parse_l3n4
+from .addr import L3n4, l3n4_from_parts, parse_l3n4
 from .common import numbered
 from .errors import ParseError
 
@@ -142,10 +142,10 @@ def _json_addr(d: dict, fmt: str) -> L3n4:
         ip, proto, port = d["AddrCluster"], d.get("Protocol"), int(d["Port"])
     except (KeyError, TypeError, ValueError) as e:
         raise ParseError(fmt, 1, json.dumps(d)[:120], f"bad address ({e})") from None
-    a = parse_l3n4((f"[{ip}]" if ":" in str(ip) else str(ip)) + f":{port}" + (f"/{proto}" if proto else ""))
+    a = l3n4_from_parts(ip, port, proto, bool(d.get("Scope")))
     if a is None:
         raise ParseError(fmt, 1, json.dumps(d)[:120], "bad address")
-    return L3n4(a.ip, a.port, a.proto, bool(d.get("Scope")))
+    return a
 
 
 def parse_frontends_json(text: str) -> list[Frontend]:

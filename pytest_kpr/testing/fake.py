@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from ..errors import ApiError
-from ..k8s.api import ExecResult, api_version_of
+from ..k8s.api import ExecResult, api_version_of, pod_ready
 from ..versions import Version
 
 Obj = dict[str, Any]
@@ -274,9 +274,7 @@ class FakeCluster:
     def _pods(self, ns: str | None = None) -> list[Obj]:
         return [p for (pns, _), p in sorted(self._objects.get("Pod", {}).items()) if ns is None or pns == ns]
 
-    @staticmethod
-    def pod_ready(pod: Obj) -> bool:
-        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in pod.get("status", {}).get("conditions") or [])
+    pod_ready = staticmethod(pod_ready)
 
     # -- Services and EndpointSlices ------------------------------------------------------------------
 
