@@ -15,3 +15,19 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     """
     monkeypatch.setenv("PYTEST_ADDOPTS", "-W ignore::pytest.PytestAssertRewriteWarning -p no:hypothesispytest")
     return pytester
+
+
+def _hypothesis_profiles() -> None:
+    """CI runs Hypothesis derandomised and without a database (the same examples every run): a property
+    that fails only on some seeds is found by running it many times with fresh databases before it is
+    committed (see README, "Property tests"), and each counterexample becomes an explicit example."""
+    import os
+
+    from hypothesis import settings
+
+    settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+    if os.environ.get("CI"):
+        settings.load_profile("ci")
+
+
+_hypothesis_profiles()

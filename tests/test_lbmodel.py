@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -88,6 +89,7 @@ def test_pending_until_the_batch_is_processed() -> None:
         ("owner-deleted", {"owner": None, "rejected": 1}),
         ("follow-up-upsert", {"owner": "demo/claimant", "rejected": 0}),
         ("claim-before-release", {"owner": None, "rejected": 1}),
+        ("port-swap", {"owner": "demo/s0", "rejected": 2}),
     ],
 )
 def test_kpr_lbmodel_replay_on_the_shipped_scenarios(name: str, expected: dict, capsys: pytest.CaptureFixture[str]) -> None:
@@ -181,26 +183,58 @@ class FrontendOwnership(RuleBasedStateMachine):
             assert all(f.status == "done" for f in self.m.frontends.values())
 
 
+def desired(m: LbModel) -> dict[str, tuple[str, ...]]:
+    """What each live service asks for: its written frontends, or its latest upsert if that was rejected."""
+    want = dict(m.services)
+    want.update({svc: w for svc, (w, _) in m.rejected.items()})
+    return want
+
+
 class RequeueOwnership(FrontendOwnership):
     variant = Variant.REQUEUE
 
     @invariant()
-    def once_no_conflict_remains_every_live_service_is_installed(self) -> None:
+    def a_rejected_service_waits_only_on_a_real_conflict_or_on_another_rejected_service(self) -> None:
+        """Re-queueing runs when frontends are released. So once the events are processed, a service is
+        still rejected only because the frontend's owner wants it too (a real conflict), or because the
+        owner is itself rejected and so keeps a frontend it no longer wants (a wait-for chain that ends in
+        a cycle: two services swapping ports, three rotating them). A frontend held by a service that is
+        neither never blocks anyone: that would be a missed re-queue."""
         if self.m.pending or self.queued:
             return
-        wanted = {svc: (fes if svc not in self.m.rejected else self.m.rejected[svc][0]) for svc, fes in self.m.services.items()}
-        wanted.update({svc: w for svc, (w, _) in self.m.rejected.items()})
-        flat = [a for fes in wanted.values() for a in fes]
-        if len(flat) == len(set(flat)):  # no two live services want the same frontend
-            assert not self.m.rejected, f"no conflict remains, yet {sorted(self.m.rejected)} stay rejected"
-            for svc, fes in wanted.items():
-                assert all(self.m.owner(a) == svc for a in fes), f"{svc} wants {fes}, owners {owners(self.m)}"
+        want = desired(self.m)
+        for svc, (_, rej) in self.m.rejected.items():
+            owner = self.m.owner(rej.frontend)
+            assert owner is not None and owner != svc, f"{svc} is rejected for {rej.frontend}, which {owner or 'nobody'} holds"
+            assert rej.frontend in want.get(owner, ()) or owner in self.m.rejected, (
+                f"{svc} stays rejected for {rej.frontend}, held by {owner}, which neither wants it nor is rejected: a missed re-queue")
+
+    @invariant()
+    def without_conflicts_or_wait_for_cycles_every_live_service_is_installed(self) -> None:
+        """The guarantee a re-queue gives: when no two live services want the same frontend, every rejected
+        service is on (or waits on) a cycle of rejected services; without such a cycle nothing is rejected."""
+        if self.m.pending or self.queued:
+            return
+        want = desired(self.m)
+        flat = [a for fes in want.values() for a in fes]
+        if len(flat) != len(set(flat)) or not self.m.rejected:
+            return
+        for svc in self.m.rejected:
+            seen, cur = [svc], svc
+            while True:
+                cur = self.m.owner(self.m.rejected[cur][1].frontend) or ""
+                assert cur in self.m.rejected, (
+                    f"no two services want the same frontend, yet {svc} stays rejected waiting on {' -> '.join(seen + [cur])}, "
+                    f"which is not rejected: owners {owners(self.m)}")
+                if cur in seen:
+                    break
+                seen.append(cur)
 
 
 class Cilium118Ownership(FrontendOwnership):
     @invariant()
     def a_rejected_claimant_stays_missing_until_its_own_next_event(self) -> None:
-        for svc, (wanted, rej) in self.m.rejected.items():
+        for svc, (_, rej) in self.m.rejected.items():
             assert self.m.owner(rej.frontend) != svc, f"{svc} was rejected for {rej.frontend} yet owns it"
 
 
@@ -220,3 +254,58 @@ def test_cilium_118_claimant_recovers_only_on_its_own_event() -> None:
         evs = base + [Event(2000 + 1000 * i, e.op, e.service, e.frontends) for i, e in enumerate(extra)]
         assert replay(evs).owner(f"{VIP}:80/TCP") is None, "no event of its own: the claimant stays missing"
         assert replay(evs + [up(9000, "claimant", 80)]).owner(f"{VIP}:80/TCP") == "demo/claimant"
+
+
+# -- counterexamples Hypothesis found, kept as explicit examples ------------------------------------------
+# A RuleBasedStateMachine takes no @example, so each counterexample is replayed step by step through the
+# machine with every invariant checked after each step, exactly as Hypothesis runs it.
+
+def run_machine(machine_cls: type[FrontendOwnership], steps: list[tuple[str, dict]]) -> FrontendOwnership:
+    machine = machine_cls()
+    checks = [getattr(machine, name) for name in dir(machine) if getattr(getattr(type(machine), name, None), "hypothesis_stateful_invariant", None)]
+    assert checks, "the machine's invariants were found"
+    for step, kwargs in steps:
+        getattr(machine, step)(**kwargs)
+        for check in checks:
+            check()
+    return machine
+
+
+PORT_SWAP = [  # Hypothesis, 2026-11 (about one fresh run in eight): s0 :80 -> :81 while s1 :81 -> :80
+    ("upsert", {"svc": "demo/s0", "fes": {ADDRS[0]}}),
+    ("upsert", {"svc": "demo/s1", "fes": {ADDRS[1]}}),
+    ("flush", {}),
+    ("upsert", {"svc": "demo/s0", "fes": {ADDRS[1]}}),
+    ("upsert", {"svc": "demo/s1", "fes": {ADDRS[0]}}),
+    ("flush", {}),
+]
+
+
+@pytest.mark.parametrize("machine_cls", [RequeueOwnership, Cilium118Ownership], ids=["requeue", "cilium-1.18"])
+def test_port_swap_counterexample_both_stay_rejected_in_both_variants(machine_cls: type[FrontendOwnership]) -> None:
+    m = run_machine(machine_cls, PORT_SWAP).m
+    assert owners(m) == {ADDRS[0]: "demo/s0", ADDRS[1]: "demo/s1"}, "each keeps its old frontend"
+    assert sorted(m.rejected) == ["demo/s0", "demo/s1"] and m.degraded
+
+
+def test_port_swap_scenario_file_and_the_release_first_handoff() -> None:
+    events, variant, window, size = load_scenario(yaml.safe_load((REPO / "clusters" / "lbmodel" / "port-swap.yaml").read_text()))
+    for v in Variant:
+        m = replay(events, v, window, size)
+        assert {a: f.owner for a, f in m.frontends.items()} == {f"{VIP}:80/TCP": "demo/s0", f"{VIP}:81/TCP": "demo/s1"}, v
+        assert sorted(m.rejected) == ["demo/s0", "demo/s1"], v
+        # release first: s0 moves to a free port, s1 gets a follow-up event, s0 claims s1's old port
+        for e in (up(3000, "s0", 82), up(4000, "s1", 80), up(5000, "s0", 81)):
+            m.push(e)
+        m.advance()
+        assert owners(m) == {f"{VIP}:80/TCP": "demo/s1", f"{VIP}:81/TCP": "demo/s0"} and not m.rejected, v
+
+
+def test_the_old_requeue_claim_is_false_for_the_port_swap() -> None:
+    """The README used to say "with requeue every live service ends installed"; the swap disproves it."""
+    events, _, window, size = load_scenario(yaml.safe_load((REPO / "clusters" / "lbmodel" / "port-swap.yaml").read_text()))
+    m = replay(events, Variant.REQUEUE, window, size)
+    want = desired(m)
+    assert len({a for fes in want.values() for a in fes}) == sum(len(f) for f in want.values()), "no two services want the same frontend"
+    assert m.rejected, "and yet both stay rejected"
+
