@@ -1,6 +1,7 @@
 """pytest-kpr: end-to-end datapath conformance tests for Cilium's kube-proxy replacement."""
 
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 
 from .cluster.facts import ClusterFacts, Feature, NodeFacts
 from .errors import KprError

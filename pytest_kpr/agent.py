@@ -16,6 +16,7 @@ from .parse import (
     CtEntry,
     EndpointInfo,
     Frontend,
+    HealthStatus,
     LbEntry,
     MapInfo,
     Service,
@@ -25,6 +26,7 @@ from .parse import (
     VersionInfo,
     parse_bpftool_net,
     parse_ct_list,
+    parse_db_health,
     parse_endpoint_json,
     parse_frontends_table,
     parse_lb_list,
@@ -145,6 +147,10 @@ class Agent:
 
     def tc_filters(self, device: str, direction: str = "ingress") -> list[TcFilter]:
         return parse_tc_filter(self.exec(["tc", "filter", "show", "dev", device, direction]).check().stdout)
+
+    def health(self) -> list[HealthStatus]:
+        """``shell -- db/show health``: every module's health with its Error text (the conflict error lives here)."""
+        return parse_db_health(self.run("shell", "--", "db/show", "health").stdout)
 
     def frontends(self) -> list[Frontend]:
         """``shell -- db/show frontends`` (new LB control plane, 1.18+): Status/Since/Error per frontend."""

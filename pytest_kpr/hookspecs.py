@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from pluggy import HookspecMarker
 
 spec = HookspecMarker("pytest")

@@ -67,6 +67,12 @@ class Convergence:
                 + "; ".join(v.describe() for v in self.slots))
 
 
+@dataclass(frozen=True)
+class Ghost:
+    cluster_ip: L3n4  # ClusterIP:80
+    node_port: int
+
+
 class Lab:
     def __init__(self, handle: ClusterHandle, facts: ClusterFacts, timeouts: Timeouts, namespace: str, *,
                  image: str, node_port: int = 30780, progress: Callable[[str], None] | None = None):
@@ -268,21 +274,47 @@ class Lab:
         self._create(probe_pod("probe", self.ns, self.image, node=self.client_node, labels={"app": "probe"}))
         self.wait_running("probe")
 
-    def probe(self, kind: str, target: str, timeout: float) -> ProbeOutput:
-        r = self.exec("probe", "kpr", "probe", kind, target, "--json", "--timeout", f"{timeout:g}", timeout=timeout + self.t.EXEC)
+    def deploy_host_probe(self) -> None:
+        """``hostprobe``: the probe image in the client node's host network namespace (NET_RAW only): its raw
+        SYN to another node's InternalIP leaves through the native device and arrives at that node's bpf_host."""
+        self._create(probe_pod("hostprobe", self.ns, self.image, node=self.client_node, labels={"app": "hostprobe"}, host_network=True))
+        self.wait_running("hostprobe")
+
+    def remote_node(self) -> str:
+        """A node other than the client node (another worker if there is one)."""
+        others = [n.name for n in self.facts.workers if n.name != self.client_node] or \
+            [n.name for n in self.facts.nodes if n.name != self.client_node]
+        if not others:
+            raise LabError("a single-node cluster has no other node to send to")
+        return others[0]
+
+    def probe(self, kind: str, target: str, timeout: float, pod: str = "probe") -> ProbeOutput:
+        r = self.exec(pod, "kpr", "probe", kind, target, "--json", "--timeout", f"{timeout:g}", timeout=timeout + self.t.EXEC)
         return parse_probe_json(r.check().stdout)
 
-    def curl(self, url: str, max_time: float) -> HttpResult:
-        r = self.exec("probe", "curl", "-s", "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url, timeout=max_time + self.t.EXEC)
+    def curl(self, url: str, max_time: float, pod: str = "probe") -> HttpResult:
+        r = self.exec(pod, "curl", "-s", "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url, timeout=max_time + self.t.EXEC)
         return parse_curl(r.returncode, r.stdout, r.stderr)
 
-    def deploy_ghost(self) -> L3n4:
-        self._create(self.service("ghost", {"app": "ghost"}))
+    def wait_programmed(self, node: str, fe: L3n4, what: str) -> Service:
+        agent = self.agent(node)
+        found: Service | None = eventually(lambda: self.service_entry(agent, fe), until=lambda s: s is not None,
+                                           timeout=self.t.DATAPATH_CONVERGENCE, what=what, progress=self.progress).value
+        assert found is not None
+        return found
+
+    def deploy_ghost(self) -> "Ghost":
+        """ghost: a NodePort Service (so also a ClusterIP) whose selector matches no pod, programmed on the
+        client node's agent (ClusterIP) and on the remote node's (its NodePort, where a packet from
+        another node arrives)."""
+        self._create(self.service("ghost", {"app": "ghost"}, "NodePort"))
         fe = self.frontend("ghost")
-        agent = self.agent(self.client_node)
-        eventually(lambda: self.service_entry(agent, fe), until=lambda s: s is not None, timeout=self.t.DATAPATH_CONVERGENCE,
-                   what=f"the agent on {self.client_node} to program ghost's frontend {fe}", progress=self.progress)
-        return fe
+        svc = self.kube.get("Service", "ghost", self.ns) or {}
+        node_port = int(svc["spec"]["ports"][0]["nodePort"])
+        np = L3n4("0.0.0.0", node_port, "TCP" if self.minor >= (1, 17) else None)
+        for node, want in ((self.client_node, fe), (self.remote_node(), np)):
+            self.wait_programmed(node, want, f"the agent on {node} to program ghost's frontend {want}")
+        return Ghost(fe, node_port)
 
     def deploy_nodeport(self) -> int:
         try:

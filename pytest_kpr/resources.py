@@ -32,6 +32,7 @@ class Pins:
     cilium_matrix: tuple[str, ...]
     node_image: str
     kind_version: str
+    oldest: str = "1.18"  # the oldest supported Cilium minor
 
     @classmethod
     def load(cls, clusters_dir: Path) -> "Pins":
@@ -43,4 +44,5 @@ class Pins:
             cilium_matrix=tuple(str(v) for v in cilium.get("matrix", [])),
             node_image=str(kind["node_image"]),
             kind_version=str(kind["version"]),
+            oldest=str(cilium.get("oldest", "1.18")),
         )

@@ -90,7 +90,7 @@ def _version(text: str) -> str:
     try:
         Version.parse(text)
     except ValueError:
-        raise SettingsError(f"{text!r} is not a Cilium version such as 1.18.12") from None
+        raise SettingsError(f"{text!r} is not a Cilium version such as 1.20.2") from None
     return text.strip().lstrip("v")
 
 
@@ -162,7 +162,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("reuse_cluster", _bool, "Reuse a running kind cluster of the same name instead of refusing to touch it", False, kind="flag"),
     Option("kind_config", _path, "kind cluster config. Default: clusters/kind/kpr.yaml", metavar="PATH"),
     Option("node_image", _nonempty, "kindest/node image (pin it by digest). Default: clusters/versions.yaml", metavar="IMAGE"),
-    Option("cilium_version", _version, "Cilium chart version to install. Default: clusters/versions.yaml", metavar="VERSION"),
+    Option("cilium_version", _version, "Cilium chart version to install (1.18 or later). Default: clusters/versions.yaml", metavar="VERSION"),
     Option("cilium_chart", _nonempty, "Helm chart reference or local path for Cilium. Default: cilium/cilium", "cilium/cilium", metavar="CHART"),
     Option("helm_values", _path, "Extra Helm values file for Cilium, applied last (repeatable)", (), kind="list", metavar="PATH"),
     Option("artifacts", _path, "Directory for evidence files and cluster.json. Default: kpr-artifacts", "kpr-artifacts", metavar="DIR"),
@@ -283,6 +283,14 @@ def resolve(
     if not values["cilium_version"]:
         values["cilium_version"] = pins.cilium_version if pins else ""
         sources["cilium_version"] = "pins" if pins else "default"
+    elif pins is not None:
+        from .versions import Version
+
+        v, oldest = Version.parse(values["cilium_version"]), Version.parse(pins.oldest)
+        if (v.major, v.minor) < (oldest.major, oldest.minor):
+            where = OPTIONS_BY_NAME["cilium_version"].flag if sources["cilium_version"] == "cli" else "ini key kpr_cilium_version"
+            raise SettingsError(f"{where}: Cilium {values['cilium_version']} is older than the oldest supported minor {pins.oldest} "
+                                f"(clusters/versions.yaml; supported: {', '.join(pins.cilium_matrix)})")
     if values["seed"] is None:
         import random
 

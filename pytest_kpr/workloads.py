@@ -8,8 +8,9 @@ PROBE_CONTAINER = "probe"
 
 
 def probe_pod(name: str, namespace: str, image: str, node: str | None = None, labels: dict[str, str] | None = None,
-              command: list[str] | None = None) -> dict[str, Any]:
-    """A pod running the probe image with CAP_NET_RAW only (raw SYN probes), not privileged."""
+              command: list[str] | None = None, host_network: bool = False) -> dict[str, Any]:
+    """A pod running the probe image with CAP_NET_RAW only (raw SYN probes), not privileged; with
+    ``host_network`` in the node's network namespace (a client whose packets leave through the native device)."""
     spec: dict[str, Any] = {
         "terminationGracePeriodSeconds": 0,
         "containers": [
@@ -28,6 +29,9 @@ def probe_pod(name: str, namespace: str, image: str, node: str | None = None, la
     }
     if node:
         spec["nodeName"] = node
+    if host_network:
+        spec["hostNetwork"] = True
+        spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     return {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -12,8 +12,7 @@ import pytest
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import Convergence, Lab, report_values
-from pytest_kpr.parse import L3n4
+from pytest_kpr.lab import Convergence, Ghost, Lab, report_values
 from pytest_kpr.session import KprSession
 from pytest_kpr.wait import Observation
 
@@ -52,8 +51,8 @@ def probe(lab: Lab) -> Lab:
 
 
 @pytest.fixture(scope="session")
-def ghost(lab: Lab, probe: Lab) -> L3n4:
-    """ghost: a ClusterIP service whose selector matches no pod."""
+def ghost(lab: Lab, probe: Lab) -> Ghost:
+    """ghost: a NodePort service (with its ClusterIP) whose selector matches no pod."""
     return lab.deploy_ghost()
 
 

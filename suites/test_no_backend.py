@@ -1,98 +1,142 @@
-"""No backend: a service without endpoints fails fast, as the agent's ServiceNoBackendResponse says.
+"""No backend: a service without endpoints fails the way the plane that handles the client says.
 
-With ``reject`` curl exits 7 at once (not 28 after its limit), connect() is refused or unreachable at
-once, and a raw SYN (which never meets the socket LB: it is a packet, not a connect()) gets an ICMP
-destination-unreachable; Cilium versions differ between code 3 (port) and code 1 (host), both are
-accepted and the code is recorded. With ``drop`` the expectation flips to timeouts.
-Evidence: ghost.json (cluster_ip, backends, curl_exit, seconds, no_backend_response, raw probe verdict).
+Which plane answers, and what it answers, are the sourced rules of ``pytest_kpr.datapath`` (read in
+cilium/cilium, cited there):
+
+- a pod's ``connect()`` to the ClusterIP meets the **socket plane** (Full coverage): it fails at once,
+  EHOSTUNREACH (EPERM on 1.19.2-1.19.3), curl exit 7, **whatever ServiceNoBackendResponse says**;
+  under Hostns-only coverage it meets ``bpf_lxc``'s per-packet LB instead;
+- a raw SYN to ghost's **NodePort** on another node (from a host-network pod on the client node, and
+  from the runner when it may send raw packets over a specific route) arrives at that node's
+  ``bpf_host``: the **per-packet plane** answers ICMP 3/3 under ``reject`` and nothing under ``drop``;
+- a pod's raw SYN to the ClusterIP is recorded; it is judged only where a rule gives it a plane
+  (Hostns-only coverage): under Full coverage nothing in Cilium looks at it.
+
+Evidence: ghost.json (addresses, the agent's mode and coverage, every attempt with its plane and rule).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from pytest_kpr.checks import NoBackendAttempt, no_backend_problems
 from pytest_kpr.cluster.facts import ClusterFacts
+from pytest_kpr.cluster.provider import ClusterHandle
+from pytest_kpr.datapath import Plane, no_backend, plane_for
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import Lab
-from pytest_kpr.parse import L3n4
+from pytest_kpr.lab import Ghost, Lab
+from pytest_kpr.parse.probe import ProbeOutput
 
 pytestmark = pytest.mark.kpr
 PROPERTY = "no backend"
 
-#: curl's limit, and the bound for "at once"
+#: curl's limit and the probes' timeout: a drop shows as a wait this long
 CURL_MAX_TIME = 5.0
-FAST = 1.0
+PROBE_TIMEOUT = 3.0
 
 
-@dataclass(frozen=True)
-class Expectation:
-    curl_exit: int
-    connect: frozenset[str]
-    syn: frozenset[str]
-    fast: bool
+def _attempt(path: str, tool: str, out: ProbeOutput) -> NoBackendAttempt:
+    icmp = (out.icmp_type, out.icmp_code) if out.icmp_type is not None and out.icmp_code is not None else None
+    return NoBackendAttempt(path, tool, out.verdict, out.elapsed_ms / 1000.0, out.errno_name, icmp)
 
 
-EXPECTED = {
-    "reject": Expectation(7, frozenset({"refused", "unreachable"}), frozenset({"icmp-unreachable"}), fast=True),
-    "drop": Expectation(28, frozenset({"timeout"}), frozenset({"timeout"}), fast=False),
-}
+def _record(a: NoBackendAttempt, plane: Plane, rule_source: str) -> dict[str, Any]:
+    return {"path": a.path, "tool": a.tool, "plane": plane.value, "verdict": a.verdict, "seconds": round(a.seconds, 4),
+            "errno": a.errno, "icmp": list(a.icmp) if a.icmp else None, "rule": rule_source}
 
 
 @pytest.fixture(scope="module")
-def seen(ghost: L3n4, lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts) -> dict[str, Any]:
-    target = f"{ghost.ip}:{ghost.port}"
-    svc = lab.service_entry(lab.agent(lab.client_node), ghost)
+def seen(ghost: Ghost, lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle) -> dict[str, Any]:
+    response, coverage = kpr_facts.no_backend_response, kpr_facts.socket_lb_coverage
+    target = f"{ghost.cluster_ip.ip}:{ghost.cluster_ip.port}"
+    remote = lab.remote_node()
+    remote_ip = lab.node_ip(remote)
+    svc = lab.service_entry(lab.agent(lab.client_node), ghost.cluster_ip)
+    attempts: dict[str, dict[str, Any]] = {}
+
+    connect_plane = plane_for("pod", "connect", "ClusterIP", coverage)
     curl = lab.curl(f"http://{target}/", CURL_MAX_TIME)
-    connect = lab.probe("connect", target, 3.0)
-    syn = lab.probe("syn", target, 3.0)
+    curl_a = NoBackendAttempt(f"pod curl to ClusterIP {target}", "curl", str(curl.exit_code), curl.seconds)
+    attempts["pod_curl"] = _record(curl_a, connect_plane.plane, connect_plane.source)
+    conn_a = _attempt(f"pod connect() to ClusterIP {target}", "connect", lab.probe("connect", target, PROBE_TIMEOUT))
+    attempts["pod_connect"] = _record(conn_a, connect_plane.plane, connect_plane.source)
+
+    raw_plane = plane_for("pod", "raw", "ClusterIP", coverage)
+    pod_raw = _attempt(f"pod raw SYN to ClusterIP {target}", "raw", lab.probe("syn", target, PROBE_TIMEOUT))
+    attempts["pod_raw_syn"] = _record(pod_raw, raw_plane.plane, raw_plane.source)
+
+    np_plane = plane_for("outside", "raw", "NodePort", coverage)
+    np_target = f"{remote_ip}:{ghost.node_port}"
+    lab.deploy_host_probe()
+    np_a = _attempt(f"raw SYN from {lab.client_node}'s host network to {remote}'s NodePort {np_target}", "raw",
+                    lab.probe("syn", np_target, PROBE_TIMEOUT, pod="hostprobe"))
+    attempts["nodeport_raw_syn"] = _record(np_a, np_plane.plane, np_plane.source)
+
+    outside = kpr_cluster.outside
+    runner: NoBackendAttempt | None = None
+    if outside is None or not outside.reaches(remote_ip):
+        attempts["runner_raw_syn"] = {"skipped": f"the runner has no specific route to {remote_ip}"}
+    elif not outside.can_send_raw():
+        attempts["runner_raw_syn"] = {"skipped": "the runner lacks CAP_NET_RAW"}
+    else:
+        r = outside.raw_syn(remote_ip, ghost.node_port, PROBE_TIMEOUT)
+        icmp = (r.icmp_type, r.icmp_code) if r.icmp_type is not None and r.icmp_code is not None else None
+        runner = NoBackendAttempt(f"raw SYN from the runner to {remote}'s NodePort {np_target}", "raw", str(r.verdict.value),
+                                  r.elapsed_ms / 1000.0, None, icmp)
+        attempts["runner_raw_syn"] = _record(runner, np_plane.plane, np_plane.source)
+
     data = {
-        "cluster_ip": ghost.ip,
+        "cluster_ip": ghost.cluster_ip.ip,
+        "node_port": ghost.node_port,
         "backends": len(svc.backends) if svc else None,
+        "no_backend_response": response,
+        "socket_lb_coverage": coverage,
         "curl_exit": curl.exit_code,
         "seconds": curl.seconds,
-        "no_backend_response": kpr_facts.no_backend_response,
-        "connect": {"verdict": connect.verdict, "errno": connect.errno_name, "elapsed_ms": connect.elapsed_ms},
-        "raw_syn": {"verdict": syn.verdict, "icmp_type": syn.icmp_type, "icmp_code": syn.icmp_code, "elapsed_ms": syn.elapsed_ms},
+        "attempts": attempts,
     }
     evidence.write("ghost.json", data)
-    code = f" ICMP 3/{syn.icmp_code}" if syn.icmp_code is not None else ""
-    evidence.figure(PROPERTY, f"curl exit {curl.exit_code} in {curl.seconds:.2f}s, raw SYN {syn.verdict}{code} ({kpr_facts.no_backend_response})")
-    return data
+    icmp = f" ICMP {np_a.icmp[0]}/{np_a.icmp[1]}" if np_a.icmp else ""
+    evidence.figure(PROPERTY, f"pod curl exit {curl.exit_code} in {curl.seconds:.2f}s ({connect_plane.plane}), "
+                              f"NodePort raw SYN {np_a.verdict}{icmp} ({response})")
+    return {"data": data, "response": response, "coverage": coverage, "curl": curl_a, "connect": conn_a, "pod_raw": pod_raw,
+            "nodeport_raw": np_a, "runner_raw": runner, "skips": attempts}
 
 
-def expectation(seen: dict[str, Any]) -> Expectation:
-    return EXPECTED[seen["no_backend_response"]]
+def _judge(a: NoBackendAttempt, client: str, access: str, frontend: str, seen: dict[str, Any]) -> None:
+    plane = plane_for(client, access, frontend, seen["coverage"]).plane
+    problems = no_backend_problems(a, no_backend(plane, seen["response"]), seen["response"])
+    assert not problems, "\n".join(problems)
 
 
 def test_agent_lists_ghost_without_backends(seen: dict[str, Any]) -> None:
-    assert seen["backends"] == 0, f"no backend: the agent lists {seen['backends']} backends for ghost {seen['cluster_ip']}:80"
+    d = seen["data"]
+    assert d["backends"] == 0, f"no backend: the agent lists {d['backends']} backends for ghost {d['cluster_ip']}:80"
 
 
-def test_curl_fails_as_the_agent_says(seen: dict[str, Any]) -> None:
-    want = expectation(seen)
-    where = f"ServiceNoBackendResponse={seen['no_backend_response']}"
-    assert seen["curl_exit"] == want.curl_exit, (
-        f"no backend: the agent says {where}, but curl to ghost exited {seen['curl_exit']} after {seen['seconds']:.2f}s "
-        f"(expected {want.curl_exit}{' at once' if want.fast else ' at its limit'}; 28 means the traffic was silently dropped)"
-    )
-    if want.fast:
-        assert seen["seconds"] < FAST, f"no backend: curl failed correctly but took {seen['seconds']:.2f}s (bound {FAST}s)"
+def test_curl_from_a_pod_fails_as_its_plane_says(seen: dict[str, Any]) -> None:
+    _judge(seen["curl"], "pod", "connect", "ClusterIP", seen)
 
 
-def test_connect_fails_as_the_agent_says(seen: dict[str, Any]) -> None:
-    want = expectation(seen)
-    c = seen["connect"]
-    assert c["verdict"] in want.connect, f"no backend: connect() to ghost gave {c} with ServiceNoBackendResponse={seen['no_backend_response']}"
-    if want.fast:
-        assert c["elapsed_ms"] < FAST * 1000, f"no backend: connect() took {c['elapsed_ms']:.0f} ms"
+def test_connect_from_a_pod_fails_as_its_plane_says(seen: dict[str, Any]) -> None:
+    _judge(seen["connect"], "pod", "connect", "ClusterIP", seen)
 
 
-def test_raw_syn_gets_the_configured_answer(seen: dict[str, Any]) -> None:
-    want = expectation(seen)
-    s = seen["raw_syn"]
-    assert s["verdict"] in want.syn, f"no backend: a raw SYN to ghost got {s} with ServiceNoBackendResponse={seen['no_backend_response']}"
-    if s["verdict"] == "icmp-unreachable":
-        assert (s["icmp_type"], s["icmp_code"]) in {(3, 1), (3, 3)}, f"no backend: ICMP type/code {s['icmp_type']}/{s['icmp_code']} is neither host (1) nor port (3) unreachable"
+def test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer(seen: dict[str, Any]) -> None:
+    _judge(seen["nodeport_raw"], "outside", "raw", "NodePort", seen)
+
+
+def test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer(seen: dict[str, Any]) -> None:
+    if seen["runner_raw"] is None:
+        pytest.skip(f"no outside view: {seen['skips']['runner_raw_syn']['skipped']}")
+    _judge(seen["runner_raw"], "outside", "raw", "NodePort", seen)
+
+
+def test_raw_syn_from_a_pod_to_the_cluster_ip_where_a_plane_handles_it(seen: dict[str, Any]) -> None:
+    rule = plane_for("pod", "raw", "ClusterIP", seen["coverage"])
+    if rule.plane is Plane.NONE:
+        pytest.skip(f"recorded, not judged: with socket-LB coverage {seen['coverage']} {rule.why} "
+                    f"(got {seen['pod_raw'].verdict}; ghost.json)")
+    _judge(seen["pod_raw"], "pod", "raw", "ClusterIP", seen)

@@ -22,7 +22,7 @@ from pytest_kpr.lab import Lab
 from pytest_kpr.lbmodel import Event, LbModel, Op, Variant
 from pytest_kpr.markers import load_known_gaps
 from pytest_kpr.session import KprSession
-from pytest_kpr.sharedvip import Record, SharedVip, Skip, frontend_key
+from pytest_kpr.sharedvip import CONFLICT, REFLECTOR_MODULE, Record, SharedVip, Skip, frontend_key
 from pytest_kpr.wait import WaitTimeout, eventually
 
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires(cilium="1.18")]
@@ -68,7 +68,12 @@ def test_claimant_is_rejected_while_the_owner_holds_the_vip(scenario: Record) ->
 
 def test_the_conflict_is_visible_in_the_agents_health(scenario: Record) -> None:
     h = scenario.get("claim")["health"]
-    assert h["degraded"] or h["error_seen"], f"shared VIP ({scenario.way}): no degraded module and no ErrFrontendConflict in status: {h}"
+    missing = []
+    if not h["degraded"]:
+        missing.append(f"plain `cilium-dbg status` shows no degraded module (Modules Health {h['tally']})")
+    if not h["error_seen"]:
+        missing.append(f"`db/show health` has no Degraded {REFLECTOR_MODULE} row whose Error says '{CONFLICT}' ({h['reflector']})")
+    assert not missing, f"shared VIP ({scenario.way}): the rejected claim is not visible in the agent's health: " + "; ".join(missing)
 
 
 def test_the_owner_keeps_serving_during_the_conflict(scenario: Record) -> None:
@@ -106,6 +111,32 @@ def test_claim_before_release_in_one_window_ends_as_the_model_predicts(shared: S
         f"shared VIP ordering: claim then release {result['gap_ms']} ms apart; the model ({result['variant']}) predicts owner "
         f"{result['predicted_owner']}, the agent shows {result['observed_owner']}; events {result['events']}"
     )
+
+
+@pytest.fixture(scope="module")
+def port_swap(shared: SharedVip, kpr_session: KprSession, report: dict[str, Any]) -> dict[str, Any]:
+    assert kpr_session.facts is not None
+    result = shared.port_swap(model_variant(kpr_session, kpr_session.facts.cilium_version))
+    report["port-swap"] = result
+    return result
+
+
+def _mismatches(steps: list[dict[str, Any]]) -> str:
+    return "; ".join(f"{s['step']}: the model says {s['model']}, the agent shows {s['agent']}" for s in steps if not s["match"])
+
+
+def test_a_port_swap_ends_as_the_model_predicts(port_swap: dict[str, Any]) -> None:
+    """Two services swapping ports on one VIP: each upsert is rejected while the other holds the port it
+    wants, so both keep their old frontend (both variants: no release, nothing to re-queue)."""
+    bad = _mismatches(port_swap["steps"][:2])
+    assert not bad, f"shared VIP port swap ({port_swap['variant']}, VIP {port_swap['vip']}): {bad}"
+
+
+def test_the_release_first_handoff_recovers_a_port_swap(port_swap: dict[str, Any]) -> None:
+    """Release first, then claim: s0 moves to a free port, s1 gets a follow-up event and takes s0's old
+    port, s0 takes s1's old port; every frontend ends Done with the right owner and no conflict left."""
+    bad = _mismatches(port_swap["steps"][2:])
+    assert not bad, f"shared VIP port swap recovery ({port_swap['variant']}, VIP {port_swap['vip']}): {bad}"
 
 
 PORTS = [90, 91, 92]
@@ -159,7 +190,7 @@ def test_generated_upserts_and_deletes_end_as_the_model_predicts(shared: SharedV
     trace: list[dict[str, Any]] = []
     report["generated"] = {"seed": s.seed, "variant": variant.value, "sequence": [list(e) for e in events], "steps": trace}
     live: set[str] = set()
-    for i, ((op, name, ports), m) in enumerate(zip(events, predictions)):
+    for i, ((op, name, ports), m) in enumerate(zip(events, predictions, strict=True)):
         if op == "upsert":
             body = shared.service(name, "external-ips", vip, ports)
             if name in live:
@@ -177,7 +208,7 @@ def test_generated_upserts_and_deletes_end_as_the_model_predicts(shared: SharedV
             return {a: f["service"] for a, f in shared.frontends(addrs).items() if f["status"] == "Done"}
 
         try:
-            eventually(observe, until=lambda got: got == want, timeout=lab.t.DATAPATH_CONVERGENCE,
+            eventually(observe, until=lambda got, want=want: got == want, timeout=lab.t.DATAPATH_CONVERGENCE,
                        what=f"the agent's owners of {vip}:{PORTS} to match the model after event {i}")
         except WaitTimeout as e:
             trace[-1]["cluster"] = observe()

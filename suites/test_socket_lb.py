@@ -9,7 +9,6 @@ path instead; the expectations follow the agent's reported mode. Evidence: ct.js
 
 from __future__ import annotations
 
-
 import pytest
 
 from pytest_kpr.checks import SocketLBObservation, socket_lb_problems

@@ -20,7 +20,7 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
 def _hypothesis_profiles() -> None:
     """CI runs Hypothesis derandomised and without a database (the same examples every run): a property
     that fails only on some seeds is found by running it many times with fresh databases before it is
-    committed (see README, "Property tests"), and each counterexample becomes an explicit example."""
+    committed (README, shared-VIP section, "The model"), and each counterexample becomes an explicit example."""
     import os
 
     from hypothesis import settings

@@ -21,7 +21,7 @@ def test_kpr_version_prints_plugin_and_pins(capsys) -> None:  # type: ignore[no-
     assert main(["version"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("pytest-kpr ")
-    assert out[1].startswith("pinned Cilium 1.18.12 (matrix 1.16.19, 1.17.18, 1.18.12), kind v0.30.0")
+    assert out[1].startswith("pinned Cilium 1.20.2 (matrix 1.18.14, 1.19.8, 1.20.2), kind v0.30.0")
 
 
 def test_kpr_without_a_command_prints_help_and_exits_2() -> None:

@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from netns import can_use_netns, leftovers, three_namespaces, wait_listening
 
 pytestmark = pytest.mark.netns

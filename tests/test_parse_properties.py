@@ -191,7 +191,7 @@ def _lb_as_rows(text: str) -> list[tuple[str, int, str | None, int, tuple[str, .
 def test_lb_list_round_trip(rows: list[tuple[str, str]]) -> None:
     got = _lb_as_rows(render.lb_list(rows))
     assert [f"{fe} ({slot})" for fe, slot, *_ in got] == [k for k, _ in rows]
-    for (fe, slot, be, revnat, flags), (_, value) in zip(got, rows):
+    for (fe, slot, be, revnat, flags), (_, value) in zip(got, rows, strict=True):
         if slot == 0:
             assert value.startswith(f"{'[::]' if ':' in fe.split(']')[0] and fe.startswith('[') else '0.0.0.0'}:0 ({revnat}) (0) [{', '.join(flags)}]")
         else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from helpers import events, use_fake_cluster
 
 KPR_TESTS = """

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from pytest_kpr.probes import ProbeResult, Verdict, connect_probe, hold, route_source
 from pytest_kpr.probe_cli import _target
+from pytest_kpr.probes import ProbeResult, Verdict, connect_probe, hold, route_source
 from pytest_kpr.workloads import probe_pod
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from stubs import calls, install_stubs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -95,22 +94,22 @@ def test_kind_cluster_is_created_from_the_repo_config_then_deleted(pytester: pyt
     assert config["networking"]["kubeProxyMode"] == "none"
     assert "--wait" not in " ".join(create) or "--wait=0s" in create, "no waiting for Ready before the CNI exists"
     assert kind[-1][:2] == ["delete", "cluster"] and "--name=kpr-stub" in kind[-1]
-    result.stdout.fnmatch_lines(["[[]kpr[]] creating kind cluster kpr-stub *", "[[]kpr[]] installing Cilium 1.18.12 (cilium/cilium) with helm"])
+    result.stdout.fnmatch_lines(["[[]kpr[]] creating kind cluster kpr-stub *", "[[]kpr[]] installing Cilium 1.20.2 (cilium/cilium) with helm"])
 
 
 def test_helm_installs_cilium_with_kpr_values_for_the_requested_version(pytester: pytest.Pytester, stubbed: Path, tmp_path: Path) -> None:
     extra = tmp_path / "extra.yaml"
     extra.write_text("loadBalancer:\n  algorithm: maglev\n")
-    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub", "--kpr-cilium-version=1.17.18", f"--kpr-helm-values={extra}")
+    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub", "--kpr-cilium-version=1.19.8", f"--kpr-helm-values={extra}")
     result.assert_outcomes(passed=1)
     (helm,) = calls(stubbed, "helm")
-    assert helm[:8] == ["upgrade", "--install", "cilium", "cilium/cilium", "--version", "1.17.18", "--namespace", "kube-system"]
+    assert helm[:8] == ["upgrade", "--install", "cilium", "cilium/cilium", "--version", "1.19.8", "--namespace", "kube-system"]
     values = [helm[i + 1] for i, a in enumerate(helm) if a == "--values"]
-    assert values == [str(REPO / "clusters/cilium/values-kpr.yaml"), str(REPO / "clusters/cilium/values-1.17.yaml"), str(extra)]
+    assert values == [str(REPO / "clusters/cilium/values-kpr.yaml"), str(REPO / "clusters/cilium/values-1.19.yaml"), str(extra)]
     assert helm[helm.index("--set") + 1] == "k8sServiceHost=kpr-stub-control-plane"
     assert helm[helm.index("--kubeconfig") + 1].endswith("kpr-artifacts/.kind/kpr-stub/kubeconfig")
     merged: dict = {}
-    for i, f in enumerate(values):
+    for f in values:
         merged.update(yaml.safe_load(Path(f).read_text()) or {})
     assert merged["kubeProxyReplacement"] == "true"
     assert merged["k8sServicePort"] == 6443

@@ -16,10 +16,10 @@ import sys
 from typing import Iterator
 
 import pytest
-
 from netns import Topology, can_use_netns, three_namespaces, wait_listening
-from pytest_kpr.probes import ProbeResult, Verdict, connect_probe, http_probe, syn_probe
 from realkernel import in_netns
+
+from pytest_kpr.probes import ProbeResult, Verdict, connect_probe, http_probe, syn_probe
 
 pytestmark = pytest.mark.netns
 

@@ -21,7 +21,7 @@ def _resolve(cli: dict | None = None, ini: dict | None = None):
 def test_defaults_come_from_the_versions_file() -> None:
     s = _resolve()
     assert s.provider is ProviderName.KIND
-    assert s.cilium_version == "1.18.12" and s.sources["cilium_version"] == "pins"
+    assert s.cilium_version == "1.20.2" and s.sources["cilium_version"] == "pins"
     assert s.node_image.startswith("kindest/node:v1.34.0@sha256:")
     assert s.kind_config == REPO / "clusters/kind/kpr.yaml"
     assert s.artifacts == REPO / "kpr-artifacts"
@@ -42,7 +42,7 @@ def test_settings_are_frozen() -> None:
 
 def test_per_minor_values_file_lookup() -> None:
     s = _resolve()
-    assert s.values_file("1.17") == REPO / "clusters/cilium/values-1.17.yaml"
+    assert s.values_file("1.19") == REPO / "clusters/cilium/values-1.19.yaml"
     assert s.values_file("1.15") is None
 
 
@@ -62,3 +62,14 @@ def test_requires_marker_validation() -> None:
     assert str(r.cilium) == "1.18.0" and r.kernel_text == "5.10"
     with pytest.raises(Exception, match="not a version"):
         parse_requires((), {"cilium": "new"})
+
+
+@pytest.mark.parametrize(("cli", "ini", "where"), [({"cilium_version": "1.17.18"}, {}, "--kpr-cilium-version"),
+                                                   ({}, {"kpr_cilium_version": "1.16.19"}, "ini key kpr_cilium_version")])
+def test_a_cilium_version_below_the_oldest_supported_minor_is_refused(cli: dict, ini: dict, where: str) -> None:
+    from pytest_kpr.settings import SettingsError
+
+    with pytest.raises(SettingsError, match=rf"^{where}: Cilium 1\.1[67]\.\d+ is older than the oldest supported minor 1\.18 "
+                                            r"\(clusters/versions.yaml; supported: 1\.18\.14, 1\.19\.8, 1\.20\.2\)$"):
+        _resolve(cli, ini)
+    assert _resolve({"cilium_version": "1.18.0"}).cilium_version == "1.18.0"

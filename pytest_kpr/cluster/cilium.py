@@ -187,6 +187,7 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
         lb_algorithm=kpr.lb_algorithm,
         attach_mode=status.attach_mode,
         no_backend_response=config.service_no_backend_response or "reject",
+        external_ip_mitigation=config.external_ip_mitigation,
         features=frozenset(features),
         nodes=tuple(nodes),
     )

@@ -48,6 +48,8 @@ class ClusterFacts:
     lb_algorithm: str
     attach_mode: str
     no_backend_response: str  # reject | drop
+    #: the CVE-2020-8554 ExternalIP mitigation (config -a DisableExternalIPMitigation); None: not reported
+    external_ip_mitigation: bool | None = None
     features: frozenset[Feature] = field(default_factory=frozenset)
     nodes: tuple[NodeFacts, ...] = ()
 

@@ -29,7 +29,7 @@ KubeFactory = Callable[[Path | None, str | None], KubeAPI]
 
 
 def _kind_cluster_class() -> type:
-    from pytest_kind import KindCluster  # the only import of pytest-kind in the project
+    from pytest_kind import KindCluster  # type: ignore[import-untyped]  # the only import of pytest-kind in the project
 
     class SafeKindCluster(KindCluster):  # type: ignore[misc,valid-type]
         def __init__(self, name: str, state_dir: Path, kind: Tool, kubectl: Tool, image: str | None):

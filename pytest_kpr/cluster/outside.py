@@ -12,7 +12,9 @@ import socket
 import struct
 from pathlib import Path
 
-from ..probes import ProbeResult, http_probe
+from ..probes import ProbeResult, http_probe, syn_probe
+
+CAP_NET_RAW = 13
 
 
 def specific_route(ip: str, route_file: Path = Path("/proc/net/route")) -> str | None:
@@ -44,3 +46,22 @@ class LocalOutside:
 
     def http(self, url: str, timeout: float) -> ProbeResult:
         return http_probe(url, timeout)
+
+    def can_send_raw(self, status_file: Path = Path("/proc/self/status")) -> bool:
+        return has_capability(CAP_NET_RAW, status_file)
+
+    def raw_syn(self, ip: str, port: int, timeout: float) -> ProbeResult:
+        if not self.reaches(ip):  # never through the default route
+            raise ValueError(f"no specific route to {ip}: refusing to send a raw SYN through the default route")
+        return syn_probe(ip, port, timeout)
+
+
+def has_capability(bit: int, status_file: Path = Path("/proc/self/status")) -> bool:
+    """Whether the effective capability set (``CapEff`` in /proc/self/status) holds ``bit``."""
+    try:
+        for line in status_file.read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> bit & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False

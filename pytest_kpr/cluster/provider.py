@@ -35,6 +35,12 @@ class OutsideClient(Protocol):
     def http(self, url: str, timeout: float) -> Any:
         """An HTTP GET; a :class:`~pytest_kpr.probes.ProbeResult`."""
 
+    def can_send_raw(self) -> bool:
+        """Whether this host may send a crafted packet (CAP_NET_RAW)."""
+
+    def raw_syn(self, ip: str, port: int, timeout: float) -> Any:
+        """One raw TCP SYN; a :class:`~pytest_kpr.probes.ProbeResult`. Only after ``reaches`` and ``can_send_raw``."""
+
 
 @dataclass
 class ClusterHandle:

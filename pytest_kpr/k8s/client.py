@@ -133,8 +133,9 @@ class RealKube:
         from kubernetes import client
 
         core = client.CoreV1Api(self.api_client)
-        kw = {"container": container} if container else {}
-        return str(self._call(lambda: core.read_namespaced_pod_log(pod, namespace, **kw)))
+        if container:
+            return str(self._call(lambda: core.read_namespaced_pod_log(pod, namespace, container=container)))
+        return str(self._call(lambda: core.read_namespaced_pod_log(pod, namespace)))
 
     def exec(
         self,

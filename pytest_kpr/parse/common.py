@@ -9,7 +9,10 @@ itself (``strict=None``: strict if any line carries the trailing space).
 
 from __future__ import annotations
 
-from typing import Iterator
+import re
+from typing import Callable, Iterator
+
+from .errors import ParseError
 
 
 def numbered(text: str) -> Iterator[tuple[int, str]]:
@@ -38,3 +41,35 @@ def load_json(text: str, fmt: str) -> object:
         lines = text.splitlines() or [""]
         lineno = getattr(e, "lineno", 1)
         raise ParseError(fmt, lineno, lines[min(lineno, len(lines)) - 1], f"invalid JSON ({getattr(e, 'msg', e)})") from None
+
+
+def cut_table(text: str, fmt: str, columns: tuple[str, ...], first: str,
+              continuation: Callable[[dict[str, str]], bool] = lambda cells: False, table: str = "") -> list[tuple[int, str, dict[str, str]]]:
+    """statedb's ``db/show`` table: rows cut at the header's column starts (cells may be empty). A line
+    ``continuation`` accepts is passed through without the alignment check (the caller reads it)."""
+    table = table or fmt
+    cols: list[tuple[str, int]] | None = None
+    rows = []
+    for lineno, line in numbered(text):
+        if not line.strip():
+            continue
+        if cols is None:
+            cols = [(m.group(0), m.start()) for m in re.finditer(r"\S+", line.rstrip())]
+            names = [c for c, _ in cols]
+            unknown = [n for n in names if n not in columns]
+            if unknown or not names or names[0] != first or len(set(names)) != len(names):
+                raise ParseError(fmt, lineno, line, f"not a {table} table header (unknown columns {unknown})")
+            continue
+        cells: dict[str, str] = {}
+        misaligned = None
+        for i, (name, start) in enumerate(cols):
+            end = cols[i + 1][1] if i + 1 < len(cols) else None
+            if misaligned is None and start > 0 and len(line) > start and line[start - 1] != " ":
+                misaligned = name
+            cells[name] = (line[start:end] if end is not None else line[start:]).strip()
+        if misaligned is not None and not continuation(cells):
+            raise ParseError(fmt, lineno, line, f"text runs into column {misaligned} (misaligned row)")
+        rows.append((lineno, line, cells))
+    if cols is None:
+        raise ParseError(fmt, 1, text.splitlines()[0] if text.strip() else "", "no header")
+    return rows

@@ -33,6 +33,15 @@ class AgentConfig:
     def service_no_backend_response(self) -> str | None:
         return self.get("ServiceNoBackendResponse")
 
+    @property
+    def external_ip_mitigation(self) -> bool | None:
+        """Whether the CVE-2020-8554 ExternalIP mitigation is on (``DisableExternalIPMitigation`` false);
+        None when the agent does not print the option (cilium/cilium pkg/option/config.go)."""
+        v = self.get("DisableExternalIPMitigation")
+        if v is None:
+            return None
+        return v.strip().lower() not in ("true", "enabled")
+
 
 def parse_config(text: str) -> AgentConfig:
     ro: dict[str, str] = {}

@@ -11,6 +11,7 @@ import gc
 import re
 from dataclasses import dataclass, fields
 from functools import lru_cache
+from typing import Any
 
 from .addr import valid_ip
 from .common import decide_strict, numbered
@@ -78,7 +79,7 @@ class CtEntry:
 # A frozen dataclass's __init__ sets each field through object.__setattr__ (about 2 µs for 22 fields),
 # which dominated parsing 200,000 entries. The parser builds a mutable twin with the same slot layout
 # and re-classes it: the caller still gets an immutable CtEntry (tests check equality and immutability).
-_CtEntryBuilder = dataclass(slots=True)(type("_CtEntryBuilder", (), {"__annotations__": dict(CtEntry.__annotations__)}))
+_CtEntryBuilder: Any = dataclass(slots=True)(type("_CtEntryBuilder", (), {"__annotations__": dict(CtEntry.__annotations__)}))
 
 
 def _make(*values: object) -> CtEntry:

@@ -12,6 +12,7 @@ from .addr import L3n4
 from .agent_misc import parse_endpoint_json, parse_map_list
 from .config import parse_config
 from .ct import CtEntry, parse_ct_list
+from .health import parse_db_health
 from .lb import LbEntry, parse_lb_list, parse_lb_list_json
 from .node import (
     RuleDump,
@@ -25,9 +26,9 @@ from .node import (
     parse_ss,
     parse_tc_filter,
 )
+from .probe import parse_hold_log, parse_probe_json
 from .services import Service, parse_service_list, parse_service_list_json
 from .statedb import Frontend, parse_backends_json, parse_frontends_json, parse_frontends_table, parse_lb_maps_dump, parse_services_json
-from .probe import parse_hold_log, parse_probe_json
 from .status import parse_status_json, parse_version
 from .status_text import parse_status_text
 
@@ -161,6 +162,7 @@ FORMATS: dict[str, tuple[Callable[[str], Any], Callable[[Any], Any], str]] = {
     "db-frontends-json": (parse_frontends_json, _frontends, "cilium-dbg shell -- db/show -f json frontends"),
     "db-services-json": (parse_services_json, plain, "cilium-dbg shell -- db/show -f json services"),
     "db-backends-json": (parse_backends_json, plain, "cilium-dbg shell -- db/show -f json backends"),
+    "db-health": (parse_db_health, plain, "cilium-dbg shell -- db/show health"),
     "lb-maps-dump": (parse_lb_maps_dump, plain, "cilium-dbg shell -- lb/maps-dump"),
     "bpftool-net": (parse_bpftool_net, lambda xs: [dict(plain(x), program=x.program) for x in xs], "bpftool net show [dev X]"),
     "bpftool-cgroup-tree": (parse_bpftool_cgroup_tree, plain, "bpftool cgroup tree"),

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from .addr import L3n4, l3n4_from_parts, parse_l3n4
-from .common import numbered
+from .common import cut_table, numbered
 from .errors import ParseError
 
 FRONTEND_COLUMNS = ("Address", "Type", "ServiceName", "PortName", "Backends", "RedirectTo", "Status", "Since", "Error")
@@ -37,15 +37,6 @@ class Frontend:
     id: int | None = None  # JSON only
 
 
-def _columns(header: str, fmt: str, lineno: int) -> list[tuple[str, int]]:
-    cols = [(m.group(0), m.start()) for m in re.finditer(r"\S+", header)]
-    names = [c for c, _ in cols]
-    unknown = [n for n in names if n not in FRONTEND_COLUMNS]
-    if unknown or not names or names[0] != "Address" or len(set(names)) != len(names):
-        raise ParseError(fmt, lineno, header, f"not a frontends table header (unknown columns {unknown})")
-    return cols
-
-
 def _backend_cell(fmt: str, lineno: int, line: str, cell: str) -> tuple[tuple[L3n4, ...], int]:
     more = 0
     m = re.fullmatch(r"(.*?)(?: \+ (\d+) more \.\.\.)?", cell)
@@ -65,20 +56,8 @@ def _backend_cell(fmt: str, lineno: int, line: str, cell: str) -> tuple[tuple[L3
 
 def parse_frontends_table(text: str) -> list[Frontend]:
     fmt = "db-frontends"
-    cols: list[tuple[str, int]] | None = None
     out = []
-    for lineno, line in numbered(text):
-        if not line.strip():
-            continue
-        if cols is None:
-            cols = _columns(line.rstrip(), fmt, lineno)
-            continue
-        cells: dict[str, str] = {}
-        for i, (name, start) in enumerate(cols):
-            end = cols[i + 1][1] if i + 1 < len(cols) else None
-            if start > 0 and len(line) > start and line[start - 1] != " ":
-                raise ParseError(fmt, lineno, line, f"text runs into column {name} (misaligned row)")
-            cells[name] = (line[start:end] if end is not None else line[start:]).strip()
+    for lineno, line, cells in cut_table(text, fmt, FRONTEND_COLUMNS, "Address", table="frontends"):
         addr = parse_l3n4(cells["Address"])
         if addr is None:
             raise ParseError(fmt, lineno, line, f"bad frontend address {cells['Address']!r}")
@@ -111,8 +90,6 @@ def parse_frontends_table(text: str) -> list[Frontend]:
                 error=error or None,
             )
         )
-    if cols is None:
-        raise ParseError(fmt, 1, text.splitlines()[0] if text.strip() else "", "no header")
     return out
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from .common import numbered
 from .errors import ParseError
+from .health import ModulesHealth, modules_health_from_status
 
 _TOP = re.compile(r"([A-Za-z][A-Za-z0-9 /()&.-]*?):(?:[ \t]+(.*?))?[ \t]*")
 _KPR_LINE = re.compile(r"(True|False)(?:\s+\[(.*)\])?")
@@ -53,6 +54,7 @@ class StatusText:
     kube_proxy_replacement: str | None  # True | False, from the one-liner
     kpr_devices: str | None
     kpr_details: KprDetails | None
+    modules_health: ModulesHealth | None = None  # see parse/health.py
 
 
 def _parse_details(lines: list[tuple[int, str]], require_status: bool = True) -> KprDetails:
@@ -114,6 +116,7 @@ def _parse_details(lines: list[tuple[int, str]], require_status: bool = True) ->
 def parse_status_text(text: str) -> StatusText:
     """Plain or verbose status; also accepts the KPR Details block alone (as in ``| grep -A``)."""
     fields: dict[str, str] = {}
+    field_lines: dict[str, int] = {}
     blocks: dict[str, list[tuple[int, str]]] = {}
     current: str | None = None
     for lineno, line in numbered(text):
@@ -135,6 +138,7 @@ def parse_status_text(text: str) -> StatusText:
             raise ParseError("status", lineno, line)
         key, value = m.group(1), m.group(2) or ""
         fields[key] = value
+        field_lines[key] = lineno
         current = key
         blocks.setdefault(key, [])
     kpr = fields.get("KubeProxyReplacement")
@@ -151,35 +155,17 @@ def parse_status_text(text: str) -> StatusText:
             raise ParseError("status", det_lines[0][0], det_lines[0][1], "unexpected value after 'KubeProxyReplacement Details:'")
         snippet = "KubeProxyReplacement Details" not in fields
         details = _parse_details(det_lines, require_status=not snippet)
+    health = modules_health_from_status(fields.get("Modules Health"), blocks.get("Modules Health", []), field_lines.get("Modules Health", 1))
     return StatusText(
         fields=fields,
         blocks={k: tuple(line for _, line in v) for k, v in blocks.items() if v},
         kube_proxy_replacement=kpr_mode,
         kpr_devices=kpr_devices,
         kpr_details=details,
+        modules_health=health,
     )
 
 
-_HEALTH = re.compile(r"Stopped\((\d+)\) Degraded\((\d+)\) OK\((\d+)\)")
-
-
-@dataclass(frozen=True)
-class ModulesHealth:
-    stopped: int
-    degraded: int
-    ok: int
-    lines: tuple[str, ...]  # the --verbose tree, as printed
-
-    def mentions(self, text: str) -> bool:
-        return any(text in line for line in self.lines)
-
-
 def modules_health(status: StatusText) -> ModulesHealth | None:
-    """The ``Modules Health: Stopped(N) Degraded(N) OK(N)`` line and, with --verbose, its tree."""
-    value = status.fields.get("Modules Health")
-    if value is None:
-        return None
-    m = _HEALTH.search(value)
-    if m is None:
-        raise ParseError("status", 1, f"Modules Health: {value}", "expected Stopped(N) Degraded(N) OK(N)")
-    return ModulesHealth(int(m.group(1)), int(m.group(2)), int(m.group(3)), status.blocks.get("Modules Health", ()))
+    """The ``Modules Health`` section: tally (plain status, and verbose after PR #46739) and tree leaves (verbose)."""
+    return status.modules_health

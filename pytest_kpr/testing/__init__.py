@@ -4,7 +4,8 @@ Users can run their own suites against :class:`FakeCluster` through the ``pytest
 (see :class:`FakeProvider`).
 """
 
-from .fake import FakeCluster, FakeConfig, Faults
+from .config import FakeConfig, Faults
+from .fake import FakeCluster
 from .provider import FakeProvider
 
 __all__ = ["FakeCluster", "FakeConfig", "FakeProvider", "Faults"]

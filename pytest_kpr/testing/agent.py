@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from . import render
-
-if TYPE_CHECKING:
-    from .fake import FakeCluster
-    from .lb import FakeFrontend
+from .view import ClusterView, FakeFrontend
 
 NOT_READY = (
     'Error: Unable to reach agent: Get "http://localhost/v1/healthz": dial unix /var/run/cilium/cilium.sock: '
@@ -17,10 +14,13 @@ NOT_READY = (
 
 
 class FakeAgent:
-    def __init__(self, cluster: "FakeCluster", node: str):
+    def __init__(self, cluster: ClusterView, node: str):
         self.cluster = cluster
         self.node = node
         self.status_polls = 0
+        #: the load-balancer reflector's health report: None until it first reports (reflectorHealth.report
+        #: reports only on a change of its errors), then (level, message, error, count)
+        self._reflector: tuple[str, str, str, int] | None = None
 
     @property
     def ready(self) -> bool:
@@ -52,7 +52,7 @@ class FakeAgent:
             if args[1:] == ["-o", "json"]:
                 return 0, self._status_json(), ""
             if args[1:] in ([], ["--verbose"]):
-                return self._status_text()
+                return self._status_text(verbose=args[1:] == ["--verbose"])
             return 2, "", f"Error: unknown flag: {' '.join(args[1:])}\n"
         if not self.ready:
             return 1, "", NOT_READY
@@ -64,6 +64,7 @@ class FakeAgent:
             ("bpf", "ct", "list", "global"): self._ct_list,
             ("map", "list"): self._map_list,
             ("shell", "--", "db/show", "frontends"): self._frontends,
+            ("shell", "--", "db/show", "health"): self._health_table,
         }
         h = handlers.get(tuple(args))
         if h is not None:
@@ -87,18 +88,37 @@ class FakeAgent:
             devices=(("eth0", self.cluster.node_ip(self.node)),),
         )
 
-    def _status_text(self) -> tuple[int, str, str]:
+    def _status_text(self, verbose: bool) -> tuple[int, str, str]:
         cfg = self.cluster.cfg
-        return 0, render.status_verbose_kpr(
+        return 0, render.status_text(
             kpr=not cfg.faults.kpr_disabled, socket_lb=cfg.socket_lb, hostns_only=cfg.socket_lb_hostns_only,
             nodeport_mode=cfg.nodeport_mode, algorithm=cfg.lb_algorithm, devices=f"eth0   {self.cluster.node_ip(self.node)}",
-            version=self.minor, attach_mode=cfg.attach_mode, health_errors=self._health_errors(),
+            version=self.minor, attach_mode=cfg.attach_mode, health=self.health_rows(), verbose=verbose,
         ), ""
 
-    def _health_errors(self) -> tuple[str, ...]:
+    def health_rows(self) -> list[dict[str, Any]]:
+        """The agent's module health (datapath.FORMAT_RULES db-health, reflector-degraded): one OK row that
+        Cilium's own PR #46739 shows, and the load-balancer reflector's row once it has reported."""
+        rows: list[dict[str, Any]] = [{"module": "agent.controlplane.cilium-agent-dynamic-config",
+                 "component": "job-k8s-reflector-cilium-configs-cm-cilium-config-kube-system",
+                 "level": "OK", "message": "168 upserted, 0 deleted, 168 total objects", "error": ""}]
         model = self.cluster.lb.model
         model.advance(self.cluster.tick * 100)
-        return tuple(rej.error for _, (_, rej) in sorted(model.rejected.items()))
+        errors = "\n".join(rej.error for _, (_, rej) in sorted(model.rejected.items()))  # errors.Join
+        prev = self._reflector
+        if errors and (prev is None or prev[2] != errors):
+            self._reflector = ("Degraded", "Failure processing services", errors, (prev[3] if prev else 0) + 1)
+        elif not errors and prev is not None and prev[0] == "Degraded":
+            self._reflector = ("OK", "Running", "", prev[3] + 1)
+        if self._reflector is not None:
+            level, message, error, count = self._reflector
+            rows.append({"module": "agent.controlplane.loadbalancer-reflectors", "component": "job-reflect-services-endpoints",
+                         "level": level, "message": message, "error": error, "count": count,
+                         "last_ok": render.NEVER if level == "Degraded" else render.HEALTH_TIME})
+        return rows
+
+    def _health_table(self) -> tuple[int, str, str]:
+        return 0, render.health_table(self.health_rows()), ""
 
     def _config(self) -> tuple[int, str, str]:
         cfg = self.cluster.cfg
@@ -107,6 +127,7 @@ class FakeAgent:
             "CGroupRoot": "/run/cilium/cgroupv2",
             "ConfigDir": "/tmp/cilium/config-map",
             "DatapathMode": "veth",
+            "DisableExternalIPMitigation": str(not cfg.external_ip_mitigation).lower(),
             "Devices": "[eth0]",
             "EnableTCX": str(cfg.attach_mode == "tcx").lower(),
             "ServiceNoBackendResponse": cfg.no_backend_response,
@@ -118,7 +139,7 @@ class FakeAgent:
 
     # -- load balancing ----------------------------------------------------------------------------
 
-    def frontends(self) -> list["FakeFrontend"]:
+    def frontends(self) -> list[FakeFrontend]:
         return self.cluster.lb.frontends(self.node)
 
     def _addr(self, ip: str, port: int, proto: str) -> str:

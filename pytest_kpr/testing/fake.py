@@ -15,62 +15,28 @@ from __future__ import annotations
 
 import builtins
 import copy
-import hashlib
 import fnmatch
+import hashlib
 import ipaddress
 import itertools
 import json
 import re
 import secrets
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from ..errors import ApiError
 from ..k8s.api import ExecResult, api_version_of, pod_ready
 from ..versions import Version
+from .agent import FakeAgent
+from .config import FakeConfig, Faults
+from .lb import LbState
+from .node import FakeNodeTools
+from .pods import FakeWorkloads
+from .reach import curl_result, reach
+from .view import Obj
 
-Obj = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Faults:
-    """Each flag breaks one property the suites check. All off = a conforming cluster."""
-
-    kpr_disabled: bool = False  # agents report KubeProxyReplacement False
-    kube_proxy_rules: str | None = None  # "nft" | "legacy": kube-proxy's KUBE-SVC/KUBE-SEP rules on every node
-    no_backend_silent_drop: bool = False  # a service without backends drops traffic although the agent says reject
-    slots_cap: int | None = None  # the agents program at most this many backend slots per frontend (never converge)
-    socket_lb_broken: bool = False  # the agent reports socket LB, yet pod connections take the per-packet path
-    nodeport_listener: bool = False  # a process listens on every NodePort in the nodes' host namespace
-
-
-@dataclass(frozen=True)
-class FakeConfig:
-    name: str = "fake"
-    cilium_version: str = "1.18.12"
-    kubernetes_version: str = "v1.34.0"
-    workers: int = 2
-    kernel: str = "6.8.0-49-generic"
-    agent_binary: str = "cilium-dbg"
-    socket_lb: bool = True
-    socket_lb_hostns_only: bool = False
-    nodeport_mode: str = "SNAT"
-    lb_algorithm: str = "Random"
-    attach_mode: str = "tcx"
-    no_backend_response: str = "reject"
-    #: ICMP code of the reject answer: 3 (port unreachable) or 1 (host unreachable); sources disagree
-    no_backend_icmp_code: int = 3
-    #: status polls an agent answers "not ready" before it is healthy (exercises readiness polling)
-    agent_ready_after: int = 0
-    #: ticks from a pod's creation to Ready
-    pod_ready_ticks: int = 2
-    #: load-balancer control plane: "cilium-1.18" (no re-queue), "requeue" (a fixed Cilium), "steal" (broken)
-    lb_variant: str = "cilium-1.18"
-    #: ticks of the LB control plane's coalescing window (stream.Buffer's 500 ms)
-    lb_window_ticks: int = 3
-    #: LB-IPAM gives a claimant whose ports now conflict on a shared IP another IP (instead of keeping it)
-    lbipam_reassigns_on_conflict: bool = False
-    faults: Faults = field(default_factory=Faults)
+__all__ = ["FakeCluster", "FakeConfig", "Faults"]
 
 
 def _labels_match(selector: dict[str, str] | None, labels: dict[str, str] | None) -> bool:
@@ -116,11 +82,7 @@ class FakeCluster:
         self._status_polls: dict[str, int] = {}
         self._build_nodes()
         self._install_cilium()
-        self.agents: dict[str, Any] = {}
-        from .agent import FakeAgent
-        from .lb import LbState
-        from .node import FakeNodeTools
-
+        self.agents: dict[str, FakeAgent] = {}
         for node in self.node_names():
             self.agents[node] = FakeAgent(self, node)
         self.lb = LbState(self)
@@ -130,9 +92,7 @@ class FakeCluster:
         #: node -> extra `nft list ruleset` text (native nft tables)
         self.node_nft_tables: dict[str, str] = {}
         self._endpoint_ids: dict[str, int] = {}
-        self._ct: dict[str, list[dict[str, Any]]] = {}
-        from .pods import FakeWorkloads
-
+        self.ct: dict[str, list[dict[str, Any]]] = {}
         self.workloads = FakeWorkloads(self)
 
     # -- topology -----------------------------------------------------------------------------------
@@ -227,7 +187,7 @@ class FakeCluster:
         ns = dep["metadata"]["namespace"]
         name = dep["metadata"]["name"]
         want = int(dep.get("spec", {}).get("replicas", 1))
-        mine = [p for p in self._pods(ns) if (p["metadata"].get("ownerReferences") or [{}])[0].get("name") == name]
+        mine = [p for p in self.pods(ns) if (p["metadata"].get("ownerReferences") or [{}])[0].get("name") == name]
         while len(mine) > want:
             victim = mine.pop()
             del self._objects["Pod"][(ns, victim["metadata"]["name"])]
@@ -271,7 +231,7 @@ class FakeCluster:
         }
         return self._put(pod)
 
-    def _pods(self, ns: str | None = None) -> list[Obj]:
+    def pods(self, ns: str | None = None) -> list[Obj]:
         return [p for (pns, _), p in sorted(self._objects.get("Pod", {}).items()) if ns is None or pns == ns]
 
     pod_ready = staticmethod(pod_ready)
@@ -285,7 +245,7 @@ class FakeCluster:
         """Pods selected by a Service, in pod-name order (ready or not)."""
         sel = svc.get("spec", {}).get("selector")
         ns = svc["metadata"]["namespace"]
-        return [p for p in self._pods(ns) if _labels_match(sel, p["metadata"].get("labels"))]
+        return [p for p in self.pods(ns) if _labels_match(sel, p["metadata"].get("labels"))]
 
     def _endpointslice(self, svc: Obj) -> Obj:
         ports = [
@@ -322,8 +282,8 @@ class FakeCluster:
         for pool in self._objects.get("CiliumLoadBalancerIPPool", {}).values():
             for b in pool.get("spec", {}).get("blocks") or []:
                 if "start" in b:
-                    a = ipaddress.ip_address(b["start"])
-                    z = ipaddress.ip_address(b.get("stop", b["start"]))
+                    a = ipaddress.IPv4Address(b["start"])  # the pools the suites create are IPv4
+                    z = ipaddress.IPv4Address(b.get("stop", b["start"]))
                     while a <= z:
                         ips.append(str(a))
                         a += 1
@@ -397,7 +357,7 @@ class FakeCluster:
     def endpoints_on(self, node: str) -> list[dict[str, Any]]:
         """Cilium endpoints (pods with their own network) on a node: id, host-side veth, ifindex, IP."""
         out = []
-        for p in self._pods():
+        for p in self.pods():
             if p["spec"].get("nodeName") != node or p["spec"].get("hostNetwork"):
                 continue
             eid = self._endpoint_id(p)
@@ -416,10 +376,10 @@ class FakeCluster:
 
     def ct_entries(self, node: str) -> list[dict[str, Any]]:
         """The agent's conntrack entries on a node (dicts in render.ct_line's shape)."""
-        return list(self._ct.get(node, []))
+        return list(self.ct.get(node, []))
 
-    def curl_from_node(self, node: str, args: list[str], from_pod: bool = False) -> tuple[int, str, str]:
-        """``curl -s -o /dev/null -w FMT --max-time N URL`` from a node's host namespace."""
+    def curl_from_node(self, node: str, args: list[str], host_network: bool = True) -> tuple[int, str, str]:
+        """``curl -s -o /dev/null -w FMT --max-time N URL`` from a node's host namespace (or a pod on it)."""
         fmt, max_time, url = "", 0.0, ""
         i = 0
         while i < len(args):
@@ -441,27 +401,14 @@ class FakeCluster:
         if m is None:
             return 3, "", f"curl: (3) URL rejected: {url}\n"
         ip, port = m.group(1), int(m.group(2))
-        code, secs, rc, err = self.http_verdict(node, ip, port, max_time or 300.0)
+        code, secs, rc, err = curl_result(reach(self, node, host_network=host_network, access="connect", ip=ip, port=port),
+                                          ip, port, max_time or 300.0)
         out = fmt.replace("%{http_code}", f"{code:03d}").replace("%{time_total}", f"{secs:.6f}").replace("\\n", "\n")
         return rc, out, err
 
     def http_verdict(self, node: str, ip: str, port: int, max_time: float) -> tuple[int, float, int, str]:
-        """(http_code, seconds, curl exit, stderr) of an HTTP GET from ``node`` to ip:port."""
-        if ip in [self.node_ip(n) for n in self.node_names()]:
-            fe = self.lb.find(node, ip, port) or self.lb.find(node, "0.0.0.0", port)
-        else:
-            fe = self.lb.find(node, ip, port)
-        refused = f"curl: (7) Failed to connect to {ip} port {port} after 0 ms: Couldn't connect to server\n"
-        if fe is not None:
-            if fe.backends:
-                return 200, 0.0021, 0, ""
-            if self.cfg.no_backend_response == "reject" and not self.cfg.faults.no_backend_silent_drop:
-                return 0, 0.0004, 7, refused
-            return 0, max_time, 28, f"curl: (28) Connection timed out after {int(max_time * 1000)} milliseconds\n"
-        for p in self._pods():
-            if p["status"].get("podIP") == ip and self.pod_ready(p):
-                return 200, 0.0015, 0, ""
-        return 0, 0.0003, 7, refused
+        """(http_code, seconds, curl exit, stderr) of an HTTP GET from outside the cluster to ``node``'s ip:port."""
+        return curl_result(reach(self, node, host_network=True, access="connect", ip=ip, port=port, outside=True), ip, port, max_time)
 
     # -- KubeAPI --------------------------------------------------------------------------------------
 
@@ -485,7 +432,7 @@ class FakeCluster:
         if kind == "EndpointSlice":
             items = [self._endpointslice(s) for s in self.services() if s["spec"].get("selector")]
         elif kind == "CiliumEndpoint":
-            items = [self._cilium_endpoint(p) for p in self._pods() if not p["spec"].get("hostNetwork")]
+            items = [self._cilium_endpoint(p) for p in self.pods() if not p["spec"].get("hostNetwork")]
         else:
             items = [o for _, o in sorted(self._objects.get(kind, {}).items(), key=lambda kv: (kv[0][0] or "", kv[0][1]))]
         return [
@@ -546,7 +493,7 @@ class FakeCluster:
                         self.lb.service_changed(f"{name}/{key[1]}", None)
                     del objs[key]
         if kind == "Deployment":
-            for p in self._pods(namespace):
+            for p in self.pods(namespace):
                 if (p["metadata"].get("ownerReferences") or [{}])[0].get("name") == name:
                     del self._objects["Pod"][(namespace, p["metadata"]["name"])]
 

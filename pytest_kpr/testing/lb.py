@@ -7,39 +7,11 @@ endpoints. NodePort services get ``0.0.0.0:<nodePort>`` and ``<node InternalIP>:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
 from ..lbmodel import Event, LbModel, Op, Variant
+from .view import ClusterView, FakeBackend, FakeFrontend
 
-if TYPE_CHECKING:
-    from .fake import FakeCluster
+__all__ = ["FakeBackend", "FakeFrontend", "LbState", "StealingModel"]
 
-
-@dataclass(frozen=True)
-class FakeBackend:
-    ip: str
-    port: int
-    node: str
-    pod: str
-
-
-@dataclass
-class FakeFrontend:
-    ip: str
-    port: int
-    proto: str
-    type: str
-    service: str  # ns/name
-    port_name: str
-    backends: list[FakeBackend] = field(default_factory=list)
-    id: int = 0
-    status: str = "Done"
-    error: str = ""
-
-    @property
-    def key(self) -> tuple[str, int, str]:
-        return (self.ip, self.port, self.proto)
 
 
 class StealingModel(LbModel):
@@ -68,7 +40,7 @@ class LbState:
     ``lb_window_ticks`` windows, exactly as the model describes Cilium 1.18.
     """
 
-    def __init__(self, cluster: "FakeCluster"):
+    def __init__(self, cluster: ClusterView):
         self.cluster = cluster
         self._ids: dict[tuple[str, int, str], int] = {}
         self._next_id = 1

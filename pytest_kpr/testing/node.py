@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import TYPE_CHECKING
 
-
-if TYPE_CHECKING:
-    from .fake import FakeCluster
+from .view import ClusterView
 
 # What a kind node with Cilium (KPR) carries in iptables: kind's Docker DNS NAT, kubelet's chains, Cilium's.
 _KIND_NAT = [
@@ -44,7 +41,7 @@ _BUILTIN = {"nat": ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"], "filter": [
 
 
 class FakeNodeTools:
-    def __init__(self, cluster: "FakeCluster"):
+    def __init__(self, cluster: ClusterView):
         self.cluster = cluster
         for name in ("iptables-save", "iptables-nft-save", "iptables-legacy-save", "nft", "ss", "bpftool", "tc", "curl", "uname"):
             cluster.node_exec_handlers[name] = self.handle
@@ -80,7 +77,7 @@ class FakeNodeTools:
             rules.insert(0, f":{chain} - [0:0]")
             for port in svc["spec"].get("ports", []):
                 rules.append(f"-A KUBE-SERVICES -d {svc['spec']['clusterIP']}/32 -p tcp -m comment --comment \"{ns}/{name} cluster IP\" -m tcp --dport {port['port']} -j {chain}")
-                for i, pod in enumerate(self.cluster.endpoints_of(svc)):
+                for pod in self.cluster.endpoints_of(svc):
                     sep = "KUBE-SEP-" + _h(f"{ns}/{name}/{pod['metadata']['name']}/{port['port']}")
                     rules.insert(0, f":{sep} - [0:0]")
                     rules.append(f"-A {chain} -m comment --comment \"{ns}/{name} -> {pod['status']['podIP']}:{port.get('targetPort', port['port'])}\" -j {sep}")

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .lb import FakeFrontend
-
-if TYPE_CHECKING:
-    from .fake import FakeCluster, Obj
+from ..datapath import Plane, coverage_name, plane_for
+from .reach import probe_result, reach
+from .view import ClusterView, FakeFrontend, Obj
 
 
 @dataclass
@@ -36,7 +35,7 @@ def _hp(ip: str, port: int) -> str:
 
 
 class FakeWorkloads:
-    def __init__(self, cluster: "FakeCluster"):
+    def __init__(self, cluster: ClusterView):
         self.c = cluster
         self.connections: dict[str, Connection] = {}
         self.logs: dict[tuple[str, str], list[str]] = {}
@@ -45,7 +44,7 @@ class FakeWorkloads:
     # -- holder ------------------------------------------------------------------------------------
 
     @staticmethod
-    def hold_args(pod: "Obj") -> tuple[str, int, int] | None:
+    def hold_args(pod: Obj) -> tuple[str, int, int] | None:
         cmd = (pod.get("spec", {}).get("containers") or [{}])[0].get("command") or []
         if cmd[:3] != ["kpr", "probe", "hold"] or "--sport" not in cmd:
             return None
@@ -53,18 +52,21 @@ class FakeWorkloads:
         return host, int(port), int(cmd[cmd.index("--sport") + 1])
 
     def per_packet(self) -> bool:
+        """Does a pod's connect() to a ClusterIP take the per-packet path? (the sourced rule; the
+        ``socket_lb_broken`` fault sends it there while the agent reports Full coverage)"""
         cfg = self.c.cfg
-        return cfg.socket_lb_hostns_only or not cfg.socket_lb or cfg.faults.socket_lb_broken
+        coverage = coverage_name(cfg.socket_lb_hostns_only or cfg.faults.socket_lb_broken)
+        return plane_for("pod", "connect", "ClusterIP", coverage).plane is Plane.PER_PACKET
 
     def reconcile(self) -> None:
         # a connection whose backend pod is gone was reset; the holder restarts and connects again
-        alive = {p["metadata"]["name"] for p in self.c._pods()}
+        alive = {p["metadata"]["name"] for p in self.c.pods()}
         for name, conn in list(self.connections.items()):
             if conn.backend_pod not in alive or conn.client_pod not in alive:
                 del self.connections[name]
-                for node, entries in self.c._ct.items():
+                for entries in self.c.ct.values():
                     entries[:] = [e for e in entries if (e["src_ip"], e["src_port"]) != conn.client]
-        for pod in self.c._pods():
+        for pod in self.c.pods():
             key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
             args = self.hold_args(pod)
             if args is None or pod["status"].get("phase") != "Running" or key[1] in self.connections:
@@ -88,7 +90,7 @@ class FakeWorkloads:
 
     def _conntrack(self, client_node: str, backend_node: str, conn: Connection, fe: FakeFrontend) -> None:
         base = {"proto": "TCP", "rx_flags_seen": 0x1A, "tx_flags_seen": 0x1A, "flags": 0x10, "flag_names": ("SeenNonSyn",), "expires": 21600}
-        ct = self.c._ct
+        ct = self.c.ct
         ct.setdefault(client_node, []).append({**base, "dir": "OUT", "src_ip": conn.client[0], "src_port": conn.client[1],
                                                "dst_ip": conn.backend[0], "dst_port": conn.backend[1], "source_security_id": 4242,
                                                "rev_nat": fe.id if self.per_packet() else 0})
@@ -103,19 +105,18 @@ class FakeWorkloads:
 
     # -- exec in workload pods ---------------------------------------------------------------------
 
-    def exec(self, pod: "Obj", argv: list[str]) -> tuple[int, str, str]:
+    def exec(self, pod: Obj, argv: list[str]) -> tuple[int, str, str]:
         if not argv:
             return 127, "", "no command"
         if argv[0] == "netstat":
             return self.netstat(pod)
         if argv[0] == "curl":
-            node = pod["spec"]["nodeName"]
-            return self.c.curl_from_node(node, argv[1:], from_pod=True)
+            return self.c.curl_from_node(pod["spec"]["nodeName"], argv[1:], host_network=bool(pod["spec"].get("hostNetwork")))
         if argv[:2] == ["kpr", "probe"] and len(argv) >= 4:
             return self.probe(pod, argv[2], argv[3:])
         return 127, "", f'exec: "{argv[0]}": executable file not found in $PATH'
 
-    def netstat(self, pod: "Obj") -> tuple[int, str, str]:
+    def netstat(self, pod: Obj) -> tuple[int, str, str]:
         ip = pod["status"]["podIP"]
         rows = []
         for conn in self.connections.values():
@@ -127,37 +128,15 @@ class FakeWorkloads:
         out += "".join(f"tcp        0      0 {local:<23} {peer:<23} ESTABLISHED \n" for local, peer in rows)
         return 0, out, ""
 
-    def probe(self, pod: "Obj", kind: str, args: list[str]) -> tuple[int, str, str]:
-        """``kpr probe syn|connect|http TARGET --json [--timeout T]`` from a pod, classified from the LB state."""
-        timeout = float(args[args.index("--timeout") + 1]) if "--timeout" in args else 2.0
-        node = pod["spec"]["nodeName"]
-        target = args[0]
-        if kind == "http":
-            ip_port = target.split("//", 1)[-1].split("/", 1)[0]
-        else:
-            ip_port = target
-        ip, _, port_s = ip_port.rpartition(":")
-        port = int(port_s)
-        result: dict[str, Any] = {"probe": kind, "target": target}
-        fe = self.c.lb.find(node, ip, port)
-        cfg = self.c.cfg
-        reject = cfg.no_backend_response == "reject" and not cfg.faults.no_backend_silent_drop
-        if fe is None and not any(p["status"].get("podIP") == ip for p in self.c._pods()):
-            result.update(verdict="no-route" if kind != "http" else "no-route", elapsed_ms=0.02, errno=101, errno_name="ENETUNREACH")
-        elif fe is None or fe.backends:
-            ok = {"syn": {"verdict": "accepted"}, "connect": {"verdict": "connected"}, "http": {"verdict": "http", "http_code": 200}}[kind]
-            result.update(ok, elapsed_ms=1.1)
-        elif not reject:
-            result.update(verdict="timeout", elapsed_ms=timeout * 1000.0)
-        elif kind == "syn":  # a raw packet never meets socket LB: the per-packet path answers
-            result.update(verdict="icmp-unreachable", elapsed_ms=0.9, icmp_type=3, icmp_code=cfg.no_backend_icmp_code)
-        elif self.per_packet():  # connect() sees the ICMP answer
-            code = cfg.no_backend_icmp_code
-            result.update(verdict="refused" if code == 3 else "unreachable", elapsed_ms=0.5,
-                          errno=111 if code == 3 else 113, errno_name="ECONNREFUSED" if code == 3 else "EHOSTUNREACH")
-        else:  # socket LB rejects in connect(): EHOSTUNREACH at once
-            result.update(verdict="unreachable", elapsed_ms=0.05, errno=113, errno_name="EHOSTUNREACH")
+    def probe(self, pod: Obj, kind: str, args: list[str]) -> tuple[int, str, str]:
+        """``kpr probe syn|connect|http TARGET --json [--timeout T]`` from a pod, answered by the sourced rules."""
         if "--json" not in args:
             return 2, "", "the fake answers --json probes only\n"
+        timeout = float(args[args.index("--timeout") + 1]) if "--timeout" in args else 2.0
+        target = args[0]
+        ip_port = target.split("//", 1)[-1].split("/", 1)[0] if kind == "http" else target
+        ip, _, port_s = ip_port.rpartition(":")
+        outcome = reach(self.c, pod["spec"]["nodeName"], host_network=bool(pod["spec"].get("hostNetwork")),
+                        access="raw" if kind == "syn" else "connect", ip=ip, port=int(port_s))
+        result: dict[str, Any] = {"probe": kind, "target": target, **probe_result(outcome, kind, timeout)}
         return 0, json.dumps(result) + "\n", ""
-

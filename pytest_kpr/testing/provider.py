@@ -6,14 +6,16 @@ from ..cluster.provider import ClusterHandle, Progress
 from ..errors import Unavailable
 from ..probes import ProbeResult, Verdict
 from .fake import FakeCluster
+from .reach import probe_result, reach
 
 
 class FakeOutside:
     """The runner host of the fake: it reaches the nodes' InternalIPs and nothing else, and its probes
     are answered from the fake's load-balancer state (no packet is sent anywhere)."""
 
-    def __init__(self, cluster: FakeCluster):
+    def __init__(self, cluster: FakeCluster, *, raw: bool = True):
         self.cluster = cluster
+        self.raw = raw
 
     def reaches(self, ip: str) -> bool:
         return ip in {self.cluster.node_ip(n) for n in self.cluster.node_names()}
@@ -29,6 +31,15 @@ class FakeOutside:
         if rc == 0:
             return ProbeResult("http", url, Verdict.HTTP, secs * 1000, http_code=code)
         return ProbeResult("http", url, Verdict.TIMEOUT if rc == 28 else Verdict.REFUSED, secs * 1000, detail=err.strip())
+
+    def can_send_raw(self) -> bool:
+        return self.raw
+
+    def raw_syn(self, ip: str, port: int, timeout: float) -> ProbeResult:
+        node = next(n for n in self.cluster.node_names() if self.cluster.node_ip(n) == ip)
+        r = probe_result(reach(self.cluster, node, host_network=True, access="raw", ip=ip, port=port, outside=True), "syn", timeout)
+        return ProbeResult("syn", f"{ip}:{port}", Verdict(r["verdict"]), float(r["elapsed_ms"]),  # type: ignore[arg-type]
+                           icmp_type=r.get("icmp_type"), icmp_code=r.get("icmp_code"))  # type: ignore[arg-type]
 
 
 class FakeProvider:

@@ -207,23 +207,88 @@ def endpoint_json(ep: dict) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def status_verbose_kpr(*, kpr: bool, socket_lb: bool, hostns_only: bool, nodeport_mode: str, algorithm: str, devices: str,
-                       version: tuple[int, int], attach_mode: str = "tcx", health_errors: tuple[str, ...] = ()) -> str:
-    """The parts of ``status --verbose`` the suites read: KPR one-liner, Attach Mode, Modules Health, KPR Details."""
+HEALTH_TIME = "2026-11-30T12:00:00Z"
+NEVER = "0001-01-01T00:00:00Z"
+
+
+def _tree(rows: list[dict]) -> list[str]:
+    """The module health tree (pkg/health/client upsertTree/tree.go): the first root only, reporters as
+    leaves ``name   [LEVEL] message (age, xN)`` -- the error is never printed."""
+    root: dict = {}
+    for r in sorted(rows, key=lambda r: f"{r['module']}.{r['component']}"):
+        node = root
+        parts = r["module"].split(".") + ([c for c in r["component"].split(".") if c] if r["component"] else [])
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = f"[{r['level'].upper()}] {r['message']} ({r.get('age', '3s')}, x{r.get('count', 1)})"
+    name, top = next(iter(root.items()))
+    lines = [name]
+
+    def walk(node: dict, prefix: str) -> None:
+        items = list(node.items())
+        for i, (k, v) in enumerate(items):
+            last = i == len(items) - 1
+            if isinstance(v, dict):
+                lines.append(prefix + ("└── " if last else "├── ") + k)
+                walk(v, prefix + ("    " if last else "│   "))
+            else:
+                lines.append(prefix + ("└── " if last else "├── ") + k + "   " + v)
+
+    walk(top, "")
+    return lines
+
+
+def health_tally(rows: list[dict]) -> str:
+    n = {lvl: sum(1 for r in rows if r["level"] == lvl) for lvl in ("Stopped", "Degraded", "OK")}
+    return f"Stopped({n['Stopped']}) Degraded({n['Degraded']}) OK({n['OK']})"
+
+
+def modules_health(rows: list[dict], verbose: bool, layout: str = "pre-46739") -> list[str]:
+    """``Modules Health`` as ``cilium-dbg status`` prints it: the tally without --verbose; with it, the tree
+    starting on the same line and padded to the outer column (before PR #46739) or the tally and a tree
+    indented by two spaces (after it)."""
+    pad = " " * 25
+    if not verbose:
+        return ["Modules Health:".ljust(25) + health_tally(rows)]
+    tree = _tree(rows)
+    if layout == "pre-46739":
+        return ["Modules Health:".ljust(25) + tree[0]] + [pad + line for line in tree[1:]]
+    return ["Modules Health:   " + health_tally(rows)] + ["  " + line for line in tree]
+
+
+def health_table(rows: list[dict]) -> str:
+    """``db/show health``: Module Component Level Message Error LastOK UpdatedAt Count (types.Status.TableRow).
+    A joined error (errors.Join separates with newlines) continues on the next lines, as a tabwriter prints a
+    cell that holds a newline."""
+    table = [["Module", "Component", "Level", "Message", "Error", "LastOK", "UpdatedAt", "Count"]]
+    for r in sorted(rows, key=lambda r: f"{r['module']}.{r['component']}"):
+        err = r.get("error", "").split("\n")
+        tail = [r.get("last_ok", HEALTH_TIME), r.get("updated_at", HEALTH_TIME), str(r.get("count", 1))]
+        head = [r["module"], r["component"], r["level"], r["message"], err[0]]
+        if len(err) == 1:
+            table.append(head + tail)
+            continue
+        table.append(head)
+        table += [[e] for e in err[1:-1]]
+        table.append([err[-1]] + tail)
+    return tabwrite(table, minwidth=5, padding=3)
+
+
+def status_text(*, kpr: bool, socket_lb: bool, hostns_only: bool, nodeport_mode: str, algorithm: str, devices: str,
+                version: tuple[int, int], attach_mode: str = "tcx", health: list[dict] | None = None, verbose: bool = True) -> str:
+    """``cilium-dbg status [--verbose]``, the parts the suites read: KPR one-liner, Attach Mode, Modules Health
+    and (verbose only) the KubeProxyReplacement Details."""
     on = "Enabled"
     lines = [
         "KVStore:                 Disabled   ",
         "Kubernetes:              Ok         1.34 (v1.34.0) [linux/amd64]",
         f"KubeProxyReplacement:    {'True' if kpr else 'False'}   [{devices} (Direct Routing)]" if kpr else "KubeProxyReplacement:    False",
         f"Attach Mode:             {'TCX' if attach_mode == 'tcx' else 'Legacy TC'}",
-        f"Modules Health:          Stopped(0) Degraded({1 if health_errors else 0}) OK(42)",
-        *([
-            "  agent",
-            "  └── controlplane",
-            "      └── loadbalancer-reflectors",
-            "          └── k8s-reflector",
-            "              └── job-reflect-services-endpoints  [DEGRADED] Failure processing services: " + "; ".join(health_errors) + " (3s, x1)",
-        ] if health_errors else []),
+        *modules_health(health or [], verbose),
+    ]
+    if not verbose:
+        return "\n".join(lines) + "\n"
+    lines += [
         "KubeProxyReplacement Details:",
         f"  Status:               {'True' if kpr else 'False'}",
         f"  Socket LB:            {'Enabled' if socket_lb else 'Disabled'}",

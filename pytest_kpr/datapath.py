@@ -1,0 +1,207 @@
+"""Which of Cilium's planes answers a client, and what the client then sees: the rules that both the
+suites' expectations and the fake cluster follow, each with the cilium/cilium source it was read from.
+
+Nothing here is a belief: every row names the file (and the PR or release) that justifies it, and
+``tests/test_datapath_rules.py`` fails on a row without one. A path no row covers is a
+:class:`NoRule` error, never a guess. Library code: no pytest, no I/O.
+
+Vocabulary:
+
+- **client**: ``pod`` (a pod's own network namespace), ``host`` (a node's host namespace: a
+  host-network pod), ``outside`` (a packet that arrives at a node from elsewhere: a host-network pod
+  on *another* node, or the runner, sending to the node's InternalIP).
+- **access**: ``connect`` (an application's ``connect()``: curl, ``kpr probe connect``) or ``raw``
+  (a crafted packet that never meets a socket hook: ``kpr probe syn``).
+- **frontend**: ``ClusterIP``, ``NodePort`` (a node's InternalIP:nodePort), ``ExternalIP`` (an
+  ``externalIPs`` address that is not a node address), ``LoadBalancer`` (an LB-IPAM VIP).
+- **coverage**: socket-LB coverage as the agent reports it (``Full`` | ``Hostns-only``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Plane(str, enum.Enum):
+    SOCKET = "socket"  # bpf_sock.c cgroup hooks: connect4/sendmsg4/getpeername4
+    PER_PACKET = "per-packet"  # bpf_lxc (pod veth) or bpf_host (native device) per-packet LB
+    NONE = "none"  # no Cilium LB looks at it: the packet is routed as addressed
+
+    def __str__(self) -> str:
+        return self.value
+
+
+ANY = "*"
+
+# Sources, written once and referenced by the rows (path @ what was read; see PROVENANCE notes in
+# ../shared/docs/datapath-planes.md).
+SRC_SOCK_FWD = ("cilium/cilium bpf/bpf_sock.c __sock4_xlate_fwd / cil_sock4_connect (1.16+ layout, read via the code index): "
+                "ENABLE_SOCKET_LB_HOST_ONLY && !in_hostns -> -ENXIO (no translation); svc->count == 0 -> -EHOSTUNREACH; "
+                "connect4 rejects -EHOSTUNREACH/-ENOMEM with try_set_retval, proceeds on anything else")
+SRC_SOCK_WILDCARD = ("cilium/cilium bpf/bpf_sock.c sock4_wildcard_lookup_full: a connect() to a NodePort on an address with HOST_ID "
+                     "or REMOTE_NODE_ID (or loopback from the host namespace) is looked up as the 0.0.0.0:<port> wildcard service")
+SRC_LXC_PER_PACKET = ("cilium/cilium bpf/bpf_lxc.c: ENABLE_PER_PACKET_LB only if !ENABLE_SOCKET_LB_FULL || ENABLE_SOCKET_LB_HOST_ONLY "
+                      "|| ENABLE_L7_LB || ENABLE_SCTP || ENABLE_CLUSTER_AWARE_ADDRESSING (main; the same test without SCTP/"
+                      "cluster-aware addressing since v1.12)")
+SRC_HOST_NODEPORT = ("cilium/cilium bpf/bpf_host.c + bpf/lib/nodeport.h nodeport_lb4: traffic arriving on the native device "
+                     "for a NodePort/LoadBalancer/ExternalIP frontend is load-balanced per packet (kubeproxy-free.rst, NodePort)")
+SRC_SKIP_XLATE = ("cilium/cilium bpf/bpf_sock.c sock4_skip_xlate (CVE-2020-8554 mitigation): an ExternalIP that is not a host "
+                  "address is not translated (-EPERM, connect proceeds untranslated); off with Helm bpf.disableExternalIPMitigation "
+                  "(agent flag disable-external-ip-mitigation, pkg/option/config.go; PR #31513, v1.16+)")
+SRC_SKIP_XLATE_LB = "cilium/cilium bpf/bpf_sock.c sock4_skip_xlate: only external-IP and HostPort services are skipped; LoadBalancer VIPs translate"
+SRC_NO_SERVICE_ICMP = ("cilium/cilium bpf/lib/lb.h __tail_no_service_ipv4 @ e61549c7: ICMP_DEST_UNREACH / ICMP_PORT_UNREACH "
+                       "(type 3 code 3) when SERVICE_NO_BACKEND_RESPONSE (reject) is compiled in; PR #28157 (v1.15). "
+                       "The code-1 variant (#28025) was never merged")
+SRC_NO_SERVICE_DROP = ("cilium/cilium bpf/bpf_lxc.c (main, __per_packet_lb_svc_xlate_4) and bpf/lib/nodeport.h: lb4_local returns "
+                       "DROP_NO_SERVICE (-158, 'Service backend not found'); only #ifdef SERVICE_NO_BACKEND_RESPONSE (reject) "
+                       "tail-calls CILIUM_CALL_IPV4_NO_SERVICE, otherwise the drop is returned")
+SRC_EPERM_BUG = ("https://github.com/cilium/cilium/issues/45184: connect() to a backendless service fails with EPERM instead of "
+                 "EHOSTUNREACH in v1.19.2 <= v < v1.20.0 (bpf_set_retval compiled out); fixed by #45185, backported to v1.19.4 (#45673)")
+
+
+@dataclass(frozen=True)
+class PlaneRule:
+    client: str  # pod | host | outside
+    access: str  # connect | raw
+    frontend: str  # ClusterIP | NodePort | ExternalIP | LoadBalancer
+    coverage: str  # Full | Hostns-only | *
+    mitigation: str  # on | off | *  (the CVE-2020-8554 ExternalIP mitigation)
+    plane: Plane
+    why: str
+    source: str
+
+    def matches(self, client: str, access: str, frontend: str, coverage: str, mitigation: str) -> bool:
+        return (self.client, self.access, self.frontend) == (client, access, frontend) and self.coverage in (ANY, coverage) \
+            and self.mitigation in (ANY, mitigation)
+
+
+PLANE_RULES: tuple[PlaneRule, ...] = (
+    PlaneRule("pod", "connect", "ClusterIP", "Full", ANY, Plane.SOCKET,
+              "socket LB covers pod namespaces: connect() is translated (or rejected) in the cgroup hook", SRC_SOCK_FWD),
+    PlaneRule("pod", "connect", "ClusterIP", "Hostns-only", ANY, Plane.PER_PACKET,
+              "the socket hook skips pod namespaces (-ENXIO); bpf_lxc has per-packet LB because of hostns-only",
+              SRC_SOCK_FWD + "; " + SRC_LXC_PER_PACKET),
+    PlaneRule("pod", "raw", "ClusterIP", "Full", ANY, Plane.NONE,
+              "a packet never meets the socket hook, and bpf_lxc has no per-packet LB under Full coverage: it is routed out of "
+              "the node as addressed", SRC_LXC_PER_PACKET),
+    PlaneRule("pod", "raw", "ClusterIP", "Hostns-only", ANY, Plane.PER_PACKET,
+              "bpf_lxc looks the packet up as a service (per-packet LB is compiled in under hostns-only)", SRC_LXC_PER_PACKET),
+    PlaneRule("host", "connect", "ClusterIP", ANY, ANY, Plane.SOCKET,
+              "the host namespace is covered by socket LB in both coverage modes", SRC_SOCK_FWD),
+    PlaneRule("host", "connect", "NodePort", ANY, ANY, Plane.SOCKET,
+              "a host-namespace connect() to a node address and NodePort is translated through the wildcard entry",
+              SRC_SOCK_FWD + "; " + SRC_SOCK_WILDCARD),
+    PlaneRule("pod", "connect", "NodePort", "Full", ANY, Plane.SOCKET,
+              "a pod's connect() to a node address and NodePort is translated through the wildcard entry",
+              SRC_SOCK_FWD + "; " + SRC_SOCK_WILDCARD),
+    PlaneRule("outside", "raw", "NodePort", ANY, ANY, Plane.PER_PACKET,
+              "a packet arriving on a node's native device for a NodePort is load-balanced by bpf_host", SRC_HOST_NODEPORT),
+    PlaneRule("outside", "connect", "NodePort", ANY, ANY, Plane.PER_PACKET,
+              "a remote client's connection arrives as packets on the native device: bpf_host", SRC_HOST_NODEPORT),
+    PlaneRule("pod", "connect", "ExternalIP", "Full", "on", Plane.NONE,
+              "the CVE-2020-8554 mitigation skips translation of a non-node ExternalIP, and bpf_lxc has no per-packet LB "
+              "under Full coverage: the connection goes to the address itself", SRC_SKIP_XLATE + "; " + SRC_LXC_PER_PACKET),
+    PlaneRule("pod", "connect", "ExternalIP", "Full", "off", Plane.SOCKET,
+              "with the mitigation disabled the socket hook translates ExternalIPs like any service", SRC_SKIP_XLATE),
+    PlaneRule("pod", "connect", "LoadBalancer", "Full", ANY, Plane.SOCKET,
+              "LoadBalancer VIPs are not subject to sock4_skip_xlate", SRC_SKIP_XLATE_LB),
+)
+
+
+@dataclass(frozen=True)
+class NoBackendRule:
+    """What a client sees from a plane when the service has no backends."""
+
+    plane: Plane
+    response: str  # reject | drop | *  (the agent's ServiceNoBackendResponse)
+    connect: frozenset[str]  # kpr probe connect verdicts
+    errnos: frozenset[str]  # errno names connect() may fail with (empty: no errno, a timeout)
+    curl_exit: int  # 7 = could not connect; 28 = timed out
+    fast: bool  # fails at once (well under the probe's timeout) rather than at its limit
+    raw: str | None  # kpr probe syn verdict (None: a raw packet cannot reach this plane)
+    icmp: tuple[int, int] | None  # (type, code) of the answer to a raw SYN
+    why: str
+    source: str
+
+
+NO_BACKEND_RULES: tuple[NoBackendRule, ...] = (
+    NoBackendRule(Plane.SOCKET, ANY, frozenset({"unreachable"}), frozenset({"EHOSTUNREACH", "EPERM"}), 7, True, None, None,
+                  "the socket hook fails connect() at once whatever ServiceNoBackendResponse says (EPERM in 1.19.2-1.19.3 and on "
+                  "kernels without bpf_set_retval)", SRC_SOCK_FWD + "; " + SRC_EPERM_BUG),
+    NoBackendRule(Plane.PER_PACKET, "reject", frozenset({"refused"}), frozenset({"ECONNREFUSED"}), 7, True, "icmp-unreachable", (3, 3),
+                  "the per-packet plane answers ICMP port unreachable; the client's TCP stack turns it into ECONNREFUSED",
+                  SRC_NO_SERVICE_ICMP),
+    NoBackendRule(Plane.PER_PACKET, "drop", frozenset({"timeout"}), frozenset(), 28, False, "timeout", None,
+                  "the per-packet plane drops the packet; the client waits for its limit", SRC_NO_SERVICE_DROP),
+)
+
+
+@dataclass(frozen=True)
+class FormatRule:
+    """What a command prints (the facts the parsers and the fake's renderers share)."""
+
+    id: str
+    command: str
+    prints: str
+    source: str
+
+
+FORMAT_RULES: tuple[FormatRule, ...] = (
+    FormatRule("modules-health-tally", "cilium-dbg status",
+               "one line 'Modules Health:<tab>Stopped(N) Degraded(N) OK(N)' (no tree)",
+               "cilium/cilium pkg/health/client/modules.go @ 21d690e1 GetAndFormatModulesHealth (verbose=false); "
+               "real samples in ../shared/fixtures/cilium/health/modules-health-tally-real-samples.txt"),
+    FormatRule("modules-health-tree", "cilium-dbg status --verbose",
+               "the module tree without a tally (until PR #46739, which adds the tally on the 'Modules Health:' line and "
+               "indents the tree by two spaces); each leaf '[OK|DEGRADED|STOPPED] <message> (<age>, x<count>)', "
+               "never the error text",
+               "cilium/cilium pkg/health/client/modules.go @ 21d690e1 upsertTree (meta = [LEVEL] Message (age, xCount)); "
+               "https://github.com/cilium/cilium/pull/46739"),
+    FormatRule("db-health", "cilium-dbg shell -- db/show health",
+               "a statedb table with columns Module Component Level Message Error LastOK UpdatedAt Count; Level OK|Degraded|Stopped; "
+               "times RFC 3339",
+               "cilium/cilium pkg/hive/health/types/types.go (Status.TableHeader, TableRow, Level constants)"),
+    FormatRule("reflector-degraded", "cilium-dbg shell -- db/show health",
+               "a frontend conflict degrades module loadbalancer-reflectors with Message 'Failure processing services' and the "
+               "joined errors in Error; 'Running' again once the errors clear",
+               "cilium/cilium pkg/loadbalancer/reflectors/k8s.go reflectorHealth.report and RegisterK8sReflector "
+               "(job.OneShot(\"reflect-services-endpoints\"): health component job-reflect-services-endpoints); "
+               "pkg/loadbalancer/reflectors/cell.go cell.Module(\"loadbalancer-reflectors\"); pkg/loadbalancer/cell/cell.go "
+               "(a Group holding reflectors.Cell); daemon/cmd/cells.go (Agent \"agent\" > ControlPlane \"controlplane\" > "
+               "loadbalancer_cell.Cell): module ID agent.controlplane.loadbalancer-reflectors"),
+    FormatRule("frontend-conflict-error", "(agent log, db/show health Error)",
+               "'frontend already owned by another service: <addr/PROTO> is owned by <ns/name>'",
+               "cilium/cilium pkg/loadbalancer/writer/writer.go UpsertFrontend (fmt.Errorf(\"%w: %s is owned by %s\", "
+               "ErrFrontendConflict, ...)); pkg/loadbalancer/errors.go ErrFrontendConflict"),
+    FormatRule("external-ip-mitigation-config", "cilium-dbg config -a",
+               "'DisableExternalIPMitigation : true|false' among the read-only (DaemonConfig) options",
+               "cilium/cilium pkg/option/config.go DisableExternalIPMitigation = \"disable-external-ip-mitigation\"; "
+               "../shared/fixtures/cilium/unattributed/config-all-v1.18-likely-2025-08.txt line 71"),
+)
+
+
+class NoRule(LookupError):
+    """No sourced rule covers this path: the behaviour is unknown, not assumed."""
+
+
+def plane_for(client: str, access: str, frontend: str, coverage: str, mitigation: str = "on") -> PlaneRule:
+    for rule in PLANE_RULES:
+        if rule.matches(client, access, frontend, coverage, mitigation):
+            return rule
+    raise NoRule(f"no sourced rule for a {access} from a {client} to a {frontend} frontend (coverage {coverage}, "
+                 f"ExternalIP mitigation {mitigation})")
+
+
+def no_backend(plane: Plane, response: str) -> NoBackendRule:
+    for rule in NO_BACKEND_RULES:
+        if rule.plane is plane and rule.response in (ANY, response):
+            return rule
+    raise NoRule(f"no sourced rule for a backendless service on the {plane} plane with ServiceNoBackendResponse={response}")
+
+
+def coverage_name(hostns_only: bool) -> str:
+    return "Hostns-only" if hostns_only else "Full"
+
+
+ALL_RULES: tuple[PlaneRule | NoBackendRule | FormatRule, ...] = PLANE_RULES + NO_BACKEND_RULES + FORMAT_RULES

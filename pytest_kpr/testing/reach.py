@@ -1,0 +1,137 @@
+"""What a client of the fake cluster sees, decided by the sourced rules in :mod:`pytest_kpr.datapath`.
+
+The steps follow the datapath: classify the destination (which kind of frontend it is, if any), pick
+the plane that handles this client, access and frontend (``plane_for``), look the frontend up in the
+tables of the node whose plane it is, and answer: a backend answers; with no backend the plane's
+no-backend rule (``no_backend``) says what the client sees. A path no rule covers raises
+:class:`~pytest_kpr.datapath.NoRule` -- the fake never guesses. The faults in :class:`.config.Faults`
+are the only departures from the rules, each one named where it applies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..datapath import Plane, coverage_name, no_backend, plane_for
+from ..versions import Version, in_range
+from .view import ClusterView
+
+#: connect() fails with EPERM instead of EHOSTUNREACH (cilium/cilium#45184; fixed in 1.19.4 by #45673)
+EPERM_RANGE = ">=1.19.2, <1.19.4"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    result: str  # answered | refused | unreachable | timeout | icmp | reset
+    plane: Plane | None = None
+    errno: str | None = None
+    icmp: tuple[int, int] | None = None
+    frontend: str = "none"  # ClusterIP | NodePort | ExternalIP | LoadBalancer | none
+
+
+def classify(c: ClusterView, ip: str) -> tuple[str, str | None]:
+    """(frontend kind, node whose InternalIP it is) of a destination address."""
+    for node in c.node_names():
+        if c.node_ip(node) == ip:
+            return "NodePort", node
+    for svc in c.services():
+        spec = svc.get("spec", {})
+        if spec.get("clusterIP") == ip:
+            return "ClusterIP", None
+        if ip in (spec.get("externalIPs") or []):
+            return "ExternalIP", None
+        if ip in [i.get("ip") for i in svc.get("status", {}).get("loadBalancer", {}).get("ingress") or []]:
+            return "LoadBalancer", None
+    return "none", None
+
+
+def routed(c: ClusterView, ip: str, port: int, kind: str = "none", plane: Plane | None = None) -> Outcome:
+    """No Cilium LB translated it: the packet goes to the address itself."""
+    for p in c.pods():
+        if p.get("status", {}).get("podIP") == ip and not p["spec"].get("hostNetwork") and c.pod_ready(p):
+            return Outcome("answered", plane, frontend=kind)
+    for node in c.node_names():
+        if c.node_ip(node) == ip:  # the node's kernel: nobody listens there -> RST
+            return Outcome("refused" if port not in c.node_listeners.get(node, []) else "answered", plane, "ECONNREFUSED", frontend=kind)
+    return Outcome("timeout", plane, frontend=kind)  # nothing in the cluster owns the address
+
+
+def _coverage(c: ClusterView, client: str, access: str) -> str:
+    cov = coverage_name(c.cfg.socket_lb_hostns_only)
+    if c.cfg.faults.socket_lb_broken and client == "pod" and access == "connect":
+        cov = "Hostns-only"  # fault: pods' connections take the per-packet path while the agent reports Full
+    return cov
+
+
+def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str, port: int, outside: bool = False) -> Outcome:
+    """A ``connect`` or a ``raw`` SYN to ``ip:port`` from a pod on ``node`` (its own namespace, or the host's
+    for a host-network pod), or, with ``outside``, from a machine that reaches the nodes (the runner)."""
+    kind, target_node = classify(c, ip)
+    if kind == "none":
+        return routed(c, ip, port)
+    if outside:
+        client, handler = "outside", target_node or node
+    elif kind == "NodePort" and host_network and access == "raw" and target_node != node:
+        client, handler = "outside", target_node or node  # the SYN leaves this node and arrives at the other one's bpf_host
+    else:
+        client, handler = ("host" if host_network else "pod"), node
+    rule = plane_for(client, access, kind, _coverage(c, client, access), "on" if c.cfg.external_ip_mitigation else "off")
+    if rule.plane is Plane.NONE:
+        return routed(c, ip, port, kind, Plane.NONE)
+    fe = c.lb.find(handler, ip, port)
+    if fe is None and kind == "NodePort":
+        fe = c.lb.find(handler, "0.0.0.0", port)
+    if fe is None:  # no such frontend: nothing translates it
+        return routed(c, ip, port, kind, rule.plane)
+    if fe.backends:
+        return Outcome("answered", rule.plane, frontend=kind)
+    faults, response = c.cfg.faults, c.cfg.no_backend_response
+    if rule.plane is Plane.SOCKET:
+        if faults.socket_lb_honours_drop and response == "drop":
+            return Outcome("timeout", rule.plane, frontend=kind)
+        nb = no_backend(Plane.SOCKET, response)
+        eperm = in_range(Version.parse(c.cfg.cilium_version), EPERM_RANGE)
+        return Outcome("unreachable", rule.plane, "EPERM" if eperm else "EHOSTUNREACH", frontend=kind) if nb.fast else \
+            Outcome("timeout", rule.plane, frontend=kind)
+    if response == "reject" and faults.no_backend_silent_drop:
+        return Outcome("timeout", rule.plane, frontend=kind)
+    nb = no_backend(rule.plane, response)
+    if nb.icmp is None:
+        return Outcome("timeout", rule.plane, frontend=kind)
+    icmp = (nb.icmp[0], faults.reject_icmp_code) if faults.reject_icmp_code is not None else nb.icmp
+    if access == "raw":
+        return Outcome("icmp", rule.plane, icmp=icmp, frontend=kind)
+    # the client's TCP stack turns ICMP port unreachable into ECONNREFUSED, host unreachable into EHOSTUNREACH
+    if icmp == (3, 3):
+        return Outcome("refused", rule.plane, "ECONNREFUSED", icmp=icmp, frontend=kind)
+    return Outcome("unreachable", rule.plane, "EHOSTUNREACH", icmp=icmp, frontend=kind)
+
+
+ERRNO = {"ECONNREFUSED": 111, "EHOSTUNREACH": 113, "EPERM": 1}
+
+
+def curl_result(o: Outcome, ip: str, port: int, max_time: float) -> tuple[int, float, int, str]:
+    """(http_code, seconds, curl exit, stderr) of ``curl http://ip:port/`` with that outcome."""
+    if o.result == "answered":
+        return 200, 0.0021, 0, ""
+    if o.result == "timeout":
+        return 0, max_time, 28, f"curl: (28) Connection timed out after {int(max_time * 1000)} milliseconds\n"
+    return 0, 0.0004, 7, f"curl: (7) Failed to connect to {ip} port {port} after 0 ms: Couldn't connect to server\n"
+
+
+def probe_result(o: Outcome, kind: str, timeout: float) -> dict[str, object]:
+    """The JSON ``kpr probe syn|connect|http`` prints for that outcome."""
+    if o.result == "answered":
+        ok: dict[str, dict[str, object]] = {"syn": {"verdict": "accepted"}, "connect": {"verdict": "connected"},
+                                            "http": {"verdict": "http", "http_code": 200}}
+        return {**ok[kind], "elapsed_ms": 1.1}
+    if o.result == "timeout":
+        return {"verdict": "timeout", "elapsed_ms": timeout * 1000.0}
+    if kind == "syn":
+        if o.result == "icmp" and o.icmp is not None:
+            return {"verdict": "icmp-unreachable", "elapsed_ms": 0.9, "icmp_type": o.icmp[0], "icmp_code": o.icmp[1]}
+        if o.result == "refused":
+            return {"verdict": "reset", "elapsed_ms": 0.8}
+        raise AssertionError(f"a raw SYN cannot see {o}")  # the socket plane never sees a packet
+    verdict = "refused" if o.result == "refused" else "unreachable"
+    return {"verdict": verdict, "elapsed_ms": 0.05, "errno": ERRNO.get(o.errno or "", 0), "errno_name": o.errno}

@@ -1,0 +1,93 @@
+"""What the fake cluster's parts (agents, load balancer, node tools, workloads, reachability) may see of
+the cluster: a protocol, so that they depend on this and not on :mod:`.fake`, which builds them.
+
+Imports run one way only: ``fake`` -> ``agent``/``lb``/``node``/``pods``/``reach`` -> ``view``/``config``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from ..lbmodel import LbModel
+from ..versions import Version
+from .config import FakeConfig
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FakeBackend:
+    ip: str
+    port: int
+    node: str
+    pod: str
+
+
+@dataclass
+class FakeFrontend:
+    ip: str
+    port: int
+    proto: str
+    type: str
+    service: str  # ns/name
+    port_name: str
+    backends: list[FakeBackend] = field(default_factory=list)
+    id: int = 0
+    status: str = "Done"
+    error: str = ""
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.ip, self.port, self.proto)
+
+
+
+class LbView(Protocol):
+    model: LbModel
+
+    def frontends(self, node: str) -> list[FakeFrontend]: ...
+
+    def find(self, node: str, ip: str, port: int, proto: str = "TCP") -> FakeFrontend | None: ...
+
+
+class NodeToolsView(Protocol):
+    def handle(self, node: str, argv: list[str]) -> tuple[int, str, str]: ...
+
+
+
+class ClusterView(Protocol):
+    cfg: FakeConfig
+    tick: int
+    pod_exec_handlers: dict[str, Callable[[Obj, list[str]], tuple[int, str, str]]]
+    node_exec_handlers: dict[str, Callable[[str, list[str]], tuple[int, str, str]]]
+    node_listeners: dict[str, list[int]]
+    node_nft_tables: dict[str, str]
+
+    @property
+    def lb(self) -> LbView: ...
+
+    @property
+    def node_tools(self) -> NodeToolsView: ...
+    ct: dict[str, list[dict[str, Any]]]
+
+    @property
+    def version(self) -> Version: ...
+
+    def node_names(self) -> list[str]: ...
+
+    def node_ip(self, node: str) -> str: ...
+
+    def services(self) -> list[Obj]: ...
+
+    def endpoints_of(self, svc: Obj) -> list[Obj]: ...
+
+    def pods(self, ns: str | None = None) -> list[Obj]: ...
+
+    def pod_ready(self, pod: Obj) -> bool: ...
+
+    def endpoints_on(self, node: str) -> list[dict[str, Any]]: ...
+
+    def ct_entries(self, node: str) -> list[dict[str, Any]]: ...
+
+    def curl_from_node(self, node: str, args: list[str], host_network: bool = True) -> tuple[int, str, str]: ...

@@ -1,0 +1,243 @@
+"""The datapath rules (pytest_kpr.datapath): every row has a source, the lookups answer what the rows say,
+the fake cluster follows them, and the no-backend judgement covers every branch. No root, no pytester."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pytest_kpr.checks import FAST_S, NoBackendAttempt, no_backend_problems
+from pytest_kpr.datapath import (
+    ALL_RULES,
+    PLANE_RULES,
+    FormatRule,
+    NoRule,
+    Plane,
+    PlaneRule,
+    no_backend,
+    plane_for,
+)
+from pytest_kpr.testing import FakeCluster, FakeConfig, Faults
+from pytest_kpr.testing.reach import Outcome, reach
+
+PKG = Path(__file__).resolve().parent.parent / "pytest_kpr"
+_CILIUM_SOURCE = re.compile(r"cilium/cilium (bpf|pkg|daemon|cilium-dbg|Documentation)/\S+|github\.com/cilium/cilium/(issues|pull)/\d+")
+
+
+def source_problems(rule: PlaneRule | FormatRule | object) -> list[str]:
+    """A rule must name where in Cilium it was read (a path in cilium/cilium, or an issue/PR)."""
+    src = getattr(rule, "source", "") or ""
+    return [] if _CILIUM_SOURCE.search(src) else [f"{rule!r} has no cilium/cilium source"]
+
+
+@pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: getattr(r, "id", None) or "-".join(str(getattr(r, f, "")) for f in ("client", "access", "frontend", "coverage", "plane", "response") if hasattr(r, f)))
+def test_every_rule_names_its_source_in_cilium(rule: object) -> None:
+    assert source_problems(rule) == []
+
+
+def test_the_source_check_catches_a_rule_without_one() -> None:
+    bare = replace(PLANE_RULES[0], source="we believe so")
+    assert source_problems(bare) and not source_problems(PLANE_RULES[0])
+
+
+def test_rules_do_not_overlap() -> None:
+    """At most one plane rule per concrete path: the first match must be the only match."""
+    for cov in ("Full", "Hostns-only"):
+        for mit in ("on", "off"):
+            for client in ("pod", "host", "outside"):
+                for access in ("connect", "raw"):
+                    for fe in ("ClusterIP", "NodePort", "ExternalIP", "LoadBalancer"):
+                        hits = [r for r in PLANE_RULES if r.matches(client, access, fe, cov, mit)]
+                        assert len(hits) <= 1, hits
+
+
+@pytest.mark.parametrize(
+    ("client", "access", "frontend", "coverage", "mitigation", "plane"),
+    [
+        ("pod", "connect", "ClusterIP", "Full", "on", Plane.SOCKET),
+        ("pod", "connect", "ClusterIP", "Hostns-only", "on", Plane.PER_PACKET),
+        ("pod", "raw", "ClusterIP", "Full", "on", Plane.NONE),
+        ("pod", "raw", "ClusterIP", "Hostns-only", "on", Plane.PER_PACKET),
+        ("host", "connect", "ClusterIP", "Hostns-only", "on", Plane.SOCKET),
+        ("host", "connect", "NodePort", "Full", "on", Plane.SOCKET),
+        ("pod", "connect", "NodePort", "Full", "on", Plane.SOCKET),
+        ("outside", "raw", "NodePort", "Full", "on", Plane.PER_PACKET),
+        ("outside", "connect", "NodePort", "Hostns-only", "off", Plane.PER_PACKET),
+        ("pod", "connect", "ExternalIP", "Full", "on", Plane.NONE),
+        ("pod", "connect", "ExternalIP", "Full", "off", Plane.SOCKET),
+        ("pod", "connect", "LoadBalancer", "Full", "on", Plane.SOCKET),
+    ],
+)
+def test_plane_for_each_path(client: str, access: str, frontend: str, coverage: str, mitigation: str, plane: Plane) -> None:
+    assert plane_for(client, access, frontend, coverage, mitigation).plane is plane
+
+
+@pytest.mark.parametrize(("args"), [("pod", "connect", "ExternalIP", "Hostns-only", "off"), ("host", "raw", "ClusterIP", "Full", "on"),
+                                    ("pod", "connect", "NodePort", "Hostns-only", "on")])
+def test_a_path_no_rule_covers_is_an_error_not_a_guess(args: tuple[str, ...]) -> None:
+    with pytest.raises(NoRule, match="no sourced rule"):
+        plane_for(*args)
+
+
+@pytest.mark.parametrize(
+    ("plane", "response", "curl", "connect", "raw", "icmp", "fast"),
+    [
+        (Plane.SOCKET, "reject", 7, {"unreachable"}, None, None, True),
+        (Plane.SOCKET, "drop", 7, {"unreachable"}, None, None, True),  # the socket plane ignores the response mode
+        (Plane.PER_PACKET, "reject", 7, {"refused"}, "icmp-unreachable", (3, 3), True),
+        (Plane.PER_PACKET, "drop", 28, {"timeout"}, "timeout", None, False),
+    ],
+)
+def test_no_backend_rules(plane: Plane, response: str, curl: int, connect: set[str], raw: str | None, icmp: tuple[int, int] | None,
+                          fast: bool) -> None:
+    r = no_backend(plane, response)
+    assert (r.curl_exit, set(r.connect), r.raw, r.icmp, r.fast) == (curl, connect, raw, icmp, fast)
+    assert "lb.h" in no_backend(Plane.PER_PACKET, "reject").source and "ICMP_PORT_UNREACH" in no_backend(Plane.PER_PACKET, "reject").source
+
+
+def test_no_backend_has_no_rule_for_the_unlooked_up_path() -> None:
+    with pytest.raises(NoRule):
+        no_backend(Plane.NONE, "reject")
+
+
+# -- the judgement ---------------------------------------------------------------------------------
+
+SOCKET = no_backend(Plane.SOCKET, "drop")
+REJECT = no_backend(Plane.PER_PACKET, "reject")
+DROP = no_backend(Plane.PER_PACKET, "drop")
+
+
+@pytest.mark.parametrize(
+    ("attempt", "rule", "words"),
+    [
+        (NoBackendAttempt("p", "curl", "7", 0.001), SOCKET, None),
+        (NoBackendAttempt("p", "curl", "28", 5.0), SOCKET, "curl exited 28 after 5.00s (it timed out: the traffic was dropped); expected exit 7 at once"),
+        (NoBackendAttempt("p", "curl", "7", 1.5), SOCKET, "failed as expected (7) but took 1.50s"),
+        (NoBackendAttempt("p", "curl", "28", 5.0), DROP, None),
+        (NoBackendAttempt("p", "curl", "7", 0.0), DROP, "expected exit 28 at its limit"),
+        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EHOSTUNREACH"), SOCKET, None),
+        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EPERM"), SOCKET, None),
+        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EACCES"), SOCKET, "failed with EACCES, expected EHOSTUNREACH or EPERM"),
+        (NoBackendAttempt("p", "connect", "timeout", 3.0), SOCKET, "connect() gave timeout after 3.00s; expected unreachable at once"),
+        (NoBackendAttempt("p", "connect", "refused", 0.0, "ECONNREFUSED"), REJECT, None),
+        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EHOSTUNREACH"), REJECT, "expected refused at once"),
+        (NoBackendAttempt("p", "raw", "icmp-unreachable", 0.001, None, (3, 3)), REJECT, None),
+        (NoBackendAttempt("p", "raw", "icmp-unreachable", 0.001, None, (3, 1)), REJECT, "the reject answer is ICMP 3/1, expected ICMP 3/3"),
+        (NoBackendAttempt("p", "raw", "icmp-unreachable", 0.001, None, (3, 13)), REJECT, "the reject answer is ICMP 3/13, expected ICMP 3/3"),
+        (NoBackendAttempt("p", "raw", "icmp-unreachable", 0.001, None, None), REJECT, "no ICMP type/code"),
+        (NoBackendAttempt("p", "raw", "timeout", 3.0), REJECT, "a raw SYN got timeout after 3.00s; expected icmp-unreachable ICMP 3/3"),
+        (NoBackendAttempt("p", "raw", "icmp-unreachable", 2.0, None, (3, 3)), REJECT, "took 2.00s"),
+        (NoBackendAttempt("p", "raw", "timeout", 3.0), DROP, None),
+        (NoBackendAttempt("p", "raw", "reset", 0.0), DROP, "a raw SYN got reset"),
+        (NoBackendAttempt("p", "raw", "timeout", 3.0), SOCKET, "a raw packet cannot reach the socket plane"),
+    ],
+)
+def test_no_backend_judgement(attempt: NoBackendAttempt, rule: object, words: str | None) -> None:
+    problems = no_backend_problems(attempt, rule, "reject")  # type: ignore[arg-type]
+    if words is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and words in problems[0], problems
+        assert problems[0].startswith("no backend (p; ")
+
+
+def test_fast_bound_is_strict() -> None:
+    assert no_backend_problems(NoBackendAttempt("p", "curl", "7", FAST_S), SOCKET, "drop")
+    assert not no_backend_problems(NoBackendAttempt("p", "curl", "7", FAST_S - 0.01), SOCKET, "drop")
+
+
+def test_unknown_tool_is_an_error() -> None:
+    with pytest.raises(ValueError):
+        no_backend_problems(NoBackendAttempt("p", "ping", "ok", 0.0), SOCKET, "drop")
+
+
+# -- the fake follows the rules --------------------------------------------------------------------
+
+def ghost_cluster(**cfg: object) -> tuple[FakeCluster, str, int]:
+    c = FakeCluster(FakeConfig(pod_ready_ticks=0, **cfg))  # type: ignore[arg-type]
+    c.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}})
+    svc = c.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "ghost", "namespace": "t"},
+                    "spec": {"type": "NodePort", "selector": {"app": "none"}, "ports": [{"port": 80, "targetPort": 8080}]}})
+    for _ in range(10):  # let the LB control plane's coalescing window close
+        c.server_version()
+    return c, svc["spec"]["clusterIP"], svc["spec"]["ports"][0]["nodePort"]
+
+
+@pytest.mark.parametrize(
+    ("cfg", "client", "access", "to", "expect"),
+    [
+        ({}, "pod", "connect", "cip", Outcome("unreachable", Plane.SOCKET, "EHOSTUNREACH", frontend="ClusterIP")),
+        ({"no_backend_response": "drop"}, "pod", "connect", "cip", Outcome("unreachable", Plane.SOCKET, "EHOSTUNREACH", frontend="ClusterIP")),
+        ({"cilium_version": "1.19.3"}, "pod", "connect", "cip", Outcome("unreachable", Plane.SOCKET, "EPERM", frontend="ClusterIP")),
+        ({"cilium_version": "1.19.4"}, "pod", "connect", "cip", Outcome("unreachable", Plane.SOCKET, "EHOSTUNREACH", frontend="ClusterIP")),
+        ({}, "pod", "raw", "cip", Outcome("timeout", Plane.NONE, frontend="ClusterIP")),
+        ({"socket_lb_hostns_only": True}, "pod", "raw", "cip", Outcome("icmp", Plane.PER_PACKET, icmp=(3, 3), frontend="ClusterIP")),
+        ({"socket_lb_hostns_only": True}, "pod", "connect", "cip",
+         Outcome("refused", Plane.PER_PACKET, "ECONNREFUSED", icmp=(3, 3), frontend="ClusterIP")),
+        ({"socket_lb_hostns_only": True, "no_backend_response": "drop"}, "pod", "connect", "cip", Outcome("timeout", Plane.PER_PACKET, frontend="ClusterIP")),
+        ({}, "host", "raw", "np", Outcome("icmp", Plane.PER_PACKET, icmp=(3, 3), frontend="NodePort")),
+        ({"no_backend_response": "drop"}, "host", "raw", "np", Outcome("timeout", Plane.PER_PACKET, frontend="NodePort")),
+        # faults: each departs from one rule
+        ({"faults": Faults(no_backend_silent_drop=True)}, "host", "raw", "np", Outcome("timeout", Plane.PER_PACKET, frontend="NodePort")),
+        ({"faults": Faults(reject_icmp_code=1)}, "host", "raw", "np", Outcome("icmp", Plane.PER_PACKET, icmp=(3, 1), frontend="NodePort")),
+        ({"no_backend_response": "drop", "faults": Faults(socket_lb_honours_drop=True)}, "pod", "connect", "cip",
+         Outcome("timeout", Plane.SOCKET, frontend="ClusterIP")),
+    ],
+)
+def test_the_fake_answers_a_backendless_service_by_the_rules(cfg: dict, client: str, access: str, to: str, expect: Outcome) -> None:
+    c, cip, np = ghost_cluster(**cfg)
+    ip, port = (cip, 80) if to == "cip" else (c.node_ip("fake-worker2"), np)
+    assert reach(c, "fake-worker", host_network=client == "host", access=access, ip=ip, port=port) == expect
+
+
+def test_externalips_from_pods_need_the_mitigation_off() -> None:
+    """With the mitigation on, a pod's connection to a non-node externalIPs address is not translated: it
+    goes to the address itself and nothing answers (what the old shared-VIP suite ran into)."""
+    for mitigation, result in ((False, "answered"), (True, "timeout")):
+        c = FakeCluster(FakeConfig(pod_ready_ticks=0, external_ip_mitigation=mitigation))
+        c.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}})
+        c.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "t"},
+                  "spec": {"replicas": 1, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {}}}})
+        c.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "t"},
+                  "spec": {"selector": {"app": "web"}, "externalIPs": ["198.18.10.80"], "ports": [{"port": 80, "targetPort": 8080}]}})
+        for _ in range(10):
+            c.server_version()
+        o = reach(c, "fake-worker", host_network=False, access="connect", ip="198.18.10.80", port=80)
+        assert (o.result, o.plane) == (result, Plane.NONE if mitigation else Plane.SOCKET)
+        assert c.agents["fake-worker"].handle(["cilium-dbg", "config", "-a"])[1].count(f"DisableExternalIPMitigation       : {str(not mitigation).lower()}") == 1
+
+
+def test_a_path_without_a_rule_is_an_error_in_the_fake_too() -> None:
+    c, cip, np = ghost_cluster(socket_lb_hostns_only=True)
+    with pytest.raises(NoRule):
+        reach(c, "fake-worker", host_network=True, access="raw", ip=cip, port=80)
+
+
+# -- the fake's parts depend on a view of the cluster, not on fake.py ------------------------------------
+
+def module_imports(path: Path) -> set[str]:
+    """Every module a file imports, TYPE_CHECKING blocks included."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            out.add(node.module or "")
+    return out
+
+
+def test_the_testing_package_has_no_import_cycle() -> None:
+    mods = {p.stem: module_imports(p) & {q.stem for q in (PKG / "testing").glob("*.py")} for p in (PKG / "testing").glob("*.py")}
+
+    def reach_from(start: str, seen: set[str]) -> set[str]:
+        for m in mods.get(start, ()):
+            if m not in seen:
+                seen.add(m)
+                reach_from(m, seen)
+        return seen
+
+    cycles = sorted(m for m in mods if m in reach_from(m, set()))
+    assert cycles == [], f"modules in pytest_kpr/testing that import themselves through others: {cycles} ({mods})"
+    assert "fake" not in set().union(*(v for k, v in mods.items() if k not in ("__init__", "provider"))), "only the package and the provider import fake"
