@@ -136,6 +136,12 @@ class FrontendOwnership(RuleBasedStateMachine):
         self.queued: list[Event] = []
         #: service -> the time of its last event that the model has processed
         self.last_event: dict[str, float] = {}
+        #: service -> the frontends of its latest processed event (None: deleted), kept by the machine itself
+        self.latest: dict[str, tuple[str, ...] | None] = {}
+
+    def processed(self, events: list[Event]) -> None:
+        for ev in events:  # coalescing keeps each service's latest value
+            self.latest[ev.service] = ev.frontends if ev.op is Op.UPSERT else None
 
     @rule(svc=st.sampled_from(SERVICES), fes=st.sets(st.sampled_from(ADDRS), min_size=1, max_size=2))
     def upsert(self, svc: str, fes: set[str]) -> None:
@@ -155,6 +161,7 @@ class FrontendOwnership(RuleBasedStateMachine):
         self.m.push(ev)
         self.clock += 1000
         self.m.advance(self.clock)
+        self.processed([ev])
         if ev.op is Op.UPSERT and ev.service in self.m.rejected and self.m.rejected[ev.service][0] == ev.frontends:
             assert (self.m.services, owners(self.m)) == before, "a rejected upsert changes nothing"
 
@@ -162,6 +169,7 @@ class FrontendOwnership(RuleBasedStateMachine):
     def flush(self) -> None:
         for ev in self.queued:
             self.m.push(ev)
+        self.processed(self.queued)
         self.queued.clear()
         self.clock += 1000
         self.m.advance(self.clock)
@@ -176,6 +184,15 @@ class FrontendOwnership(RuleBasedStateMachine):
                 assert a not in claimed, f"{a} written for both {claimed[a]} and {svc}"
                 claimed[a] = svc
                 assert self.m.owner(a) == svc
+
+    @invariant()
+    def degraded_exactly_while_some_live_services_latest_upsert_was_rejected(self) -> None:
+        """The reflector's health (pkg/loadbalancer/reflectors/k8s.go): Degraded while any service's latest
+        upsert stands rejected, OK again once none does (deleting a rejected service clears its error)."""
+        if self.m.pending:
+            return
+        stuck = sorted(svc for svc, fes in self.latest.items() if fes is not None and self.m.services.get(svc) != fes)
+        assert self.m.degraded == bool(stuck), f"degraded={self.m.degraded}, services whose latest upsert is not written: {stuck}"
 
     @invariant()
     def processed_frontends_are_done(self) -> None:
@@ -309,3 +326,107 @@ def test_the_old_requeue_claim_is_false_for_the_port_swap() -> None:
     assert len({a for fes in want.values() for a in fes}) == sum(len(f) for f in want.values()), "no two services want the same frontend"
     assert m.rejected, "and yet both stay rejected"
 
+
+
+# -- replay input: every rejection names its place -----------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("not a mapping", "expected a mapping with an 'events' list (or a list of events)"),
+        ({"events": "x"}, "expected a mapping with an 'events' list (or a list of events)"),
+        ({"variant": "fixed", "events": []}, "variant must be one of cilium-1.18, requeue"),
+        ({"window_ms": "soon", "events": []}, "window_ms and batch_size must be numbers"),
+        ({"batch_size": "many", "events": []}, "window_ms and batch_size must be numbers"),
+        ({"window_ms": 0, "events": []}, "window_ms and batch_size must be positive"),
+        ({"batch_size": -1, "events": []}, "window_ms and batch_size must be positive"),
+        ({"events": ["x"]}, "event 0: expected a mapping"),
+        ([{"service": "a/b"}], "event 0: op must be upsert or delete, got None"),
+        ([{"op": "move", "service": "a/b"}], "event 0: op must be upsert or delete, got 'move'"),
+        ([{"op": "upsert", "service": "a/b"}, {"op": "delete", "service": "ab"}], "event 1: service must be ns/name, got 'ab'"),
+        ([{"op": "upsert", "service": "A/b"}], "event 0: service must be ns/name, got 'A/b'"),
+        ([{"op": "delete", "service": "a/b", "frontends": ["1.2.3.4:80/TCP"]}], "event 0: a delete takes no frontends"),
+        ([{"op": "upsert", "service": "a/b", "frontends": ["1.2.3.4:80"]}], "event 0: frontend '1.2.3.4:80' is not IP:PORT/PROTO"),
+        ([{"op": "upsert", "service": "a/b", "frontends": ["1.2.3.4:80/TCP"], "at_ms": "later"}], "event 0: at_ms must be a number"),
+    ],
+)
+def test_replay_input_errors(data: object, message: str) -> None:
+    with pytest.raises(ModelError) as e:
+        load_scenario(data)
+    assert str(e.value) == message
+
+
+def test_replay_defaults_and_a_bare_event_list() -> None:
+    events, variant, window, size = load_scenario([{"op": "upsert", "service": "a/b", "frontends": ["[fd00::1]:80/UDP", "1.2.3.4:80/SCTP"]},
+                                                   {"op": "delete", "service": "a.b/c-d", "at_ms": 1500}])
+    assert (variant, window, size) == (Variant.CILIUM_1_18, 500.0, 500)
+    assert events == [Event(0.0, Op.UPSERT, "a/b", ("[fd00::1]:80/UDP", "1.2.3.4:80/SCTP")), Event(1500.0, Op.DELETE, "a.b/c-d")]
+    assert load_scenario({"variant": "requeue", "window_ms": "250", "batch_size": 2, "events": []})[1:] == (Variant.REQUEUE, 250.0, 2)
+
+
+# -- the model's boundaries ------------------------------------------------------------------------------
+
+def test_an_event_exactly_one_window_after_the_first_opens_the_next_batch() -> None:
+    """Windows are half-open: [start, start + window). Claim at 1000 and release at 1500 are two batches, so the
+    release is not coalesced ahead of anything; with the claim's key first it is rejected either way, but the
+    batch boundary shows in pending: at 1499 the claim's batch has not closed, at 1500 it has."""
+    m = LbModel(window_ms=500)
+    m.push(up(1000, "claimant", 80))
+    m.push(delete(1500, "owner"))
+    m.advance(1499)
+    assert [e.at_ms for e in m.pending] == [1000, 1500], "the window [1000, 1500) is still open at 1499"
+    m.advance(1500)
+    assert [e.at_ms for e in m.pending] == [1500], "the first batch closed at 1500 and held only the claim"
+
+
+def test_a_full_batch_closes_at_its_last_event_not_at_the_window() -> None:
+    m = LbModel(window_ms=500, batch_size=2)
+    for e in (up(0, "a", 80), up(10, "b", 81), up(20, "c", 82)):
+        m.push(e)
+    m.advance(10)
+    assert sorted(m.frontends) == [f"{VIP}:80/TCP", f"{VIP}:81/TCP"] and [e.at_ms for e in m.pending] == [20]
+    m2 = LbModel(window_ms=500, batch_size=3)
+    for e in (up(0, "a", 80), up(10, "b", 81), up(20, "c", 82)):
+        m2.push(e)
+    m2.advance(20)
+    assert sorted(m2.frontends) == [f"{VIP}:80/TCP", f"{VIP}:81/TCP", f"{VIP}:82/TCP"], "exactly batch_size events: closed at the last one"
+
+
+def test_requeue_runs_until_no_rejected_service_can_move() -> None:
+    """A chain: c waits for b's frontend, b waits for a's. Releasing a's lets b in, which releases b's old one
+    for c: only a requeue loop that runs again after progress installs both."""
+    m = replay([up(0, "a", 80), up(0, "b", 81), up(1000, "b", 80), up(2000, "c", 81), up(3000, "a", 82)], Variant.REQUEUE)
+    assert owners(m) == {f"{VIP}:82/TCP": "demo/a", f"{VIP}:80/TCP": "demo/b", f"{VIP}:81/TCP": "demo/c"} and not m.rejected
+
+
+def test_replay_defaults_and_settings() -> None:
+    assert (replay([]).window_ms, replay([]).batch_size) == (500.0, 500)
+    m = replay([], window_ms=100.0, batch_size=7)
+    assert (m.window_ms, m.batch_size) == (100.0, 7)
+
+
+def test_the_log_says_what_happened() -> None:
+    m = replay([up(0, "owner", 80), up(1000, "claimant", 80), delete(2000, "owner")], Variant.REQUEUE)
+    assert m.log == [
+        f"upsert demo/owner ['{VIP}:80/TCP']: ok",
+        f"upsert demo/claimant ['{VIP}:80/TCP']: rejected (frontend already owned by another service: {VIP}:80/TCP is owned by demo/owner)",
+        f"delete demo/owner: released ['{VIP}:80/TCP']",
+        "requeue demo/claimant",
+        f"upsert demo/claimant ['{VIP}:80/TCP']: ok",
+    ]
+
+
+@pytest.mark.parametrize(("window", "size", "ok"), [(0.5, 1, True), (1, 1, True), (0, 1, False), (0.5, 0, False), (1, -1, False)])
+def test_replay_window_and_batch_bounds(window: float, size: int, ok: bool) -> None:
+    data = {"window_ms": window, "batch_size": size, "events": []}
+    if ok:
+        assert load_scenario(data)[2:] == (float(window), size)
+    else:
+        with pytest.raises(ModelError, match="^window_ms and batch_size must be positive$"):
+            load_scenario(data)
+
+
+def test_a_missing_service_is_named_as_missing() -> None:
+    with pytest.raises(ModelError) as e:
+        load_scenario([{"op": "upsert"}])
+    assert str(e.value) == "event 0: service must be ns/name, got ''"
