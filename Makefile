@@ -16,7 +16,7 @@ KERNEL_DEBS := iproute2 iptables nftables conntrack clang libbpf-dev bpftool lib
 
 PROBE_IMAGE ?= pytest-kpr-probe:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
-.PHONY: kpr test venv kernel-deps probe-image clean help
+.PHONY: kpr test venv kernel-deps probe-image clean help mutation
 
 help:
 	@echo "make kpr    run the kpr conformance suites against kind (pytest -m kpr)"
@@ -56,5 +56,10 @@ kernel-deps:
 test: $(STAMP) kernel-deps
 	$(BIN)/pytest $(TEST_ARGS)
 
+# Mutation testing of the judgements, rules, model and health parsers (not in `make test`: ~3 min).
+mutation: $(STAMP)
+	@$(BIN)/python -c "import mutmut" 2>/dev/null || $(BIN)/python -m pip install --quiet --disable-pip-version-check 'mutmut>=3.8,<4'
+	scripts/mutation.sh
+
 clean:
-	rm -rf $(VENV) kpr-artifacts .pytest_cache .hypothesis
+	rm -rf $(VENV) kpr-artifacts .pytest_cache .hypothesis mutants

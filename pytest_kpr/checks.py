@@ -6,10 +6,11 @@ real-kernel tests that prove the judgement against a real kernel. Each returns t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 if TYPE_CHECKING:
     from .datapath import NoBackendRule
+    from .parse import RuleDump, Service, Socket
 
 
 @dataclass(frozen=True)
@@ -97,4 +98,158 @@ def no_backend_problems(a: NoBackendAttempt, rule: "NoBackendRule", response: st
     if not p and rule.fast and a.seconds >= FAST_S:
         p.append(f"{where}: {a.tool} failed as expected ({a.verdict}) but took {a.seconds:.2f}s; the {rule.plane} plane answers at once "
                  f"(bound {FAST_S:g}s)")
+    return p
+
+
+# -- iptables: no kube-proxy rules ------------------------------------------------------------------
+
+#: kube-proxy's own chains in iptables mode (kubernetes pkg/proxy/iptables/proxier.go: KUBE-SERVICES,
+#: KUBE-NODEPORTS, KUBE-EXTERNAL-SERVICES, KUBE-PROXY-CANARY, KUBE-PROXY-FIREWALL, and the per-service
+#: KUBE-SVC-/KUBE-SEP-/KUBE-EXT-/KUBE-SVL-/KUBE-FW- chains). kubelet's KUBE-FIREWALL and
+#: KUBE-KUBELET-CANARY are not kube-proxy's and do not count.
+KUBE_PROXY_MARKS = ("KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-EXTERNAL-SERVICES", "KUBE-PROXY-CANARY", "KUBE-PROXY-FIREWALL",
+                    "KUBE-SVC-", "KUBE-SEP-", "KUBE-EXT-", "KUBE-SVL-", "KUBE-FW-")
+#: kube-proxy's table in nftables mode (kubernetes pkg/proxy/nftables/proxier.go kubeProxyTable)
+KUBE_PROXY_NFT_TABLE = "kube-proxy"
+#: the views a node's rules are read in; each can hide the others' rules
+RULE_VIEWS = ("iptables-nft", "iptables-legacy", "nft")
+
+
+def rule_view_problems(dumps: "Mapping[str, Mapping[str, RuleDump | None]]") -> list[str]:
+    """Control for the emptiness checks: every view must have been read on every node (a view whose
+    tool is missing proves nothing), and some view must show tables at all."""
+    p: list[str] = []
+    for node, views in sorted(dumps.items()):
+        missing = [v for v in RULE_VIEWS if views.get(v) is None]
+        if missing:
+            p.append(f"{node}: the {', '.join(missing)} view could not be read (tool missing or failed); its rules were not checked")
+        if not any(d is not None and d.tables for d in views.values()):
+            p.append(f"{node}: no view shows any table: the emptiness checks would be blind")
+    return p
+
+
+def kube_proxy_rule_problems(dumps: "Mapping[str, Mapping[str, RuleDump | None]]") -> list[str]:
+    p: list[str] = []
+    for node, views in sorted(dumps.items()):
+        for view, d in sorted(views.items()):
+            if d is None:
+                continue
+            marks = {m.rstrip("-"): n for m in KUBE_PROXY_MARKS if (n := d.count(m))}
+            tables = [t for t in d.tables if t.split()[-1] == KUBE_PROXY_NFT_TABLE]
+            if marks:
+                p.append(f"{node} ({view}): kube-proxy chains {marks}")
+            if tables:
+                p.append(f"{node} ({view}): kube-proxy's nftables table {tables} with {sum(1 for c in d.chains if c.split('/')[0] in tables)} chains")
+    return p
+
+
+def rule_line_problems(dumps: "Mapping[str, Mapping[str, RuleDump | None]]", token: str, what: str) -> list[str]:
+    """Lines naming ``token`` (an IP or a port, as a whole token) in any view of any node."""
+    p: list[str] = []
+    for node, views in sorted(dumps.items()):
+        for view, d in sorted(views.items()):
+            if d is not None and (n := d.count_token(token)):
+                sample = [line for line in d.lines if token in line][:2]
+                p.append(f"{node} ({view}): {n} lines name {what} {token}, e.g. {sample}")
+    return p
+
+
+# -- NodePort -----------------------------------------------------------------------------------------
+
+def nodeport_listener_problems(listeners: "Sequence[Socket]", port: int) -> list[str]:
+    mine = [s.local for s in listeners if s.local_port == port]
+    return [f"{len(mine)} sockets listen on :{port} on the node ({mine}); the answer must come from BPF, not a process"] if mine else []
+
+
+def nodeport_frontend_problems(services: "Sequence[Service]", port: int) -> list[str]:
+    """The agent must list the wildcard ``0.0.0.0:<port>`` frontend of type NodePort (that port, not another)."""
+    hits = [s for s in services if s.frontend.ip == "0.0.0.0" and s.frontend.port == port and s.type == "NodePort"]
+    if hits:
+        return []
+    near = sorted(str(s.frontend) for s in services if s.type == "NodePort")
+    return [f"the agent lists no 0.0.0.0:{port} NodePort frontend (NodePort frontends: {near})"]
+
+
+# -- backend slots ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SlotView:
+    node: str
+    service_id: int | None  # the slot-0 entry's RevNAT ID
+    backends: tuple[str, ...]  # ip:port in slot order
+
+    def describe(self) -> str:
+        return f"{self.node}: {len(self.backends)} slots {list(self.backends)}"
+
+
+@dataclass(frozen=True)
+class Convergence:
+    replicas: int
+    ready_pods: int
+    endpointslice: frozenset[str]
+    slots: tuple[SlotView, ...]
+
+    @property
+    def converged(self) -> bool:
+        return not convergence_problems(self)
+
+    def describe(self) -> str:
+        return (f"{self.ready_pods}/{self.replicas} pods Ready, EndpointSlice ready {sorted(self.endpointslice)}; "
+                + "; ".join(v.describe() for v in self.slots))
+
+
+def convergence_problems(c: Convergence) -> list[str]:
+    """Every agent's slots hold exactly the EndpointSlice's ready addresses, once each, for the wanted replicas."""
+    p: list[str] = []
+    if c.ready_pods != c.replicas:
+        p.append(f"{c.ready_pods}/{c.replicas} pods Ready")
+    if len(c.endpointslice) != c.replicas:
+        p.append(f"the EndpointSlice has {len(c.endpointslice)} ready addresses, not {c.replicas}")
+    if not c.slots:
+        p.append("no agent's slots were read")
+    for v in c.slots:
+        have = set(v.backends)
+        missing, extra = sorted(c.endpointslice - have), sorted(have - c.endpointslice)
+        dupes = sorted({b for b in v.backends if v.backends.count(b) > 1})
+        if v.service_id is None:
+            p.append(f"{v.node}: no slot-0 entry for the service")
+        if missing:
+            p.append(f"{v.node}: slots lack {missing}")
+        if extra:
+            p.append(f"{v.node}: slots still hold {extra}, which the EndpointSlice no longer has")
+        if dupes:
+            p.append(f"{v.node}: {dupes} fill more than one slot")
+    return p
+
+
+# -- socket LB: the other views of the holder's connection --------------------------------------------
+
+def conntrack_out_problems(backend: str, socket_peer: str, backends: "frozenset[str]", coverage: str) -> list[str]:
+    p: list[str] = []
+    if coverage.lower().startswith("full") and backend != socket_peer:
+        p.append(f"the conntrack OUT entry goes to {backend}, the socket to {socket_peer}")
+    if backend not in backends:
+        p.append(f"the conntrack OUT entry {backend} is not a backend {sorted(backends)}")
+    return p
+
+
+def backend_peer_problems(client: str, peers: "Sequence[str]", backend_pod: str) -> list[str]:
+    """The backend must see the client's own pod address (a node address would mean SNAT)."""
+    return [] if client in peers else [f"the backend {backend_pod} sees {sorted(peers)}, not the holder's pod address {client} (a node IP would mean SNAT)"]
+
+
+def program_problems(prog: "Mapping[str, object]", attach_mode: str) -> list[str]:
+    """The holder's host-side veth runs cil_from_container, attached the way the agent says (tcx: no tc
+    filter lines; legacy tc: a clsact filter), and the endpoint has its policy map."""
+    expected = {"tcx": ("tcx/ingress", lambda n: n == 0, "none"), "tc": ("clsact/ingress", lambda n: n >= 1, "at least one")}
+    attach, lines_ok, want_lines = expected.get(attach_mode, expected["tc"])
+    p: list[str] = []
+    if prog.get("program") != "cil_from_container":
+        p.append(f"{prog.get('interface')} runs {prog.get('program')!r}, not cil_from_container")
+    if prog.get("attach") != attach:
+        p.append(f"attach mode {attach_mode} expects {attach} on {prog.get('interface')}, found {prog.get('attach')}")
+    if not lines_ok(int(prog.get("tc_filter_lines") or 0)):  # type: ignore[call-overload]
+        p.append(f"tc shows {prog.get('tc_filter_lines')} filter lines with {attach_mode} attachment (expected {want_lines})")
+    if not prog.get("policy_map"):
+        p.append(f"no per-endpoint policy map for endpoint {prog.get('endpoint_id')} in the agent's map list")
     return p

@@ -57,17 +57,10 @@ class Node:
             return None
         return parse_nft_ruleset(r.check().stdout)
 
-    def rule_dumps(self) -> dict[str, RuleDump]:
-        """Every view of the rules that exists on the node: each can hide the others' rules."""
-        out: dict[str, RuleDump] = {}
-        for backend in ("nft", "legacy"):
-            d = self.iptables(backend)
-            if d is not None:
-                out[f"iptables-{backend}"] = d
-        n = self.nft()
-        if n is not None:
-            out["nft"] = n
-        return out
+    def rule_dumps(self) -> dict[str, RuleDump | None]:
+        """Every view of the node's rules (each can hide the others'): ``iptables-nft``, ``iptables-legacy``,
+        ``nft``; None for a view whose tool is missing, so a check can say it was not read."""
+        return {"iptables-nft": self.iptables("nft"), "iptables-legacy": self.iptables("legacy"), "nft": self.nft()}
 
     def listening(self, port: int | None = None) -> list[Socket]:
         """TCP listeners (``ss -Htln``), on one port if given."""

@@ -52,7 +52,12 @@ class Timeouts:
 
 
 class WaitTimeout(AssertionError):
-    """A bounded wait ran out. The message says what was awaited and the last observation."""
+    """A bounded wait ran out. The message says what was awaited and the last observation, which is also
+    kept as ``last`` (None after an error) with the time spent, so a caller can judge what it saw."""
+
+    def __init__(self, message: str, last: object = None, elapsed: float = 0.0, attempts: int = 0):
+        super().__init__(message)
+        self.last, self.elapsed, self.attempts = last, elapsed, attempts
 
 
 def retrying(timeout: float, *, on: tuple[type[BaseException], ...] = (InfraError,), assertions: bool = True) -> Retrying:
@@ -76,6 +81,7 @@ class Observation(Generic[T]):
     value: T
     elapsed: float
     attempts: int
+    timed_out: bool = False  # the wait ran out and ``value`` is the last observation
 
 
 def eventually(
@@ -137,7 +143,8 @@ def eventually(
         seen = last[0] if last else None
         shown = f"{type(seen).__name__}: {seen}" if isinstance(seen, BaseException) else describe(seen)  # type: ignore[arg-type]
         raise WaitTimeout(
-            f"timed out after {timeout:.0f}s waiting for {what}; last observed: {shown}"
+            f"timed out after {timeout:.0f}s waiting for {what}; last observed: {shown}",
+            None if isinstance(seen, BaseException) else seen, time.monotonic() - start, attempts,
         ) from None
     except _Abort as e:
         raise WaitTimeout(f"gave up waiting for {what}: {e}") from None

@@ -61,6 +61,9 @@ X tc filter add dev lxc1234 ingress bpf da obj "$WORK/prog.o" sec tc
 X bpftool net show dev lxc1234 > "$OUT/bpftool-net-show-legacy-tc.txt"
 X tc filter show dev lxc1234 ingress > "$OUT/tc-filter-show-ingress.txt"
 X tc filter show dev lxc1234 egress > "$OUT/tc-filter-show-egress-empty.txt"
+# kube-proxy in nftables mode: its table as nft prints it (the fake renders the same shape for that fault)
+X nft -f "$(dirname "$0")/kube-proxy-nftables.nft"
+X nft list table ip kube-proxy > "$OUT/nft-kube-proxy-nftables-mode.txt"
 {
   echo "Captured $(date -u +%Y-%m-%d) by scripts/capture_local_samples.sh"
   echo "kernel $(uname -r); $(ss -V); $(iptables-nft --version); $(nft --version); $(bpftool version | head -1); $(tc -V); busybox $(busybox | head -1 | awk '{print $2}')"

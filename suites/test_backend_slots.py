@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.checks import convergence_problems
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab
-from pytest_kpr.wait import WaitTimeout
 
 pytestmark = pytest.mark.kpr
 PROPERTY = "backend slots"
@@ -32,17 +32,15 @@ def test_web_slots_hold_exactly_its_ready_endpoints(lab: Lab, web: Any, evidence
         "backend_pods": [lab.pod_by_ip(b.rsplit(":", 1)[0]) for b in mine.backends],
     })
     listed = sorted(b.address.host_port() for b in svc.backends)
-    assert conv.converged, f"backend slots: {conv.describe()}"
+    problems = convergence_problems(conv)
+    assert not problems, f"backend slots: web's slots are not its ready endpoints: {'; '.join(problems)} ({conv.describe()})"
     assert listed == sorted(mine.backends), f"backend slots: service list {listed} vs bpf lb list {sorted(mine.backends)}"
     assert mine.service_id == svc.id, f"backend slots: slot 0 carries RevNAT {mine.service_id}, service list ID {svc.id}"
 
 
 def test_slots_converge_to_the_endpointslice_after_scaling_to_four(lab: Lab, web: Any, evidence: Evidence) -> None:
     before = set((evidence.read("svc.json") or {}).get("backends") or next(v for v in lab.slots() if v.node == lab.client_node).backends)
-    try:
-        obs = lab.scale_web(4)
-    except WaitTimeout as e:
-        pytest.fail(f"backend slots did not converge after scaling web to 4: {e}", pytrace=False)
+    obs = lab.scale_web(4)
     mine = next(v for v in obs.value.slots if v.node == lab.client_node)
     evidence.write("scale.json", {
         "backends": list(mine.backends),
@@ -51,14 +49,14 @@ def test_slots_converge_to_the_endpointslice_after_scaling_to_four(lab: Lab, web
         "convergence_seconds": round(obs.elapsed, 3),
     })
     evidence.figure(PROPERTY, f"4 slots on {len(obs.value.slots)} agents in {obs.elapsed:.1f}s")
+    problems = convergence_problems(obs.value)
+    assert not problems, f"backend slots did not converge after scaling web to 4 (waited {obs.elapsed:.1f}s): {'; '.join(problems)}"
     assert len(set(mine.backends) - before) == 2, f"backend slots: expected 2 new backends, got {sorted(set(mine.backends) - before)}"
 
 
 def test_slots_follow_a_scale_down(lab: Lab, web: Any) -> None:
-    try:
-        if len(lab.pods("app=web")) != 4:  # run on its own: start from 4 replicas
-            lab.scale_web(4)
-        obs = lab.scale_web(2)
-    except WaitTimeout as e:
-        pytest.fail(f"backend slots did not follow web scaling down to 2: {e}", pytrace=False)
-    assert obs.value.converged
+    if len(lab.pods("app=web")) != 4:  # run on its own: start from 4 replicas
+        lab.scale_web(4)
+    obs = lab.scale_web(2)
+    problems = convergence_problems(obs.value)
+    assert not problems, f"backend slots did not follow web scaling down to 2 (waited {obs.elapsed:.1f}s): {'; '.join(problems)}"

@@ -241,3 +241,52 @@ def test_the_testing_package_has_no_import_cycle() -> None:
     cycles = sorted(m for m in mods if m in reach_from(m, set()))
     assert cycles == [], f"modules in pytest_kpr/testing that import themselves through others: {cycles} ({mods})"
     assert "fake" not in set().union(*(v for k, v in mods.items() if k not in ("__init__", "provider"))), "only the package and the provider import fake"
+
+
+# -- the judgement's whole messages (what a user reads) -----------------------------------------------
+
+def test_no_backend_messages_in_full() -> None:
+    cite = "[cilium/cilium bpf/bpf_sock.c __sock4_xlate_fwd / cil_sock4_connect (1.16+ layout, read via the code index): " \
+           "ENABLE_SOCKET_LB_HOST_ONLY && !in_hostns -> -ENXIO (no translation)]"
+    assert no_backend_problems(NoBackendAttempt("pod curl to ClusterIP 10.96.0.12:80", "curl", "28", 5.0), SOCKET, "drop") == [
+        "no backend (pod curl to ClusterIP 10.96.0.12:80; socket plane, ServiceNoBackendResponse=drop): curl exited 28 after 5.00s "
+        "(it timed out: the traffic was dropped); expected exit 7 at once (under 1s): the socket hook fails connect() at once whatever "
+        f"ServiceNoBackendResponse says (EPERM in 1.19.2-1.19.3 and on kernels without bpf_set_retval) {cite}"]
+    assert no_backend_problems(NoBackendAttempt("p", "curl", "6", 0.1), SOCKET, "drop")[0].startswith(
+        "no backend (p; socket plane, ServiceNoBackendResponse=drop): curl exited 6 after 0.10s; expected exit 7")
+    assert no_backend_problems(NoBackendAttempt("p", "curl", "7", 0.0), DROP, "drop")[0].startswith(
+        "no backend (p; per-packet plane, ServiceNoBackendResponse=drop): curl exited 7 after 0.00s (it could not connect); "
+        "expected exit 28 at its limit: the per-packet plane drops the packet; the client waits for its limit [cilium/cilium bpf/bpf_lxc.c")
+    assert no_backend_problems(NoBackendAttempt("p", "connect", "timeout", 3.0), SOCKET, "reject")[0].startswith(
+        "no backend (p; socket plane, ServiceNoBackendResponse=reject): connect() gave timeout after 3.00s; expected unreachable at once")
+    assert no_backend_problems(NoBackendAttempt("p", "connect", "unreachable", 0.0, "EACCES"), SOCKET, "reject") == [
+        f"no backend (p; socket plane, ServiceNoBackendResponse=reject): connect() failed with EACCES, expected EHOSTUNREACH or EPERM: "
+        f"{SOCKET.why} {cite}"]
+    assert no_backend_problems(NoBackendAttempt("p", "raw", "timeout", 3.0), REJECT, "reject")[0].startswith(
+        "no backend (p; per-packet plane, ServiceNoBackendResponse=reject): a raw SYN got timeout after 3.00s; expected icmp-unreachable ICMP 3/3: "
+        "the per-packet plane answers ICMP port unreachable; the client's TCP stack turns it into ECONNREFUSED [cilium/cilium bpf/lib/lb.h")
+    assert no_backend_problems(NoBackendAttempt("p", "raw", "reset", 0.0, None, (3, 3)), DROP, "drop")[0].startswith(
+        "no backend (p; per-packet plane, ServiceNoBackendResponse=drop): a raw SYN got reset ICMP 3/3 after 0.00s; expected timeout:")
+    assert no_backend_problems(NoBackendAttempt("p", "raw", "timeout", 1.0), SOCKET, "drop") == [
+        "no backend (p; socket plane, ServiceNoBackendResponse=drop): a raw packet cannot reach the socket plane; this attempt was misclassified"]
+    assert no_backend_problems(NoBackendAttempt("p", "connect", "refused", 1.5, "ECONNREFUSED"), REJECT, "reject") == [
+        "no backend (p; per-packet plane, ServiceNoBackendResponse=reject): connect failed as expected (refused) but took 1.50s; "
+        "the per-packet plane answers at once (bound 1s)"]
+    assert no_backend_problems(NoBackendAttempt("p", "connect", "timeout", 3.0), DROP, "drop") == []
+
+
+def test_defaults_and_the_no_rule_messages() -> None:
+    assert plane_for("pod", "connect", "ExternalIP", "Full").plane is Plane.NONE, "the mitigation is on unless said otherwise"
+    with pytest.raises(NoRule) as e:
+        no_backend(Plane.NONE, "drop")
+    assert str(e.value) == "no sourced rule for a backendless service on the none plane with ServiceNoBackendResponse=drop"
+    with pytest.raises(NoRule) as e:
+        plane_for("host", "raw", "ClusterIP", "Full")
+    assert str(e.value) == "no sourced rule for a raw from a host to a ClusterIP frontend (coverage Full, ExternalIP mitigation on)"
+    with pytest.raises(ValueError) as v:
+        no_backend_problems(NoBackendAttempt("p", "ping", "ok", 0.0), SOCKET, "drop")
+    assert str(v.value) == "unknown tool 'ping'"
+    assert no_backend_problems(NoBackendAttempt("p", "connect", "refused", 0.1, "ECONNREFUSED"), SOCKET, "drop")[0].startswith(
+        "no backend (p; socket plane, ServiceNoBackendResponse=drop): connect() gave refused (ECONNREFUSED) after 0.10s; expected unreachable at once")
+    assert no_backend_problems(NoBackendAttempt("p", "raw", "icmp-unreachable", 0.0, None, None), REJECT, "reject")[0].startswith(
+        "no backend (p; per-packet plane, ServiceNoBackendResponse=reject): the reject answer is no ICMP type/code, expected ICMP 3/3 (destination")

@@ -113,3 +113,29 @@ def test_unknown_node_or_command_fails_like_docker_exec(fake: FakeCluster) -> No
     assert fake.run("nope", ["true"]).returncode == 1
     r = fake.run("fake-worker", ["bpftrace", "-l"])
     assert r.returncode == 127 and "executable file not found" in r.stderr
+
+
+def test_the_fakes_kube_proxy_nftables_table_has_the_captured_shape() -> None:
+    """The fault "kube-proxy in nftables mode" prints the table the way nft does (tests/data/local sample,
+    captured by scripts/capture_local_samples.sh from scripts/kube-proxy-nftables.nft on a real kernel)."""
+    import re
+    from pathlib import Path
+
+    from pytest_kpr.testing import Faults
+
+    def shape(text: str) -> set[str]:
+        text = re.sub(r"\b[A-Z0-9]{8}-", "H-", text)
+        text = re.sub(r"\d+\.\d+\.\d+\.\d+(/\d+)?", "IP", text)
+        text = re.sub(r"(?<=[-/ ])\w[\w.-]*/web/tcp/http", "NS/web/tcp/http", text)
+        return {re.sub(r"\b\d+\b", "N", line.strip()) for line in text.splitlines() if line.strip()}
+
+    c = FakeCluster(FakeConfig(pod_ready_ticks=0, faults=Faults(kube_proxy_rules="nftables")))
+    c.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}})
+    c.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "demo"},
+              "spec": {"replicas": 2, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {}}}})
+    c.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "demo"},
+              "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080, "nodePort": 30780}]}})
+    rendered = c.node_tools.nft_ruleset("fake-worker")
+    fake_table = rendered[rendered.index("table ip kube-proxy"):]
+    sample = (Path(__file__).parent / "data" / "local" / "nft-kube-proxy-nftables-mode.txt").read_text()
+    assert shape(fake_table) == shape(sample)

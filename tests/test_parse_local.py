@@ -81,3 +81,11 @@ def test_curl_write_out() -> None:
     assert (r.exit_code, r.http_code, r.seconds) == (7, 0, 0.000412)
     with pytest.raises(ParseError):
         parse_curl(0, "")
+
+
+def test_the_iptables_save_parser_refuses_a_line_it_does_not_know() -> None:
+    from pytest_kpr.parse import ParseError, parse_iptables_save
+
+    with pytest.raises(ParseError) as e:
+        parse_iptables_save("*nat\n:PREROUTING ACCEPT [0:0]\nsomething else\nCOMMIT\n")
+    assert str(e.value) == "iptables-save: line 3: unrecognised line: 'something else'"

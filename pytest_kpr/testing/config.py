@@ -15,7 +15,23 @@ class Faults:
     """Each flag breaks one property the suites check. All off = a conforming cluster."""
 
     kpr_disabled: bool = False  # agents report KubeProxyReplacement False
-    kube_proxy_rules: str | None = None  # "nft" | "legacy": kube-proxy's KUBE-SVC/KUBE-SEP rules on every node
+    #: kube-proxy's rules on every node: "nft" / "legacy" (iptables mode, in that backend), "sep-only" (only
+    #: KUBE-SEP chains), "nodeports" (only a KUBE-NODEPORTS chain for the NodePort services), "nftables"
+    #: (kube-proxy in nftables mode: its "kube-proxy" table)
+    kube_proxy_rules: str | None = None
+    unreadable_rule_view: str | None = None  # "iptables-nft" | "iptables-legacy" | "nft": that view's tool is missing
+    missing_agent_on: str | None = None  # this node runs no cilium-agent pod
+    snat_at_backend: bool = False  # a backend sees the client's node address (SNAT) instead of its pod address
+    getpeername_backend: bool = False  # getpeername() returns the backend, not the service (no reverse translation)
+    #: the agent reports Hostns-only coverage (configure socket_lb_hostns_only=True), yet pods take the socket path
+    socket_lb_reverse: bool = False
+    slow_reject_ms: int | None = None  # the per-packet plane's reject arrives this late
+    stale_slots: bool = False  # backends removed by scaling down stay in the BPF slots
+    #: this node's agent lacks one backend of every service that has more than two (a scale-up never converges there)
+    backend_missing_on: str | None = None
+    nodeport_wrong_port: bool = False  # NodePort frontends are programmed on nodePort+1
+    health_without_error: bool = False  # db/show health shows the reflector Degraded, but without the conflict error
+    error_without_degraded: bool = False  # db/show health carries the error, but status counts no degraded module
     #: the per-packet plane drops a backendless service's traffic although the agent says reject
     no_backend_silent_drop: bool = False
     #: the per-packet plane rejects with ICMP 3/<code> instead of 3/3 (port unreachable), e.g. 1 (host unreachable)

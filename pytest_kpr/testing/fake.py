@@ -84,7 +84,8 @@ class FakeCluster:
         self._install_cilium()
         self.agents: dict[str, FakeAgent] = {}
         for node in self.node_names():
-            self.agents[node] = FakeAgent(self, node)
+            if node != self.cfg.faults.missing_agent_on:
+                self.agents[node] = FakeAgent(self, node)
         self.lb = LbState(self)
         self.node_tools = FakeNodeTools(self)
         #: node -> ports something listens on in the host namespace (beyond kubelet & co.)
@@ -129,6 +130,8 @@ class FakeCluster:
 
     def _install_cilium(self) -> None:
         for i, node in enumerate(self.node_names()):
+            if node == self.cfg.faults.missing_agent_on:
+                continue  # fault: this node runs no cilium-agent
             self._put(
                 {
                     "apiVersion": "v1",

@@ -50,6 +50,8 @@ class LbState:
         self.model = cls(variant=variant, window_ms=cfg.lb_window_ticks * MS_PER_TICK)
         #: (service key, addr) -> (type, port spec) as last pushed
         self._spec: dict[tuple[str, str], tuple[str, dict]] = {}
+        #: every backend a service port ever had (the stale_slots fault keeps them all)
+        self._ever: dict[tuple[str, str, int], list[FakeBackend]] = {}
 
     @staticmethod
     def addr(ip: str, port: int, proto: str) -> str:
@@ -64,7 +66,8 @@ class LbState:
             if spec.get("clusterIP") and spec["clusterIP"] != "None":
                 out.append((self.addr(spec["clusterIP"], int(port["port"]), proto), "ClusterIP", port))
             if spec.get("type") in ("NodePort", "LoadBalancer") and port.get("nodePort"):
-                out.append((self.addr("0.0.0.0", int(port["nodePort"]), proto), "NodePort", port))
+                node_port = int(port["nodePort"]) + (1 if self.cluster.cfg.faults.nodeport_wrong_port else 0)  # fault: wrong port
+                out.append((self.addr("0.0.0.0", node_port, proto), "NodePort", port))
             for eip in spec.get("externalIPs") or []:
                 out.append((self.addr(eip, int(port["port"]), proto), "ExternalIPs", port))
             for ing in (svc.get("status", {}).get("loadBalancer", {}).get("ingress") or []):
@@ -96,6 +99,12 @@ class LbState:
             for p in c.endpoints_of(svc)
             if c.pod_ready(p)
         ]
+        if c.cfg.faults.stale_slots:  # fault: backends removed by scaling down stay in the slots
+            key = (svc["metadata"]["namespace"], svc["metadata"]["name"], target)
+            ever = self._ever.setdefault(key, [])
+            ever += [b for b in bes if b not in ever]
+            live_pods = {p["metadata"]["name"] for p in c.pods()}
+            bes = bes + [b for b in ever if b not in bes and b.pod not in live_pods]
         cap = c.cfg.faults.slots_cap
         return bes[:cap] if cap is not None else bes
 
@@ -112,6 +121,8 @@ class LbState:
             hostport, proto = addr.rsplit("/", 1)
             ip, p = hostport.rsplit(":", 1)
             bes = self.backends_of(svc, port) if svc is not None else []
+            if node == c.cfg.faults.backend_missing_on and len(bes) > 2:  # fault: this agent lacks one backend
+                bes = bes[:-1]
             status = "Done" if state.status == "done" else "Pending"
             out.append(FakeFrontend(ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status))
             if ip == "0.0.0.0":

@@ -48,6 +48,9 @@ class FakeNodeTools:
 
     def handle(self, node: str, argv: list[str]) -> tuple[int, str, str]:
         tool = argv[0]
+        view = {"iptables-nft-save": "iptables-nft", "iptables-legacy-save": "iptables-legacy", "nft": "nft"}.get(tool)
+        if view is not None and view == self.cluster.cfg.faults.unreadable_rule_view:
+            return 127, "", f'OCI runtime exec failed: exec: "{tool}": executable file not found in $PATH'
         if tool in ("iptables-save", "iptables-nft-save"):
             return 0, self.iptables_save(node, "nft"), ""
         if tool == "iptables-legacy-save":
@@ -84,17 +87,66 @@ class FakeNodeTools:
                     rules.append(f"-A {sep} -p tcp -m tcp -j DNAT --to-destination {pod['status']['podIP']}:{port.get('targetPort', port['port'])}")
         return rules
 
+    def _sep_only_rules(self) -> list[str]:
+        """Only kube-proxy's per-endpoint KUBE-SEP chains (the fault the iptables suite must not ignore)."""
+        return [r for r in self._kube_proxy_rules() if r.startswith(":KUBE-SEP-") or r.startswith("-A KUBE-SEP-")]
+
+    def _nodeport_rules(self) -> list[str]:
+        """Only kube-proxy's KUBE-NODEPORTS chain for the NodePort services."""
+        rules = [":KUBE-NODEPORTS - [0:0]"]
+        for svc in self.cluster.services():
+            ns, name = svc["metadata"]["namespace"], svc["metadata"]["name"]
+            for port in svc["spec"].get("ports", []):
+                if port.get("nodePort"):
+                    ext = "KUBE-EXT-" + _h(f"{ns}/{name}")
+                    rules.insert(0, f":{ext} - [0:0]")
+                    rules.append(f"-A KUBE-NODEPORTS -p tcp -m comment --comment \"{ns}/{name}\" -m tcp --dport {port['nodePort']} -j {ext}")
+        return rules
+
     def _tables(self, node: str, backend: str) -> dict[str, list[str]]:
-        faults = self.cluster.cfg.faults
+        mode = self.cluster.cfg.faults.kube_proxy_rules
+        kube_proxy = {"sep-only": self._sep_only_rules, "nodeports": self._nodeport_rules}.get(mode or "", self._kube_proxy_rules)
         if backend == "legacy":
-            nat: list[str] = []
-            if faults.kube_proxy_rules == "legacy":
-                nat = self._kube_proxy_rules()
+            nat: list[str] = kube_proxy() if mode == "legacy" else []
             return {"nat": nat} if nat else {}
         nat = list(_KIND_NAT)
-        if faults.kube_proxy_rules == "nft":
-            nat = self._kube_proxy_rules() + nat
+        if mode in ("nft", "sep-only", "nodeports"):
+            nat = kube_proxy() + nat
         return {"nat": nat, "filter": list(_KIND_FILTER)}
+
+    def _kube_proxy_nft_table(self) -> str:
+        """kube-proxy in nftables mode: its ``kube-proxy`` table, in the shape ``nft list table`` prints
+        (tests/data/local/nft-kube-proxy-nftables-mode.txt, captured on a real kernel)."""
+        ips, nodeports, chains = [], [], []
+        for svc in self.cluster.services():
+            ns, name = svc["metadata"]["namespace"], svc["metadata"]["name"]
+            for port in svc["spec"].get("ports", []):
+                sid = f"{_h(ns + '/' + name)[:8]}-{ns}/{name}/tcp/{port.get('name') or port['port']}"
+                ips.append(f"{svc['spec']['clusterIP']} . tcp . {port['port']} : goto service-{sid}")
+                if port.get("nodePort"):
+                    nodeports.append(f"tcp . {port['nodePort']} : goto external-{sid}")
+                    chains.append((f"external-{sid}", ["jump mark-for-masquerade", f"goto service-{sid}"]))
+                eps = [p["status"]["podIP"] for p in self.cluster.endpoints_of(svc)]
+                body = [f"ip daddr {svc['spec']['clusterIP']} tcp dport {port['port']} ip saddr != 10.244.0.0/16 jump mark-for-masquerade"]
+                if eps:
+                    target = int(port.get("targetPort", port["port"]))
+                    tag = port.get("name") or port["port"]
+                    body.append(f"numgen random mod {len(eps)} vmap {{ " + ", ".join(
+                        f"{i} : goto endpoint-{_h(ip)[:8]}-{ns}/{name}/tcp/{tag}__{ip}/{target}" for i, ip in enumerate(eps)) + " }")
+                    for ip in eps:
+                        chains.append((f"endpoint-{_h(ip)[:8]}-{ns}/{name}/tcp/{tag}__{ip}/{target}", [f"meta l4proto tcp dnat to {ip}:{target}"]))
+                chains.insert(0, (f"service-{sid}", body))
+        out = ["table ip kube-proxy {",
+               "\tmap service-ips {", "\t\ttype ipv4_addr . inet_proto . inet_service : verdict",
+               *([f"\t\telements = {{ {', '.join(ips)} }}"] if ips else []), "\t}", "",
+               "\tmap service-nodeports {", "\t\ttype inet_proto . inet_service : verdict",
+               *([f"\t\telements = {{ {', '.join(nodeports)} }}"] if nodeports else []), "\t}", "",
+               "\tchain services {", "\t\tip daddr . meta l4proto . th dport vmap @service-ips",
+               "\t\tfib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports", "\t}", "",
+               "\tchain nat-prerouting {", "\t\ttype nat hook prerouting priority dstnat; policy accept;", "\t\tjump services", "\t}"]
+        for chain, body in chains + [("mark-for-masquerade", ["meta mark set meta mark | 0x00004000"])]:
+            out += ["", f"\tchain {chain} {{", *[f"\t\t{line}" for line in body], "\t}"]
+        return "\n".join(out + ["}"]) + "\n"
 
     def iptables_save(self, node: str, backend: str) -> str:
         tables = self._tables(node, backend)
@@ -132,6 +184,8 @@ class FakeNodeTools:
                 out.append("\t}")
             out.append("}")
         extra = self.cluster.node_nft_tables.get(node, "")
+        if self.cluster.cfg.faults.kube_proxy_rules == "nftables":
+            extra += self._kube_proxy_nft_table()
         return "\n".join(out) + "\n" + extra
 
     # -- sockets ---------------------------------------------------------------------------------------

@@ -55,7 +55,8 @@ class FakeWorkloads:
         """Does a pod's connect() to a ClusterIP take the per-packet path? (the sourced rule; the
         ``socket_lb_broken`` fault sends it there while the agent reports Full coverage)"""
         cfg = self.c.cfg
-        coverage = coverage_name(cfg.socket_lb_hostns_only or cfg.faults.socket_lb_broken)
+        hostns = (cfg.socket_lb_hostns_only and not cfg.faults.socket_lb_reverse) or cfg.faults.socket_lb_broken
+        coverage = coverage_name(hostns)
         return plane_for("pod", "connect", "ClusterIP", coverage).plane is Plane.PER_PACKET
 
     def reconcile(self) -> None:
@@ -82,7 +83,8 @@ class FakeWorkloads:
             be = fe.backends[0]
             client = (pod["status"]["podIP"], sport)
             socket_peer = (ip, port) if self.per_packet() else (be.ip, be.port)
-            conn = Connection(key[1], client, socket_peer, (ip, port), (be.ip, be.port), be.pod, key[0])
+            app_peer = (be.ip, be.port) if self.c.cfg.faults.getpeername_backend else (ip, port)  # fault: no reverse translation
+            conn = Connection(key[1], client, socket_peer, app_peer, (be.ip, be.port), be.pod, key[0])
             self.connections[key[1]] = conn
             self.logs.setdefault(key, []).append(json.dumps({"event": "connected", "target": _hp(ip, port), "local": _hp(*client),
                                                             "app_peer": _hp(*conn.app_peer), "peer": _hp(*conn.app_peer)}))
@@ -123,7 +125,11 @@ class FakeWorkloads:
             if conn.client[0] == ip:
                 rows.append((_hp(*conn.client), _hp(*conn.server)))
             if conn.backend[0] == ip:
-                rows.append((_hp(*conn.backend), _hp(*conn.client)))
+                seen = conn.client
+                if self.c.cfg.faults.snat_at_backend:  # fault: the client's node address, as after SNAT
+                    holder = next((p for p in self.c.pods() if p["metadata"]["name"] == conn.client_pod), None)
+                    seen = (self.c.node_ip(holder["spec"]["nodeName"]) if holder else "0.0.0.0", 61234)
+                rows.append((_hp(*conn.backend), _hp(*seen)))
         out = "Active Internet connections (w/o servers)\nProto Recv-Q Send-Q Local Address           Foreign Address         State       \n"
         out += "".join(f"tcp        0      0 {local:<23} {peer:<23} ESTABLISHED \n" for local, peer in rows)
         return 0, out, ""

@@ -27,6 +27,7 @@ class Outcome:
     errno: str | None = None
     icmp: tuple[int, int] | None = None
     frontend: str = "none"  # ClusterIP | NodePort | ExternalIP | LoadBalancer | none
+    delay_ms: float | None = None  # when the answer came (None: at once)
 
 
 def classify(c: ClusterView, ip: str) -> tuple[str, str | None]:
@@ -56,10 +57,10 @@ def routed(c: ClusterView, ip: str, port: int, kind: str = "none", plane: Plane 
     return Outcome("timeout", plane, frontend=kind)  # nothing in the cluster owns the address
 
 
-def _coverage(c: ClusterView, client: str, access: str) -> str:
-    cov = coverage_name(c.cfg.socket_lb_hostns_only)
-    if c.cfg.faults.socket_lb_broken and client == "pod" and access == "connect":
-        cov = "Hostns-only"  # fault: pods' connections take the per-packet path while the agent reports Full
+def _coverage(c: ClusterView, client: str, access: str, frontend: str) -> str:
+    cov = coverage_name(c.cfg.socket_lb_hostns_only and not (c.cfg.faults.socket_lb_reverse and client == "pod"))
+    if c.cfg.faults.socket_lb_broken and client == "pod" and access == "connect" and frontend == "ClusterIP":
+        cov = "Hostns-only"  # fault: pods' connections to a ClusterIP take the per-packet path while the agent reports Full
     return cov
 
 
@@ -75,7 +76,7 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         client, handler = "outside", target_node or node  # the SYN leaves this node and arrives at the other one's bpf_host
     else:
         client, handler = ("host" if host_network else "pod"), node
-    rule = plane_for(client, access, kind, _coverage(c, client, access), "on" if c.cfg.external_ip_mitigation else "off")
+    rule = plane_for(client, access, kind, _coverage(c, client, access, kind), "on" if c.cfg.external_ip_mitigation else "off")
     if rule.plane is Plane.NONE:
         return routed(c, ip, port, kind, Plane.NONE)
     fe = c.lb.find(handler, ip, port)
@@ -99,12 +100,13 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
     if nb.icmp is None:
         return Outcome("timeout", rule.plane, frontend=kind)
     icmp = (nb.icmp[0], faults.reject_icmp_code) if faults.reject_icmp_code is not None else nb.icmp
+    late = float(faults.slow_reject_ms) if faults.slow_reject_ms is not None else None  # fault: a slow reject
     if access == "raw":
-        return Outcome("icmp", rule.plane, icmp=icmp, frontend=kind)
+        return Outcome("icmp", rule.plane, icmp=icmp, frontend=kind, delay_ms=late)
     # the client's TCP stack turns ICMP port unreachable into ECONNREFUSED, host unreachable into EHOSTUNREACH
     if icmp == (3, 3):
-        return Outcome("refused", rule.plane, "ECONNREFUSED", icmp=icmp, frontend=kind)
-    return Outcome("unreachable", rule.plane, "EHOSTUNREACH", icmp=icmp, frontend=kind)
+        return Outcome("refused", rule.plane, "ECONNREFUSED", icmp=icmp, frontend=kind, delay_ms=late)
+    return Outcome("unreachable", rule.plane, "EHOSTUNREACH", icmp=icmp, frontend=kind, delay_ms=late)
 
 
 ERRNO = {"ECONNREFUSED": 111, "EHOSTUNREACH": 113, "EPERM": 1}
@@ -116,7 +118,8 @@ def curl_result(o: Outcome, ip: str, port: int, max_time: float) -> tuple[int, f
         return 200, 0.0021, 0, ""
     if o.result == "timeout":
         return 0, max_time, 28, f"curl: (28) Connection timed out after {int(max_time * 1000)} milliseconds\n"
-    return 0, 0.0004, 7, f"curl: (7) Failed to connect to {ip} port {port} after 0 ms: Couldn't connect to server\n"
+    ms = o.delay_ms or 0.4
+    return 0, ms / 1000.0, 7, f"curl: (7) Failed to connect to {ip} port {port} after {int(ms)} ms: Couldn't connect to server\n"
 
 
 def probe_result(o: Outcome, kind: str, timeout: float) -> dict[str, object]:
@@ -129,9 +132,9 @@ def probe_result(o: Outcome, kind: str, timeout: float) -> dict[str, object]:
         return {"verdict": "timeout", "elapsed_ms": timeout * 1000.0}
     if kind == "syn":
         if o.result == "icmp" and o.icmp is not None:
-            return {"verdict": "icmp-unreachable", "elapsed_ms": 0.9, "icmp_type": o.icmp[0], "icmp_code": o.icmp[1]}
+            return {"verdict": "icmp-unreachable", "elapsed_ms": o.delay_ms or 0.9, "icmp_type": o.icmp[0], "icmp_code": o.icmp[1]}
         if o.result == "refused":
             return {"verdict": "reset", "elapsed_ms": 0.8}
         raise AssertionError(f"a raw SYN cannot see {o}")  # the socket plane never sees a packet
     verdict = "refused" if o.result == "refused" else "unreachable"
-    return {"verdict": verdict, "elapsed_ms": 0.05, "errno": ERRNO.get(o.errno or "", 0), "errno_name": o.errno}
+    return {"verdict": verdict, "elapsed_ms": o.delay_ms or 0.05, "errno": ERRNO.get(o.errno or "", 0), "errno_name": o.errno}

@@ -239,7 +239,7 @@ def _tree(rows: list[dict]) -> list[str]:
 
 
 def health_tally(rows: list[dict]) -> str:
-    n = {lvl: sum(1 for r in rows if r["level"] == lvl) for lvl in ("Stopped", "Degraded", "OK")}
+    n = {lvl: sum(1 for r in rows if r["level"] == lvl and not r.get("hidden_from_tally")) for lvl in ("Stopped", "Degraded", "OK")}
     return f"Stopped({n['Stopped']}) Degraded({n['Degraded']}) OK({n['OK']})"
 
 

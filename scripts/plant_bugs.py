@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""The acceptance list of issue #10: realistic bugs, each planted by hand into a copy of the tree, must each
+fail at least one test. Prints one line per bug (caught by which tests, or SURVIVED) and exits 1 if any
+survives. Run it after changing a judgement, the model, the parsers or the suites (about 2 minutes):
+
+    .venv/bin/python scripts/plant_bugs.py
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Bug:
+    name: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]  # where it should be caught (a pytest selection: files or node ids)
+
+
+BUGS = [
+    Bug("socket-LB judgement without its getpeername()==ClusterIP check", "pytest_kpr/checks.py",
+        "    if obs.app_peer != obs.service:\n", "    if False:\n", ("tests/test_checks.py",)),
+    Bug("the hostns-only branch accepting anything", "pytest_kpr/checks.py",
+        "    if coverage.lower().startswith(\"hostns\"):\n", "    if coverage.lower().startswith(\"hostns\"):\n        return []\n",
+        ("tests/test_checks.py",)),
+    Bug("the socket peer not required to be a backend", "pytest_kpr/checks.py",
+        "    elif obs.socket_peer not in obs.backends:\n", "    elif False:\n", ("tests/test_checks.py",)),
+    Bug("the iptables suite ignoring KUBE-SEP lines", "pytest_kpr/checks.py",
+        '"KUBE-SVC-", "KUBE-SEP-", ', '"KUBE-SVC-", ', ("tests/test_checks.py", "tests/test_faults.py::test_each_fault_fails_exactly_the_tests_that_check_it[only-kube-sep]")),
+    Bug("the evidence counting KUBE-SEP as 0", "pytest_kpr/parse/node.py",
+        '"kube_sep": self.count("KUBE-SEP"),', '"kube_sep": 0,', ("tests/test_faults.py::test_the_iptables_evidence_counts_kube_sep_lines",)),
+    Bug("the NodePort 'no iptables line' figure read from one rule view only", "suites/test_nodeport.py",
+        '"iptables_lines": sum(d.count_token(str(web_np)) for d in dumps[lab.client_node].values() if d is not None),',
+        '"iptables_lines": (dumps[lab.client_node]["iptables-legacy"] or dumps[lab.client_node]["nft"]).count_token(str(web_np)),',
+        ("tests/test_faults.py::test_the_nodeport_evidence_counts_lines_in_every_view",)),
+    Bug("a rule view whose tool is missing silently dropped", "pytest_kpr/checks.py",
+        "        missing = [v for v in RULE_VIEWS if views.get(v) is None]\n", "        missing = [v for v in RULE_VIEWS if v in views and views[v] is None]\n",
+        ("tests/test_checks.py", "tests/test_faults.py::test_each_fault_fails_exactly_the_tests_that_check_it[unreadable-rule-view]")),
+    Bug("the no-backend suite accepting ICMP 3/13 (admin-prohibited) as a reject", "pytest_kpr/checks.py",
+        "        elif rule.icmp is not None and a.icmp != rule.icmp:\n", "        elif rule.icmp is not None and a.icmp not in (rule.icmp, (3, 13)):\n",
+        ("tests/test_datapath_rules.py",)),
+    Bug("a 60 s 'at once' bound", "pytest_kpr/checks.py", "FAST_S = 1.0\n", "FAST_S = 60.0\n", ("tests/test_datapath_rules.py",)),
+    Bug("the agent's 0.0.0.0:NodePort frontend matched while ignoring the port", "pytest_kpr/checks.py",
+        'hits = [s for s in services if s.frontend.ip == "0.0.0.0" and s.frontend.port == port and s.type == "NodePort"]',
+        'hits = [s for s in services if s.frontend.ip == "0.0.0.0" and s.type == "NodePort"]', ("tests/test_checks.py",)),
+    Bug("the tc filter line count unchecked", "pytest_kpr/checks.py",
+        "    if not lines_ok(int(prog.get(\"tc_filter_lines\") or 0)):", "    if False:", ("tests/test_checks.py",)),
+    Bug("the iptables-save parser skipping unknown lines", "pytest_kpr/parse/node.py",
+        "            raise ParseError(\"iptables-save\", lineno, line)\n", "            continue\n", ("tests/test_parse_local.py", "tests/test_parse_properties.py", "tests/test_kpr_parse_cli.py")),
+    Bug("the model coalescing by last arrival instead of first arrival", "pytest_kpr/lbmodel.py",
+        "            ordered[ev.service] = ev\n", "            ordered.pop(ev.service, None)\n            ordered[ev.service] = ev\n",
+        ("tests/test_lbmodel.py", "tests/test_lbmodel_oracle.py")),
+    Bug("deleting a rejected service keeping it rejected", "pytest_kpr/lbmodel.py",
+        "        self.rejected.pop(service, None)\n        self.log.append(f\"delete", "        self.log.append(f\"delete",
+        ("tests/test_lbmodel.py", "tests/test_lbmodel_oracle.py")),
+    Bug("Modules Health always reporting 0 degraded", "pytest_kpr/parse/health.py",
+        "    return int(m.group(1)), int(m.group(2)), int(m.group(3))", "    return int(m.group(1)), 0, int(m.group(3))",
+        ("tests/test_parse_health.py", "tests/test_suites_vs_fake.py::test_the_conflict_shows_as_cilium_shows_it_tally_in_status_error_in_db_health")),
+]
+
+
+def copy_tree(dest: Path) -> None:
+    for item in REPO.iterdir():
+        if item.name in (".venv", "mutants", "kpr-artifacts", ".git", ".hypothesis", ".pytest_cache"):
+            continue
+        (shutil.copytree if item.is_dir() else shutil.copy2)(item, dest / item.name)
+
+
+def main() -> int:
+    env = {**os.environ, "KPR_SHARED_DIR": os.environ.get("KPR_SHARED_DIR", str(REPO.parent / "shared"))}
+    env.pop("CI", None)
+    survived = 0
+    for bug in BUGS:
+        with tempfile.TemporaryDirectory(prefix="kpr-plant-") as tmp:
+            root = Path(tmp)
+            copy_tree(root)
+            target = root / bug.path
+            text = target.read_text()
+            if text.count(bug.old) != 1:
+                print(f"CANNOT PLANT  {bug.name}: the original text is not in {bug.path} exactly once", flush=True)
+                survived += 1
+                continue
+            target.write_text(text.replace(bug.old, bug.new))
+            env["PYTHONPATH"] = str(root)  # the copy's pytest_kpr wins over the editable install
+            r = subprocess.run([sys.executable, "-m", "pytest", *bug.tests, "-q", "-p", "no:cacheprovider", "-x", "--no-header", "-rf"],
+                               cwd=root, env=env, capture_output=True, text=True, timeout=600)
+            # the outer run's failures only (a pytester test prints its inner run's FAILED lines too)
+            failed = [line.split(" ")[1] for line in r.stdout.splitlines() if line.startswith("FAILED tests/")]
+            if r.returncode == 0 or not failed:
+                print(f"SURVIVED      {bug.name} ({bug.path}; ran {' '.join(bug.tests)})", flush=True)
+                survived += 1
+            else:
+                print(f"caught        {bug.name}: {failed[0]}", flush=True)
+    print(f"{len(BUGS) - survived} of {len(BUGS)} planted bugs caught")
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

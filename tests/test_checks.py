@@ -1,0 +1,273 @@
+"""Every judgement in pytest_kpr.checks, branch by branch, on hand-made observations: no root, no pytester,
+no cluster. (The no-backend judgement's table is in test_datapath_rules.py, next to its rules.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_kpr.checks import (
+    Convergence,
+    SlotView,
+    SocketLBObservation,
+    backend_peer_problems,
+    conntrack_out_problems,
+    convergence_problems,
+    kube_proxy_rule_problems,
+    nodeport_frontend_problems,
+    nodeport_listener_problems,
+    program_problems,
+    rule_line_problems,
+    rule_view_problems,
+    socket_lb_problems,
+)
+from pytest_kpr.parse import parse_iptables_save, parse_nft_ruleset, parse_service_list_json, parse_ss
+from pytest_kpr.testing import render
+
+# -- socket LB ---------------------------------------------------------------------------------------
+
+SVC, B1, B2, CLIENT = "10.96.0.11:80", "10.244.1.10:8080", "10.244.2.10:8080", "10.244.1.5:40404"
+GOOD = SocketLBObservation(SVC, CLIENT, app_peer=SVC, socket_peer=B1, backends=frozenset({B1, B2}), service_translations=0)
+PER_PACKET = SocketLBObservation(SVC, CLIENT, app_peer=SVC, socket_peer=SVC, backends=frozenset({B1, B2}), service_translations=1)
+
+
+@pytest.mark.parametrize(
+    ("obs", "coverage", "words"),
+    [
+        (GOOD, "Full", []),
+        (GOOD.__class__(SVC, CLIENT, B1, B1, GOOD.backends, 0), "Full",
+         ["getpeername() returned 10.244.1.10:8080, not the service address", "getpeername() equals the socket peer"]),
+        (PER_PACKET, "Full", ["the socket's peer is the service address", "getpeername() equals the socket peer", "1 service translation entries exist"]),
+        (GOOD.__class__(SVC, CLIENT, SVC, "10.244.9.9:8080", GOOD.backends, 0), "Full", ["is none of the backends"]),
+        (GOOD.__class__(SVC, CLIENT, SVC, B1, GOOD.backends, 2), "Full", ["2 service translation entries exist for 10.244.1.5:40404"]),
+        (PER_PACKET, "Hostns-only", []),
+        (GOOD, "Hostns-only", ["yet the pod's socket peer is 10.244.1.10:8080, not the service", "yet no per-packet service translation exists"]),
+        (PER_PACKET.__class__(SVC, CLIENT, SVC, SVC, GOOD.backends, 0), "Hostns-only", ["no per-packet service translation exists"]),
+    ],
+)
+def test_socket_lb_judgement(obs: SocketLBObservation, coverage: str, words: list[str]) -> None:
+    problems = socket_lb_problems(obs, coverage)
+    assert len(problems) == len(words), problems
+    for w, p in zip(words, problems, strict=True):
+        assert w in p
+
+
+@pytest.mark.parametrize(
+    ("backend", "socket_peer", "coverage", "words"),
+    [
+        (B1, B1, "Full", []),
+        (B2, B1, "Full", ["the conntrack OUT entry goes to 10.244.2.10:8080, the socket to 10.244.1.10:8080"]),
+        (B2, SVC, "Hostns-only", []),  # per-packet: the socket points at the service, the OUT entry at a backend
+        ("10.244.9.9:8080", SVC, "Hostns-only", ["is not a backend"]),
+        ("10.244.9.9:8080", "10.244.9.9:8080", "Full", ["is not a backend"]),
+    ],
+)
+def test_conntrack_out_judgement(backend: str, socket_peer: str, coverage: str, words: list[str]) -> None:
+    problems = conntrack_out_problems(backend, socket_peer, frozenset({B1, B2}), coverage)
+    assert [w for w in words if not any(w in p for p in problems)] == [] and len(problems) == len(words), problems
+
+
+@pytest.mark.parametrize(("peers", "ok"), [([CLIENT], True), (["172.18.0.3:61234"], False), ([], False), (["10.244.1.5:40405"], False)])
+def test_backend_peer_judgement(peers: list[str], ok: bool) -> None:
+    problems = backend_peer_problems(CLIENT, peers, "web-1")
+    assert (problems == []) is ok
+    if not ok:
+        assert "a node IP would mean SNAT" in problems[0] and str(sorted(peers)) in problems[0]
+
+
+PROG = {"program": "cil_from_container", "attach": "tcx/ingress", "tc_filter_lines": 0, "policy_map": "cilium_policy_v2_00101",
+        "interface": "lxc1", "endpoint_id": 101}
+
+
+@pytest.mark.parametrize(
+    ("change", "mode", "words"),
+    [
+        ({}, "tcx", []),
+        ({"attach": "clsact/ingress", "tc_filter_lines": 2}, "tc", []),
+        ({"program": "cil_to_container"}, "tcx", ["runs 'cil_to_container', not cil_from_container"]),
+        ({"attach": "clsact/ingress"}, "tcx", ["attach mode tcx expects tcx/ingress"]),
+        ({"tc_filter_lines": 1}, "tcx", ["tc shows 1 filter lines with tcx attachment (expected none)"]),
+        ({"attach": "clsact/ingress", "tc_filter_lines": 0}, "tc", ["tc shows 0 filter lines with tc attachment (expected at least one)"]),
+        ({"policy_map": None}, "tcx", ["no per-endpoint policy map for endpoint 101"]),
+    ],
+)
+def test_program_judgement(change: dict, mode: str, words: list[str]) -> None:
+    problems = program_problems({**PROG, **change}, mode)
+    assert len(problems) == len(words) and all(w in p for w, p in zip(words, problems, strict=True)), problems
+
+
+# -- backend slots -----------------------------------------------------------------------------------
+
+ES = frozenset({B1, B2})
+
+
+@pytest.mark.parametrize(
+    ("conv", "words"),
+    [
+        (Convergence(2, 2, ES, (SlotView("n1", 7, (B1, B2)), SlotView("n2", 7, (B2, B1)))), []),
+        (Convergence(2, 1, ES, (SlotView("n1", 7, (B1, B2)),)), ["1/2 pods Ready"]),
+        (Convergence(2, 2, frozenset({B1}), (SlotView("n1", 7, (B1,)),)), ["the EndpointSlice has 1 ready addresses, not 2"]),
+        (Convergence(2, 2, ES, (SlotView("n1", 7, (B1,)),)), ["n1: slots lack ['10.244.2.10:8080']"]),
+        (Convergence(2, 2, ES, (SlotView("n1", 7, (B1, B2, "10.244.3.3:8080")),)), ["n1: slots still hold ['10.244.3.3:8080']"]),
+        (Convergence(2, 2, ES, (SlotView("n1", 7, (B1, B2, B2)),)), ["n1: ['10.244.2.10:8080'] fill more than one slot"]),
+        (Convergence(2, 2, ES, (SlotView("n1", None, (B1, B2)),)), ["n1: no slot-0 entry"]),
+        (Convergence(2, 2, ES, ()), ["no agent's slots were read"]),
+        (Convergence(2, 2, ES, (SlotView("n1", 7, (B1, B2)), SlotView("n2", 7, (B1,)))), ["n2: slots lack"]),
+    ],
+)
+def test_convergence_judgement(conv: Convergence, words: list[str]) -> None:
+    problems = convergence_problems(conv)
+    assert len(problems) == len(words) and all(w in p for w, p in zip(words, problems, strict=True)), problems
+    assert conv.converged is (not words)
+
+
+# -- iptables ----------------------------------------------------------------------------------------
+
+KIND_NAT = """*nat
+:PREROUTING ACCEPT [0:0]
+:KUBE-KUBELET-CANARY - [0:0]
+:CILIUM_PRE_nat - [0:0]
+-A PREROUTING -m comment --comment "cilium-feeder: CILIUM_PRE_nat" -j CILIUM_PRE_nat
+COMMIT
+*filter
+:INPUT ACCEPT [0:0]
+:KUBE-FIREWALL - [0:0]
+COMMIT
+"""
+KUBE_PROXY = KIND_NAT.replace(":CILIUM_PRE_nat - [0:0]\n", ":CILIUM_PRE_nat - [0:0]\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-ABC - [0:0]\n:KUBE-SEP-XYZ - [0:0]\n"
+                              "-A KUBE-SERVICES -d 10.96.0.11/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-ABC\n"
+                              "-A KUBE-SEP-XYZ -p tcp -m tcp -j DNAT --to-destination 10.244.1.10:8080\n")
+SEP_ONLY = KIND_NAT.replace(":CILIUM_PRE_nat - [0:0]\n", ":CILIUM_PRE_nat - [0:0]\n:KUBE-SEP-XYZ - [0:0]\n")
+NODEPORTS = KIND_NAT.replace(":CILIUM_PRE_nat - [0:0]\n", ":CILIUM_PRE_nat - [0:0]\n:KUBE-NODEPORTS - [0:0]\n"
+                             "-A KUBE-NODEPORTS -p tcp -m tcp --dport 30780 -j KUBE-EXT-ABC\n")
+EMPTY_NFT = "table ip filter {\n\tchain INPUT {\n\t\ttype filter hook input priority filter; policy accept;\n\t}\n}\n"
+
+
+def views(nat: str = KIND_NAT, legacy: str | None = "", nft: str | None = EMPTY_NFT) -> dict:
+    return {"n1": {"iptables-nft": parse_iptables_save(nat), "iptables-legacy": parse_iptables_save(legacy) if legacy is not None else None,
+                   "nft": parse_nft_ruleset(nft) if nft is not None else None}}
+
+
+def test_kubelet_chains_are_not_kube_proxy_rules() -> None:
+    assert kube_proxy_rule_problems(views()) == []
+
+
+@pytest.mark.parametrize(("dump", "marks"), [(KUBE_PROXY, ["'KUBE-SERVICES': 2", "'KUBE-SVC': 2", "'KUBE-SEP': 2"]), (SEP_ONLY, ["{'KUBE-SEP': 1}"]),
+                                             (NODEPORTS, ["'KUBE-NODEPORTS': 2", "'KUBE-EXT': 1"])])
+def test_kube_proxy_chains_are_found(dump: str, marks: list[str]) -> None:
+    (p,) = kube_proxy_rule_problems(views(dump))
+    assert p.startswith("n1 (iptables-nft): kube-proxy chains {") and all(m in p for m in marks), p
+
+
+def test_kube_proxy_in_legacy_and_in_nftables_mode_is_found(tmp_path: object) -> None:
+    from pathlib import Path
+
+    nft = (Path(__file__).parent / "data" / "local" / "nft-kube-proxy-nftables-mode.txt").read_text()
+    problems = kube_proxy_rule_problems(views(legacy=KUBE_PROXY, nft=nft))
+    assert len(problems) == 2 and problems[0].startswith("n1 (iptables-legacy)")
+    assert problems[1] == "n1 (nft): kube-proxy's nftables table ['ip kube-proxy'] with 7 chains"
+
+
+def test_rule_views_must_all_be_read_and_show_something() -> None:
+    assert rule_view_problems(views()) == []
+    assert rule_view_problems(views(legacy=None)) == ["n1: the iptables-legacy view could not be read (tool missing or failed); its rules were not checked"]
+    assert rule_view_problems(views(nat="", legacy="", nft="")) == ["n1: no view shows any table: the emptiness checks would be blind"]
+    assert len(rule_view_problems(views(legacy=None, nft=None))) == 1
+
+
+@pytest.mark.parametrize(("token", "n"), [("10.96.0.11", 1), ("10.96.0.1", 0), ("30780", 0), ("8080", 1)])
+def test_rule_lines_match_whole_tokens(token: str, n: int) -> None:
+    problems = rule_line_problems(views(KUBE_PROXY), token, "x")
+    assert len(problems) == (1 if n else 0)
+    if n:
+        assert problems[0].startswith(f"n1 (iptables-nft): {n} lines name x {token}")
+
+
+def test_rule_lines_are_read_in_every_view_including_nft() -> None:
+    nft = EMPTY_NFT.replace("policy accept;\n", "policy accept;\n\t\tip daddr 10.96.0.11 tcp dport 80 counter packets 0 bytes 0 accept\n")
+    assert [p.split(":")[0] for p in rule_line_problems(views(nft=nft), "10.96.0.11", "x")] == ["n1 (nft)"]
+
+
+# -- NodePort ------------------------------------------------------------------------------------------
+
+def test_nodeport_listener_judgement() -> None:
+    socks = parse_ss("LISTEN 0      4096   0.0.0.0:10250 0.0.0.0:*\nLISTEN 0      4096   0.0.0.0:30780 0.0.0.0:*\n")
+    assert nodeport_listener_problems(socks[:1], 30780) == []
+    (p,) = nodeport_listener_problems(socks, 30780)
+    assert p.startswith("1 sockets listen on :30780 on the node (['0.0.0.0:30780'])")
+
+
+def _services(*entries: tuple[str, int, str]) -> list:
+    return parse_service_list_json(render.service_list_json([
+        {"id": i, "ip": ip, "port": port, "protocol": "TCP", "type": typ, "name": "web-np", "namespace": "d", "backends": []}
+        for i, (ip, port, typ) in enumerate(entries, 1)]))
+
+
+@pytest.mark.parametrize(
+    ("entries", "ok"),
+    [
+        ((("0.0.0.0", 30780, "NodePort"),), True),
+        ((("0.0.0.0", 30781, "NodePort"),), False),  # another port
+        ((("172.18.0.3", 30780, "NodePort"),), False),  # not the wildcard
+        ((("0.0.0.0", 30780, "HostPort"),), False),  # not a NodePort
+        ((), False),
+    ],
+)
+def test_nodeport_frontend_judgement(entries: tuple, ok: bool) -> None:
+    problems = nodeport_frontend_problems(_services(*entries), 30780)
+    assert (problems == []) is ok
+    if not ok:
+        assert problems[0].startswith("the agent lists no 0.0.0.0:30780 NodePort frontend")
+
+
+# -- whole messages: what a user reads -----------------------------------------------------------------
+
+def test_judgement_messages_in_full() -> None:
+    assert program_problems({**PROG, "program": "x", "attach": "clsact/ingress", "tc_filter_lines": 3, "policy_map": ""}, "tcx") == [
+        "lxc1 runs 'x', not cil_from_container",
+        "attach mode tcx expects tcx/ingress on lxc1, found clsact/ingress",
+        "tc shows 3 filter lines with tcx attachment (expected none)",
+        "no per-endpoint policy map for endpoint 101 in the agent's map list",
+    ]
+    assert program_problems({**PROG, "attach": "tcx/ingress", "tc_filter_lines": None}, "unknown-mode") == [
+        "attach mode unknown-mode expects clsact/ingress on lxc1, found tcx/ingress",
+        "tc shows None filter lines with unknown-mode attachment (expected at least one)",
+    ]
+    assert nodeport_frontend_problems(_services(("0.0.0.0", 30781, "NodePort"), ("172.18.0.3", 30781, "NodePort"), ("10.96.0.9", 80, "ClusterIP")), 30780) == [
+        "the agent lists no 0.0.0.0:30780 NodePort frontend (NodePort frontends: ['0.0.0.0:30781/TCP', '172.18.0.3:30781/TCP'])"]
+    assert rule_line_problems(views(KUBE_PROXY), "10.96.0.11", "web's ClusterIP") == [
+        "n1 (iptables-nft): 1 lines name web's ClusterIP 10.96.0.11, e.g. ['-A KUBE-SERVICES -d 10.96.0.11/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-ABC']"]
+    assert kube_proxy_rule_problems(views(SEP_ONLY)) == ["n1 (iptables-nft): kube-proxy chains {'KUBE-SEP': 1}"]
+    assert conntrack_out_problems(B2, B1, frozenset({B1}), "Full") == [
+        "the conntrack OUT entry goes to 10.244.2.10:8080, the socket to 10.244.1.10:8080",
+        "the conntrack OUT entry 10.244.2.10:8080 is not a backend ['10.244.1.10:8080']"]
+    assert socket_lb_problems(GOOD.__class__(SVC, CLIENT, SVC, "10.244.9.9:8080", GOOD.backends, 0)) == [
+        "the socket's peer 10.244.9.9:8080 is none of the backends ['10.244.1.10:8080', '10.244.2.10:8080']"]
+    assert socket_lb_problems(PER_PACKET.__class__(SVC, CLIENT, SVC, B1, GOOD.backends, 0), "Hostns-only") == [
+        "socket LB is hostns-only, yet the pod's socket peer is 10.244.1.10:8080, not the service 10.96.0.11:80",
+        "socket LB is hostns-only, yet no per-packet service translation exists for 10.244.1.5:40404"]
+    assert convergence_problems(Convergence(3, 3, frozenset({B1, B2}), (SlotView("n1", None, (B1, B1)),))) == [
+        "the EndpointSlice has 2 ready addresses, not 3", "n1: no slot-0 entry for the service",
+        "n1: slots lack ['10.244.2.10:8080']", "n1: ['10.244.1.10:8080'] fill more than one slot"]
+
+
+def test_more_whole_messages_and_defaults() -> None:
+    assert socket_lb_problems(PER_PACKET), "the default coverage is Full"
+    assert program_problems({**PROG, "attach": "clsact/ingress", "tc_filter_lines": 1}, "tc") == [], "one legacy tc filter line is enough"
+    assert rule_view_problems(views(legacy=None, nft=None)) == [
+        "n1: the iptables-legacy, nft view could not be read (tool missing or failed); its rules were not checked"]
+    three = KUBE_PROXY.replace("-A KUBE-SEP-XYZ", "-A KUBE-SVC-ABC -d 10.96.0.11/32 -j KUBE-SEP-XYZ\n-A KUBE-SVC-ABC -d 10.96.0.11/32 -j KUBE-SEP-XYZ\n-A KUBE-SEP-XYZ")
+    (p,) = rule_line_problems(views(three), "10.96.0.11", "x")
+    assert p.startswith("n1 (iptables-nft): 3 lines name x 10.96.0.11, e.g. ['-A KUBE-SERVICES") and p.count("-A KUBE-") == 2, "two samples"
+    both = {"n1": {"iptables-legacy": None, "iptables-nft": parse_iptables_save(SEP_ONLY), "nft": parse_nft_ruleset(EMPTY_NFT)}}
+    assert kube_proxy_rule_problems(both) == ["n1 (iptables-nft): kube-proxy chains {'KUBE-SEP': 1}"], "an unread view does not stop the others"
+    conv = Convergence(2, 1, frozenset({B1}), (SlotView("n1", 7, (B1, B2)), SlotView("n2", None, ())))
+    assert conv.describe() == ("1/2 pods Ready, EndpointSlice ready ['10.244.1.10:8080']; n1: 2 slots ['10.244.1.10:8080', '10.244.2.10:8080']; "
+                               "n2: 0 slots []")
+    assert convergence_problems(Convergence(0, 0, frozenset(), ())) == ["no agent's slots were read"]
+
+
+def test_a_view_that_was_never_read_counts_as_unreadable() -> None:
+    """A view missing from the dumps altogether (not just None) is as blind as one whose tool failed."""
+    dropped = {"n1": {"iptables-nft": views()["n1"]["iptables-nft"], "nft": views()["n1"]["nft"]}}
+    assert rule_view_problems(dropped) == [
+        "n1: the iptables-legacy view could not be read (tool missing or failed); its rules were not checked"]

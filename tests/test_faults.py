@@ -1,0 +1,172 @@
+"""A fault per claim: for every row of the README's suite table and every figure in the evidence files,
+the fake can produce that one wrong behaviour, and the suites then fail exactly the tests that check it,
+with words that name the property. Every other test passes.
+
+Each row: the fake's configuration, the exact set of tests that must fail (``module::test[param]``), and
+a line pattern (fnmatch) of each failure's message.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_suites_vs_fake import run_suites
+
+NB = "test_no_backend.py::"
+IPT = "test_iptables.py::"
+NP = "test_nodeport.py::"
+SL = "test_socket_lb.py::"
+BS = "test_backend_slots.py::"
+SV = "test_shared_vip.py::"
+
+FAULTS: list[tuple[str, str, set[str], list[str]]] = [
+    # -- iptables -------------------------------------------------------------------------------------
+    ("kube-proxy-iptables-nft", "faults=Faults(kube_proxy_rules='nft')",
+     {IPT + "test_no_node_has_kube_proxy_service_rules", IPT + "test_no_rule_names_the_web_cluster_ip"},
+     ["*iptables: kube-proxy's service rules are on the nodes*fake-worker (iptables-nft): kube-proxy chains {*'KUBE-SERVICES'*'KUBE-SVC'*'KUBE-SEP'*",
+      "*iptables: rules name web's ClusterIP 10.96.*so something other than BPF translates it*"]),
+    ("kube-proxy-iptables-legacy", "faults=Faults(kube_proxy_rules='legacy')",
+     {IPT + "test_no_node_has_kube_proxy_service_rules", IPT + "test_no_rule_names_the_web_cluster_ip"},
+     ["*iptables: kube-proxy's service rules are on the nodes*(iptables-legacy): kube-proxy chains*"]),
+    ("only-kube-sep", "faults=Faults(kube_proxy_rules='sep-only')",
+     {IPT + "test_no_node_has_kube_proxy_service_rules"},
+     ["*iptables: kube-proxy's service rules are on the nodes*kube-proxy chains {'KUBE-SEP': *"]),
+    ("kube-proxy-nodeport-chain", "faults=Faults(kube_proxy_rules='nodeports')",
+     {IPT + "test_no_node_has_kube_proxy_service_rules", NP + "test_no_rule_names_the_nodeport"},
+     ["*kube-proxy chains {'KUBE-NODEPORTS': *", "*NodePort: rules name the port*lines name the NodePort 30780*"]),
+    ("kube-proxy-nftables-mode", "faults=Faults(kube_proxy_rules='nftables')",
+     {IPT + "test_no_node_has_kube_proxy_service_rules", IPT + "test_no_rule_names_the_web_cluster_ip", NP + "test_no_rule_names_the_nodeport"},
+     ["*(nft): kube-proxy's nftables table [[]'ip kube-proxy'[]] with * chains*", "*fake-worker (nft): * lines name web's ClusterIP*"]),
+    ("unreadable-rule-view", "faults=Faults(unreadable_rule_view='iptables-legacy')",
+     {IPT + "test_every_node_can_be_read_in_each_rule_view", NP + "test_no_rule_names_the_nodeport"},
+     ["*iptables: the rule views are not all readable*fake-worker: the iptables-legacy view could not be read*",
+      "*NodePort: rules name the port*the iptables-legacy view could not be read*"]),
+    # -- backend slots -------------------------------------------------------------------------------
+    ("slots-capped", "faults=Faults(slots_cap=3)",
+     {BS + "test_slots_converge_to_the_endpointslice_after_scaling_to_four"},
+     ["*backend slots did not converge after scaling web to 4 (waited *s): fake-control-plane: slots lack [[]*"]),
+    ("stale-slots-after-scale-down", "faults=Faults(stale_slots=True)",
+     {BS + "test_slots_follow_a_scale_down"},
+     ["*backend slots did not follow web scaling down to 2*: fake-control-plane: slots still hold [[]*which the EndpointSlice no longer has*"]),
+    ("backend-missing-on-one-agent", "faults=Faults(backend_missing_on='fake-worker2')",
+     {BS + "test_slots_converge_to_the_endpointslice_after_scaling_to_four"},
+     ["*backend slots did not converge after scaling web to 4*: fake-worker2: slots lack [[]*"]),
+    # -- socket LB -----------------------------------------------------------------------------------
+    ("pods-per-packet-while-full", "faults=Faults(socket_lb_broken=True)",
+     {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend", SL + "test_conntrack_out_entry_names_the_socket_peer",
+      NB + "test_connect_from_a_pod_fails_as_its_plane_says"},
+     ["*socket LB (agent reports coverage Full): the socket's peer is the service address*not rewritten at connect()*service translation entries exist*"]),
+    ("pods-on-socket-lb-while-hostns-only", "socket_lb_hostns_only=True, faults=Faults(socket_lb_reverse=True)",
+     {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend",
+      NB + "test_connect_from_a_pod_fails_as_its_plane_says", NB + "test_raw_syn_from_a_pod_to_the_cluster_ip_where_a_plane_handles_it"},
+     ["*socket LB (agent reports coverage Hostns-only): socket LB is hostns-only, yet the pod's socket peer is 10.244.*, not the service*",
+      "*no backend (pod connect() to ClusterIP *; per-packet plane, ServiceNoBackendResponse=reject): connect() gave unreachable (EHOSTUNREACH)*"]),
+    ("getpeername-returns-the-backend", "faults=Faults(getpeername_backend=True)",
+     {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend"},
+     ["*getpeername() returned 10.244.*:8080, not the service address 10.96.*:80: the reverse translation is missing*"]),
+    ("snat-at-the-backend", "faults=Faults(snat_at_backend=True)",
+     {SL + "test_backend_sees_the_holder_pod_address"},
+     ["*socket LB: the backend web-* sees [[]'172.18.0.3:61234'[]], not the holder's pod address 10.244.*:40404 (a node IP would mean SNAT)*"]),
+    # -- NodePort ------------------------------------------------------------------------------------
+    ("listener-on-the-nodeport", "faults=Faults(nodeport_listener=True)",
+     {NP + "test_nobody_listens_on_the_nodeport"},
+     ["*NodePort: 1 sockets listen on :30780 on the node ([[]'0.0.0.0:30780'[]]); the answer must come from BPF, not a process*"]),
+    ("nodeport-frontend-on-the-wrong-port", "faults=Faults(nodeport_wrong_port=True)",
+     {NP + "test_nodeport_answers_http_200_on_the_node", NP + "test_nodeport_answers_from_outside_the_cluster",
+      NP + "test_agent_lists_the_wildcard_nodeport_frontend",
+      NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
+      NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
+     ["*NodePort: the agent lists no 0.0.0.0:30780 NodePort frontend (NodePort frontends: [[]*0.0.0.0:30781/TCP*",
+      "*NodePort: 172.18.0.3:30780 answered 0 (curl exit 7)*"]),
+    # -- no backend ----------------------------------------------------------------------------------
+    ("silent-drop-while-reject", "faults=Faults(no_backend_silent_drop=True)",
+     {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
+      NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
+     ["*no backend (raw SYN from fake-worker's host network to fake-worker2's NodePort *; per-packet plane, ServiceNoBackendResponse=reject): "
+      "a raw SYN got timeout after 3.00s; expected icmp-unreachable ICMP 3/3*"]),
+    ("reject-icmp-host-unreachable", "faults=Faults(reject_icmp_code=1)",
+     {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
+      NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
+     ["*the reject answer is ICMP 3/1, expected ICMP 3/3 (destination unreachable, port unreachable)*"]),
+    ("reject-icmp-admin-prohibited", "faults=Faults(reject_icmp_code=13)",
+     {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
+      NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
+     ["*the reject answer is ICMP 3/13, expected ICMP 3/3*"]),
+    ("slow-reject", "faults=Faults(slow_reject_ms=2000)",
+     {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
+      NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
+     ["*raw failed as expected (icmp-unreachable) but took 2.00s; the per-packet plane answers at once (bound 1s)*"]),
+    ("socket-plane-follows-drop", "no_backend_response='drop', faults=Faults(socket_lb_honours_drop=True)",
+     {NB + "test_curl_from_a_pod_fails_as_its_plane_says", NB + "test_connect_from_a_pod_fails_as_its_plane_says"},
+     ["*no backend (pod curl to ClusterIP *; socket plane, ServiceNoBackendResponse=drop): curl exited 28 after 5.00s (it timed out: "
+      "the traffic was dropped); expected exit 7 at once*whatever ServiceNoBackendResponse says*"]),
+    # -- shared VIP ----------------------------------------------------------------------------------
+    ("degraded-without-the-error-text", "faults=Faults(health_without_error=True)",
+     {SV + "test_the_conflict_is_visible_in_the_agents_health[external-ips]", SV + "test_the_conflict_is_visible_in_the_agents_health[lb-ipam]",
+      SV + "test_a_port_swap_ends_as_the_model_predicts", SV + "test_the_release_first_handoff_recovers_a_port_swap"},
+     ["*shared VIP (external-ips): the rejected claim is not visible in the agent's health: `db/show health` has no Degraded "
+      "loadbalancer-reflectors row whose Error says 'frontend already owned by another service'*",
+      "*shared VIP port swap (cilium-1.18, VIP 198.18.10.80): after the swap, as the model predicts: the model says*'errors': [[]'frontend already*"]),
+    ("error-without-degraded-count", "faults=Faults(error_without_degraded=True)",
+     {SV + "test_the_conflict_is_visible_in_the_agents_health[external-ips]", SV + "test_the_conflict_is_visible_in_the_agents_health[lb-ipam]"},
+     ["*shared VIP (lb-ipam): the rejected claim is not visible in the agent's health: plain `cilium-dbg status` shows no degraded module "
+      "(Modules Health {'stopped': 0, 'degraded': 0, 'ok': 1})*"]),
+]
+
+
+def failed_tests(result: pytest.RunResult) -> set[str]:
+    return {line.split(" ")[1].split("/")[-1] for line in result.stdout.lines if line.startswith("FAILED ")}
+
+
+@pytest.mark.parametrize(("config", "failing", "messages"), [f[1:] for f in FAULTS], ids=[f[0] for f in FAULTS])
+def test_each_fault_fails_exactly_the_tests_that_check_it(pytester: pytest.Pytester, config: str, failing: set[str], messages: list[str]) -> None:
+    result = run_suites(pytester, config, args=("-rf",))
+    outcomes = result.parseoutcomes()
+    assert failed_tests(result) == failing, result.stdout.str()[-4000:]
+    assert outcomes.get("errors", 0) == 0, "a fault must fail tests, not break their setup"
+    result.stdout.fnmatch_lines_random(messages)
+
+
+def test_a_failure_saves_and_attaches_the_datapath_bundle(pytester: pytest.Pytester) -> None:
+    result = run_suites(pytester, "faults=Faults(nodeport_listener=True)", "nodeport")
+    assert result.parseoutcomes().get("failed") == 1
+    result.stdout.fnmatch_lines(["FAIL  NodePort *"])
+    failures = list((pytester.path / "artifacts" / "fake" / "failures").iterdir())
+    files = {p.name for p in failures[0].iterdir()}
+    assert {"pods.txt", "fake-worker-service-list.txt", "fake-worker-bpf-lb-list.txt", "fake-worker-bpf-ct-list-global.txt"} <= files
+    result.stdout.fnmatch_lines(["*kpr: fake-worker: bpf lb list*"])
+
+
+def test_a_node_without_an_agent_stops_the_run_before_any_suite(pytester: pytest.Pytester) -> None:
+    """Every node runs a cilium-agent: readiness waits for one per node and refuses the cluster otherwise,
+    so no suite runs on a cluster where a node would serve its Services from nowhere."""
+    result = run_suites(pytester, "faults=Faults(missing_agent_on='fake-control-plane')")
+    assert result.ret != 0 and result.parseoutcomes().get("passed") is None
+    result.stdout.fnmatch_lines(["*waiting for every cilium-agent to report Ok with KubeProxyReplacement True; last observed: 2/3 agents*"])
+
+
+def test_every_fault_flag_has_a_row() -> None:
+    """A fault the table does not exercise proves nothing; a new one must get its row."""
+    from dataclasses import fields
+
+    from pytest_kpr.testing import Faults
+
+    used = {name for _, config, _, _ in FAULTS for name in (f.name for f in fields(Faults)) if f"{name}=" in config}
+    assert {f.name for f in fields(Faults)} - used == {"kpr_disabled", "missing_agent_on"}, "only the two readiness refusals are tested elsewhere"
+
+
+def test_the_iptables_evidence_counts_kube_sep_lines(pytester: pytest.Pytester) -> None:
+    """The figures in iptables.json are counted, not assumed: with only KUBE-SEP chains on the nodes they are not zero."""
+    from test_suites_vs_fake import evidence
+
+    run_suites(pytester, "faults=Faults(kube_proxy_rules='sep-only')", "iptables")
+    ipt = evidence(pytester, "iptables.json")
+    per_view = [c["kube_sep"] for views in ipt["nodes"].values() for c in views.values() if isinstance(c, dict)]
+    assert ipt["kube_sep_lines"] == sum(per_view) > 0 and ipt["kube_svc_lines"] == 0 and ipt["kube_proxy_lines"] == ipt["kube_sep_lines"]
+
+
+def test_the_nodeport_evidence_counts_lines_in_every_view(pytester: pytest.Pytester) -> None:
+    from test_suites_vs_fake import evidence
+
+    run_suites(pytester, "faults=Faults(kube_proxy_rules='nodeports')", "nodeport")
+    np_ = evidence(pytester, "nodeport.json")
+    assert np_["rule_lines"]["iptables-nft"] == 1 and np_["iptables_lines"] == sum(v for v in np_["rule_lines"].values() if isinstance(v, int)) == 2
