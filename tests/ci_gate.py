@@ -3,8 +3,9 @@
 Tests marked ``netns`` need root and network namespaces. Locally they skip with a reason when that is
 not available. With KPR_REQUIRE_NETNS=1 (set by .ci/run) a skipped netns test is a failure, and so is
 a run in which no netns test ran at all. When netns tests ran, anything of theirs still present at
-the end (namespaces, cgroups, BPF programs) fails the run; leftovers of an earlier, killed run are
-removed at the start.
+the end (its own namespaces, cgroups, BPF programs, processes) fails the run; leftovers of an earlier
+run that is dead (killed) are removed at the start. Another live run's objects are never touched:
+names carry their owner (ownership.py).
 """
 
 from __future__ import annotations

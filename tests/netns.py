@@ -24,8 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+import ownership
+
 NETNS_DIR = Path("/run/netns")
-PREFIX = "kprt"  # every namespace this suite creates starts with this
+PREFIX = ownership.PREFIX  # every namespace this suite creates starts with this, then its owner
+SPAWNED: list[subprocess.Popen] = []  # type: ignore[type-arg]  # every process the tier started, for the leak check
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -63,7 +66,7 @@ class Topology:
     subnets: dict[str, str] = field(default_factory=dict)
 
     def ns(self, role: str) -> str:
-        return f"{PREFIX}-{role}-{self.suffix}"
+        return ownership.name(role, self.suffix)
 
     def add_ns(self, role: str) -> str:
         name = self.ns(role)
@@ -93,6 +96,7 @@ class Topology:
         p = subprocess.Popen(["nsenter", f"--net={NETNS_DIR / self.ns(role)}", *argv], stdout=out, stderr=subprocess.STDOUT,
                              preexec_fn=die_with_parent)
         self.procs.append(p)
+        SPAWNED.append(p)
         return p
 
     def close(self) -> None:
@@ -140,7 +144,12 @@ def wait_listening(t: Topology, role: str, port: int, timeout: float = 10.0) -> 
     raise TimeoutError(f"nothing listens on :{port} in {t.ns(role)} after {timeout}s")
 
 
-def leftovers() -> list[str]:
-    """Namespaces of this suite still present (for the no-leak checks)."""
+def namespaces() -> list[str]:
+    """Every namespace with this suite's prefix, whoever owns it."""
     cp = sh("ip", "netns", "list", check=False)
     return [line.split()[0] for line in cp.stdout.splitlines() if line.startswith(PREFIX + "-")]
+
+
+def leftovers() -> list[str]:
+    """This process's namespaces still present (for the no-leak checks); other runs' are not looked at."""
+    return [n for n in namespaces() if ownership.mine(n)]

@@ -1,7 +1,9 @@
 """Helpers of the real-kernel tier: run code inside a network namespace, cgroups, a BPF socket LB.
 
-Everything here creates resources named ``kprt-*`` (namespaces, cgroups) or ``kprt_*`` (BPF
-programs and maps) and removes them; :func:`leftovers` lists whatever is still there.
+Everything here creates resources named ``kprt-<owner>-*`` (namespaces, cgroups; see ownership.py) or
+``kprt_*`` (BPF programs and maps, held by this process's file descriptors) and removes them.
+:func:`leftovers` lists what of *this* process is still there; :func:`remove_stale` removes what a
+*dead* run left, never a live run's objects.
 """
 
 from __future__ import annotations
@@ -10,13 +12,13 @@ import ctypes
 import ctypes.util
 import os
 import secrets
-import shutil
 import subprocess
 import threading
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from netns import NETNS_DIR, PREFIX, die_with_parent, sh
+import ownership
+from netns import NETNS_DIR, PREFIX, SPAWNED, die_with_parent, namespaces, sh
 
 T = TypeVar("T")
 CLONE_NEWNET = 0x40000000
@@ -95,7 +97,7 @@ class SocketLB:
         root = cgroup2_root()
         if root is None:
             raise RuntimeError("no cgroup2 mount")
-        self.cgroup = root / f"{PREFIX}-socklb-{secrets.token_hex(3)}"
+        self.cgroup = root / ownership.name("socklb", secrets.token_hex(3))
         self.obj = None
         self.links: list[int] = []
         self.cgfd = -1
@@ -150,38 +152,55 @@ def spawn_in(cgroup: SocketLB | None, namespace: str, argv: list[str]) -> subpro
         if cgroup is not None:
             cgroup.join(os.getpid())
 
-    return subprocess.Popen(["nsenter", f"--net={NETNS_DIR / namespace}", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=pre)
+    p = subprocess.Popen(["nsenter", f"--net={NETNS_DIR / namespace}", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, preexec_fn=pre)
+    SPAWNED.append(p)
+    return p
+
+
+def _cgroups() -> list[Path]:
+    root = cgroup2_root()
+    return sorted(root.glob(f"{PREFIX}-*")) if root is not None else []
+
+
+def _own_bpf_programs() -> list[str]:
+    """BPF programs this process still holds: a program or link file descriptor in /proc/self/fd
+    (its fdinfo names the program id). Other processes' programs are not looked at."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target not in ("anon_inode:bpf-prog", "anon_inode:bpf_link"):
+                continue
+            info = dict(line.split(":", 1) for line in Path(f"/proc/self/fdinfo/{fd}").read_text().splitlines() if ":" in line)
+        except OSError:
+            continue  # closed meanwhile (the listing's own descriptor, or another thread)
+        found.append(f"bpf {target.split(':')[1]} fd {fd} prog_id {info.get('prog_id', '?').strip()}")
+    return found
 
 
 def leftovers() -> list[str]:
-    """Namespaces, cgroups and BPF programs of this suite that still exist."""
-    found = []
-    cp = sh("ip", "netns", "list", check=False)
-    found += [f"netns {line.split()[0]}" for line in cp.stdout.splitlines() if line.startswith(PREFIX + "-")]
-    root = cgroup2_root()
-    if root is not None:
-        found += [f"cgroup {p}" for p in root.glob(f"{PREFIX}-*")]
-    if shutil.which("bpftool"):
-        cp = sh("bpftool", "prog", "show", check=False)
-        found += [f"bpf {line.strip()}" for line in cp.stdout.splitlines() if " name kprt_" in line]
+    """This run's namespaces, cgroups, BPF programs and processes that still exist. Other runs' objects,
+    live or dead, are not looked at."""
+    found = [f"netns {n}" for n in namespaces() if ownership.mine(n)]
+    found += [f"cgroup {p}" for p in _cgroups() if ownership.mine(p.name)]
+    found += _own_bpf_programs()
+    found += [f"process {p.pid} ({' '.join(map(str, p.args))[:60]})" for p in SPAWNED if p.poll() is None]  # type: ignore[arg-type]
     return found
 
 
 def remove_stale() -> list[str]:
-    """Remove what an earlier, killed run left (only our own names). Returns what was removed."""
+    """Remove what an earlier run left if, and only if, that run is dead (its PID gone or reused).
+    Returns what was removed. A live run's objects and names without an owner are left alone."""
     removed = []
-    cp = sh("ip", "netns", "list", check=False)
-    for line in cp.stdout.splitlines():
-        if line.startswith(PREFIX + "-"):
-            name = line.split()[0]
+    for name in namespaces():
+        if ownership.orphaned(name):
             sh("ip", "netns", "del", name, check=False)
             removed.append(f"netns {name}")
-    root = cgroup2_root()
-    if root is not None:
-        for cg in root.glob(f"{PREFIX}-*"):
+    for cg in _cgroups():
+        if ownership.orphaned(cg.name):
             try:
-                cg.rmdir()
+                cg.rmdir()  # the dead run's processes died with it (PR_SET_PDEATHSIG): the cgroup is empty
                 removed.append(f"cgroup {cg}")
             except OSError:
                 pass
