@@ -14,8 +14,12 @@ class SettingsError(KprError):
 class Unavailable(KprError):
     """The environment cannot run the conformance suites (no Docker daemon, no kind, no API server, ...).
 
-    The message is one line: what is missing and how to get it.
+    ``problems``: one line each, what is missing and how to get it; the message joins them.
     """
+
+    def __init__(self, message: str, problems: "list[str] | None" = None):
+        super().__init__(message)
+        self.problems = list(problems) if problems else [message]
 
 
 class ProvisioningError(KprError):

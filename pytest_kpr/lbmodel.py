@@ -23,9 +23,12 @@ released, rejected claimants are processed again).
 from __future__ import annotations
 
 import enum
+import ipaddress
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
+
+from . import inputs
 
 _ADDR = re.compile(r"(?:\[[0-9a-fA-F:.]+\]|[0-9.]+):\d{1,5}/(?:TCP|UDP|SCTP|ANY)")
 
@@ -57,6 +60,9 @@ class Event:
     @classmethod
     def from_dict(cls, d: dict[str, Any], index: int = 0) -> "Event":
         where = f"event {index}"
+        unknown = sorted(set(map(str, d)) - _EVENT_KEYS)
+        if unknown:
+            raise ModelError(f"{where}: unknown key {unknown[0]!r} (an event has {', '.join(sorted(_EVENT_KEYS))})")
         try:
             op = Op(str(d["op"]))
         except (KeyError, ValueError):
@@ -64,17 +70,38 @@ class Event:
         service = str(d.get("service", ""))
         if not re.fullmatch(r"[a-z0-9][-a-z0-9.]*/[a-z0-9][-a-z0-9.]*", service):
             raise ModelError(f"{where}: service must be ns/name, got {service!r}")
-        fes = d.get("frontends") or []
+        fes = d.get("frontends")
+        if fes is None:
+            fes = []
+        if not isinstance(fes, list):
+            raise ModelError(f"{where}: frontends must be a list of IP:PORT/PROTO, got {type(fes).__name__}")
         if op is Op.DELETE and fes:
             raise ModelError(f"{where}: a delete takes no frontends")
-        for fe in fes:
-            if not _ADDR.fullmatch(str(fe)):
-                raise ModelError(f"{where}: frontend {fe!r} is not IP:PORT/PROTO")
+        canonical = tuple(frontend(fe, where) for fe in fes)
         try:
-            at = float(d.get("at_ms", 0))
-        except (TypeError, ValueError):
-            raise ModelError(f"{where}: at_ms must be a number") from None
-        return cls(at, op, service, tuple(str(f) for f in fes))
+            at = inputs.number(d.get("at_ms", 0), f"{where}: at_ms", minimum=0)
+        except inputs.BadInput as e:
+            raise ModelError(str(e)) from None
+        return cls(at, op, service, canonical)
+
+
+_EVENT_KEYS = {"at_ms", "op", "service", "frontends"}
+_FILE_KEYS = {"variant", "window_ms", "batch_size", "events"}
+
+
+def frontend(text: Any, where: str) -> str:
+    """``IP:PORT/PROTO`` with a real address ([IPv6] in brackets) and a port 1..65535; the address as written."""
+    if not isinstance(text, str) or not _ADDR.fullmatch(text):
+        raise ModelError(f"{where}: frontend {text!r} is not IP:PORT/PROTO (PROTO: TCP, UDP, SCTP or ANY)")
+    addr, _, rest = text.rpartition(":")
+    try:
+        ip = ipaddress.ip_address(addr[1:-1] if addr.startswith("[") else addr)
+        if (ip.version == 6) != addr.startswith("["):
+            raise ValueError
+        inputs.port(rest.split("/")[0])
+    except (ValueError, inputs.BadInput):
+        raise ModelError(f"{where}: frontend {text!r} needs an IPv4 address or [IPv6] and a port 1-65535") from None
+    return text
 
 
 class ModelError(ValueError):
@@ -209,25 +236,37 @@ def replay(events: Iterable[Event], variant: Variant = Variant.CILIUM_1_18, wind
 
 
 def load_scenario(data: Any) -> tuple[list[Event], Variant, float, int]:
-    """A replay file: ``{variant, window_ms, batch_size, events: [...]}`` or a bare event list."""
+    """A replay file: ``{variant, window_ms, batch_size, events: [...]}`` or a bare event list.
+
+    Strict, so that a typo is an error and not a silently different scenario: unknown keys, numbers
+    that are not finite, frontends that are not real addresses and events out of time order
+    (``at_ms`` must not decrease; equal times keep the file's order) are rejected.
+    """
     if isinstance(data, list):
         data = {"events": data}
     if not isinstance(data, dict) or not isinstance(data.get("events"), list):
         raise ModelError("expected a mapping with an 'events' list (or a list of events)")
+    unknown = sorted(set(map(str, data)) - _FILE_KEYS)
+    if unknown:
+        raise ModelError(f"unknown key {unknown[0]!r} (a replay file has {', '.join(sorted(_FILE_KEYS))})")
     try:
         variant = Variant(str(data.get("variant", Variant.CILIUM_1_18.value)))
     except ValueError:
         raise ModelError(f"variant must be one of {', '.join(v.value for v in Variant)}") from None
     try:
-        window = float(data.get("window_ms", 500))
-        size = int(data.get("batch_size", 500))
-    except (TypeError, ValueError):
-        raise ModelError("window_ms and batch_size must be numbers") from None
-    if window <= 0 or size <= 0:
-        raise ModelError("window_ms and batch_size must be positive")
-    events = []
+        window = inputs.number(data.get("window_ms", 500), "window_ms", positive=True)
+        size = inputs.number(data.get("batch_size", 500), "batch_size", positive=True)
+    except inputs.BadInput as e:
+        raise ModelError(str(e)) from None
+    if size != int(size):
+        raise ModelError(f"batch_size must be a whole number, got {data.get('batch_size')!r}")
+    events: list[Event] = []
     for i, d in enumerate(data["events"]):
         if not isinstance(d, dict):
             raise ModelError(f"event {i}: expected a mapping")
-        events.append(Event.from_dict(d, i))
-    return events, variant, window, size
+        ev = Event.from_dict(d, i)
+        if events and ev.at_ms < events[-1].at_ms:
+            raise ModelError(f"event {i}: at_ms {ev.at_ms:g} is before event {i - 1}'s {events[-1].at_ms:g}; "
+                             "events must be in time order")
+        events.append(ev)
+    return events, variant, window, int(size)

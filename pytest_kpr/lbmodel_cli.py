@@ -7,14 +7,21 @@ import json
 import sys
 from typing import Any
 
+from . import inputs
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser("lbmodel", help="Model Cilium's frontend ownership (shared VIPs, ErrFrontendConflict)",
                        description="A model of Cilium 1.18's load-balancer frontend ownership; see the README's shared-VIP section.")
-    k = p.add_subparsers(dest="lbmodel", metavar="COMMAND", required=True)
+    from .cli import group_help
+
+    p.set_defaults(func=group_help(p))
+    k = p.add_subparsers(dest="lbmodel", metavar="COMMAND")
     r = k.add_parser("replay", help="Replay a YAML event list; print the final state as JSON",
-                     description="Events: {at_ms, op: upsert|delete, service: ns/name, frontends: [IP:PORT/PROTO, ...]}; "
-                                 "file-level variant (cilium-1.18 | requeue), window_ms (500), batch_size (500).")
+                     description="Events: {at_ms, op: upsert|delete, service: ns/name, frontends: [IP:PORT/PROTO, ...]}, "
+                                 "in time order (at_ms never decreases); file-level variant (cilium-1.18 | requeue), "
+                                 "window_ms (500), batch_size (500). Unknown keys, non-finite numbers and invalid "
+                                 "addresses are errors (exit status 2).")
     r.add_argument("file", help="YAML file, or - for standard input")
     r.add_argument("--variant", choices=["cilium-1.18", "requeue"], help="Override the file's variant")
     r.add_argument("--trace", action="store_true", help="Also print what the model did, to stderr")
@@ -27,18 +34,20 @@ def _replay(args: argparse.Namespace) -> int:
     from .lbmodel import ModelError, Variant, load_scenario, replay
 
     try:
-        text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
-    except OSError as e:
-        print(f"kpr lbmodel: cannot read {args.file}: {e.strerror}", file=sys.stderr)
-        return 2
+        name, text = inputs.read_text(args.file, "a YAML event list")
+    except inputs.BadInput as e:
+        return _bad(str(e))
     try:
-        events, variant, window, size = load_scenario(yaml.safe_load(text))
+        data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        print(f"kpr lbmodel: {args.file} is not YAML: {e}", file=sys.stderr)
-        return 1
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        return _bad(f"{name} is not YAML{where}: {problem}")
+    try:
+        events, variant, window, size = load_scenario(data)
     except ModelError as e:
-        print(f"kpr lbmodel: {args.file}: {e}", file=sys.stderr)
-        return 1
+        return _bad(f"{name}: {e}")
     if args.variant:
         variant = Variant(args.variant)
     m = replay(events, variant, window, size)
@@ -48,3 +57,8 @@ def _replay(args: argparse.Namespace) -> int:
     json.dump(m.state(), sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
+
+
+def _bad(message: str) -> int:
+    print(f"kpr lbmodel: {inputs.one_line(message)}", file=sys.stderr)
+    return 2

@@ -39,10 +39,31 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", doc)
     cli = {k: v for k, v in vars(config.option).items() if k.startswith("kpr_")}
     try:
+        _refuse_pytest_kind_options(config)
         settings = resolve(cli, config.getini, config.rootpath)
     except SettingsError as e:
         raise pytest.UsageError(f"pytest-kpr: {e}") from None
     config.stash[KPR_SESSION] = KprSession(config, settings)
+
+
+#: pytest-kind's own options (pytest_kind/plugin.py), with their defaults, and the option to use instead.
+#: pytest-kpr drives pytest-kind itself, so these would be silently ignored: refuse them instead.
+PYTEST_KIND_OPTIONS = {
+    "--cluster-name": ("cluster_name", "pytest-kind", "--kpr-cluster-name"),
+    "--keep-cluster": ("keep_cluster", False, "--kpr-keep-cluster"),
+    "--kubeconfig": ("kubeconfig", None, "--kpr-provider=existing --kpr-kubeconfig"),
+    "--kind-image": ("kind_image", None, "--kpr-node-image"),
+    "--kind-bin": ("kind_bin", None, "--kpr-kind-bin"),
+    "--kind-kubectl-bin": ("kind_kubectl_bin", None, "--kpr-kubectl-bin"),
+}
+
+
+def _refuse_pytest_kind_options(config: pytest.Config) -> None:
+    args = [str(a).split("=", 1)[0] for a in config.invocation_params.args]
+    for flag, (dest, default, ours) in PYTEST_KIND_OPTIONS.items():
+        value = getattr(config.option, dest, default)
+        if flag in args or value != default:
+            raise SettingsError(f"{flag} is pytest-kind's option, which pytest-kpr does not read; use {ours}")
 
 
 def kpr_session(config: pytest.Config) -> KprSession:
@@ -128,7 +149,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # pytest calls this hook even when collection raised (e.g. a bad marker): never provision then
     if config.option.collectonly or kpr_session(config).collection_failed or session.testsfailed:
         return
-    if any(item.get_closest_marker(markers.KPR) for item in session.items):
+    selected = sum(1 for item in session.items if item.get_closest_marker(markers.KPR))
+    if selected:
+        kpr_session(config).selected_kpr = selected
         kpr_session(config).start()
 
 

@@ -2,7 +2,9 @@
 
 With ``--json`` each probe prints exactly one JSON object (``verdict``, ``elapsed_ms``, and for ICMP
 ``icmp_type``/``icmp_code``), so a suite can run it inside a pod and parse one line. Exit status 0
-means a verdict was reached (whatever it is); 2 is a usage error.
+means a verdict was reached (whatever it is); 2 is bad input, reported in one line on stderr before
+anything is sent: a port outside 1-65535, a timeout that is not a finite positive number, a host that
+is not an address or name or does not resolve (``syn``: to IPv4), a URL that is not http(s).
 """
 
 from __future__ import annotations
@@ -13,61 +15,71 @@ import signal
 import sys
 import threading
 from typing import Any
+from urllib.parse import urlsplit
 
-from .probes import ProbeResult, connect_probe, hold, http_probe, syn_probe
-
-
-def _target(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
-    return host.strip("[]"), int(port)
+from . import inputs
 
 
 def register(sub: Any) -> None:
+    from .cli import argtype, group_help
+
+    target = argtype(inputs.target, "HOST:PORT")
+    sport = argtype(lambda t: inputs.port(t, "--sport"), "port")
     p = sub.add_parser("probe", help="Probe a service address: raw SYN, connect(), HTTP, or hold a connection",
-                       description="Classify what a client sees at an address. Prints one line (JSON with --json).")
-    kinds = p.add_subparsers(dest="probe", metavar="KIND", required=True)
-    for name, helptext in (("syn", "Send one raw TCP SYN (needs CAP_NET_RAW) and classify the answer"),
-                           ("connect", "connect() like an application: connected, refused, unreachable, timeout")):
-        k = kinds.add_parser(name, help=helptext)
-        k.add_argument("target", type=_target, metavar="HOST:PORT")
-        k.add_argument("--timeout", type=float, default=2.0, help="Seconds to wait for an answer (default 2)")
-        k.add_argument("--sport", type=int, help="Source port")
-        k.add_argument("--json", action="store_true", help="Print one JSON object")
+                       description="Classify what a client sees at an address. Prints one line (JSON with --json). "
+                                   "Exit status 0 when a verdict was reached, whichever it is; 2 for bad input.")
+    p.set_defaults(func=group_help(p))
+    kinds = p.add_subparsers(dest="probe", metavar="KIND")
+    for name, helptext, v6 in (("syn", "Send one raw TCP SYN (IPv4; needs CAP_NET_RAW) and classify the answer", False),
+                               ("connect", "connect() like an application: connected, refused, unreachable, timeout", True)):
+        k = kinds.add_parser(name, help=helptext, description=helptext)
+        k.add_argument("target", type=target, metavar="HOST:PORT",
+                       help="IPv4 address or host name, and port" if not v6 else "address ([IPv6] in brackets) or host name, and port")
+        k.add_argument("--timeout", type=argtype(lambda t: inputs.seconds(t, "--timeout"), "seconds"), default=2.0,
+                       help="Seconds to wait for an answer, more than zero (default 2)")
+        k.add_argument("--sport", type=sport, help="Source port, 1-65535 (default: the kernel's choice)")
+        k.add_argument("--json", action="store_true", help="Print one JSON object instead of a sentence")
         k.set_defaults(func=_run)
-    k = kinds.add_parser("http", help="HTTP GET: status code and time")
-    k.add_argument("url")
-    k.add_argument("--timeout", type=float, default=5.0)
-    k.add_argument("--json", action="store_true")
+    k = kinds.add_parser("http", help="HTTP GET: status code and time", description="HTTP GET: status code and time")
+    k.add_argument("url", type=argtype(inputs.http_url, "URL"), help="http:// or https:// URL")
+    k.add_argument("--timeout", type=argtype(lambda t: inputs.seconds(t, "--timeout"), "seconds"), default=5.0,
+                   help="Seconds to wait for the response, more than zero (default 5)")
+    k.add_argument("--json", action="store_true", help="Print one JSON object instead of a sentence")
     k.set_defaults(func=_run)
     k = kinds.add_parser("hold", help="Hold a TCP connection from a fixed source port; print getpeername() as one JSON line")
-    k.add_argument("target", type=_target, metavar="HOST:PORT")
-    k.add_argument("--sport", type=int, required=True, help="Source port (the lab uses 40404)")
-    k.add_argument("--timeout", type=float, default=5.0, help="connect() timeout")
-    k.add_argument("--seconds", type=float, default=0, help="Stop after this long (default: until SIGTERM/SIGINT)")
+    k.add_argument("target", type=target, metavar="HOST:PORT", help="address ([IPv6] in brackets) or host name, and port")
+    k.add_argument("--sport", type=sport, required=True, help="Source port, 1-65535 (the lab uses 40404)")
+    k.add_argument("--timeout", type=argtype(lambda t: inputs.seconds(t, "--timeout"), "seconds"), default=5.0,
+                   help="connect() timeout in seconds, more than zero (default 5)")
+    k.add_argument("--seconds", type=argtype(lambda t: inputs.seconds(t, "--seconds", allow_zero=True), "seconds"), default=0,
+                   help="Stop after this long (default 0: until SIGTERM/SIGINT)")
     k.add_argument("--json", action="store_true", help="Accepted for symmetry: hold always prints JSON")
     k.set_defaults(func=_run_hold)
 
 
-def _print(r: ProbeResult, as_json: bool) -> None:
+def _print(r: Any, as_json: bool) -> None:
     print(json.dumps(r.to_json()) if as_json else r.explain(), flush=True)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .probes import connect_probe, http_probe, syn_probe
+
     if args.probe == "syn":
         host, port = args.target
-        r = syn_probe(host, port, timeout=args.timeout, sport=args.sport)
+        r = syn_probe(inputs.resolve(inputs.ipv4_only(host, "the syn probe"), ipv4=True), port, timeout=args.timeout, sport=args.sport)
     elif args.probe == "connect":
         host, port = args.target
-        r = connect_probe(host, port, timeout=args.timeout, source_port=args.sport)
+        r = connect_probe(inputs.resolve(host), port, timeout=args.timeout, source_port=args.sport)
     else:
+        inputs.resolve(urlsplit(args.url).hostname or "")  # a name that does not resolve is bad input, not a verdict
         r = http_probe(args.url, timeout=args.timeout)
     _print(r, args.json)
     return 0
 
 
 def _run_hold(args: argparse.Namespace) -> int:
+    from .probes import hold
+
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -77,6 +89,7 @@ def _run_hold(args: argparse.Namespace) -> int:
         deadline_timer.daemon = True
         deadline_timer.start()
     host, port = args.target
+    host = inputs.resolve(host)
     try:
         return hold(host, port, args.sport, sys.stdout, stop.wait, timeout=args.timeout)
     finally:

@@ -45,6 +45,7 @@ class KprSession:
         self.failed: str | None = None
         self.namespaces: list[str] = []
         self.deselected_kpr = 0
+        self.selected_kpr = 0
         self.collection_failed = False
         #: called at the end while the cluster still exists (report.txt reads the current state)
         self.before_cleanup: list[Callable[[], None]] = []
@@ -109,6 +110,9 @@ class KprSession:
                 self.unavailable = f"kpr cluster unavailable: {e}"
                 self.progress(f"{e}; skipping kpr tests (--kpr-if-unavailable=skip)")
                 return
+            if self._report_unavailable(e):
+                n = len(e.problems)
+                pytest.exit(f"pytest-kpr: cannot run the kpr suites here ({n} problem{'s' if n > 1 else ''} above)", returncode=EXIT_UNAVAILABLE)
             pytest.exit(f"pytest-kpr: cannot run the kpr suites here: {e}", returncode=EXIT_UNAVAILABLE)
         try:
             self.handle = provider.provision(self.progress)
@@ -123,6 +127,19 @@ class KprSession:
         except BaseException:
             self.stop()
             raise
+
+    def _report_unavailable(self, e: Unavailable) -> bool:
+        """A short first line, then one line per missing piece with how to get it. False without a terminal."""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is None:
+            return False
+        n = self.selected_kpr
+        tr.ensure_newline()
+        tr.write_line(f"[kpr] {n} kpr test{'s' if n != 1 else ''} selected, but this machine cannot run them "
+                      f"(exit status {EXIT_UNAVAILABLE}; --kpr-if-unavailable=skip skips them instead):", red=True)
+        for problem in e.problems:
+            tr.write_line(f"[kpr]   - {problem}")
+        return True
 
     @property
     def evidence_dir(self) -> Path:

@@ -8,7 +8,9 @@ Precedence: command line > ini file > default.
 from __future__ import annotations
 
 import enum
+import ipaddress
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,7 +107,6 @@ def _nodeport(text: str) -> int:
 
 
 def _ipv4(text: str) -> str:
-    import ipaddress
 
     try:
         return str(ipaddress.IPv4Address(text.strip()))
@@ -129,6 +130,48 @@ def _existing_file(text: str) -> Path:
     if not p.is_file():
         raise SettingsError(f"no such file: {p}")
     return p
+
+
+# An image reference as Docker reads it: [registry[:port]/]path[:tag][@sha256:digest]
+# (github.com/distribution/reference, regexp.go; lowercase path components).
+_IMAGE = re.compile(
+    r"(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::\d+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
+)
+
+
+def _image(text: str) -> str:
+    t = _nonempty(text)
+    if not _IMAGE.fullmatch(t):
+        raise SettingsError(f"{t!r} is not an image reference such as kindest/node:v1.34.0@sha256:<64 hex digits>")
+    return t
+
+
+def _ip_range(text: str) -> str:
+    """``START-STOP``, two IPv4 addresses, START not after STOP (a CiliumLoadBalancerIPPool block)."""
+    start, sep, stop = text.strip().partition("-")
+    try:
+        a, b = ipaddress.IPv4Address(start.strip()), ipaddress.IPv4Address(stop.strip())
+    except ValueError:
+        raise SettingsError(f"{text!r} is not START-STOP with two IPv4 addresses, e.g. 198.18.20.10-198.18.20.20") from None
+    if not sep or a > b:
+        raise SettingsError(f"{text!r} is reversed: {a} comes after {b}")
+    return f"{a}-{b}"
+
+
+def _writable_dir(p: Path) -> str | None:
+    """Why ``p`` cannot be used as a directory to write into (creating it and its parents), or None."""
+    probe = p
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    return None
 
 
 @dataclass(frozen=True)
@@ -160,8 +203,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("cluster_name", _cluster_name, "Name of the kind cluster. Default: kpr", "kpr", metavar="NAME"),
     Option("keep_cluster", _bool, "Keep a kind cluster the plugin created (do not delete it at the end)", False, kind="flag"),
     Option("reuse_cluster", _bool, "Reuse a running kind cluster of the same name instead of refusing to touch it", False, kind="flag"),
-    Option("kind_config", _path, "kind cluster config. Default: clusters/kind/kpr.yaml", metavar="PATH"),
-    Option("node_image", _nonempty, "kindest/node image (pin it by digest). Default: clusters/versions.yaml", metavar="IMAGE"),
+    Option("kind_config", _existing_file, "kind cluster config. Default: clusters/kind/kpr.yaml", metavar="PATH"),
+    Option("node_image", _image, "kindest/node image (pin it by digest). Default: clusters/versions.yaml", metavar="IMAGE"),
     Option("cilium_version", _version, "Cilium chart version to install (1.18 or later). Default: clusters/versions.yaml", metavar="VERSION"),
     Option("cilium_chart", _nonempty, "Helm chart reference or local path for Cilium. Default: cilium/cilium", "cilium/cilium", metavar="CHART"),
     Option("helm_values", _path, "Extra Helm values file for Cilium, applied last (repeatable)", (), kind="list", metavar="PATH"),
@@ -173,12 +216,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("kubectl_bin", _path, "kubectl executable. Default: kubectl on PATH (never downloaded)", metavar="PATH"),
     Option("helm_bin", _path, "helm executable. Default: helm on PATH", metavar="PATH"),
     Option("docker_bin", _path, "docker executable. Default: docker on PATH", metavar="PATH"),
-    Option("probe_image", _nonempty, "Probe image (kpr probe, curl, netstat). kind: a local image, loaded into the nodes (make probe-image builds it); other clusters: a pullable reference. Default: pytest-kpr-probe:<version>", metavar="IMAGE"),
+    Option("probe_image", _image, "Probe image (kpr probe, curl, netstat). kind: a local image, loaded into the nodes (make probe-image builds it); other clusters: a pullable reference. Default: pytest-kpr-probe:<version>", metavar="IMAGE"),
     Option("nodeport", _nodeport, "NodePort of the web-np service in the NodePort suite. Default: 30780", "30780", metavar="PORT"),
     Option("shared_vip", _ipv4, "externalIPs address the shared-VIP suite makes two Services claim (in-cluster traffic only). Default: 198.18.10.80", "198.18.10.80", metavar="IP"),
-    Option("lbipam_block", _nonempty, "start-stop of the CiliumLoadBalancerIPPool the shared-VIP suite creates. Default: 198.18.20.10-198.18.20.20", "198.18.20.10-198.18.20.20", metavar="RANGE"),
+    Option("lbipam_block", _ip_range, "start-stop of the CiliumLoadBalancerIPPool the shared-VIP suite creates. Default: 198.18.20.10-198.18.20.20", "198.18.20.10-198.18.20.20", metavar="RANGE"),
     Option("seed", _seed, "Seed of the shared-VIP suite's generated event sequence (printed; reuse it to replay a failure). Default: random", metavar="N"),
-    Option("node_shell_image", _nonempty, "Image of the privileged per-node pod that runs node commands on an existing cluster. Default: busybox:1.36.1", "busybox:1.36.1", metavar="IMAGE"),
+    Option("node_shell_image", _image, "Image of the privileged per-node pod that runs node commands on an existing cluster. Default: busybox:1.36.1", "busybox:1.36.1", metavar="IMAGE"),
     Option("clusters_dir", _path, "Directory with kind configs, Helm values and versions.yaml. Default: ./clusters of the checkout", metavar="DIR"),
 )
 
@@ -270,9 +313,14 @@ def resolve(
         values[opt.name] = value
         sources[opt.name] = source
 
-    clusters_dir = find_clusters_dir(rootdir, values["clusters_dir"])
-    if values["clusters_dir"] is not None and clusters_dir is None:
-        raise SettingsError(f"{OPTIONS_BY_NAME['clusters_dir'].flag}: {values['clusters_dir']} has no versions.yaml")
+    explicit = values["clusters_dir"]
+    if explicit is not None:  # never fall back to another directory when one was named
+        where = _where("clusters_dir", sources)
+        if not explicit.is_dir():
+            raise SettingsError(f"{where}: {explicit} does not exist or is not a directory")
+        if not (explicit / "versions.yaml").is_file():
+            raise SettingsError(f"{where}: {explicit} has no versions.yaml (it must look like the checkout's clusters/)")
+    clusters_dir = find_clusters_dir(rootdir, explicit)
     values["clusters_dir"] = clusters_dir
     pins = Pins.load(clusters_dir) if clusters_dir is not None else None
     if values["kind_config"] is None:
@@ -288,7 +336,7 @@ def resolve(
 
         v, oldest = Version.parse(values["cilium_version"]), Version.parse(pins.oldest)
         if (v.major, v.minor) < (oldest.major, oldest.minor):
-            where = OPTIONS_BY_NAME["cilium_version"].flag if sources["cilium_version"] == "cli" else "ini key kpr_cilium_version"
+            where = _where("cilium_version", sources)
             raise SettingsError(f"{where}: Cilium {values['cilium_version']} is older than the oldest supported minor {pins.oldest} "
                                 f"(clusters/versions.yaml; supported: {', '.join(pins.cilium_matrix)})")
     if values["seed"] is None:
@@ -306,7 +354,17 @@ def resolve(
         if not p.is_file():
             raise SettingsError(f"{OPTIONS_BY_NAME['helm_values'].flag}: no such file: {p}")
     values["artifacts"] = values["artifacts"] if values["artifacts"].is_absolute() else rootdir / values["artifacts"]
+    if sources["artifacts"] != "default":
+        why = _writable_dir(values["artifacts"])
+        if why:
+            raise SettingsError(f"{_where('artifacts', sources)}: cannot create {values['artifacts']}: {why}")
     return Settings(**values, sources=sources)
+
+
+def _where(name: str, sources: dict[str, str]) -> str:
+    """How the user gave an option: its flag, or its ini key."""
+    opt = OPTIONS_BY_NAME[name]
+    return opt.flag if sources.get(name) == "cli" else f"ini key {opt.ini}"
 
 
 def add_options(group: Any, parser: Any) -> None:

@@ -11,6 +11,7 @@ names carry their owner (ownership.py).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
@@ -62,12 +63,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
         left = leftovers()
         if left:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-            if tr is not None:
-                tr.write_line(f"ERROR: the real-kernel tier left resources behind: {'; '.join(left)}", red=True)
+            _fail_run(session, tr, "real-kernel tier leak check", f"this run left resources behind: {'; '.join(left)}")
     if os.environ.get(REQUIRE_NETNS) != "1" or session.config.option.collectonly:
         return
     if not session.config.stash[_NETNS_RAN] and exitstatus in (0, 5):
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if tr is not None:
-            tr.write_line(f"ERROR: no real-kernel (netns) test ran, but {REQUIRE_NETNS}=1 requires the tier", red=True)
+        _fail_run(session, tr, "real-kernel tier gate", f"no real-kernel (netns) test ran, but {REQUIRE_NETNS}=1 requires the tier")
+
+
+def _fail_run(session: pytest.Session, tr: Any, what: str, message: str) -> None:
+    """Fail the run after the tests: exit status 1 and an error in the counts, which pytest's summary then
+    shows in its ERRORS section and as a red "N passed, 1 error" (a line written here instead was glued to
+    the -q progress line and followed by a green "N passed")."""
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if tr is None:
+        return
+    report = pytest.TestReport(nodeid=what, location=(__file__, 0, what), keywords={}, outcome="failed",
+                               longrepr=message, when="teardown")
+    tr.stats.setdefault("error", []).append(report)

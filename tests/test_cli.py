@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from pytest_kpr.cli import main
 
 
@@ -24,10 +26,36 @@ def test_kpr_version_prints_plugin_and_pins(capsys) -> None:  # type: ignore[no-
     assert out[1].startswith("pinned Cilium 1.20.2 (matrix 1.18.14, 1.19.8, 1.20.2), kind v0.30.0")
 
 
-def test_kpr_without_a_command_prints_help_and_exits_2() -> None:
-    cp = subprocess.run([sys.executable, "-m", "pytest_kpr"], capture_output=True, text=True)
-    assert cp.returncode == 2
-    assert "usage: kpr" in cp.stdout
+@pytest.mark.parametrize("argv", [[], ["probe"], ["lbmodel"]])
+def test_a_missing_command_prints_that_levels_help_on_stderr_and_exits_2(argv: list[str]) -> None:
+    """``kpr``, ``kpr probe`` and ``kpr lbmodel`` alike: a command is missing, which is a usage error."""
+    cp = subprocess.run([sys.executable, "-m", "pytest_kpr", *argv], capture_output=True, text=True)
+    assert (cp.returncode, cp.stdout) == (2, "")
+    assert cp.stderr.startswith(f"usage: kpr {' '.join(argv)}".rstrip())
+
+
+def test_help_documents_the_exit_codes() -> None:
+    out = subprocess.run([sys.executable, "-m", "pytest_kpr", "--help"], capture_output=True, text=True, check=True).stdout
+    for code in ("0 ", "1 ", "2 ", "130"):
+        assert f"\n  {code}" in out
+
+
+def test_every_option_of_every_subcommand_has_help() -> None:
+    import argparse
+
+    from pytest_kpr.cli import build_parser
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> list[str]:
+        missing = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    missing += walk(sub, f"{path} {name}")
+            elif not isinstance(action, argparse._HelpAction) and not action.help:
+                missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+        return missing
+
+    assert walk(build_parser(), "kpr") == []
 
 
 def test_readme_documents_every_option() -> None:

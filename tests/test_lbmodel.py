@@ -111,7 +111,7 @@ def test_replay_variant_override_and_errors(tmp_path: Path) -> None:
     bad.write_text("events:\n  - {op: upsert, service: demo/x, frontends: ['1.2.3.4:80']}\n")
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
-        assert main(["lbmodel", "replay", str(bad)]) == 1
+        assert main(["lbmodel", "replay", str(bad)]) == 2
     assert "event 0: frontend '1.2.3.4:80' is not IP:PORT/PROTO" in err.getvalue()
     with pytest.raises(ModelError, match="variant must be one of"):
         load_scenario({"variant": "fixed", "events": []})
@@ -336,18 +336,18 @@ def test_the_old_requeue_claim_is_false_for_the_port_swap() -> None:
         ("not a mapping", "expected a mapping with an 'events' list (or a list of events)"),
         ({"events": "x"}, "expected a mapping with an 'events' list (or a list of events)"),
         ({"variant": "fixed", "events": []}, "variant must be one of cilium-1.18, requeue"),
-        ({"window_ms": "soon", "events": []}, "window_ms and batch_size must be numbers"),
-        ({"batch_size": "many", "events": []}, "window_ms and batch_size must be numbers"),
-        ({"window_ms": 0, "events": []}, "window_ms and batch_size must be positive"),
-        ({"batch_size": -1, "events": []}, "window_ms and batch_size must be positive"),
+        ({"window_ms": "soon", "events": []}, "window_ms must be a number, got 'soon'"),
+        ({"batch_size": "many", "events": []}, "batch_size must be a number, got 'many'"),
+        ({"window_ms": 0, "events": []}, "window_ms must be more than zero, got 0"),
+        ({"batch_size": -1, "events": []}, "batch_size must be more than zero, got -1"),
         ({"events": ["x"]}, "event 0: expected a mapping"),
         ([{"service": "a/b"}], "event 0: op must be upsert or delete, got None"),
         ([{"op": "move", "service": "a/b"}], "event 0: op must be upsert or delete, got 'move'"),
         ([{"op": "upsert", "service": "a/b"}, {"op": "delete", "service": "ab"}], "event 1: service must be ns/name, got 'ab'"),
         ([{"op": "upsert", "service": "A/b"}], "event 0: service must be ns/name, got 'A/b'"),
         ([{"op": "delete", "service": "a/b", "frontends": ["1.2.3.4:80/TCP"]}], "event 0: a delete takes no frontends"),
-        ([{"op": "upsert", "service": "a/b", "frontends": ["1.2.3.4:80"]}], "event 0: frontend '1.2.3.4:80' is not IP:PORT/PROTO"),
-        ([{"op": "upsert", "service": "a/b", "frontends": ["1.2.3.4:80/TCP"], "at_ms": "later"}], "event 0: at_ms must be a number"),
+        ([{"op": "upsert", "service": "a/b", "frontends": ["1.2.3.4:80"]}], "event 0: frontend '1.2.3.4:80' is not IP:PORT/PROTO (PROTO: TCP, UDP, SCTP or ANY)"),
+        ([{"op": "upsert", "service": "a/b", "frontends": ["1.2.3.4:80/TCP"], "at_ms": "later"}], "event 0: at_ms must be a number, got 'later'"),
     ],
 )
 def test_replay_input_errors(data: object, message: str) -> None:
@@ -422,7 +422,7 @@ def test_replay_window_and_batch_bounds(window: float, size: int, ok: bool) -> N
     if ok:
         assert load_scenario(data)[2:] == (float(window), size)
     else:
-        with pytest.raises(ModelError, match="^window_ms and batch_size must be positive$"):
+        with pytest.raises(ModelError, match="^(window_ms|batch_size) must be more than zero, got -?[0-9]+$"):
             load_scenario(data)
 
 

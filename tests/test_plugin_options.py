@@ -40,6 +40,23 @@ def test_markers_are_registered_with_their_signatures(pytester: pytest.Pytester)
         (["--kpr-if-unavailable=ignore"], "--kpr-if-unavailable: 'ignore' is not one of: fail, skip"),
         (["--kpr-context=ci"], "--kpr-context needs --kpr-provider=existing"),
         (["--kpr-helm-values=/nonexistent/values.yaml"], "--kpr-helm-values: no such file: /nonexistent/values.yaml"),
+        (["--kpr-clusters-dir=/nonexistent/clusters"], "--kpr-clusters-dir: /nonexistent/clusters does not exist or is not a directory"),
+        (["--kpr-clusters-dir=."], "--kpr-clusters-dir: . has no versions.yaml (it must look like the checkout's clusters/)"),
+        (["--kpr-lbipam-block=198.18.20.10"], "--kpr-lbipam-block: '198.18.20.10' is not START-STOP with two IPv4 addresses*"),
+        (["--kpr-lbipam-block=198.18.20.10-198.18.20.300"], "--kpr-lbipam-block: * is not START-STOP with two IPv4 addresses*"),
+        (["--kpr-lbipam-block=198.18.20.20-198.18.20.10"], "--kpr-lbipam-block: '198.18.20.20-198.18.20.10' is reversed: 198.18.20.20 comes after 198.18.20.10"),
+        (["--kpr-kind-config=/nonexistent/kind.yaml"], "--kpr-kind-config: no such file: /nonexistent/kind.yaml"),
+        (["--kpr-artifacts=/etc/hostname/evidence"], "--kpr-artifacts: cannot create /etc/hostname/evidence: /etc/hostname is not a directory"),
+        (["--kpr-cilium-version=1.17.6"], "--kpr-cilium-version: Cilium 1.17.6 is older than the oldest supported minor 1.18*"),
+        (["--kpr-node-image=kindest/node v1.34"], "--kpr-node-image: 'kindest/node v1.34' is not an image reference*"),
+        (["--kpr-node-image=kindest/node:v1.34@sha256:abc"], "--kpr-node-image: * is not an image reference*"),
+        (["--kpr-probe-image=Probe:latest"], "--kpr-probe-image: 'Probe:latest' is not an image reference*"),
+        (["--cluster-name=ci"], "--cluster-name is pytest-kind's option, which pytest-kpr does not read; use --kpr-cluster-name"),
+        (["--keep-cluster"], "--keep-cluster is pytest-kind's option, which pytest-kpr does not read; use --kpr-keep-cluster"),
+        (["--kind-bin=/usr/bin/kind"], "--kind-bin is pytest-kind's option, which pytest-kpr does not read; use --kpr-kind-bin"),
+        (["--kubeconfig", "/tmp/k"], "--kubeconfig is pytest-kind's option, * use --kpr-provider=existing --kpr-kubeconfig"),
+        (["--kind-image=kindest/node:v1.34.0"], "--kind-image is pytest-kind's option, * use --kpr-node-image"),
+        (["--kind-kubectl-bin=/usr/bin/kubectl"], "--kind-kubectl-bin is pytest-kind's option, * use --kpr-kubectl-bin"),
     ],
 )
 def test_bad_option_values_are_one_line_usage_errors(pytester: pytest.Pytester, args: list[str], message: str) -> None:
@@ -47,6 +64,8 @@ def test_bad_option_values_are_one_line_usage_errors(pytester: pytest.Pytester, 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: pytest-kpr: {message}"])
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    assert result.stdout.str().strip() == "", "a usage error writes nothing but its line"
+    assert len([line for line in result.stderr.lines if line.strip()]) == 1
 
 
 def test_bad_ini_values_name_the_ini_key(pytester: pytest.Pytester) -> None:
@@ -75,3 +94,14 @@ def test_header_shows_the_configuration(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_nothing(): pass")
     result = pytester.runpytest("--kpr-cluster-name=ci")
     result.stdout.fnmatch_lines(["kpr: provider kind (kind cluster ci), Cilium 1.20.2 (pinned in clusters/versions.yaml), artifacts *"])
+
+
+@pytest.mark.parametrize("ref", [
+    "busybox:1.36.1", "quay.io/cilium/cilium:v1.18.0", "localhost:5000/team/probe:dev", "pytest-kpr-probe:0.1.0",
+    "registry.k8s.io/e2e-test-images/agnhost:2.52", "kindest/node:v1.34.0@sha256:" + "7" * 64, "kindest/node@sha256:" + "a" * 64,
+    "my_registry.example/a__b/c-d:1.0",
+])
+def test_real_image_references_are_accepted(ref: str) -> None:
+    from pytest_kpr.settings import _image
+
+    assert _image(ref) == ref

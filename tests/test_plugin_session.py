@@ -99,7 +99,9 @@ def test_unavailable_environment_exits_with_one_line(pytester: pytest.Pytester) 
     pytester.makepyfile("import pytest\n@pytest.mark.kpr\ndef test_x(): pass\n")
     result = pytester.runpytest("-m", "kpr")
     assert result.ret == 4
-    result.stdout.fnmatch_lines(["*pytest-kpr: cannot run the kpr suites here: no Docker daemon answers*"])
+    result.stdout.fnmatch_lines(["[[]kpr[]] 1 kpr test selected, but this machine cannot run them (exit status 4;*",
+                                 "[[]kpr[]]   - no Docker daemon answers",
+                                 "*pytest-kpr: cannot run the kpr suites here (1 problem above)*"])
     assert "Traceback" not in result.stdout.str()
 
 

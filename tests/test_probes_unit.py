@@ -7,9 +7,6 @@ import json
 import socket
 import threading
 
-import pytest
-
-from pytest_kpr.probe_cli import _target
 from pytest_kpr.probes import ProbeResult, Verdict, connect_probe, hold, route_source
 from pytest_kpr.workloads import probe_pod
 
@@ -78,12 +75,3 @@ def test_probe_pod_gets_net_raw_only() -> None:
     (c,) = pod["spec"]["containers"]
     assert c["securityContext"] == {"privileged": False, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"], "add": ["NET_RAW"]}}
     assert c["imagePullPolicy"] == "IfNotPresent" and pod["spec"]["nodeName"] == "kpr-worker"
-
-
-@pytest.mark.parametrize("bad", ["10.0.0.1", ":80", "10.0.0.1:http"])
-def test_probe_target_must_be_host_port(bad: str) -> None:
-    import argparse
-
-    with pytest.raises(argparse.ArgumentTypeError):
-        _target(bad)
-    assert _target("[fd00::1]:80") == ("fd00::1", 80)

@@ -144,7 +144,8 @@ def test_a_missing_tool_is_one_clear_line(pytester: pytest.Pytester, stubbed: Pa
     result = run_offline(pytester, "--kpr-cluster-name=kpr-stub")
     assert result.ret == 4
     out = result.stdout.str()
-    assert f"pytest-kpr: cannot run the kpr suites here: {missing} not found on PATH" in out
+    assert f"[kpr]   - {missing} not found on PATH" in out
+    assert "pytest-kpr: cannot run the kpr suites here (1 problem above)" in out
     assert "Traceback" not in out + result.stderr.str()
     assert not calls(stubbed, "kind") or missing != "kind"
 
@@ -154,7 +155,9 @@ def test_no_docker_daemon_is_one_clear_line(pytester: pytest.Pytester, stubbed: 
     result = run_offline(pytester)
     assert result.ret == 4
     result.stdout.fnmatch_lines(
-        ["*pytest-kpr: cannot run the kpr suites here: no Docker daemon answers (`docker info`: Cannot connect to the Docker daemon*"]
+        ["[[]kpr[]] * kpr test* selected, but this machine cannot run them (exit status 4;*",
+         "[[]kpr[]]   - no Docker daemon answers (`docker info`: Cannot connect to the Docker daemon*",
+         "*pytest-kpr: cannot run the kpr suites here (1 problem above)*"]
     )
     assert not calls(stubbed, "kind")
 

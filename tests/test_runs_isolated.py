@@ -121,7 +121,7 @@ def test_two_tier_runs_started_together_both_pass_and_keep_a_third_runs_objects(
     mine = three_namespaces(tmp_path)
     try:
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-        subsets = (["tests/test_netns_topology.py", "tests/test_realkernel_datapath.py"], ["tests/test_realkernel_probes.py"])
+        subsets = (["tests/test_netns_topology.py"], ["tests/test_realkernel_datapath.py"])
         runs = [subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files],
                                  cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                 for files in subsets]
@@ -133,3 +133,32 @@ def test_two_tier_runs_started_together_both_pass_and_keep_a_third_runs_objects(
         assert set(mine.namespaces) <= set(leftovers()), "a concurrent run removed this run's namespaces"
     finally:
         mine.close()
+
+
+@pytest.mark.netns
+def test_a_leak_fails_the_run_with_an_error_of_its_own_not_a_green_summary(pytester: pytest.Pytester) -> None:
+    from netns import can_use_netns, sh
+
+    reason = can_use_netns()
+    if reason:
+        pytest.skip(reason)
+    pytester.makeini("[pytest]\naddopts = -p ci_gate\nmarkers = netns: real kernel\n")
+    pytester.makepyfile(
+        """
+        import pytest
+        from netns import Topology
+
+        @pytest.mark.netns
+        def test_leaks():
+            Topology(suffix="leak01").add_ns("forgotten")
+        """
+    )
+    try:
+        result = pytester.runpytest("-q")
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        result.stdout.fnmatch_lines(["*ERROR at teardown of real-kernel tier leak check*",
+                                     "this run left resources behind: netns kprt-*-forgotten-leak01",
+                                     "1 passed, 1 error in *"])
+        assert not [line for line in result.stdout.lines if "[100%]" in line and "ERROR" in line], "glued to the progress line"
+    finally:
+        sh("ip", "netns", "del", ownership.name("forgotten", "leak01"), check=False)

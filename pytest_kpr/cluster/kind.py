@@ -104,7 +104,7 @@ class KindProvider:
         if not s.cilium_version:
             problems.append("no Cilium version: clusters/versions.yaml is missing and --kpr-cilium-version was not given")
         if problems:
-            raise Unavailable("; ".join(problems))
+            raise Unavailable("; ".join(problems), problems)
 
     def _existing_clusters(self) -> list[str]:
         r = self._tools["kind"].run(["get", "clusters"], timeout=60)

@@ -1,0 +1,158 @@
+"""Input checks shared by every entry point (``kpr`` subcommands, ``--kpr-*`` options, replay files).
+
+Each check either returns the value in its canonical form or raises :class:`BadInput` with one line
+that names what was wrong and what is accepted. Entry points turn it into their usage error (exit 2
+for ``kpr``, a usage error before any cluster work for pytest), never a traceback.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+import socket
+from typing import Any
+from urllib.parse import urlsplit
+
+
+class BadInput(ValueError):
+    """Input that cannot be used; the message is one line for the user."""
+
+
+_HOSTNAME = re.compile(r"(?=.{1,253}$)(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?")
+
+
+def port(value: Any, what: str = "port") -> int:
+    """A TCP/UDP port: an integer 1..65535 (0 is "any port" to the kernel, never a target)."""
+    text = str(value).strip()
+    if isinstance(value, bool) or not re.fullmatch(r"\d{1,6}", text) or not 1 <= int(text) <= 65535:
+        raise BadInput(f"{what} must be an integer from 1 to 65535, got {_show(value)}")
+    return int(text)
+
+
+def seconds(value: Any, what: str = "timeout", allow_zero: bool = False) -> float:
+    """A finite, positive duration (or zero when ``allow_zero``)."""
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        f = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise BadInput(f"{what} must be a number of seconds, got {_show(value)}") from None
+    if not math.isfinite(f) or f < 0 or (f == 0 and not allow_zero):
+        bound = "zero or more" if allow_zero else "more than zero"
+        raise BadInput(f"{what} must be a finite number of seconds, {bound}, got {_show(value)}")
+    return f
+
+
+def number(value: Any, what: str, minimum: float | None = None, positive: bool = False) -> float:
+    """A finite number (not a boolean), at least ``minimum`` or strictly positive."""
+    try:
+        if isinstance(value, bool) or value is None:
+            raise ValueError
+        f = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise BadInput(f"{what} must be a number, got {_show(value)}") from None
+    if not math.isfinite(f):
+        raise BadInput(f"{what} must be finite, got {_show(value)}")
+    if positive and f <= 0:
+        raise BadInput(f"{what} must be more than zero, got {_show(value)}")
+    if minimum is not None and f < minimum:
+        raise BadInput(f"{what} must be at least {minimum:g}, got {_show(value)}")
+    return f
+
+
+def host(text: str, what: str = "host") -> str:
+    """An IPv4/IPv6 literal (brackets removed) or a syntactically valid DNS name; nothing is resolved."""
+    t = text.strip()
+    if t.startswith("[") and t.endswith("]"):
+        t = t[1:-1]
+    try:
+        return str(ipaddress.ip_address(t))
+    except ValueError:
+        pass
+    if not _HOSTNAME.fullmatch(t) or t.replace(".", "").isdigit():
+        raise BadInput(f"{what} {_show(text)} is neither an IP address nor a host name")
+    return t
+
+
+def target(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` or ``[IPv6]:PORT``."""
+    h, sep, p = text.rpartition(":")
+    if not sep or not h:
+        raise BadInput(f"expected HOST:PORT, got {_show(text)}")
+    if ":" in h and not (h.startswith("[") and h.endswith("]")):
+        raise BadInput(f"an IPv6 target is written [ADDRESS]:PORT, got {_show(text)}")
+    return host(h), port(p)
+
+
+def ipv4_only(h: str, what: str) -> str:
+    if ":" in h:
+        raise BadInput(f"{what} is IPv4-only; {h} is IPv6 (use `kpr probe connect` for IPv6)")
+    return h
+
+
+def resolve(h: str, ipv4: bool = False) -> str:
+    """An address literal as it is; a host name's first address (IPv4 first; only IPv4 when ``ipv4``)."""
+    try:
+        return str(ipaddress.ip_address(h))
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(h, None, socket.AF_INET if ipv4 else socket.AF_UNSPEC, socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as e:
+        family = "an IPv4 address" if ipv4 else "an address"
+        raise BadInput(f"cannot resolve host {h!r} to {family}: {getattr(e, 'strerror', None) or e}") from None
+    infos.sort(key=lambda i: i[0] != socket.AF_INET)
+    return str(infos[0][4][0])
+
+
+def http_url(text: str) -> str:
+    """An ``http://`` or ``https://`` URL with a host and, if given, a port 1..65535."""
+    try:
+        parts = urlsplit(text.strip())
+    except ValueError as e:
+        raise BadInput(f"not a URL: {_show(text)} ({e})") from None
+    if parts.scheme not in ("http", "https"):
+        raise BadInput(f"expected an http:// or https:// URL, got {_show(text)}")
+    if not parts.hostname:
+        raise BadInput(f"the URL has no host: {_show(text)}")
+    host(parts.hostname, "the URL's host")
+    netloc_port = parts.netloc.rsplit("]", 1)[-1].rpartition(":")
+    if netloc_port[1]:
+        port(netloc_port[2], "the URL's port")
+    return text.strip()
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+
+
+def one_line(text: str) -> str:
+    """A message made safe to print as one line: control characters (a newline in an argument, a file
+    name, a YAML problem) written as escapes."""
+    return text.translate(_CONTROL)
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    """A value for an error line: repr, shortened, never more than one line."""
+    r = repr(value)
+    return r if len(r) <= limit else r[: limit - 3] + "..."
+
+
+def read_text(path: str, expected: str) -> tuple[str, str]:
+    """(name for messages, text) of a file or ``-`` (standard input). Unreadable or non-UTF-8 input
+    is :class:`BadInput`, one line, naming ``expected`` (what the file should have been)."""
+    import sys
+
+    name = "standard input" if path == "-" else path
+    try:
+        if path == "-":
+            buffer = getattr(sys.stdin, "buffer", None)
+            raw: bytes | str = buffer.read() if buffer is not None else sys.stdin.read()
+        else:
+            with open(path, "rb") as f:
+                raw = f.read()
+        return name, raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except OSError as e:
+        raise BadInput(f"cannot read {name}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{name} is not UTF-8 text ({expected} expected)") from None
