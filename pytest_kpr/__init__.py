@@ -1,14 +1,35 @@
 """pytest-kpr: end-to-end datapath conformance tests for Cilium's kube-proxy replacement."""
 
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _version
+from __future__ import annotations
 
-from .cluster.facts import ClusterFacts, Feature, NodeFacts
-from .errors import KprError
+from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = _version("pytest-kpr")
-except PackageNotFoundError:  # running from a source tree without an install
-    __version__ = "0+unknown"
+if TYPE_CHECKING:
+    from .cluster.facts import ClusterFacts, Feature, NodeFacts
+    from .errors import KprError
 
 __all__ = ["ClusterFacts", "Feature", "KprError", "NodeFacts", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """Imported on first use, so that ``kpr parse``/``kpr probe`` start without the plugin's modules."""
+    value: Any
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            value = version("pytest-kpr")
+        except PackageNotFoundError:  # running from a source tree without an install
+            value = "0+unknown"
+    elif name in ("ClusterFacts", "Feature", "NodeFacts"):
+        from .cluster import facts
+
+        value = getattr(facts, name)
+    elif name == "KprError":
+        from . import errors
+
+        value = errors.KprError
+    else:
+        raise AttributeError(f"module 'pytest_kpr' has no attribute {name!r}")
+    globals()[name] = value
+    return value

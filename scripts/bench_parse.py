@@ -5,12 +5,20 @@
 
 Targets (issue 3): `bpf ct list global` of 200,000 entries in about a second, 400,000 in about twice
 that; `bpf lb list` with 10,000 services likewise. Prints the best of N runs per size.
+
+Then the whole command (issue 11): `kpr parse bpf-ct-list FILE > /dev/null` in a fresh process (start,
+read, parse, write JSON), as a ratio to a bare `str.split` loop over the same file in the same run, so
+the figure means the same on a slower machine. Target: at most 15x for 200,000 entries.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import subprocess
+import sys
+import tempfile
 import time
 
 from pytest_kpr.parse import parse_ct_list, parse_lb_list
@@ -56,6 +64,21 @@ def best(fn, text: str, repeat: int) -> float:  # type: ignore[no-untyped-def]
     return min(times)
 
 
+def split_loop(path: str) -> float:
+    """The floor: read the file and split every line, nothing else."""
+    t0 = time.perf_counter()
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line.split()
+    return time.perf_counter() - t0
+
+
+def command(path: str, fmt: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pytest_kpr", "parse", fmt, path], stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=3)
@@ -70,6 +93,18 @@ def main() -> None:
         lines = text.count("\n")
         t = best(parse_lb_list, text, args.repeat)
         print(f"{f'bpf lb list, {services:,} services x 3 backends':<42}{lines:>10,}{len(text) / 1e6:>8.1f}{t:>9.2f}{t / lines * 1e6:>9.2f}")
+    print()
+    print(f"{'kpr parse bpf-ct-list FILE > /dev/null':<42}{'split s':>10}{'kpr s':>8}{'ratio':>9}")
+    for n in (200_000, 400_000):
+        fd, path = tempfile.mkstemp(suffix=".txt")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(ct_text(n))
+            base = min(split_loop(path) for _ in range(args.repeat))
+            cli = min(command(path, "bpf-ct-list") for _ in range(args.repeat))
+        finally:
+            os.unlink(path)
+        print(f"{f'{n:,} entries':<42}{base:>10.2f}{cli:>8.2f}{cli / base:>8.1f}x")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The acceptance list of issue #10: realistic bugs, each planted by hand into a copy of the tree, must each
+"""The acceptance lists of issues #10 and #11: realistic bugs, each planted by hand into a copy of the tree, must each
 fail at least one test. Prints one line per bug (caught by which tests, or SURVIVED) and exits 1 if any
 survives. Run it after changing a judgement, the model, the parsers or the suites (about 2 minutes):
 
@@ -67,6 +67,29 @@ BUGS = [
     Bug("Modules Health always reporting 0 degraded", "pytest_kpr/parse/health.py",
         "    return int(m.group(1)), int(m.group(2)), int(m.group(3))", "    return int(m.group(1)), 0, int(m.group(3))",
         ("tests/test_parse_health.py", "tests/test_suites_vs_fake.py::test_the_conflict_shows_as_cilium_shows_it_tally_in_status_error_in_db_health")),
+    # issue 11: runs never touch each other, bad input is refused, kpr parse's fast path is the generic one
+    Bug("start-up cleanup removing a live run's objects", "tests/ownership.py",
+        "    return start_time(own[0]) != own[1]\n", "    return True\n", ("tests/test_runs_isolated.py",)),
+    Bug("the leak check counting another run's namespaces", "tests/realkernel.py",
+        'found = [f"netns {n}" for n in namespaces() if ownership.mine(n)]', 'found = [f"netns {n}" for n in namespaces()]',
+        ("tests/test_runs_isolated.py",)),
+    Bug("port 0 accepted as a target", "pytest_kpr/inputs.py", "not 1 <= int(text) <= 65535", "not 0 <= int(text) <= 65535",
+        ("tests/test_bad_input.py",)),
+    Bug("a NaN timeout accepted", "pytest_kpr/inputs.py", "    if not math.isfinite(f) or f < 0 or", "    if f < 0 or",
+        ("tests/test_bad_input.py",)),
+    Bug("replay events out of time order silently re-sorted", "pytest_kpr/lbmodel.py",
+        "        if events and ev.at_ms < events[-1].at_ms:\n", "        if False:\n", ("tests/test_bad_input.py",)),
+    Bug("unknown event keys ignored", "pytest_kpr/lbmodel.py", "        unknown = sorted(set(map(str, d)) - _EVENT_KEYS)\n",
+        "        unknown: list[str] = []\n", ("tests/test_bad_input.py",)),
+    Bug("whitespace-only input parsed as an empty result", "pytest_kpr/parse/cli.py", "    if not text.strip():\n", "    if not text:\n",
+        ("tests/test_bad_input.py",)),
+    Bug("the conntrack fast path swapping the rx and tx flags", "pytest_kpr/parse/ct.py",
+        "            int(rxf, 16), lrx, int(txf, 16), ltx,", "            int(txf, 16), lrx, int(rxf, 16), ltx,",
+        ("tests/test_kpr_parse_cli.py", "tests/test_parse_properties.py")),
+    Bug("pytest-kind's --cluster-name silently ignored", "pytest_kpr/plugin.py",
+        "        if flag in args or value != default:\n", "        if False:\n", ("tests/test_plugin_options.py",)),
+    Bug("a missing --kpr-clusters-dir falling back to the checkout's", "pytest_kpr/settings.py",
+        "    if explicit is not None:  # never fall back", "    if False:  # never fall back", ("tests/test_plugin_options.py",)),
 ]
 
 
@@ -96,7 +119,7 @@ def main() -> int:
             r = subprocess.run([sys.executable, "-m", "pytest", *bug.tests, "-q", "-p", "no:cacheprovider", "-x", "--no-header", "-rf"],
                                cwd=root, env=env, capture_output=True, text=True, timeout=600)
             # the outer run's failures only (a pytester test prints its inner run's FAILED lines too)
-            failed = [line.split(" ")[1] for line in r.stdout.splitlines() if line.startswith("FAILED tests/")]
+            failed = [line.split(" ")[1] for line in r.stdout.splitlines() if line.startswith(("FAILED tests/", "ERROR tests/"))]
             if r.returncode == 0 or not failed:
                 print(f"SURVIVED      {bug.name} ({bug.path}; ran {' '.join(bug.tests)})", flush=True)
                 survived += 1

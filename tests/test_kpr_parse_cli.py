@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,9 +110,9 @@ def test_json_keys_of_the_main_formats(cilium_fixtures: Path) -> None:
     assert st["kpr"]["socket_lb_hostns_only"] is True and st["kpr"]["mode"] == "True"
 
 
-def test_malformed_input_exits_1_with_the_error_on_stderr_only() -> None:
+def test_malformed_input_exits_2_with_the_error_on_stderr_only() -> None:
     cp = kpr_parse("bpf-ct-list", text="TCP OUT 10.0.0.1:1 -> 10.0.0.2:2 expires=\n", subprocess_=True)
-    assert cp.returncode == 1 and cp.stdout == ""
+    assert cp.returncode == 2 and cp.stdout == ""
     assert cp.stderr.startswith("kpr parse: bpf-ct-list: line 1: unrecognised line: 'TCP OUT 10.0.0.1:1")
 
 
@@ -119,4 +120,27 @@ def test_missing_file_and_unknown_format() -> None:
     cp = kpr_parse("ss", path=Path("/nonexistent/ss.txt"), subprocess_=True)
     assert cp.returncode == 2 and "cannot read /nonexistent/ss.txt" in cp.stderr and cp.stdout == ""
     cp = kpr_parse("no-such-format", text="")
-    assert cp.returncode == 2 and "invalid choice" in cp.stderr
+    assert cp.returncode == 2 and "is not one of the choices" in cp.stderr
+
+
+def test_conntrack_fast_path_equals_the_generic_path_on_every_fixture(cilium_fixtures: Path) -> None:
+    """The conntrack JSON written straight from the parser is the generic path's, byte for byte, and a
+    file that is not a dump fails the same way on both."""
+    import json as _json
+
+    from pytest_kpr.parse import ParseError
+    from pytest_kpr.parse.formats import JSON_ENTRIES, parse_as
+
+    def outcome(fn: Any, text: str) -> Any:
+        try:
+            return fn(text)
+        except ParseError as e:
+            return str(e)
+
+    parsed = 0
+    for path in sorted((cilium_fixtures / "bpf-ct-list").rglob("*.txt")):
+        text = path.read_text()
+        fast = outcome(JSON_ENTRIES["bpf-ct-list"], text)
+        assert fast == outcome(lambda t: [_json.dumps(e) for e in parse_as("bpf-ct-list", t)], text), path
+        parsed += isinstance(fast, list)
+    assert parsed >= 3, "the authentic dumps must parse"

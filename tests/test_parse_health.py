@@ -10,6 +10,7 @@ import pytest
 from test_kpr_parse_cli import kpr_parse
 
 from pytest_kpr.parse import HealthLeaf, HealthStatus, ParseError, parse_db_health, parse_status_text
+from pytest_kpr.parse.errors import shown_line
 from pytest_kpr.testing import render
 
 REFLECTOR = {"module": "agent.controlplane.loadbalancer-reflectors", "component": "job-reflect-services-endpoints", "level": "Degraded",
@@ -90,7 +91,7 @@ def test_malformed_health_is_a_parse_error_naming_the_line(text: str, lineno: in
         parse_status_text(text)
     line = text.splitlines()[lineno - 1]
     shown = f"Modules Health: {line.split(':', 1)[1].strip()}" if lineno == 1 or line.startswith("Modules Health:") else line
-    assert str(e.value) == f"status: line {lineno}: {reason}: {shown!r}"
+    assert str(e.value) == f"status: line {lineno}: {reason}: {shown_line(shown)}"
 
 
 def test_the_tree_may_start_on_the_line_after_modules_health() -> None:
@@ -126,8 +127,8 @@ def test_db_health_joined_errors_continue_on_the_next_lines() -> None:
 
 
 def shown(line: str) -> str:
-    """How a ParseError shows the line: at most 200 characters."""
-    return line if len(line) <= 200 else line[:200] + "..."
+    """How a ParseError shows the line (its repr, at most 120 characters)."""
+    return shown_line(line)
 
 
 @pytest.mark.parametrize(
@@ -147,7 +148,7 @@ def test_malformed_db_health_is_a_parse_error_naming_the_line(mutate: object, li
     text = mutate(render.health_table([CONFIG, {**REFLECTOR, "error": REFLECTOR["error"] + "\nsecond error"}]))  # type: ignore[operator]
     with pytest.raises(ParseError) as e:
         parse_db_health(text)
-    assert str(e.value) == f"db-health: line {lineno}: {reason}: {shown(text.splitlines()[lineno - 1])!r}"
+    assert str(e.value) == f"db-health: line {lineno}: {reason}: {shown(text.splitlines()[lineno - 1])}"
 
 
 def test_db_health_without_a_header_or_with_a_lone_continuation() -> None:
@@ -178,7 +179,7 @@ def test_kpr_parse_db_health() -> None:
     out = json.loads(cp.stdout)
     assert out[1]["module"] == "agent.controlplane.loadbalancer-reflectors" and out[1]["error"] == REFLECTOR["error"]
     bad = kpr_parse("db-health", "Module Level\nx Sick\n")
-    assert bad.returncode == 1 and bad.stdout == "" and "db-health: line 2" in bad.stderr
+    assert bad.returncode == 2 and bad.stdout == "" and "db-health: line 2" in bad.stderr
 
 
 def test_db_health_with_a_subset_of_the_columns() -> None:
@@ -209,7 +210,7 @@ def test_db_health_continuation_segments_keep_their_spacing_and_their_tail() -> 
 def test_tree_shapes_cilium_never_prints(text: str, lineno: int, reason: str, line: str) -> None:
     with pytest.raises(ParseError) as e:
         parse_status_text(text)
-    assert str(e.value) == f"status: line {lineno}: {reason}: {line!r}"
+    assert str(e.value) == f"status: line {lineno}: {reason}: {shown_line(line)}"
 
 
 def test_sibling_leaves() -> None:
@@ -251,7 +252,7 @@ def test_more_db_health_edges() -> None:
     lines = render.health_table([{**REFLECTOR, "error": REFLECTOR["error"] + "\nsecond"}]).splitlines()
     with pytest.raises(ParseError) as e:  # the first row's Error never ends
         parse_db_health("\n".join(lines[:2]) + "\n")
-    assert str(e.value) == f"db-health: line 2: the last row's Error never ends: {shown(lines[1])!r}"
+    assert str(e.value) == f"db-health: line 2: the last row's Error never ends: {shown(lines[1])}"
     cont = lines[:2] + ["a  b  c   " + render.NEVER + "   " + render.HEALTH_TIME + "   5"]
     (row,) = parse_db_health("\n".join(cont) + "\n")
     assert row.error == REFLECTOR["error"] + "\na  b  c" and row.count == 5

@@ -8,6 +8,7 @@ inserted anywhere in a line.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Callable
 
@@ -15,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_kpr.parse import ParseError, parse_ct_list, parse_lb_list, parse_service_list
-from pytest_kpr.parse.ct import CT_FLAGS
+from pytest_kpr.parse.ct import CT_FLAGS, ct_list_json
+from pytest_kpr.parse.formats import parse_as
 from pytest_kpr.testing import render
 
 SETTINGS = settings(max_examples=int(os.environ.get("KPR_HYPOTHESIS_EXAMPLES", "120")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -71,6 +73,34 @@ def test_ct_entries_round_trip(maps: list[list[dict[str, Any]]], version: tuple[
     parsed = [_as_dict(e) for e in parse_ct_list(text, strict=True)]
     assert parsed == [_as_dict(e) for e in parse_ct_list(text, strict=True, version=version)]
     assert parsed == [_expected_ct(e, version) for m in maps for e in m]
+
+
+def _generic_ct_json(text: str) -> list[str]:
+    return [json.dumps(e) for e in parse_as("bpf-ct-list", text)]
+
+
+def _outcome(fn: Callable[[str], Any], text: str) -> Any:
+    try:
+        return fn(text)
+    except ParseError as e:
+        return f"ParseError: {e}"
+
+
+@SETTINGS
+@given(maps=st.lists(st.lists(ct_entries(), max_size=4), min_size=1, max_size=3), version=VERSIONS,
+       where=st.integers(0, 10**6), ch=st.sampled_from(GARBLE + " 0"), garble=st.booleans())
+def test_ct_json_fast_path_is_the_generic_path(maps: list[list[dict[str, Any]]], version: tuple[int, int], where: int, ch: str,
+                                               garble: bool) -> None:
+    """``kpr parse bpf-ct-list`` writes entries straight from the parser: the very same text as the dicts
+    through json.dumps, and the very same error for a garbled line."""
+    text = render.ct_list(maps, version)
+    if garble:
+        lines = text.split("\n")
+        i = where % len(lines)
+        pos = (where // len(lines)) % (len(lines[i]) + 1)
+        lines[i] = lines[i][:pos] + ch + lines[i][pos:]
+        text = "\n".join(lines)
+    assert _outcome(ct_list_json, text) == _outcome(_generic_ct_json, text)
 
 
 def check_cut(text: str, cut: int, parse: Callable[[str], Any]) -> None:

@@ -9,5 +9,11 @@ class ParseError(ValueError):
         self.lineno = lineno
         self.line = line
         self.reason = reason
-        shown = line if len(line) <= 200 else line[:200] + "..."
-        super().__init__(f"{fmt}: line {lineno}: {reason}: {shown!r}")
+        super().__init__(f"{fmt}: line {lineno}: {reason}: {shown_line(line)}")
+
+
+def shown_line(line: str, limit: int = 120) -> str:
+    """A line as an error shows it: its repr, cut to ``limit`` characters (the repr, not the line, is
+    cut: a line of control bytes is four times longer written as escapes)."""
+    r = repr(line)
+    return r if len(r) <= limit else r[: limit - 3] + "..."

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from .addr import L3n4
 from .agent_misc import parse_endpoint_json, parse_map_list
 from .config import parse_config
-from .ct import CtEntry, parse_ct_list
+from .ct import CtEntry, ct_list_json, parse_ct_list
 from .health import parse_db_health
 from .lb import LbEntry, parse_lb_list, parse_lb_list_json
 from .node import (
@@ -175,6 +175,11 @@ FORMATS: dict[str, tuple[Callable[[str], Any], Callable[[Any], Any], str]] = {
     "probe-json": (parse_probe_json, plain, "kpr probe ... --json"),
     "hold-log": (parse_hold_log, plain, "the log of kpr probe hold"),
 }
+
+
+#: Formats that can be very large and write each list entry's JSON text straight from the parser;
+#: the result must equal ``[json.dumps(e) for e in parse_as(fmt, text)]`` (tested on every fixture).
+JSON_ENTRIES: dict[str, Callable[[str], list[str]]] = {"bpf-ct-list": ct_list_json}
 
 
 def parse_as(fmt: str, text: str) -> Any:
