@@ -186,6 +186,19 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """What each kpr test cost the cluster (setup, call and teardown), for the summary and cluster.json."""
+    if item.get_closest_marker(markers.KPR) is None:
+        return (yield)
+    s = kpr_session(item.config)
+    before = s.cost.copy()
+    try:
+        return (yield)
+    finally:
+        s.cost_per_test[item.nodeid] = s.cost.minus(before)
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     if item.get_closest_marker(markers.KPR) is None:
@@ -220,6 +233,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             fig = figures.get(prop, "")
             terminalreporter.write_line(f"{verdict:<5} {prop:<15} {fig}{'  ' if fig else ''}({counts})", red=verdict == "FAIL", green=verdict == "pass")
         terminalreporter.write_line(f"evidence: {s.evidence_dir}")
+        if s.handle is not None:
+            worst = max(s.cost_per_test.items(), key=lambda kv: kv[1].commands, default=None)
+            terminalreporter.write_line(f"cluster cost: {s.cost.line()} ({s.cost.commands} commands)"
+                                        + (f"; most: {worst[1].commands} in {worst[0]}" if worst else ""))
     if s.deselected_kpr:
         terminalreporter.write_line(
             f"pytest-kpr: {s.deselected_kpr} kpr conformance tests not selected; run them with: pytest -m kpr"

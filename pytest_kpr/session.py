@@ -16,6 +16,7 @@ import pytest
 from .cluster import cilium
 from .cluster.facts import ClusterFacts
 from .cluster.provider import ClusterHandle, Provider
+from .cost import Cost, CountingKube, CountingNodes
 from .errors import InfraError, KprError, Unavailable
 from .k8s.api import KubeAPI
 from .settings import IfUnavailable, ProviderName, Settings
@@ -56,6 +57,9 @@ class KprSession:
         self.cluster_objects: list[dict[str, Any]] = []
         self._started = False
         self._stopped = False
+        #: what the run cost the cluster (pytest_kpr.cost), in total and per test node id
+        self.cost = Cost()
+        self.cost_per_test: dict[str, Cost] = {}
 
     # -- output -------------------------------------------------------------------------------------
 
@@ -115,7 +119,10 @@ class KprSession:
                 pytest.exit(f"pytest-kpr: cannot run the kpr suites here ({n} problem{'s' if n > 1 else ''} above)", returncode=EXIT_UNAVAILABLE)
             pytest.exit(f"pytest-kpr: cannot run the kpr suites here: {e}", returncode=EXIT_UNAVAILABLE)
         try:
-            self.handle = provider.provision(self.progress)
+            handle = provider.provision(self.progress)
+            handle.kube = CountingKube(handle.kube, self.cost)  # type: ignore[assignment]
+            handle.nodes = CountingNodes(handle.nodes, self.cost)  # type: ignore[assignment]
+            self.handle = handle
             self.progress("waiting for the Cilium datapath (every agent Ok, KubeProxyReplacement True)")
             states = cilium.wait_ready(self.handle.kube, self.timeouts, self.progress)
             self.facts = cilium.read_facts(self.handle, states, self.timeouts.EXEC)
@@ -156,16 +163,27 @@ class KprSession:
         return self._evidence
 
     def _write_cluster_json(self) -> None:
+        """The cluster's facts; at the end of the run also what the run cost (written again then)."""
         assert self.facts is not None
         d = self.evidence_dir
         d.mkdir(parents=True, exist_ok=True)
-        (d / "cluster.json").write_text(json.dumps(self.facts.to_json(), indent=2) + "\n")
+        data = self.facts.to_json()
+        if self._stopped:
+            worst = sorted(self.cost_per_test.items(), key=lambda kv: -kv[1].commands)[:5]
+            data["cost"] = {"run": self.cost.to_json(), "tests": len(self.cost_per_test),
+                            "most_commands": [{"test": k, **v.to_json()} for k, v in worst]}
+        (d / "cluster.json").write_text(json.dumps(data, indent=2) + "\n")
 
     def stop(self) -> None:
         """Delete the namespaces this run created, then let the provider remove its cluster. Idempotent."""
         if self._stopped:
             return
         self._stopped = True
+        if self.facts is not None:
+            try:
+                self._write_cluster_json()
+            except OSError as e:
+                self.progress(f"could not write cluster.json with the run's cost: {e}")
         for fn in self.before_cleanup:
             try:
                 fn()

@@ -220,6 +220,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("nodeport", _nodeport, "NodePort of the web-np service in the NodePort suite. Default: 30780", "30780", metavar="PORT"),
     Option("shared_vip", _ipv4, "externalIPs address the shared-VIP suite makes two Services claim (in-cluster traffic only). Default: 198.18.10.80", "198.18.10.80", metavar="IP"),
     Option("lbipam_block", _ip_range, "start-stop of the CiliumLoadBalancerIPPool the shared-VIP suite creates. Default: 198.18.20.10-198.18.20.20", "198.18.20.10-198.18.20.20", metavar="RANGE"),
+    Option("settle", _positive_float, "Seconds the shared-VIP suite keeps watching after Cilium's load-balancer reflector has provably processed the owner's deletion (10 of its 500 ms batching windows). Default: 5", "5", metavar="SECONDS"),
     Option("seed", _seed, "Seed of the shared-VIP suite's generated event sequence (printed; reuse it to replay a failure). Default: random", metavar="N"),
     Option("node_shell_image", _image, "Image of the privileged per-node pod that runs node commands on an existing cluster. Default: busybox:1.36.1", "busybox:1.36.1", metavar="IMAGE"),
     Option("clusters_dir", _path, "Directory with kind configs, Helm values and versions.yaml. Default: ./clusters of the checkout", metavar="DIR"),
@@ -245,6 +246,7 @@ class Settings:
     helm_values: tuple[Path, ...] = ()
     artifacts: Path = Path("kpr-artifacts")
     timeout_scale: float = 1.0
+    settle: float = 5.0
     allow_disruptive: bool = False
     if_unavailable: IfUnavailable = IfUnavailable.FAIL
     kind_bin: Path | None = None

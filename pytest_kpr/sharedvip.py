@@ -3,7 +3,8 @@
 Steps (each observed on the agent of the client node through ``db/show frontends``, v1.18+): the owner
 takes VIP:80; the claimant takes VIP:81, then asks for VIP:80 too and is rejected whole while the owner
 keeps serving and the agent's health shows the conflict; the owner is deleted and the claimant is
-watched for a bounded window (does its frontend appear by itself?); a follow-up claimant update (an
+watched until Cilium has provably processed the deletion, plus a settle window (does its frontend
+appear by itself? see :meth:`SharedVip.watch_release`); a follow-up claimant update (an
 annotation bump) must install it, Status Done, serving.
 
 Two ways to make the conflict: ``external-ips`` (the same externalIPs address and port, always a
@@ -28,6 +29,8 @@ SHARING_KEY = "lbipam.cilium.io/sharing-key"
 REFLECTOR_MODULE = "loadbalancer-reflectors"
 CONFLICT = "frontend already owned by another service"
 BUMP = "kpr.cilium.io/bump"
+#: how often the release watch reads db/show frontends (one reflector batching window)
+WATCH_POLL_S = 0.5
 
 
 class Skip(Exception):
@@ -114,7 +117,9 @@ class SharedVip:
             "metadata": {"name": name, "namespace": self.lab.ns, "labels": {"kpr.cilium.io/run": self.run_id}, "annotations": dict(annotations or {})},
             "spec": {"selector": {"app": "web"}, "ports": [{"name": f"p{p}", "port": p, "targetPort": WEB_TARGET, "protocol": "TCP"} for p in ports]},
         }
-        if way == "external-ips":
+        if way == "cluster-ip":
+            svc["spec"]["type"] = "ClusterIP"
+        elif way == "external-ips":
             svc["spec"]["type"] = "ClusterIP"
             svc["spec"]["externalIPs"] = [vip]
         else:
@@ -183,21 +188,7 @@ class SharedVip:
                  owner_http=self.http(vip, 80))
         # the owner goes away: does the claimant get the frontend by itself?
         lab.kube.delete("Service", owner, lab.ns)
-        deleted_at = time.monotonic()
-        seen: list[dict[str, Any]] = []
-
-        def watch() -> dict[str, Any]:
-            seen.append(self.frontends([fe80]).get(fe80) or {})
-            return seen[-1]
-
-        try:
-            eventually(watch, until=lambda f: f.get("service") == claim_ns and f.get("status") == "Done",
-                       timeout=t.CONFLICT_OBSERVE, what=f"{claimant}'s {fe80} to appear by itself", progress=lab.progress)
-            appeared = True
-        except AssertionError:
-            appeared = False
-        rec.step("owner-deleted", appeared_by_itself=appeared, watched_seconds=round(time.monotonic() - deleted_at, 3),
-                 observations=len(seen), last=seen[-1] if seen else None)
+        rec.step("owner-deleted", **self.watch_release(way, fe80, own_ns, claim_ns))
         # the supported recovery: a follow-up claimant event
         lab.kube.patch("Service", claimant, lab.ns, {"metadata": {"annotations": {BUMP: str(time.time_ns())}}})
         try:
@@ -208,6 +199,61 @@ class SharedVip:
         fe = self.frontends([fe80]).get(fe80)
         rec.step("follow-up", installed=installed, seconds_to_done=round(secs, 3) if secs is not None else None, frontend=fe, http=self.http(vip, 80) if installed else None)
         return rec
+
+    def watch_release(self, way: str, fe80: str, own_ns: str, claim_ns: str) -> dict[str, Any]:
+        """After the owner's deletion, watch whether the claimant's frontend appears by itself -- only as
+        long as Cilium needs to have acted on the deletion, not a fixed 30 s.
+
+        Cilium's k8s reflector feeds Service and EndpointSlice events through one ``stream.Buffer`` (up to
+        500 events or 500 ms, ``reflectorBufferSize``/``reflectorWaitTime``) and processes each buffer in
+        insertion order in one write transaction (cilium/cilium pkg/loadbalancer/reflectors/k8s.go,
+        ``runServiceEndpointsReflector``, v1.18+). So a marker Service created *after* the deletion whose
+        frontend is ``Done`` proves the deletion was processed. The watch ends when the claimant owns the
+        frontend (``appeared``), or ``--kpr-settle`` seconds after the owner's frontend is gone and the
+        marker is Done (``settled``), or at ``CONFLICT_OBSERVE`` (``timeout``). What ended it, and when,
+        goes to sharedvip.json."""
+        lab = self.lab
+        deleted_at = time.monotonic()
+        marker = f"vip-marker-{'eip' if way == 'external-ips' else 'lbipam'}"
+        lab.kube.create(self.service(marker, "cluster-ip", "", [80]))
+        marker_ip = (lab.kube.get("Service", marker, lab.ns) or {}).get("spec", {}).get("clusterIP", "")
+        marker_fe = frontend_key(marker_ip, 80)
+        # CONFLICT_OBSERVE bounds the wait for Cilium to process the deletion; the settle window comes on top
+        settle = self.settings.settle
+        limit, poll = lab.t.CONFLICT_OBSERVE + settle, min(WATCH_POLL_S, settle / 4)
+        marks: dict[str, float] = {}
+        observations = 0
+        cur: dict[str, Any] = {}
+        ended_by = "timeout"
+        last_progress = 0.0
+        while True:
+            fes = self.frontends([fe80, marker_fe])
+            now = time.monotonic() - deleted_at
+            observations += 1
+            cur = fes.get(fe80) or {}
+            if cur.get("service") == claim_ns and cur.get("status") == "Done":
+                marks["appeared"] = now
+                ended_by = "appeared"
+                break
+            if "owner_gone" not in marks and cur.get("service") != own_ns:
+                marks["owner_gone"] = now
+            if "marker_done" not in marks and (fes.get(marker_fe) or {}).get("status") == "Done":
+                marks["marker_done"] = now
+            if "owner_gone" in marks and "marker_done" in marks:
+                marks.setdefault("processed", now)
+                if now - marks["processed"] >= settle:
+                    ended_by = "settled"
+                    break
+            if now >= limit:
+                break
+            if now - last_progress >= 10.0:
+                last_progress = now
+                lab.progress(f"shared VIP ({way}): watching {fe80} after the owner's deletion ({now:.0f}s; seen: {', '.join(sorted(marks)) or 'nothing yet'})")
+            time.sleep(poll)
+        lab.kube.delete("Service", marker, lab.ns)
+        return {"appeared_by_itself": ended_by == "appeared", "ended_by": ended_by, "settle_seconds": settle,
+                "watched_seconds": round(time.monotonic() - deleted_at, 3), "observations": observations,
+                "marks": {k: round(v, 3) for k, v in marks.items()}, "marker": marker_fe, "last": cur or None}
 
     # -- ordering: claim before release in one window ------------------------------------------------
 

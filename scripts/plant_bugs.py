@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The acceptance lists of issues #10 and #11: realistic bugs, each planted by hand into a copy of the tree, must each
+"""The acceptance lists of issues #10, #11 and #12: realistic bugs, each planted by hand into a copy of the tree, must each
 fail at least one test. Prints one line per bug (caught by which tests, or SURVIVED) and exits 1 if any
 survives. Run it after changing a judgement, the model, the parsers or the suites (about 2 minutes):
 
@@ -90,6 +90,12 @@ BUGS = [
         "        if flag in args or value != default:\n", "        if False:\n", ("tests/test_plugin_options.py",)),
     Bug("a missing --kpr-clusters-dir falling back to the checkout's", "pytest_kpr/settings.py",
         "    if explicit is not None:  # never fall back", "    if False:  # never fall back", ("tests/test_plugin_options.py",)),
+    # issue 12: the release watch settles instead of sleeping; the run's cost is counted
+    Bug("the release watch ending as soon as Cilium processed the deletion (no settle window)", "pytest_kpr/sharedvip.py",
+        '                if now - marks["processed"] >= settle:\n', "                if True:\n",
+        ("tests/test_suites_vs_fake.py::test_the_release_watch_ends_once_cilium_has_processed_the_deletion_plus_the_settle_window",
+         "tests/test_suites_vs_fake.py::test_a_claimant_that_appears_late_is_still_seen_to_appear")),
+    Bug("node commands not counted", "pytest_kpr/cost.py", "        self._cost.node_commands += 1\n", "        pass\n", ("tests/test_cost.py",)),
 ]
 
 

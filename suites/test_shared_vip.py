@@ -84,9 +84,13 @@ def test_the_owner_keeps_serving_during_the_conflict(scenario: Record) -> None:
 @pytest.mark.kpr_known_gap(GAP)
 def test_claimant_frontend_appears_after_the_owner_is_deleted(scenario: Record) -> None:
     gone = scenario.get("owner-deleted")
+    marks = gone["marks"]
+    why = (f"Cilium had processed the deletion {marks['processed']}s after it (owner's frontend gone, marker {gone['marker']} Done), "
+           f"then {gone['settle_seconds']}s more were watched" if gone["ended_by"] == "settled" else
+           f"the watch timed out before Cilium showed it had processed the deletion (seen: {sorted(marks)})")
     assert gone["appeared_by_itself"], (
-        f"shared VIP ({scenario.way}): the claimant's {scenario.vip}:80 did not appear within {gone['watched_seconds']}s after the owner was deleted "
-        f"(last seen: {gone['last']})"
+        f"shared VIP ({scenario.way}): the claimant's {scenario.vip}:80 did not appear within {gone['watched_seconds']}s after the owner was deleted; "
+        f"{why} (last seen: {gone['last']})"
     )
 
 

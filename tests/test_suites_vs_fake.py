@@ -30,7 +30,7 @@ def pytest_kpr_provider(config, settings, timeouts, kube_factory):
 
 # The fake answers at once; a fault that never converges runs into the named timeouts, so scale them
 # down (Timeouts x 0.004: about 1 s for pods + convergence) to keep the negative runs short.
-FAST = ("--kpr-timeout-scale=0.004",)
+FAST = ("--kpr-timeout-scale=0.004", "--kpr-settle=0.05")
 
 
 def run_suites(pytester: pytest.Pytester, config: str = "", *only: str, args: tuple[str, ...] = ()) -> pytest.RunResult:
@@ -54,6 +54,10 @@ ALL = {"passed": 32, "skipped": 1, "xfailed": 2}
 def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -> None:
     result = run_suites(pytester)
     result.assert_outcomes(**ALL)
+    result.stdout.fnmatch_lines(["cluster cost: * agent execs, * node commands, * other pod execs, * API calls (* commands); most: * in suites/*"])
+    cost = evidence(pytester, "cluster.json")["cost"]
+    assert cost["run"]["agent_execs"] > 0 and cost["run"]["commands"] == sum(cost["run"][k] for k in ("agent_execs", "pod_execs", "node_commands"))
+    assert cost["tests"] == sum(ALL.values()) and cost["most_commands"][0]["commands"] > 0
     result.stdout.fnmatch_lines(["*= kpr properties =*"])
     result.stdout.fnmatch_lines_random([
         "pass  iptables        0 KUBE-SVC, 0 KUBE-SEP, 0 ClusterIP lines on 3 nodes*",
@@ -188,6 +192,31 @@ def test_shared_vip_with_cilium_118_behaviour_records_the_gap_and_the_recovery(p
         assert steps["owner-deleted"]["appeared_by_itself"] is False and steps["follow-up"]["installed"] is True
     assert data["claim-before-release"]["predicted_owner"] is None and data["claim-before-release"]["observed_owner"] is None
     assert data["generated"]["seed"] and len(data["generated"]["steps"]) >= 4 and data["generated"]["sequence"]
+
+
+def test_the_release_watch_ends_once_cilium_has_processed_the_deletion_plus_the_settle_window(pytester: pytest.Pytester) -> None:
+    """Settle, don't sleep: the watch ends when the owner's frontend is gone and a marker Service created after
+    the deletion is Done (the reflector processes its buffer in order), plus --kpr-settle; not after 30 s."""
+    run_suites(pytester, "", "shared_vip", args=("--kpr-settle=0.3",)).assert_outcomes(passed=12, xfailed=2)
+    data = evidence(pytester, "sharedvip.json")
+    for way in ("external-ips", "lb-ipam"):
+        gone = {s["step"]: s for s in data[way]["steps"]}["owner-deleted"]
+        assert gone["ended_by"] == "settled" and gone["appeared_by_itself"] is False, gone
+        marks = gone["marks"]
+        assert set(marks) == {"owner_gone", "marker_done", "processed"}, marks
+        assert marks["processed"] == max(marks["owner_gone"], marks["marker_done"])
+        assert 0.3 <= gone["watched_seconds"] - marks["processed"] < 1.5, gone
+        assert gone["marker"].endswith(":80/TCP") and gone["settle_seconds"] == 0.3
+
+
+def test_a_claimant_that_appears_late_is_still_seen_to_appear(pytester: pytest.Pytester) -> None:
+    """A re-queue that comes 3 s after the deletion (inside the 5 s settle window) is seen: the known gap's strict
+    xfail turns into the reported fix, and sharedvip.json says when the frontend appeared."""
+    result = run_suites(pytester, "faults=Faults(late_requeue_s=3.0)", "shared_vip", args=("--kpr-settle=5", "-k", "external-ips"))
+    result.stdout.fnmatch_lines(["*[[]XPASS(strict)[]] known gap frontend-conflict-requeue in Cilium 1.20.2*"])
+    gone = {s["step"]: s for s in evidence(pytester, "sharedvip.json")["external-ips"]["steps"]}["owner-deleted"]
+    # the fake re-queues at 3 s; its batching window (3 ticks: 3 reads at 500 ms) closes after that
+    assert gone["ended_by"] == "appeared" and 3.0 <= gone["marks"]["appeared"] < 5.0, gone
 
 
 def test_the_conflict_shows_as_cilium_shows_it_tally_in_status_error_in_db_health(pytester: pytest.Pytester) -> None:

@@ -41,6 +41,9 @@ class Faults:
     slots_cap: int | None = None  # the agents program at most this many backend slots per frontend (never converge)
     socket_lb_broken: bool = False  # the agent reports socket LB, yet pod connections take the per-packet path
     nodeport_listener: bool = False  # a process listens on every NodePort in the nodes' host namespace
+    #: a rejected claimant gets its frontend this many (wall-clock) seconds after a Service is deleted: a re-queue
+    #: that comes late (the shared-VIP watch must still see it) instead of never (Cilium 1.18) or at once (fixed)
+    late_requeue_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ endpoints. NodePort services get ``0.0.0.0:<nodePort>`` and ``<node InternalIP>:
 
 from __future__ import annotations
 
+import time
+
 from ..lbmodel import Event, LbModel, Op, Variant
 from .view import ClusterView, FakeBackend, FakeFrontend
 
@@ -50,6 +52,8 @@ class LbState:
         self.model = cls(variant=variant, window_ms=cfg.lb_window_ticks * MS_PER_TICK)
         #: (service key, addr) -> (type, port spec) as last pushed
         self._spec: dict[tuple[str, str], tuple[str, dict]] = {}
+        #: when the late_requeue_s fault re-queues the rejected services (time.monotonic())
+        self._late_due: float | None = None
         #: every backend a service port ever had (the stale_slots fault keeps them all)
         self._ever: dict[tuple[str, str, int], list[FakeBackend]] = {}
 
@@ -79,6 +83,9 @@ class LbState:
         at = self.cluster.tick * MS_PER_TICK
         if svc is None:
             self.model.push(Event(at, Op.DELETE, key))
+            late = self.cluster.cfg.faults.late_requeue_s
+            if late is not None:  # fault: whatever is rejected then is re-queued, but only this much later
+                self._late_due = time.monotonic() + late
             return
         wanted = self.desired(svc)
         for addr, typ, port in wanted:
@@ -112,6 +119,11 @@ class LbState:
         """The frontends the agent on ``node`` has programmed, sorted by ID."""
         c = self.cluster
         self.model.advance(c.tick * MS_PER_TICK)
+        if self._late_due is not None and time.monotonic() >= self._late_due:
+            self._late_due = None
+            for service, (wanted, _) in list(self.model.rejected.items()):
+                self.model.push(Event(c.tick * MS_PER_TICK, Op.UPSERT, service, wanted))
+            self.model.advance(c.tick * MS_PER_TICK)
         out: list[FakeFrontend] = []
         node_ip = c.node_ip(node)
         services = {f"{s['metadata']['namespace']}/{s['metadata']['name']}": s for s in c.services()}
