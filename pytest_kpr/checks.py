@@ -6,7 +6,7 @@ real-kernel tests that prove the judgement against a real kernel. Each returns t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:
     from .datapath import NoBackendRule
@@ -183,11 +183,44 @@ class SlotView:
 
 
 @dataclass(frozen=True)
+class ConvergenceTiming:
+    """When each new backend was first seen, in seconds since the scale: in the EndpointSlice (ready) and in
+    each agent's BPF LB slots, polled every ``resolution`` seconds (so each time is late by at most that)."""
+
+    endpointslice: dict[str, float]
+    agents: dict[str, dict[str, float]]
+    resolution: float
+
+    def lag(self) -> dict[str, float | None]:
+        """Per agent: when it held every new backend, minus when the EndpointSlice did (None: it never did)."""
+        if not self.endpointslice:
+            return {node: None for node in self.agents}
+        es_done = max(self.endpointslice.values())
+        out: dict[str, float | None] = {}
+        for node, seen in self.agents.items():
+            out[node] = round(max(seen.values()) - es_done, 3) if set(self.endpointslice) <= set(seen) else None
+        return out
+
+    def slowest(self) -> tuple[str, float | None] | None:
+        """The agent that took longest (one that never caught up counts as slowest)."""
+        lag = self.lag()
+        if not lag:
+            return None
+        return max(lag.items(), key=lambda kv: float("inf") if kv[1] is None else kv[1])
+
+    def to_json(self) -> dict[str, Any]:
+        slowest = self.slowest()
+        return {"resolution_seconds": self.resolution, "endpointslice": self.endpointslice, "agents": self.agents,
+                "lag_seconds": self.lag(), "slowest": {"node": slowest[0], "lag_seconds": slowest[1]} if slowest else None}
+
+
+@dataclass(frozen=True)
 class Convergence:
     replicas: int
     ready_pods: int
     endpointslice: frozenset[str]
     slots: tuple[SlotView, ...]
+    timing: ConvergenceTiming | None = None  # set by Lab.scale_web
 
     @property
     def converged(self) -> bool:

@@ -95,6 +95,10 @@ BUGS = [
         '                if now - marks["processed"] >= settle:\n', "                if True:\n",
         ("tests/test_suites_vs_fake.py::test_the_release_watch_ends_once_cilium_has_processed_the_deletion_plus_the_settle_window",
          "tests/test_suites_vs_fake.py::test_a_claimant_that_appears_late_is_still_seen_to_appear")),
+    Bug("the slowest agent chosen as the fastest", "pytest_kpr/checks.py",
+        '        return max(lag.items(), key=lambda kv: float("inf") if kv[1] is None else kv[1])',
+        '        return min(lag.items(), key=lambda kv: float("inf") if kv[1] is None else kv[1])',
+        ("tests/test_checks.py", "tests/test_suites_vs_fake.py::test_the_slowest_agent_is_timed_within_the_poll_resolution")),
     Bug("node commands not counted", "pytest_kpr/cost.py", "        self._cost.node_commands += 1\n", "        pass\n", ("tests/test_cost.py",)),
 ]
 

@@ -1,7 +1,9 @@
 """Backend slots: the agent's BPF LB map holds exactly the service's ready endpoints, and follows a scale.
 
 Evidence: svc.json (service_id, frontend, backends, backend_pods) and scale.json (backends,
-new_backends, endpointslice, convergence_seconds). Convergence is polled, never slept for.
+new_backends, endpointslice, convergence_seconds, and timing: when each new backend first showed in the
+EndpointSlice and in each agent, read every 250 ms, the per-agent lag and the slowest agent).
+Convergence is polled, never slept for.
 """
 
 from __future__ import annotations
@@ -42,13 +44,18 @@ def test_slots_converge_to_the_endpointslice_after_scaling_to_four(lab: Lab, web
     before = set((evidence.read("svc.json") or {}).get("backends") or next(v for v in lab.slots() if v.node == lab.client_node).backends)
     obs = lab.scale_web(4)
     mine = next(v for v in obs.value.slots if v.node == lab.client_node)
+    timing = obs.value.timing
     evidence.write("scale.json", {
         "backends": list(mine.backends),
         "new_backends": sorted(set(mine.backends) - before),
         "endpointslice": sorted(obs.value.endpointslice),
         "convergence_seconds": round(obs.elapsed, 3),
+        "timing": timing.to_json() if timing else None,
     })
-    evidence.figure(PROPERTY, f"4 slots on {len(obs.value.slots)} agents in {obs.elapsed:.1f}s")
+    slowest = timing.slowest() if timing else None
+    lag = "" if slowest is None else (f"; slowest agent {slowest[0]} never caught up" if slowest[1] is None else
+                                      f"; slowest agent {slowest[0]} +{slowest[1]:.2f}s after the EndpointSlice")
+    evidence.figure(PROPERTY, f"4 slots on {len(obs.value.slots)} agents in {obs.elapsed:.1f}s{lag}")
     problems = convergence_problems(obs.value)
     assert not problems, f"backend slots did not converge after scaling web to 4 (waited {obs.elapsed:.1f}s): {'; '.join(problems)}"
     assert len(set(mine.backends) - before) == 2, f"backend slots: expected 2 new backends, got {sorted(set(mine.backends) - before)}"

@@ -3,6 +3,8 @@ no cluster. (The no-backend judgement's table is in test_datapath_rules.py, next
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pytest_kpr.checks import (
@@ -271,3 +273,19 @@ def test_a_view_that_was_never_read_counts_as_unreadable() -> None:
     dropped = {"n1": {"iptables-nft": views()["n1"]["iptables-nft"], "nft": views()["n1"]["nft"]}}
     assert rule_view_problems(dropped) == [
         "n1: the iptables-legacy view could not be read (tool missing or failed); its rules were not checked"]
+
+
+@pytest.mark.parametrize(("es", "agents", "lag", "slowest"), [
+    ({"a": 0.5, "b": 0.75}, {"n1": {"a": 0.5, "b": 0.75}, "n2": {"a": 1.0, "b": 1.25}}, {"n1": 0.0, "n2": 0.5}, ("n2", 0.5)),
+    ({"a": 0.5}, {"n1": {"a": 0.5}, "n2": {}}, {"n1": 0.0, "n2": None}, ("n2", None)),  # never caught up: slowest
+    ({"a": 1.0}, {"n1": {"a": 0.75}}, {"n1": -0.25}, ("n1", -0.25)),  # an agent can be ahead of the API's view
+    ({}, {"n1": {}}, {"n1": None}, ("n1", None)),
+    ({"a": 0.5}, {}, {}, None),
+])
+def test_convergence_timing(es: dict[str, float], agents: dict[str, dict[str, float]], lag: dict[str, float | None], slowest: Any) -> None:
+    from pytest_kpr.checks import ConvergenceTiming
+
+    t = ConvergenceTiming(es, agents, 0.25)
+    assert t.lag() == lag
+    assert t.slowest() == slowest
+    assert t.to_json()["slowest"] == (None if slowest is None else {"node": slowest[0], "lag_seconds": slowest[1]})

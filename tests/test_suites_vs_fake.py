@@ -219,6 +219,19 @@ def test_a_claimant_that_appears_late_is_still_seen_to_appear(pytester: pytest.P
     assert gone["ended_by"] == "appeared" and 3.0 <= gone["marks"]["appeared"] < 5.0, gone
 
 
+def test_the_slowest_agent_is_timed_within_the_poll_resolution(pytester: pytest.Pytester) -> None:
+    """One agent programs new backends 1 s after the others: scale.json times each backend per agent (read every
+    250 ms), and the summary names that agent with its lag."""
+    result = run_suites(pytester, "faults=Faults(slow_agent_on='fake-worker2', slow_agent_s=1.0)", "backend_slots",
+                        args=("--kpr-timeout-scale=0.05",))
+    result.assert_outcomes(passed=3)
+    timing = evidence(pytester, "scale.json")["timing"]
+    assert timing["resolution_seconds"] == 0.25 and len(timing["endpointslice"]) == 2
+    assert timing["slowest"]["node"] == "fake-worker2" and 0.7 <= timing["slowest"]["lag_seconds"] <= 1.6, timing
+    assert all(lag is not None and lag < 0.5 for node, lag in timing["lag_seconds"].items() if node != "fake-worker2"), timing
+    result.stdout.fnmatch_lines(["pass  backend slots   4 slots on 3 agents in *s; slowest agent fake-worker2 +1.*s after the EndpointSlice*"])
+
+
 def test_the_conflict_shows_as_cilium_shows_it_tally_in_status_error_in_db_health(pytester: pytest.Pytester) -> None:
     """Item 3: the tally comes from plain `status`, the error text from `db/show health`; `--verbose` prints the
     reflector's leaf as "Failure processing services" without the error and (before PR #46739) no tally, so the

@@ -44,6 +44,9 @@ class Faults:
     #: a rejected claimant gets its frontend this many (wall-clock) seconds after a Service is deleted: a re-queue
     #: that comes late (the shared-VIP watch must still see it) instead of never (Cilium 1.18) or at once (fixed)
     late_requeue_s: float | None = None
+    #: this node's agent programs a new backend only slow_agent_s (wall-clock) seconds after it became ready
+    slow_agent_on: str | None = None
+    slow_agent_s: float = 2.0
 
 
 @dataclass(frozen=True)

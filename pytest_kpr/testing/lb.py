@@ -52,6 +52,8 @@ class LbState:
         self.model = cls(variant=variant, window_ms=cfg.lb_window_ticks * MS_PER_TICK)
         #: (service key, addr) -> (type, port spec) as last pushed
         self._spec: dict[tuple[str, str], tuple[str, dict]] = {}
+        #: when each backend was first programmed anywhere (time.monotonic()), for the slow_agent_on fault
+        self._born: dict[tuple[str, int], float] = {}
         #: when the late_requeue_s fault re-queues the rejected services (time.monotonic())
         self._late_due: float | None = None
         #: every backend a service port ever had (the stale_slots fault keeps them all)
@@ -135,6 +137,9 @@ class LbState:
             bes = self.backends_of(svc, port) if svc is not None else []
             if node == c.cfg.faults.backend_missing_on and len(bes) > 2:  # fault: this agent lacks one backend
                 bes = bes[:-1]
+            if node == c.cfg.faults.slow_agent_on:  # fault: this agent programs new backends late
+                now = time.monotonic()
+                bes = [b for b in bes if now - self._born.setdefault((b.ip, b.port), now) >= c.cfg.faults.slow_agent_s]
             status = "Done" if state.status == "done" else "Pending"
             out.append(FakeFrontend(ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status))
             if ip == "0.0.0.0":
