@@ -179,11 +179,6 @@ class KprSession:
         if self._stopped:
             return
         self._stopped = True
-        if self.facts is not None:
-            try:
-                self._write_cluster_json()
-            except OSError as e:
-                self.progress(f"could not write cluster.json with the run's cost: {e}")
         for fn in self.before_cleanup:
             try:
                 fn()
@@ -193,6 +188,11 @@ class KprSession:
             self._delete_cluster_objects(self.handle.kube)
         if self.handle is not None and self.namespaces:
             self._delete_namespaces(self.handle.kube)
+        if self.facts is not None:  # the run's whole cost, cleanup included (the summary line shows the same)
+            try:
+                self._write_cluster_json()
+            except OSError as e:
+                self.progress(f"could not write cluster.json with the run's cost: {e}")
         if self.provider is not None:
             try:
                 self.provider.teardown(self.progress)

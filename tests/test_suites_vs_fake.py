@@ -56,6 +56,9 @@ def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -
     result.assert_outcomes(**ALL)
     result.stdout.fnmatch_lines(["cluster cost: * agent execs, * node commands, * other pod execs, * API calls (* commands); most: * in suites/*"])
     cost = evidence(pytester, "cluster.json")["cost"]
+    line = next(line for line in result.stdout.lines if line.startswith("cluster cost: "))
+    assert line.startswith(f"cluster cost: {cost['run']['agent_execs']} agent execs, {cost['run']['node_commands']} node commands, "
+                           f"{cost['run']['pod_execs']} other pod execs, {cost['run']['api_calls']} API calls"), "summary and cluster.json agree"
     assert cost["run"]["agent_execs"] > 0 and cost["run"]["commands"] == sum(cost["run"][k] for k in ("agent_execs", "pod_execs", "node_commands"))
     assert cost["tests"] == sum(ALL.values()) and cost["most_commands"][0]["commands"] > 0
     result.stdout.fnmatch_lines(["*= kpr properties =*"])
