@@ -87,13 +87,14 @@ class SharedVip:
         (the load-balancer reflector's row: Message "Failure processing services", the conflict in Error).
         ``shown_by`` says which of the two showed it."""
         agent = self.lab.agent(self.lab.client_node)
-        h = modules_health(agent.status_text(verbose=False))
+        plain, db_health, verbose_text = agent.health_snapshot()  # one exec for the three views
+        h = modules_health(plain)
         tally = {"stopped": h.stopped, "degraded": h.degraded, "ok": h.ok} if h is not None and h.degraded is not None else None
-        reflector = [s for s in agent.health() if s.module.split(".")[-1] == REFLECTOR_MODULE]
+        reflector = [s for s in db_health if s.module.split(".")[-1] == REFLECTOR_MODULE]
         errors = [s for s in reflector if s.level == "Degraded" and CONFLICT in s.error]
         shown_by = (["status: Modules Health Degraded"] if tally and tally["degraded"] else []) + \
             (["db/show health: " + errors[0].id] if errors else [])
-        verbose = modules_health(agent.status_text(verbose=True))
+        verbose = modules_health(verbose_text)
         return {"tally": tally, "degraded": tally["degraded"] if tally else None, "error_seen": bool(errors),
                 "reflector": [{"id": s.id, "level": s.level, "message": s.message, "error": s.error} for s in reflector],
                 "shown_by": shown_by,

@@ -99,6 +99,9 @@ BUGS = [
         '        return max(lag.items(), key=lambda kv: float("inf") if kv[1] is None else kv[1])',
         '        return min(lag.items(), key=lambda kv: float("inf") if kv[1] is None else kv[1])',
         ("tests/test_checks.py", "tests/test_suites_vs_fake.py::test_the_slowest_agent_is_timed_within_the_poll_resolution")),
+    Bug("a batched command's stderr given to the next command", "pytest_kpr/agent.py",
+        '                err = errs[i][0] if i < len(errs) else ""\n', '                err = errs[i + 1][0] if i + 1 < len(errs) else ""\n',
+        ("tests/test_agent_batch.py",)),
     Bug("node commands not counted", "pytest_kpr/cost.py", "        self._cost.node_commands += 1\n", "        pass\n", ("tests/test_cost.py",)),
 ]
 

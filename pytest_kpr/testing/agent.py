@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from . import render
@@ -26,6 +27,21 @@ class FakeAgent:
     def ready(self) -> bool:
         return self.status_polls >= self.cluster.cfg.agent_ready_after
 
+    def _batch(self, script: str) -> tuple[int, str, str]:
+        """``sh -c`` as :meth:`pytest_kpr.agent.Agent.run_many` writes it: one ``<command>; rc=$?; echo MARK "$rc"; ...``
+        line per command (the only shell the fake speaks)."""
+        from ..agent import BATCH_MARK
+
+        out, err = [], []
+        for line in script.splitlines():
+            command, sep, _ = line.partition("; rc=$?;")
+            if not sep:
+                return 2, "", f"sh: the fake runs only Agent.run_many scripts, not {line!r}\n"
+            rc, o, e = self.handle(shlex.split(command))
+            out.append(f"{o}{BATCH_MARK} {rc}\n")
+            err.append(f"{e}{BATCH_MARK} {rc}\n")
+        return 0, "".join(out), "".join(err)
+
     @property
     def minor(self) -> tuple[int, int]:
         v = self.cluster.version
@@ -36,6 +52,8 @@ class FakeAgent:
 
     def handle(self, argv: list[str]) -> tuple[int, str, str]:
         cfg = self.cluster.cfg
+        if argv[:2] == ["sh", "-c"] and len(argv) == 3:
+            return self._batch(argv[2])
         if argv and argv[0] in ("bpftool", "tc"):  # the agent image ships them; it runs in the host netns
             return self.cluster.node_tools.handle(self.node, argv)
         if not argv or argv[0] != cfg.agent_binary:
