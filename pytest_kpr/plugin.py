@@ -29,7 +29,8 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("kpr", "Cilium kube-proxy-replacement conformance (pytest-kpr)")
+    group = parser.getgroup("kpr", "Cilium kube-proxy-replacement conformance (pytest-kpr; besides pytest's exit statuses: "
+                                   "3 provisioning failed, 4 this machine cannot run the suites)")
     add_options(group, parser)
 
 
