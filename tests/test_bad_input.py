@@ -99,9 +99,15 @@ def example_runs(tmp_path_factory: pytest.TempPathFactory) -> list[subprocess.Co
         p = subprocess.Popen([*ISOLATED, sys.executable, "-c", NO_SEND, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         procs.append((p, data))
     runs = []
-    for p, data in procs:
-        out, err = p.communicate(data or b"", timeout=60)
-        runs.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+    try:
+        for p, data in procs:
+            out, err = p.communicate(data or b"", timeout=60)
+            runs.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+    finally:  # a hung example must not outlive the test
+        for p, _ in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     return runs
 
 
