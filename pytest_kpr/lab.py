@@ -17,13 +17,13 @@ from .agent import Agent, agents
 from .checks import Convergence, ConvergenceTiming, SlotView
 from .cluster.facts import ClusterFacts
 from .cluster.provider import ClusterHandle
-from .errors import ApiError, InfraError, KprError
+from .errors import ApiError, KprError
 from .k8s.api import pod_ready
 from .node import Node
 from .parse import L3n4, LbEntry, Service
 from .parse.node import CURL_WRITE_OUT, HttpResult, parse_curl, parse_netstat
 from .parse.probe import HoldEvent, ProbeOutput, parse_hold_log, parse_probe_json
-from .wait import Observation, Timeouts, eventually
+from .wait import Observation, Timeouts, WaitTimeout, eventually
 from .workloads import PROBE_CONTAINER, probe_pod
 
 #: how often a scale's convergence is read: the resolution of the timing it records
@@ -210,37 +210,28 @@ class Lab:
         before = self.endpointslice_ready("web")
         self.kube.patch("Deployment", "web", self.ns, {"spec": {"replicas": replicas}})
         start = time.monotonic()
-        limit = self.t.PODS_READY + self.t.DATAPATH_CONVERGENCE
         es_seen: dict[str, float] = {}
         agent_seen: dict[str, dict[str, float]] = {}
-        attempts, last_progress = 0, 0.0
-        while True:
-            polled = time.monotonic()
-            try:
-                c = self.convergence(replicas)
-            except InfraError:  # a transport error: retried until the limit, like every other wait
-                if polled - start >= limit:
-                    raise
-                time.sleep(CONVERGENCE_POLL_S)
-                continue
-            now = round(polled - start, 3)
-            attempts += 1
+
+        def observe() -> Convergence:
+            polled = round(time.monotonic() - start, 3)
+            c = self.convergence(replicas)
             for be in sorted(c.endpointslice - before):
-                es_seen.setdefault(be, now)
+                es_seen.setdefault(be, polled)
             for v in c.slots:
                 seen = agent_seen.setdefault(v.node, {})
                 for be in sorted(set(v.backends) - before):
-                    seen.setdefault(be, now)
-            timed = replace(c, timing=ConvergenceTiming(dict(es_seen), {n: dict(s) for n, s in agent_seen.items()}, CONVERGENCE_POLL_S))
-            elapsed = time.monotonic() - start
-            if c.converged:
-                return Observation(timed, elapsed, attempts)
-            if elapsed >= limit:
-                return Observation(timed, elapsed, attempts, timed_out=True)
-            if elapsed - last_progress >= 10.0:
-                last_progress = elapsed
-                self.progress(f"waiting for web's slots after scaling to {replicas} ({elapsed:.0f}s/{limit:.0f}s): {c.describe()}")
-            time.sleep(max(0.0, CONVERGENCE_POLL_S - (time.monotonic() - polled)))
+                    seen.setdefault(be, polled)
+            return replace(c, timing=ConvergenceTiming(dict(es_seen), {n: dict(s) for n, s in agent_seen.items()}, CONVERGENCE_POLL_S))
+
+        try:
+            return eventually(observe, until=lambda c: c.converged, timeout=self.t.PODS_READY + self.t.DATAPATH_CONVERGENCE,
+                              what=f"{replicas} Ready web pods whose addresses fill web's BPF LB slots on every agent",
+                              describe=lambda c: c.describe(), progress=self.progress, every=CONVERGENCE_POLL_S)
+        except WaitTimeout as e:
+            if not isinstance(e.last, Convergence):
+                raise
+            return Observation(e.last, e.elapsed, e.attempts, timed_out=True)
 
     def service_entry(self, agent: Agent, fe: L3n4, type_: str | None = None) -> Service | None:
         for s in agent.services():

@@ -33,21 +33,18 @@ def _replay(args: argparse.Namespace) -> int:
 
     from .lbmodel import ModelError, Variant, load_scenario, replay
 
-    try:
-        name, text = inputs.read_text(args.file, "a YAML event list")
-    except inputs.BadInput as e:
-        return _bad(str(e))
+    name, text = inputs.read_text(args.file, "a YAML event list")  # bad input: BadInput, one line from `kpr`
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        return _bad(f"{name} is not YAML{where}: {problem}")
+        raise inputs.BadInput(f"{name} is not YAML{where}: {problem}") from None
     try:
         events, variant, window, size = load_scenario(data)
     except ModelError as e:
-        return _bad(f"{name}: {e}")
+        raise inputs.BadInput(f"{name}: {e}") from None
     if args.variant:
         variant = Variant(args.variant)
     m = replay(events, variant, window, size)
@@ -58,7 +55,3 @@ def _replay(args: argparse.Namespace) -> int:
     sys.stdout.write("\n")
     return 0
 
-
-def _bad(message: str) -> int:
-    print(f"kpr lbmodel: {inputs.one_line(message)}", file=sys.stderr)
-    return 2

@@ -95,8 +95,12 @@ def eventually(
     progress_every: float = 10.0,
     abort: Callable[[T], str | None] | None = None,
     transient: tuple[type[BaseException], ...] = (InfraError,),
+    every: float | None = None,
 ) -> Observation[T]:
     """Poll ``observe()`` until ``until(value)``; return the final observation and how long it took.
+
+    Polls back off from 0.1 s to 2 s; with ``every``, a poll starts every ``every`` seconds instead (or
+    right after the previous one, if that took longer), for waits that time what they see.
 
     - Transport errors (``transient``) are retried until the deadline; the last one is reported.
     - ``abort(value)`` may return a reason to stop early (a state that cannot recover).
@@ -107,10 +111,12 @@ def eventually(
     last: list[object] = []  # the last value or error
     last_progress = start
     attempts = 0
+    began = start  # when the current poll started
 
     def attempt() -> T:
-        nonlocal attempts, last_progress
+        nonlocal attempts, last_progress, began
         attempts += 1
+        began = time.monotonic()
         try:
             value = observe()
         except transient as e:
@@ -131,9 +137,11 @@ def eventually(
 
     try:
         # back off from 0.1 s to 2 s, but poll at least ~10 times within a short bound
+        backoff = wait_exponential(multiplier=min(0.1, timeout / 50), max=max(min(2.0, timeout / 10), 0.005))
+        fixed = (lambda _: max(0.0, every - (time.monotonic() - began))) if every is not None else None
         for a in Retrying(
             stop=stop_after_delay(timeout),
-            wait=wait_exponential(multiplier=min(0.1, timeout / 50), max=max(min(2.0, timeout / 10), 0.005)),
+            wait=fixed or backoff,
             retry=retry_if_exception_type((_NotYet,) + transient),
             reraise=False,
         ):

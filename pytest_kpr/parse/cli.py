@@ -28,14 +28,12 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        name, text = inputs.read_text(args.file, f"the output of the tool for {args.format}")
-    except inputs.BadInput as e:
-        return _bad(str(e))
+    """Bad input raises :class:`~pytest_kpr.inputs.BadInput`, which ``kpr`` prints as one line (exit 2)."""
+    name, text = inputs.read_text(args.file, f"the output of the tool for {args.format}")
     if not text.strip():
         # One rule for every format: an empty input is far more often a command that failed upstream of
         # the pipe (kubectl exec, a missing binary) than a tool that had nothing to print.
-        return _bad(f"{args.format}: {name} is empty (nothing to parse)")
+        raise inputs.BadInput(f"{args.format}: {name} is empty (nothing to parse)")
     # A one-shot command building up to millions of small, acyclic objects: the cyclic GC would rescan
     # them again and again (a third of the run for 200,000 conntrack entries) and can free nothing.
     was_enabled = gc.isenabled()
@@ -46,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             write_json(parse_as(args.format, text), sys.stdout)
     except ParseError as e:
-        return _bad(str(e))
+        raise inputs.BadInput(str(e)) from None
     finally:
         if was_enabled:
             gc.enable()
@@ -67,7 +65,3 @@ def write_entries(entries: list[str], out: Any) -> None:
     """A JSON list from its entries' JSON texts, one per line (``jq``-friendly and ``grep``-able)."""
     out.write("[\n  " + ",\n  ".join(entries) + "\n]\n" if entries else "[]\n")
 
-
-def _bad(message: str) -> int:
-    print(f"kpr parse: {inputs.one_line(message)}", file=sys.stderr)
-    return 2
