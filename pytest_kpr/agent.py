@@ -6,11 +6,10 @@ within a bound; a command's own exit code is a result and is never retried.
 
 from __future__ import annotations
 
-import re
-import shlex
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
+from . import batch
 from .errors import CommandError, InfraError, KprError
 from .k8s.api import ExecResult, KubeAPI
 from .parse import (
@@ -49,9 +48,8 @@ AGENT_CONTAINER = "cilium-agent"
 STATUS = ("status",)
 STATUS_VERBOSE = ("status", "--verbose")
 DB_HEALTH = ("shell", "--", "db/show", "health")
-#: ends each command's output in a batched exec (Agent.run_many), followed by its exit status
-BATCH_MARK = "::kpr-end-of-command::"
-_BATCH_SPLIT = re.compile(r"(.*?)" + re.escape(BATCH_MARK) + r" (-?\d+)\n", re.S)
+FRONTENDS = ("shell", "--", "db/show", "frontends")
+BATCH_MARK = batch.BATCH_MARK
 #: ``cilium`` was renamed ``cilium-dbg`` in 1.15; images kept a ``cilium`` alias for a while.
 BINARIES = ("cilium-dbg", "cilium")
 
@@ -102,35 +100,43 @@ class Agent:
                     self.binary = name
                     break
             else:
-                raise NoAgent(f"neither cilium-dbg nor cilium runs in pod {CILIUM_NAMESPACE}/{self.pod}")
+                raise self._no_binary()
         return self.binary
 
+    def _no_binary(self) -> NoAgent:
+        return NoAgent(f"neither cilium-dbg nor cilium runs in pod {CILIUM_NAMESPACE}/{self.pod}")
+
     def run(self, *args: str, timeout: float | None = None) -> ExecResult:
-        """``cilium-dbg <args>`` (or ``cilium``); raises :class:`CommandError` on a non-zero exit."""
-        return self.exec([self.detect_binary(), *args], timeout=timeout).check()
+        """``cilium-dbg <args>`` (or ``cilium``); raises :class:`CommandError` on a non-zero exit. The binary's
+        name is learnt from the first command itself (exit 127: try the old name), not from an extra exec."""
+        if self.binary is not None:
+            return self.exec([self.binary, *args], timeout=timeout).check()
+        for name in BINARIES:
+            r = self.exec([name, *args], timeout=timeout)
+            if r.returncode != 127:
+                self.binary = name
+                return r.check()
+        raise self._no_binary()
 
     def run_many(self, *commands: Sequence[str], timeout: float | None = None) -> list[ExecResult]:
         """Several ``cilium-dbg`` commands in one exec (one ``sh -c``: the agent image's rootfs is Ubuntu,
         cilium/cilium images/runtime/Dockerfile), each with its own stdout, stderr and exit status, split at
         a marker line; an exec stream costs 0.1-0.5 s, a command inside it almost nothing. A command that
-        did not run (the shell died) comes back with exit status -1 and says so."""
-        binary = self.detect_binary()
-        script = "\n".join(f"{shlex.join([binary, *args])}; rc=$?; echo '{BATCH_MARK}' \"$rc\"; echo '{BATCH_MARK}' \"$rc\" >&2"
-                            for args in commands)
-        r = self.exec(["sh", "-c", script], timeout=timeout)
-        outs = _BATCH_SPLIT.findall(r.stdout)
-        errs = _BATCH_SPLIT.findall(r.stderr)
-        results = []
-        for i, args in enumerate(commands):
-            argv = (binary, *args)
-            if i < len(outs):
-                out, rc = outs[i]
-                err = errs[i][0] if i < len(errs) else ""
-                results.append(ExecResult(argv, int(rc), out, err, r.where))
-            else:
-                results.append(ExecResult(argv, -1, "", f"did not run: the batched exec ended early (exit {r.returncode}: "
-                                                        f"{(r.stderr or r.stdout).strip()[-200:]})", r.where))
-        return results
+        did not run (the shell died) comes back with exit status -1 and says so. The binary's name is learnt
+        as in :meth:`run`."""
+        for name in ([self.binary] if self.binary is not None else list(BINARIES)):
+            results = self._run_many(name, commands, timeout)
+            if self.binary is not None or results[0].returncode != 127:
+                self.binary = name
+                return results
+        raise self._no_binary()
+
+    def _run_many(self, binary: str, commands: Sequence[Sequence[str]], timeout: float | None) -> list[ExecResult]:
+        return self.exec_many(*[(binary, *args) for args in commands], timeout=timeout)
+
+    def exec_many(self, *argvs: Sequence[str], timeout: float | None = None) -> list[ExecResult]:
+        """Any commands of the agent container (bpftool, tc, ...) in one exec (:mod:`pytest_kpr.batch`)."""
+        return batch.split(argvs, self.exec(["sh", "-c", batch.script(argvs)], timeout=timeout))
 
     # -- typed commands -----------------------------------------------------------------------------
 
@@ -173,6 +179,13 @@ class Agent:
     # The agent container ships bpftool and tc and runs in the host network namespace, which kind
     # nodes (no bpftool) and minimal node images lack: BPF attachments are read from here.
 
+    def device_view(self, device: str) -> tuple[list[BpfAttachment], list[TcFilter], list[MapInfo]]:
+        """A host-side device's BPF attachments (bpftool), its tc ingress filters and the agent's BPF maps,
+        read in one exec."""
+        net, tc, maps = self.exec_many(["bpftool", "net", "show", "dev", device], ["tc", "filter", "show", "dev", device, "ingress"],
+                                       [self.detect_binary(), "map", "list"])
+        return (parse_bpftool_net(net.check().stdout), parse_tc_filter(tc.check().stdout), parse_map_list(maps.check().stdout))
+
     def bpf_attachments(self, device: str) -> list[BpfAttachment]:
         return parse_bpftool_net(self.exec(["bpftool", "net", "show", "dev", device]).check().stdout)
 
@@ -183,15 +196,34 @@ class Agent:
         """``shell -- db/show health``: every module's health with its Error text (the conflict error lives here)."""
         return parse_db_health(self.run(*DB_HEALTH).stdout)
 
+    def read(self, *views: str) -> list[Any]:
+        """Several views (names in :data:`VIEWS`) read in one exec (:meth:`run_many`), each parsed by its own
+        parser, in the order asked. A command that failed raises :class:`CommandError` naming it."""
+        results = self.run_many(*(VIEWS[v][0] for v in views))
+        return [VIEWS[v][1](r.check().stdout) for v, r in zip(views, results, strict=True)]
+
     def health_snapshot(self) -> tuple[StatusText, list[HealthStatus], StatusText]:
         """Plain ``status``, ``db/show health`` and ``status --verbose`` read together, in one exec."""
-        plain, db, verbose = self.run_many(STATUS, DB_HEALTH, STATUS_VERBOSE)
-        return (parse_status_text(plain.check().stdout), parse_db_health(db.check().stdout),
-                parse_status_text(verbose.check().stdout))
+        plain, db, verbose = self.read("status_text", "db_health", "status_verbose")
+        return plain, db, verbose
 
     def frontends(self) -> list[Frontend]:
         """``shell -- db/show frontends`` (new LB control plane, 1.18+): Status/Since/Error per frontend."""
-        return parse_frontends_table(self.run("shell", "--", "db/show", "frontends").stdout)
+        return parse_frontends_table(self.run(*FRONTENDS).stdout)
+
+
+#: what :meth:`Agent.read` can read in one exec: name -> (cilium-dbg arguments, parser)
+VIEWS: dict[str, tuple[tuple[str, ...], Callable[[str], Any]]] = {
+    "status_text": (STATUS, parse_status_text),
+    "status_verbose": (STATUS_VERBOSE, parse_status_text),
+    "status_json": (("status", "-o", "json"), parse_status_json),
+    "db_health": (DB_HEALTH, parse_db_health),
+    "frontends": (FRONTENDS, parse_frontends_table),
+    "services": (("service", "list", "-o", "json"), parse_service_list_json),
+    "lb": (("bpf", "lb", "list"), parse_lb_list),
+    "version": (("version",), parse_version),
+    "config": (("config", "-a"), parse_config),
+}
 
 
 def agents(kube: KubeAPI, **kw: float) -> list[Agent]:

@@ -197,8 +197,31 @@ class Lab:
         ready = sum(1 for p in self.pods("app=web") if self.ready(p))
         return Convergence(replicas, ready, self.endpointslice_ready("web"), self.slots("web"))
 
+    def convergence_watch(self, replicas: int) -> Callable[[], Convergence]:
+        """A cheaper :meth:`convergence` for polling: pods and the EndpointSlice (API reads) every time, but an
+        agent's ``bpf lb list`` only while it lags: when it was never read, the EndpointSlice changed since
+        its last read, or that read did not hold exactly the EndpointSlice's addresses. An agent read after
+        the EndpointSlice's last change that matched it is up to date, so the final observation still has
+        every agent's slots checked against the final EndpointSlice, as :meth:`convergence` would."""
+        fe = self.frontend("web")
+        agents_ = self.all_agents()
+        last: dict[str, tuple[frozenset[str], SlotView]] = {}
+
+        def current(es: frozenset[str], seen: tuple[frozenset[str], SlotView] | None) -> bool:
+            return seen is not None and seen[0] == es and seen[1].service_id is not None and sorted(seen[1].backends) == sorted(es)
+
+        def observe() -> Convergence:
+            ready = sum(1 for p in self.pods("app=web") if self.ready(p))
+            es = self.endpointslice_ready("web")
+            for a in agents_:
+                if not current(es, last.get(a.node)):
+                    last[a.node] = (es, self.slot_view(a.node, a.lb_entries(), fe))
+            return Convergence(replicas, ready, es, tuple(last[a.node][1] for a in agents_))
+
+        return observe
+
     def wait_converged(self, replicas: int) -> Observation[Convergence]:
-        return eventually(lambda: self.convergence(replicas), until=lambda c: c.converged, timeout=self.t.PODS_READY + self.t.DATAPATH_CONVERGENCE,
+        return eventually(self.convergence_watch(replicas), until=lambda c: c.converged, timeout=self.t.PODS_READY + self.t.DATAPATH_CONVERGENCE,
                           what=f"{replicas} Ready web pods whose addresses fill web's BPF LB slots on every agent",
                           describe=lambda c: c.describe(), progress=self.progress)
 
@@ -213,9 +236,11 @@ class Lab:
         es_seen: dict[str, float] = {}
         agent_seen: dict[str, dict[str, float]] = {}
 
+        watch = self.convergence_watch(replicas)
+
         def observe() -> Convergence:
             polled = round(time.monotonic() - start, 3)
-            c = self.convergence(replicas)
+            c = watch()
             for be in sorted(c.endpointslice - before):
                 es_seen.setdefault(be, polled)
             for v in c.slots:
@@ -298,10 +323,12 @@ class Lab:
         r = self.exec(pod, "curl", "-s", "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url, timeout=max_time + self.t.EXEC)
         return parse_curl(r.returncode, r.stdout, r.stderr)
 
-    def wait_programmed(self, node: str, fe: L3n4, what: str) -> Service:
+    def wait_programmed(self, node: str, fe: L3n4, what: str, first_look: bool = True) -> Service:
+        """Until the agent on ``node`` lists ``fe``; the first read after ``LB_FIRST_LOOK`` (just after a change)."""
         agent = self.agent(node)
         found: Service | None = eventually(lambda: self.service_entry(agent, fe), until=lambda s: s is not None,
-                                           timeout=self.t.DATAPATH_CONVERGENCE, what=what, progress=self.progress).value
+                                           timeout=self.t.DATAPATH_CONVERGENCE, what=what, progress=self.progress,
+                                           first_after=self.t.LB_FIRST_LOOK if first_look else 0.0).value
         assert found is not None
         return found
 
@@ -313,8 +340,8 @@ class Lab:
         fe = self.frontend("ghost")
         svc = self.kube.get("Service", "ghost", self.ns) or {}
         node_port = int(svc["spec"]["ports"][0]["nodePort"])
-        for node in (self.client_node, self.remote_node()):
-            self.wait_programmed(node, fe, f"the agent on {node} to program ghost's frontend {fe}")
+        for i, node in enumerate((self.client_node, self.remote_node())):
+            self.wait_programmed(node, fe, f"the agent on {node} to program ghost's frontend {fe}", first_look=i == 0)
         return Ghost(fe, node_port)
 
     def deploy_nodeport(self) -> int:
@@ -330,7 +357,8 @@ class Lab:
         agent = self.agent(self.client_node)
         eventually(lambda: self.service_entry(agent, fe), until=lambda s: s is not None and bool(s.backends),
                    timeout=self.t.DATAPATH_CONVERGENCE, what=f"the agent on {self.client_node} to program web-np's frontend {fe}",
-                   describe=lambda s: "absent" if s is None else f"{len(s.backends)} backends", progress=self.progress)
+                   describe=lambda s: "absent" if s is None else f"{len(s.backends)} backends", progress=self.progress,
+                   first_after=self.t.LB_FIRST_LOOK)
         return self.node_port
 
 
@@ -350,17 +378,28 @@ def report_values(lab: Lab) -> dict[str, str]:
         except Exception as e:  # noqa: BLE001 - one unreadable value must not lose the others
             out[key] = f"n/a ({str(e).splitlines()[0][:120]})"
 
-    attempt("kube_proxy_replacement", lambda: agent.status().kpr.mode)
-    attempt("socket_lb_coverage", lambda: (agent.status_text().kpr_details or _none("no KPR details")).socket_lb_coverage)
+    # the client agent's views in one exec; if it fails, each value that needs it says why
+    views: dict[str, Any] = {}
+    why = ""
+    try:
+        views = dict(zip(("status", "text", "lb", "config"), agent.read("status_json", "status_verbose", "lb", "config"), strict=True))
+    except Exception as e:  # noqa: BLE001 - reported per value below
+        why = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
+
+    def view(name: str) -> Any:
+        return views[name] if name in views else _none(why)
+
+    attempt("kube_proxy_replacement", lambda: view("status").kpr.mode)
+    attempt("socket_lb_coverage", lambda: (view("text").kpr_details or _none("no KPR details")).socket_lb_coverage)
     if "Deployment/web" in lab.created:
-        attempt("web_backends", lambda: len(lab.slot_view(agent.node, agent.lb_entries(), lab.frontend("web")).backends))
+        attempt("web_backends", lambda: len(lab.slot_view(agent.node, view("lb"), lab.frontend("web")).backends))
     if "Pod/holder" in lab.created:
         attempt("holder_backend", lambda: holder_ct(lab)[0])
         attempt("holder_program", lambda: holder_program(lab)["program"])
     if "Service/web-np" in lab.created:
         attempt("nodeport_iptables_lines", lambda: iptables_lines(lab.node(lab.client_node), str(lab.node_port)))
     if "Service/ghost" in lab.created:
-        attempt("ghost_no_backend_response", lambda: agent.config().service_no_backend_response)
+        attempt("ghost_no_backend_response", lambda: view("config").service_no_backend_response)
     return out
 
 
@@ -394,8 +433,9 @@ def holder_program(lab: Lab) -> dict[str, Any]:
     if not ep.interface_name:
         raise LabError(f"endpoint {eid} has no host-side interface")
     agent = lab.agent(node)
-    attached = [a for a in agent.bpf_attachments(ep.interface_name) if a.attach.endswith("/ingress")]
-    maps = {m.name for m in agent.maps()}
+    attachments, filters, map_list = agent.device_view(ep.interface_name)  # one exec
+    attached = [a for a in attachments if a.attach.endswith("/ingress")]
+    maps = {m.name for m in map_list}
     want_map = policy_map_name(eid, lab.minor)
     return {
         "endpoint_id": eid,
@@ -404,7 +444,7 @@ def holder_program(lab: Lab) -> dict[str, Any]:
         "attach": attached[0].attach if attached else None,
         "program": attached[0].program if attached else None,
         "policy_map": want_map if want_map in maps else next((m for m in sorted(maps) if m.endswith(f"_{eid:05d}") and "policy" in m), None),
-        "tc_filter_lines": len(agent.tc_filters(ep.interface_name, "ingress")),
+        "tc_filter_lines": len(filters),
     }
 
 

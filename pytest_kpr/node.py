@@ -8,8 +8,9 @@ a command's exit status is a result.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
+from . import batch
 from .cluster.provider import NodeRunner
 from .errors import InfraError
 from .k8s.api import ExecResult
@@ -44,6 +45,10 @@ class Node:
                 return self.runner.run(self.name, list(argv), timeout=timeout or self.exec_timeout)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def run_many(self, *commands: Sequence[str], timeout: float | None = None) -> list[ExecResult]:
+        """Several commands in one exec (:mod:`pytest_kpr.batch`), one result each."""
+        return batch.split(commands, self.run("sh", "-c", batch.script(commands), timeout=timeout))
+
     def iptables(self, backend: str = "default") -> RuleDump | None:
         """``iptables-save`` of a backend (``default``, ``nft``, ``legacy``); None if that tool is not installed."""
         r = self.run(IPTABLES_SAVE[backend])
@@ -59,8 +64,22 @@ class Node:
 
     def rule_dumps(self) -> dict[str, RuleDump | None]:
         """Every view of the node's rules (each can hide the others'): ``iptables-nft``, ``iptables-legacy``,
-        ``nft``; None for a view whose tool is missing, so a check can say it was not read."""
-        return {"iptables-nft": self.iptables("nft"), "iptables-legacy": self.iptables("legacy"), "nft": self.nft()}
+        ``nft``; None for a view whose tool is missing, so a check can say it was not read. One exec."""
+        return self.rules_and_listeners(None)[0]
+
+    def rules_and_listeners(self, port: int | None) -> tuple[dict[str, RuleDump | None], list[Socket]]:
+        """:meth:`rule_dumps`, and with ``port`` the TCP listeners on it (``ss -Htln``), read in one exec."""
+        commands: list[list[str]] = [[IPTABLES_SAVE["nft"]], [IPTABLES_SAVE["legacy"]], ["nft", "list", "ruleset"]]
+        if port is not None:
+            commands.append(["ss", "-Htln", f"sport = :{port}"])
+        nft_save, legacy_save, nft, *ss = self.run_many(*commands)
+
+        def dump(r: ExecResult, parse: Callable[[str], RuleDump]) -> RuleDump | None:
+            return None if r.returncode == 127 else parse(r.check().stdout)
+
+        dumps = {"iptables-nft": dump(nft_save, parse_iptables_save), "iptables-legacy": dump(legacy_save, parse_iptables_save),
+                 "nft": dump(nft, parse_nft_ruleset)}
+        return dumps, (parse_ss(ss[0].check().stdout) if ss else [])
 
     def listening(self, port: int | None = None) -> list[Socket]:
         """TCP listeners (``ss -Htln``), on one port if given."""

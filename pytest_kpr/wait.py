@@ -46,6 +46,11 @@ class Timeouts:
     #: How long to watch whether a rejected claimant's frontend appears by itself once the owner is
     #: gone: 60 of the LB control plane's 500 ms coalescing windows.
     CONFLICT_OBSERVE: float = 30.0
+    #: The first look after a Service change: the LB control plane's k8s reflector buffers events and
+    #: flushes them on a ticker of reflectorWaitTime, 500 ms (cilium/stream operators.go Buffer;
+    #: cilium/cilium pkg/loadbalancer/reflectors/k8s.go), so a change is processed 0-500 ms after it
+    #: arrives, 250 ms on average. An agent read sooner is almost always wasted.
+    LB_FIRST_LOOK: float = 0.25
 
     def scaled(self, factor: float) -> "Timeouts":
         return replace(self, **{f.name: getattr(self, f.name) * factor for f in fields(self)})
@@ -96,11 +101,13 @@ def eventually(
     abort: Callable[[T], str | None] | None = None,
     transient: tuple[type[BaseException], ...] = (InfraError,),
     every: float | None = None,
+    first_after: float = 0.0,
 ) -> Observation[T]:
     """Poll ``observe()`` until ``until(value)``; return the final observation and how long it took.
 
     Polls back off from 0.1 s to 2 s; with ``every``, a poll starts every ``every`` seconds instead (or
-    right after the previous one, if that took longer), for waits that time what they see.
+    right after the previous one, if that took longer), for waits that time what they see. With
+    ``first_after``, the first poll waits that long (a change that cannot show sooner: ``LB_FIRST_LOOK``).
 
     - Transport errors (``transient``) are retried until the deadline; the last one is reported.
     - ``abort(value)`` may return a reason to stop early (a state that cannot recover).
@@ -108,6 +115,8 @@ def eventually(
     - On timeout raises :class:`WaitTimeout`: ``timed out after 60s waiting for <what>; last observed: ...``.
     """
     start = time.monotonic()
+    if first_after > 0:
+        time.sleep(min(first_after, timeout))
     last: list[object] = []  # the last value or error
     last_progress = start
     attempts = 0

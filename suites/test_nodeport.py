@@ -14,7 +14,7 @@ import pytest
 from pytest_kpr.checks import nodeport_frontend_problems, nodeport_listener_problems, rule_line_problems, rule_view_problems
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import Lab
+from pytest_kpr.lab import Lab, same_address
 from pytest_kpr.parse import L3n4
 
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("nodeport")]
@@ -28,9 +28,9 @@ def nodeport(web_np: int, lab: Lab, evidence: Evidence) -> dict[str, Any]:
     http = node.http_get(f"http://{node_ip}:{web_np}/", max_time=5)
     services = lab.agent(lab.client_node).services()
     fe = L3n4("0.0.0.0", web_np, "TCP" if lab.minor >= (1, 17) else None)
-    svc = lab.service_entry(lab.agent(lab.client_node), fe, "NodePort")
-    dumps = {lab.client_node: node.rule_dumps()}
-    listeners = node.listening(web_np)
+    svc = next((s for s in services if same_address(s.frontend, fe) and s.type == "NodePort"), None)
+    rules, listeners = node.rules_and_listeners(web_np)  # one exec
+    dumps = {lab.client_node: rules}
     data = {
         "node_ip": node_ip,
         "node_port": web_np,

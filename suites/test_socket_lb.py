@@ -22,7 +22,9 @@ PROPERTY = "socket LB"
 
 
 @pytest.fixture(scope="module")
-def seen(holder: Lab, evidence: Evidence) -> tuple[SocketLBObservation, str]:
+def seen(holder: Lab, evidence: Evidence) -> tuple[SocketLBObservation, str, str]:
+    """What the holder's connection looks like, read once: the tests below judge it (``bpf ct list`` is one exec
+    of a whole table, not worth repeating per test)."""
     lab = holder
     event = lab.holder_event()
     socket_peer = lab.holder_socket_peer()
@@ -37,25 +39,23 @@ def seen(holder: Lab, evidence: Evidence) -> tuple[SocketLBObservation, str]:
         "backend_pod": lab.pod_by_ip(backend.rsplit(":", 1)[0]), "svc_entries": svc_entries, "socket_lb_coverage": coverage,
     })
     evidence.figure(PROPERTY, f"getpeername {obs.app_peer}, socket {obs.socket_peer} ({coverage})")
-    return obs, str(coverage)
+    return obs, str(coverage), backend
 
 
-def test_application_sees_the_service_while_its_socket_points_at_a_backend(seen: tuple[SocketLBObservation, str]) -> None:
-    obs, coverage = seen
+def test_application_sees_the_service_while_its_socket_points_at_a_backend(seen: tuple[SocketLBObservation, str, str]) -> None:
+    obs, coverage, _ = seen
     problems = socket_lb_problems(obs, coverage)
     assert not problems, f"socket LB (agent reports coverage {coverage}): " + "; ".join(problems)
 
 
-def test_conntrack_out_entry_names_the_socket_peer(seen: tuple[SocketLBObservation, str], holder: Lab) -> None:
-    obs, coverage = seen
-    backend, _ = holder_ct(holder)
+def test_conntrack_out_entry_names_the_socket_peer(seen: tuple[SocketLBObservation, str, str]) -> None:
+    obs, coverage, backend = seen
     problems = conntrack_out_problems(backend, obs.socket_peer, obs.backends, coverage)
     assert not problems, "socket LB: " + "; ".join(problems)
 
 
-def test_backend_sees_the_holder_pod_address(seen: tuple[SocketLBObservation, str], holder: Lab) -> None:
-    obs, _ = seen
-    backend, _ = holder_ct(holder)
+def test_backend_sees_the_holder_pod_address(seen: tuple[SocketLBObservation, str, str], holder: Lab) -> None:
+    obs, _, backend = seen
     pod = holder.pod_by_ip(backend.rsplit(":", 1)[0])
     assert pod, f"socket LB: no pod has the backend address {backend}"
     port = int(backend.rsplit(":", 1)[1])  # every peer of the backend's serving port: SNAT rewrites the source port too

@@ -88,3 +88,57 @@ def test_on_the_fake_a_batch_equals_the_single_commands() -> None:
     assert plain == agent.status_text(verbose=False)
     assert db == agent.health()
     assert verbose == agent.status_text(verbose=True)
+
+
+def test_read_parses_each_view_with_its_own_parser_and_names_a_failed_command() -> None:
+    fake = FakeCluster(FakeConfig())
+    agent = agents(fake)[0]
+    before = len(fake.calls)
+    version, config, frontends = agent.read("version", "config", "frontends")
+    assert len(fake.calls) - before == 1, "three views, one exec"
+    assert version == agent.version() and config == agent.config() and frontends == agent.frontends()
+    bad = FakeCluster(FakeConfig(cilium_version="1.17.6"))  # no StateDB frontends table before 1.18
+    with pytest.raises(Exception, match="db/show frontends"):
+        agents(bad)[0].read("version", "frontends")
+
+
+def test_the_binary_name_is_learnt_from_the_first_command_not_an_extra_exec() -> None:
+    fake = FakeCluster(FakeConfig())
+    a = agents(fake)[0]
+    before = len(fake.calls)
+    a.status()
+    assert len(fake.calls) - before == 1 and a.binary == "cilium-dbg"
+    old = FakeCluster(FakeConfig(agent_binary="cilium", cilium_version="1.16.19"))
+    b = agents(old)[0]
+    before = len(old.calls)
+    assert b.status().healthy
+    assert len(old.calls) - before == 2 and b.binary == "cilium", "cilium-dbg (127), then cilium"
+    c = agents(old)[0]
+    c.read("version", "config")
+    assert c.binary == "cilium", "a batch learns the name the same way"
+
+
+def test_a_node_reads_its_rule_views_and_listeners_in_one_exec() -> None:
+    from pytest_kpr.node import Node
+    from pytest_kpr.testing import Faults
+
+    fake = FakeCluster(FakeConfig(faults=Faults(unreadable_rule_view="iptables-legacy")))
+    node = Node(fake, "fake-worker")
+    before = len(fake.calls)
+    dumps, listeners = node.rules_and_listeners(22)
+    assert len(fake.calls) - before == 1
+    assert dumps["iptables-legacy"] is None, "a view whose tool is missing (exit 127) is None: not read"
+    assert dumps["iptables-nft"] is not None and dumps["nft"] is not None
+    assert dumps["iptables-nft"] == node.iptables("nft") and dumps["nft"] == node.nft()
+    assert listeners == node.listening(22)
+    assert node.rule_dumps() == dumps
+
+
+def test_a_real_shell_runs_a_node_batch_with_a_missing_tool(tmp_path: Path) -> None:
+    """What sh really does with a tool that is not installed: exit 127, and the next command still runs."""
+    from pytest_kpr import batch as b
+
+    r = subprocess.run(["sh", "-c", b.script([["kpr-no-such-tool-x"], ["echo", "still here"]])], capture_output=True, text=True, timeout=10)
+    missing, echo = b.split([["kpr-no-such-tool-x"], ["echo", "still here"]], ExecResult(("sh",), r.returncode, r.stdout, r.stderr, "here"))
+    assert missing.returncode == 127 and "not found" in missing.stderr
+    assert (echo.returncode, echo.stdout) == (0, "still here\n")

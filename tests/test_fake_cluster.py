@@ -139,3 +139,30 @@ def test_the_fakes_kube_proxy_nftables_table_has_the_captured_shape() -> None:
     fake_table = rendered[rendered.index("table ip kube-proxy"):]
     sample = (Path(__file__).parent / "data" / "local" / "nft-kube-proxy-nftables-mode.txt").read_text()
     assert shape(fake_table) == shape(sample)
+
+
+def test_the_lb_control_plane_window_closes_with_wall_time_as_ciliums_does() -> None:
+    """Cilium flushes its reflector buffer on a 500 ms ticker (wall time), so the fake's LB clock advances with
+    wall time too: a Service is processed after its window however few calls were made, and also after enough
+    calls however little time passed."""
+    import time
+
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "w", "namespace": "t"},
+           "spec": {"type": "ClusterIP", "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}}
+    for wait_by in ("wall", "calls"):
+        fake = FakeCluster(FakeConfig(lb_window_ticks=6))  # a 600 ms window (6 ticks of 100 ms)
+        fake.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}})
+        agent = agents(fake)[0]
+        fake.create(svc)
+        ip = fake.get("Service", "w", "t")["spec"]["clusterIP"]  # type: ignore[index]
+
+        def done(agent: Agent = agent, ip: str = ip) -> bool:
+            return any(f.address.ip == ip and f.status == "Done" for f in agent.frontends())
+
+        assert not done(), "not processed within its window"
+        if wait_by == "wall":
+            time.sleep(0.65)
+        else:
+            for _ in range(6):
+                fake.list("Node")
+        assert done(), wait_by

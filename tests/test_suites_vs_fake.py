@@ -218,8 +218,23 @@ def test_a_claimant_that_appears_late_is_still_seen_to_appear(pytester: pytest.P
     result = run_suites(pytester, "faults=Faults(late_requeue_s=3.0)", "shared_vip", args=("--kpr-settle=5", "-k", "external-ips"))
     result.stdout.fnmatch_lines(["*[[]XPASS(strict)[]] known gap frontend-conflict-requeue in Cilium 1.20.2*"])
     gone = {s["step"]: s for s in evidence(pytester, "sharedvip.json")["external-ips"]["steps"]}["owner-deleted"]
-    # the fake re-queues at 3 s; its batching window (3 ticks: 3 reads at 500 ms) closes after that
+    # the fake re-queues at 3 s; its batching window closes 300 ms later; the settle window is read every 1 s
     assert gone["ended_by"] == "appeared" and 3.0 <= gone["marks"]["appeared"] < 5.0, gone
+
+
+def test_a_claimant_that_appears_after_the_settle_window_is_reported_as_appeared_after(pytester: pytest.Pytester) -> None:
+    """A re-queue 1.5 s after the deletion with a 1 s settle window: the watch ends (settled) before it, and
+    the late look (a settle window later, before any follow-up update) sees it: the test fails with
+    "appeared after N s", not "did not appear", and the figure says so."""
+    result = run_suites(pytester, "faults=Faults(late_requeue_s=1.5)", "shared_vip", args=("--kpr-settle=1", "-k", "external-ips", "--runxfail"))
+    result.stdout.fnmatch_lines(["*shared VIP (external-ips): the claimant's 198.18.10.80:80 appeared after *s, later than the settle window*",
+                                 "*appeared by itself: after * s (late)*"])
+    result.stdout.no_fnmatch_line("*did not appear within*")
+    steps = {s["step"]: s for s in evidence(pytester, "sharedvip.json")["external-ips"]["steps"]}
+    gone, late = steps["owner-deleted"], steps["late-look"]
+    assert gone["ended_by"] == "settled" and gone["watched_seconds"] < 1.5, gone
+    assert late["appeared"] and late["seconds_after_deletion"] >= 1.5, late
+    assert list(steps) == ["owner", "claim", "owner-deleted", "late-look", "follow-up"]
 
 
 def test_the_slowest_agent_is_timed_within_the_poll_resolution(pytester: pytest.Pytester) -> None:

@@ -147,9 +147,8 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
         )
     first = states[0]
     agent = Agent(kube, first.node, first.pod, exec_timeout=exec_timeout)
-    binary = agent.detect_binary()
-    version = agent.version()
-    config = agent.config()
+    version, config = agent.read("version", "config")  # one exec
+    binary = agent.detect_binary()  # learnt by that read
     status = first.status
     assert status is not None
     kpr = status.kpr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from . import render
@@ -28,19 +27,10 @@ class FakeAgent:
         return self.status_polls >= self.cluster.cfg.agent_ready_after
 
     def _batch(self, script: str) -> tuple[int, str, str]:
-        """``sh -c`` as :meth:`pytest_kpr.agent.Agent.run_many` writes it: one ``<command>; rc=$?; echo MARK "$rc"; ...``
-        line per command (the only shell the fake speaks)."""
-        from ..agent import BATCH_MARK
+        """``sh -c`` as :meth:`pytest_kpr.agent.Agent.run_many` writes it (the only shell the fake speaks)."""
+        from ..batch import interpret
 
-        out, err = [], []
-        for line in script.splitlines():
-            command, sep, _ = line.partition("; rc=$?;")
-            if not sep:
-                return 2, "", f"sh: the fake runs only Agent.run_many scripts, not {line!r}\n"
-            rc, o, e = self.handle(shlex.split(command))
-            out.append(f"{o}{BATCH_MARK} {rc}\n")
-            err.append(f"{e}{BATCH_MARK} {rc}\n")
-        return 0, "".join(out), "".join(err)
+        return interpret(script, self.handle)
 
     @property
     def minor(self) -> tuple[int, int]:
@@ -121,7 +111,7 @@ class FakeAgent:
                  "component": "job-k8s-reflector-cilium-configs-cm-cilium-config-kube-system",
                  "level": "OK", "message": "168 upserted, 0 deleted, 168 total objects", "error": ""}]
         model = self.cluster.lb.model
-        model.advance(self.cluster.tick * 100)
+        model.advance(self.cluster.lb.now_ms())
         errors = "\n".join(rej.error for _, (_, rej) in sorted(model.rejected.items()))  # errors.Join
         prev = self._reflector
         if errors and (prev is None or prev[2] != errors):

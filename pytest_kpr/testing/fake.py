@@ -8,7 +8,8 @@ pods. Its cilium-agents answer CLI commands with text and JSON in the real forma
 that state by :mod:`pytest_kpr.testing.render`.
 
 Time is logical: every API call or exec is one tick, so "becomes Ready after 3 ticks" is
-deterministic and a test never sleeps. Faults (see :class:`Faults`) break one property each.
+deterministic and a test never sleeps. The load-balancer control plane's clock also advances with wall
+time, as Cilium's coalescing window does (:meth:`~pytest_kpr.testing.lb.LbState.now_ms`). Faults (see :class:`Faults`) break one property each.
 """
 
 from __future__ import annotations

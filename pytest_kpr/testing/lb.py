@@ -56,6 +56,7 @@ class LbState:
         self._born: dict[tuple[str, int], float] = {}
         #: when the late_requeue_s fault re-queues the rejected services (time.monotonic())
         self._late_due: float | None = None
+        self._t0 = time.monotonic()
         #: every backend a service port ever had (the stale_slots fault keeps them all)
         self._ever: dict[tuple[str, str, int], list[FakeBackend]] = {}
 
@@ -81,13 +82,20 @@ class LbState:
                     out.append((self.addr(ing["ip"], int(port["port"]), proto), "LoadBalancer", port))
         return out
 
+    def now_ms(self) -> float:
+        """The LB control plane's clock. Cilium's coalescing window is wall-clock time (``reflectorWaitTime``,
+        500 ms: cilium/cilium pkg/loadbalancer/reflectors/k8s.go), so the fake's advances with wall time, and
+        also one tick (100 ms) per API call or exec so that tests need not sleep: a suite that waits out a
+        window sees it closed, one that polls sees it close after a few calls."""
+        return self.cluster.tick * MS_PER_TICK + (time.monotonic() - self._t0) * 1000.0
+
     def service_changed(self, key: str, svc: dict | None) -> None:
-        at = self.cluster.tick * MS_PER_TICK
+        at = self.now_ms()
         if svc is None:
             self.model.push(Event(at, Op.DELETE, key))
             late = self.cluster.cfg.faults.late_requeue_s
-            if late is not None:  # fault: whatever is rejected then is re-queued, but only this much later
-                self._late_due = time.monotonic() + late
+            if late is not None and self._late_due is None:  # fault: whatever is rejected then is re-queued,
+                self._late_due = time.monotonic() + late  # but only this much after the (first pending) deletion
             return
         wanted = self.desired(svc)
         for addr, typ, port in wanted:
@@ -120,12 +128,13 @@ class LbState:
     def frontends(self, node: str) -> list[FakeFrontend]:
         """The frontends the agent on ``node`` has programmed, sorted by ID."""
         c = self.cluster
-        self.model.advance(c.tick * MS_PER_TICK)
+        self.model.advance(self.now_ms())
         if self._late_due is not None and time.monotonic() >= self._late_due:
+            due_ms = self.now_ms() - (time.monotonic() - self._late_due) * 1000.0  # when it was due, not when read
             self._late_due = None
             for service, (wanted, _) in list(self.model.rejected.items()):
-                self.model.push(Event(c.tick * MS_PER_TICK, Op.UPSERT, service, wanted))
-            self.model.advance(c.tick * MS_PER_TICK)
+                self.model.push(Event(due_ms, Op.UPSERT, service, wanted))
+            self.model.advance(self.now_ms())
         out: list[FakeFrontend] = []
         node_ip = c.node_ip(node)
         services = {f"{s['metadata']['namespace']}/{s['metadata']['name']}": s for s in c.services()}

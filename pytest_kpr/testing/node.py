@@ -45,6 +45,22 @@ class FakeNodeTools:
         self.cluster = cluster
         for name in ("iptables-save", "iptables-nft-save", "iptables-legacy-save", "nft", "ss", "bpftool", "tc", "curl", "uname"):
             cluster.node_exec_handlers[name] = self.handle
+        cluster.node_exec_handlers["sh"] = self.sh
+
+    def sh(self, node: str, argv: list[str]) -> tuple[int, str, str]:
+        """``sh -c`` as :func:`pytest_kpr.batch.script` writes it (the only shell the fake speaks)."""
+        from ..batch import interpret
+
+        if argv[1:2] != ["-c"] or len(argv) != 3:
+            return 2, "", "sh: the fake runs only sh -c SCRIPT\n"
+
+        def one(cmd: list[str]) -> tuple[int, str, str]:
+            handler = self.cluster.node_exec_handlers.get(cmd[0]) if cmd else None
+            if handler is None or cmd[0] == "sh":
+                return 127, "", f"sh: 1: {cmd[0] if cmd else ''}: not found\n"
+            return handler(node, cmd)
+
+        return interpret(argv[2], one)
 
     def handle(self, node: str, argv: list[str]) -> tuple[int, str, str]:
         tool = argv[0]
