@@ -12,7 +12,7 @@ import json
 import os
 from typing import Any, Callable
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_kpr.parse import ParseError, parse_ct_list, parse_lb_list, parse_service_list
@@ -89,6 +89,36 @@ def _outcome(fn: Callable[[str], Any], text: str) -> Any:
 @SETTINGS
 @given(maps=st.lists(st.lists(ct_entries(), max_size=4), min_size=1, max_size=3), version=VERSIONS,
        where=st.integers(0, 10**6), ch=st.sampled_from(GARBLE + " 0"), garble=st.booleans())
+@example(
+    maps=[[],
+     [],
+     [{'proto': 'TCP',
+       'dir': 'OUT',
+       'src_ip': '10.100.100.100',
+       'src_port': 1000,
+       'dst_ip': '100.64.0.0',
+       'dst_port': 0,
+       'related': False,
+       'expires': 0,
+       'remaining': None,
+       'packets': 0,
+       'bytes': 0,
+       'rx_flags_seen': 0,
+       'last_rx_report': 0,
+       'tx_flags_seen': 0,
+       'last_tx_report': 0,
+       'flags': 0,
+       'flag_names': (),
+       'rev_nat': 0,
+       'source_security_id': 0,
+       'ifindex': 0,
+       'backend_id': 0,
+       'nat_port': 0}]],
+    version=(1, 16),
+    where=217,
+    ch='0',
+    garble=True,
+).via("a leading-zero port: both paths reject it (Go prints %d)")
 def test_ct_json_fast_path_is_the_generic_path(maps: list[list[dict[str, Any]]], version: tuple[int, int], where: int, ch: str,
                                                garble: bool) -> None:
     """``kpr parse bpf-ct-list`` writes entries straight from the parser: the very same text as the dicts

@@ -28,7 +28,7 @@ _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _V4 = rf"{_OCTET}\.{_OCTET}\.{_OCTET}\.{_OCTET}"
 # IPv4 is validated by the pattern itself (Go prints it canonically); IPv6 (unbracketed, split at the
 # last ':') by ipaddress, cached, since real dumps repeat addresses.
-_HOST = rf"({_V4}|[0-9a-f:.]*:[0-9a-f:.]*):(\d{{1,5}})"
+_HOST = rf"({_V4}|[0-9a-f:.]*:[0-9a-f:.]*):(0|[1-9]\d{{0,4}})"  # port: Go's %d, no leading zeros
 _N = r"(0|[1-9]\d*)"  # Go's %d: no leading zeros, so the digits are also the JSON number
 _LINE = re.compile(
     r"(TCP|UDP|ICMP|ICMPv6|SCTP|ANY) (OUT|IN|SVC) " + _HOST + " -> " + _HOST + " "
