@@ -29,6 +29,9 @@ class Evidence:
     dir: Path
     figures: dict[str, str] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
+    #: a pytest-xdist worker keeps report.txt's values for the controller instead of writing the file
+    defer_report: bool = False
+    report: dict[str, str] | None = None
 
     def write(self, name: str, data: dict[str, Any]) -> Path:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -46,10 +49,15 @@ class Evidence:
         """The key figure of a property for the terminal summary (``backend slots: converged in 1.4s``)."""
         self.figures[prop] = text
 
-    def write_report(self, values: dict[str, Any]) -> Path:
+    def write_report(self, values: dict[str, Any]) -> Path | None:
+        """report.txt; on a pytest-xdist worker (``defer_report``) the values are only kept, for the controller
+        to merge with the other workers' (pytest_kpr.shared_run)."""
+        self.report = {k: str(values.get(k, "n/a")) for k in REPORT_KEYS}
+        if self.defer_report:
+            return None
         self.dir.mkdir(parents=True, exist_ok=True)
         p = self.dir / "report.txt"
-        p.write_text("".join(f"{k}={values.get(k, 'n/a')}\n" for k in REPORT_KEYS))
+        p.write_text("".join(f"{k}={self.report[k]}\n" for k in REPORT_KEYS))
         return p
 
 

@@ -6,6 +6,7 @@ Heavy modules (kubernetes, scapy) are imported only when a cluster is actually n
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 import pytest
@@ -35,9 +36,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """With pytest-xdist (``-n N``): group tests by ``xdist_group`` unless ``--dist`` was chosen (the suites need
+    it, :func:`pytest_collection_modifyitems`), and give the run an id the controller knows too, for the
+    workers' shared cluster (pytest_kpr.shared_run)."""
+    if not getattr(config.option, "numprocesses", None) or getattr(config, "workerinput", None) is not None:
+        return
+    if getattr(config.option, "dist", "no") == "no" and not getattr(config.option, "distload", False):
+        config.option.dist = "loadgroup"
+    if getattr(config.option, "testrunuid", None) is None:
+        config.option.testrunuid = uuid.uuid4().hex
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     for doc in markers.DOCS.values():
         config.addinivalue_line("markers", doc)
+    # the suites declare xdist groups; without pytest-xdist the marker does nothing (and must still be known)
+    config.addinivalue_line("markers", "xdist_group(name): run these tests in one pytest-xdist worker (pytest-xdist's marker)")
     cli = {k: v for k, v in vars(config.option).items() if k.startswith("kpr_")}
     try:
         _refuse_pytest_kind_options(config)
@@ -80,7 +96,9 @@ def _selects_kpr(config: pytest.Config) -> bool:
     return bool(config.option.markexpr)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    _group_kpr_modules(items)
     try:
         _attach_requirements(items)
         _attach_known_gaps(config, items)
@@ -89,6 +107,15 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         raise pytest.UsageError(str(e)) from None
     if not _selects_kpr(config):
         _deselect_kpr(config, items)
+
+
+def _group_kpr_modules(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist a suite module's tests stay in one worker: their module fixtures create the
+    workloads once (split, each worker would make its own). A module that declares an ``xdist_group``
+    (tests that must not run concurrently with another worker's, e.g. cluster-wide VIPs) keeps its own."""
+    for item in items:
+        if item.get_closest_marker(markers.KPR) is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(f"kpr-{item.nodeid.split('::', 1)[0].rsplit('/', 1)[-1].removesuffix('.py')}"))
 
 
 def _attach_requirements(items: list[pytest.Item]) -> None:
@@ -227,14 +254,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     s = kpr_session(config)
     if s.outcomes:
         terminalreporter.write_sep("=", "kpr properties")
-        figures = s.evidence.figures if s._evidence is not None else {}
+        figures = s.merged_figures if s.merged_figures is not None else s.evidence.figures if s._evidence is not None else {}
         for prop, outcomes in s.outcomes.items():
             verdict = "FAIL" if "failed" in outcomes else "pass" if "passed" in outcomes else "skip"
             counts = ", ".join(f"{outcomes.count(o)} {o}" for o in ("passed", "failed", "xfailed", "skipped") if outcomes.count(o))
             fig = figures.get(prop, "")
             terminalreporter.write_line(f"{verdict:<5} {prop:<15} {fig}{'  ' if fig else ''}({counts})", red=verdict == "FAIL", green=verdict == "pass")
-        terminalreporter.write_line(f"evidence: {s.evidence_dir}")
-        if s.handle is not None:
+        terminalreporter.write_line(f"evidence: {s.merged_evidence_dir or s.evidence_dir}")
+        if s.handle is not None or s.merged_evidence_dir is not None:
             worst = max(s.cost_per_test.items(), key=lambda kv: kv[1].commands, default=None)
             terminalreporter.write_line(f"cluster cost: {s.cost.line()} ({s.cost.commands} commands)"
                                         + (f"; most: {worst[1].commands} in {worst[0]}" if worst else ""))
@@ -246,5 +273,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     s = session.config.stash.get(KPR_SESSION, None)
-    if s is not None:
-        s.stop()
+    if s is None:
+        return
+    s.stop()
+    if session.config.pluginmanager.getplugin("dsession") is not None and getattr(session.config.option, "testrunuid", None):
+        s.merge_workers(session.config.option.testrunuid)  # the xdist controller: after every worker finished

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 from pathlib import Path
 from typing import Any, Callable
 
@@ -15,11 +16,12 @@ import pytest
 
 from .cluster import cilium
 from .cluster.facts import ClusterFacts
-from .cluster.provider import ClusterHandle, Provider
+from .cluster.provider import ClusterHandle, Provider, SharedProvider
 from .cost import Cost, CountingKube, CountingNodes
 from .errors import InfraError, KprError, Unavailable
 from .k8s.api import KubeAPI
 from .settings import IfUnavailable, ProviderName, Settings
+from .shared_run import SharedRun, read_parts, run_dir
 from .wait import Timeouts, WaitTimeout, eventually
 
 #: Exit status of ``pytest -m kpr`` when the environment cannot run the suites (no Docker, no kind, ...).
@@ -60,6 +62,15 @@ class KprSession:
         #: what the run cost the cluster (pytest_kpr.cost), in total and per test node id
         self.cost = Cost()
         self.cost_per_test: dict[str, Cost] = {}
+        #: a pytest-xdist worker shares one cluster with the run's other workers (pytest_kpr.shared_run)
+        self.shared: SharedRun | None = None
+        self.joined: str | None = None  # "provisioned" or "attached"
+        wi = getattr(config, "workerinput", None)
+        if wi is not None and wi.get("testrunuid"):
+            self.shared = SharedRun(run_dir(settings.artifacts, wi["testrunuid"]), wi["workerid"], int(wi["workercount"]))
+        #: on the xdist controller: the merged figures and evidence dir of the workers (merge_workers)
+        self.merged_figures: dict[str, str] | None = None
+        self.merged_evidence_dir: Path | None = None
 
     # -- output -------------------------------------------------------------------------------------
 
@@ -119,7 +130,7 @@ class KprSession:
                 pytest.exit(f"pytest-kpr: cannot run the kpr suites here ({n} problem{'s' if n > 1 else ''} above)", returncode=EXIT_UNAVAILABLE)
             pytest.exit(f"pytest-kpr: cannot run the kpr suites here: {e}", returncode=EXIT_UNAVAILABLE)
         try:
-            handle = provider.provision(self.progress)
+            handle = self._provision_or_attach(provider)
             handle.kube = CountingKube(handle.kube, self.cost)  # type: ignore[assignment]
             handle.nodes = CountingNodes(handle.nodes, self.cost)  # type: ignore[assignment]
             self.handle = handle
@@ -134,6 +145,24 @@ class KprSession:
         except BaseException:
             self.stop()
             raise
+
+    def _provision_or_attach(self, provider: Provider) -> ClusterHandle:
+        """Without xdist: provision. A worker: the first to take the run's lock provisions, the others attach."""
+        if self.shared is None:
+            return provider.provision(self.progress)
+        if not isinstance(provider, SharedProvider):
+            raise KprError(f"provider {provider.name} cannot be shared by pytest-xdist workers (it has no share/attach); run without -n")
+        got: list[ClusterHandle] = []
+
+        def provision() -> dict[str, Any]:
+            got.append(provider.provision(self.progress))
+            return provider.share(got[0])
+
+        def attach(shared: dict[str, Any]) -> None:
+            got.append(provider.attach(shared, self.progress))
+
+        self.joined = self.shared.join(provision, attach)
+        return got[0]
 
     def _report_unavailable(self, e: Unavailable) -> bool:
         """A short first line, then one line per missing piece with how to get it. False without a terminal."""
@@ -159,7 +188,7 @@ class KprSession:
         if self._evidence is None:
             from .evidence import Evidence
 
-            self._evidence = Evidence(self.evidence_dir)
+            self._evidence = Evidence(self.evidence_dir, defer_report=self.shared is not None)
         return self._evidence
 
     def _write_cluster_json(self) -> None:
@@ -188,16 +217,89 @@ class KprSession:
             self._delete_cluster_objects(self.handle.kube)
         if self.handle is not None and self.namespaces:
             self._delete_namespaces(self.handle.kube)
+        if self.shared is not None and self.joined is not None:
+            self._write_part()  # the controller writes cluster.json, report.txt and the summary for the run
+            self.shared.leave(self._teardown)  # the last worker out tears down
+            return
         if self.facts is not None:  # the run's whole cost, cleanup included (the summary line shows the same)
             try:
                 self._write_cluster_json()
             except OSError as e:
                 self.progress(f"could not write cluster.json with the run's cost: {e}")
+        self._teardown()
+
+    def _teardown(self) -> None:
         if self.provider is not None:
             try:
                 self.provider.teardown(self.progress)
             except KprError as e:
                 self.progress(f"teardown failed: {e}")
+
+    def _write_part(self) -> None:
+        assert self.shared is not None
+        ev = self._evidence
+        self.shared.write_part({
+            "worker": self.shared.worker, "joined": self.joined, "evidence_dir": str(self.evidence_dir),
+            "facts": self.facts.to_json() if self.facts is not None else None,
+            "outcomes": self.outcomes, "figures": dict(ev.figures) if ev is not None else {},
+            "report": ev.report if ev is not None and ev.report is not None else None,
+            "cost": self.cost.to_json(), "cost_per_test": {k: v.to_json() for k, v in self.cost_per_test.items()},
+        })
+
+    def merge_workers(self, testrunuid: str) -> None:
+        """On the xdist controller, after the workers finished: one summary, one report.txt and one
+        cluster.json from every worker's part; a teardown the last worker did not do (it died) is done here."""
+        d = run_dir(self.settings.artifacts, testrunuid)
+        if not d.is_dir():
+            return
+        parts = read_parts(d)
+        state = SharedRun(d, "controller", 0).read() or {}
+        for part in parts:
+            for prop, outs in part["outcomes"].items():
+                self.outcomes.setdefault(prop, []).extend(outs)
+            self.merged_figures = {**(self.merged_figures or {}), **part["figures"]}
+            for k, v in part["cost"].items():
+                if k != "commands":
+                    setattr(self.cost, k, getattr(self.cost, k) + v)
+            for test, c in part["cost_per_test"].items():
+                self.cost_per_test[test] = Cost(**{k: v for k, v in c.items() if k != "commands"})
+        with_facts = [p for p in parts if p["facts"] is not None]
+        if with_facts:
+            self.merged_evidence_dir = Path(with_facts[0]["evidence_dir"])
+            self.merged_evidence_dir.mkdir(parents=True, exist_ok=True)
+            from .evidence import Evidence
+            from .shared_run import merge_report
+
+            reports = [p["report"] for p in parts if p["report"] is not None]
+            if reports:
+                Evidence(self.merged_evidence_dir).write_report(merge_report(reports))
+            worst = sorted(self.cost_per_test.items(), key=lambda kv: -kv[1].commands)[:5]
+            data = {**with_facts[0]["facts"], "cost": {
+                "run": self.cost.to_json(), "tests": len(self.cost_per_test),
+                "most_commands": [{"test": k, **v.to_json()} for k, v in worst],
+                "workers": {p["worker"]: p["cost"] for p in parts}},
+                "xdist": {"workers": [p["worker"] for p in parts], "provisioned_by": state.get("provisioned_by"),
+                          "torn_down_by": state.get("torn_down_by")}}
+            (self.merged_evidence_dir / "cluster.json").write_text(json.dumps(data, indent=2) + "\n")
+        if "shared" in state and not state.get("torn_down", True):
+            self._teardown_for_dead_worker(state)
+        shutil.rmtree(d, ignore_errors=True)
+        try:
+            d.parent.rmdir()  # .kpr-xdist, if no other run uses it
+        except OSError:
+            pass
+
+    def _teardown_for_dead_worker(self, state: dict[str, Any]) -> None:
+        missing = sorted(set(state.get("joined", [])) - set(state.get("left", [])))
+        self.progress(f"worker(s) {', '.join(missing) or '?'} ended without leaving the run's cluster: tearing it down from the controller")
+        try:
+            provider = self._make_provider()
+            provider.preflight()
+            if isinstance(provider, SharedProvider):
+                provider.attach(state["shared"], self.progress)
+                provider.teardown(self.progress)
+        except (KprError, Unavailable) as e:
+            self.progress(f"teardown failed: {e}")
 
     # -- namespaces ---------------------------------------------------------------------------------
 

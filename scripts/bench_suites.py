@@ -2,12 +2,12 @@
 """Run the conformance suites against the in-memory fake cluster with the default timeouts and settle
 window, as a user's run would wait, and print wall and CPU time and what the run cost the cluster (execs, node commands, API calls).
 
-    .venv/bin/python scripts/bench_suites.py [--settle S] [--repeat N]
+    .venv/bin/python scripts/bench_suites.py [--settle S] [--repeat N] [--workers N ...]
 
 Copies suites/ into a temporary directory next to a conftest that provides the fake, runs
 ``pytest -m kpr`` there in a fresh process, and reports the best of N runs. The fake answers at once,
 so the wall time is what the suites wait for (polling, the shared-VIP release watch), the CPU time what
-they compute.
+they compute. By default it runs without pytest-xdist and with ``-n 2`` (workers' CPU included).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def pytest_kpr_provider(config, settings, timeouts, kube_factory):
 """
 
 
-def run_once(settle: float | None) -> tuple[float, float, str]:
+def run_once(settle: float | None, workers: int) -> tuple[float, float, str]:
     with tempfile.TemporaryDirectory(prefix="kpr-bench-suites-") as tmp:
         root = Path(tmp)
         shutil.copytree(REPO / "suites", root / "suites")
@@ -42,6 +42,8 @@ def run_once(settle: float | None) -> tuple[float, float, str]:
         args = [sys.executable, "-m", "pytest", "suites", "-m", "kpr", "-q", "-p", "no:cacheprovider", "--kpr-artifacts=artifacts"]
         if settle is not None:
             args.append(f"--kpr-settle={settle}")
+        if workers:
+            args += ["-n", str(workers)]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         r = subprocess.run(args, cwd=root, capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
@@ -57,10 +59,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settle", type=float, help="--kpr-settle for the run (default: the plugin's, 5 s)")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--workers", type=int, nargs="+", default=[0, 2], help="pytest-xdist workers per variant (0: without xdist)")
     args = ap.parse_args()
-    runs = [run_once(args.settle) for _ in range(args.repeat)]
-    wall, cpu, summary = min(runs)
-    print(f"suites against the fake: wall {wall:.1f} s, CPU {cpu:.1f} s ({summary})")
+    for workers in args.workers:
+        runs = [run_once(args.settle, workers) for _ in range(args.repeat)]
+        wall, cpu, summary = min(runs)
+        how = f"-n {workers}" if workers else "without xdist"
+        print(f"suites against the fake, {how}: wall {wall:.1f} s, CPU {cpu:.1f} s ({summary})")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab, same_address
 from pytest_kpr.parse import L3n4
 
-pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("nodeport")]
+# the NodePort (--kpr-nodeport) is cluster-wide: one worker runs this module
+pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("nodeport"), pytest.mark.xdist_group("kpr-nodeport")]
 PROPERTY = "NodePort"
 
 

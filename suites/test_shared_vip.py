@@ -30,7 +30,8 @@ from pytest_kpr.session import KprSession
 from pytest_kpr.sharedvip import CONFLICT, REFLECTOR_MODULE, Record, SharedVip, Skip, frontend_key
 from pytest_kpr.wait import WaitTimeout, eventually
 
-pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires(cilium="1.18")]
+# the VIP (--kpr-shared-vip), the LB-IPAM pool and the agents' health are cluster-wide: one worker runs this module
+pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires(cilium="1.18"), pytest.mark.xdist_group("kpr-shared-vip")]
 PROPERTY = "shared VIP"
 GAP = "frontend-conflict-requeue"
 

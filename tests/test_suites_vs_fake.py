@@ -310,3 +310,65 @@ def test_lbipam_avoiding_the_conflict_skips_that_way_with_the_ips(pytester: pyte
     result = run_suites(pytester, "lbipam_reassigns_on_conflict=True", "shared_vip", args=("-rs",))
     result.assert_outcomes(passed=8, skipped=5, xfailed=1)
     result.stdout.fnmatch_lines(["SKIPPED * lb-ipam: LB-IPAM avoided the conflict: the claimant moved from 198.18.20.10 to 198.18.20.11 when it asked for port 80 (owner keeps 198.18.20.10)"])
+
+
+XDIST_CONFTEST = """
+import os
+from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
+
+LOG = os.path.join(os.path.dirname(__file__), "provider-events.log")
+
+
+class LoggingProvider(FakeProvider):
+    def _log(self, what):
+        with open(LOG, "a") as f:
+            f.write(f"{what} {os.environ.get('PYTEST_XDIST_WORKER', 'main')}\\n")
+
+    def provision(self, progress):
+        self._log("provision")
+        return super().provision(progress)
+
+    def attach(self, shared, progress):
+        self._log("attach")
+        return super().attach(shared, progress)
+
+    def teardown(self, progress):
+        self._log("teardown")
+        super().teardown(progress)
+
+
+PROVIDER = LoggingProvider(FakeCluster(FakeConfig(pod_ready_ticks=2)))
+
+
+def pytest_kpr_provider(config, settings, timeouts, kube_factory):
+    return PROVIDER
+"""
+
+
+def test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_once(pytester: pytest.Pytester) -> None:
+    """`pytest -m kpr -n 2`: the run's file lock lets one worker provision and the other attach, the last one
+    out tears down (once); each suite module runs in one worker; the controller merges the workers' parts
+    into one summary, one report.txt and one cluster.json, and removes the run's lock directory."""
+    shutil.copytree(SUITES, pytester.path / "suites")
+    pytester.makeconftest(XDIST_CONFTEST)
+    result = pytester.runpytest_subprocess("suites", "-m", "kpr", "-n", "2", "--kpr-artifacts=artifacts", "-p", "no:cacheprovider", *FAST)
+    result.assert_outcomes(**ALL)
+    events = sorted((pytester.path / "provider-events.log").read_text().split("\n")[:-1])
+    kinds = [e.split()[0] for e in events]
+    assert sorted(kinds) == ["attach", "provision", "teardown"], events
+    (_, attacher), (_, provisioner) = (e.split() for e in events[:2])
+    assert {attacher, provisioner} == {"gw0", "gw1"}, events
+    out = result.stdout.str()
+    assert out.count("= kpr properties =") == 1 and out.count("cluster cost:") == 1
+    for prop in ("iptables", "backend slots", "socket LB", "NodePort", "no backend", "shared VIP"):
+        result.stdout.fnmatch_lines([f"pass  {prop}*"])
+    art = pytester.path / "artifacts" / "fake"
+    assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(
+        ["cluster.json", "iptables.json", "svc.json", "scale.json", "ct.json", "prog.json", "nodeport.json", "ghost.json", "sharedvip.json", "report.txt"])
+    report = dict(line.split("=", 1) for line in (art / "report.txt").read_text().splitlines())
+    assert not [k for k, v in report.items() if v.startswith("n/a")], f"every value was read by some worker: {report}"
+    cluster = json.loads((art / "cluster.json").read_text())
+    assert sorted(cluster["xdist"]["workers"]) == ["gw0", "gw1"] and cluster["xdist"]["provisioned_by"] == provisioner
+    workers = cluster["cost"]["workers"]
+    assert cluster["cost"]["run"]["commands"] == sum(w["commands"] for w in workers.values()) > 0
+    assert not (pytester.path / "artifacts" / ".kpr-xdist").exists() or not any((pytester.path / "artifacts" / ".kpr-xdist").iterdir())

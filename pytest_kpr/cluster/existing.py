@@ -7,7 +7,7 @@ readiness check refuses the cluster clearly when Cilium is missing or runs witho
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ..errors import InfraError, KprError, Unavailable
 from ..k8s.api import KubeAPI
@@ -59,6 +59,12 @@ class ExistingProvider:
             context=self.settings.context,
             outside=LocalOutside(),
         )
+
+    def share(self, handle: ClusterHandle) -> dict[str, Any]:
+        return {}  # every worker reads the same kubeconfig and context
+
+    def attach(self, shared: dict[str, Any], progress: Progress) -> ClusterHandle:
+        return self.provision(progress)
 
     def _namespace(self, purpose: str) -> str:
         if self.create_namespace is None:

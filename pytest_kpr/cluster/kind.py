@@ -153,6 +153,23 @@ class KindProvider:
             outside=LocalOutside(),
         )
 
+    def share(self, handle: ClusterHandle) -> dict[str, Any]:
+        """What another worker of the run needs to use this cluster (pytest_kpr.shared_run)."""
+        return {"cluster_name": self.settings.cluster_name, "kubeconfig": str(handle.kubeconfig), "created": self.created}
+
+    def attach(self, shared: dict[str, Any], progress: Progress) -> ClusterHandle:
+        """Use the cluster another worker of this run provisioned (Cilium installed, probe image loaded); the
+        last worker out deletes it if the run created it."""
+        s = self.settings
+        self.cluster = _kind_cluster_class()(shared["cluster_name"], s.artifacts / ".kind" / shared["cluster_name"],
+                                             self._tools["kind"], self._tools["kubectl"], s.node_image)
+        self.created = bool(shared["created"])
+        kubeconfig = Path(shared["kubeconfig"])
+        progress(f"attaching to kind cluster {shared['cluster_name']} (provisioned by another worker of this run)")
+        return ClusterHandle(name=shared["cluster_name"], provider=self.name, kube=self.kube_factory(kubeconfig, None),
+                             nodes=DockerNodeRunner(self._tools["docker"]), created=self.created, kubeconfig=kubeconfig,
+                             outside=LocalOutside())
+
     def teardown(self, progress: Progress) -> None:
         if self.cluster is None or not self.created:
             return

@@ -69,3 +69,15 @@ class Provider(Protocol):
 
     def teardown(self, progress: Progress) -> None:
         """Remove what :meth:`provision` created, unless asked to keep it. Never removes anything else."""
+
+
+@runtime_checkable
+class SharedProvider(Provider, Protocol):
+    """A provider whose cluster several processes can use (pytest-xdist workers, :mod:`pytest_kpr.shared_run`):
+    :meth:`share` says, as JSON, what another process needs to :meth:`attach` to what :meth:`provision` made.
+    After ``attach``, :meth:`teardown` removes what the provisioning process created (the last worker out
+    calls it)."""
+
+    def share(self, handle: ClusterHandle) -> dict[str, Any]: ...
+
+    def attach(self, shared: dict[str, Any], progress: Progress) -> ClusterHandle: ...

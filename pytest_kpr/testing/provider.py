@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..cluster.provider import ClusterHandle, Progress
 from ..errors import Unavailable
 from ..probes import ProbeResult, Verdict
@@ -59,6 +61,17 @@ class FakeProvider:
     def provision(self, progress: Progress) -> ClusterHandle:
         self.events.append("provision")
         progress(f"using fake cluster {self.cluster.cfg.name}")
+        return ClusterHandle(self.cluster.cfg.name, self.name, self.cluster, self.cluster, self.created, outside=FakeOutside(self.cluster))
+
+    def share(self, handle: ClusterHandle) -> dict[str, Any]:
+        return {"name": self.cluster.cfg.name, "created": self.created}
+
+    def attach(self, shared: dict[str, Any], progress: Progress) -> ClusterHandle:
+        """Another process provisioned "the" cluster. The fake lives in this process's memory, so each worker
+        has its own copy; what is shared (and counted by the xdist tests) is who provisions and who tears down."""
+        self.events.append("attach")
+        self.created = bool(shared["created"])
+        progress(f"attaching to fake cluster {shared['name']}")
         return ClusterHandle(self.cluster.cfg.name, self.name, self.cluster, self.cluster, self.created, outside=FakeOutside(self.cluster))
 
     def teardown(self, progress: Progress) -> None:

@@ -1,0 +1,129 @@
+"""One cluster for every pytest-xdist worker of a run: a file lock in the artifacts directory.
+
+``pytest -m kpr -n N`` starts N worker processes that each collect every test. The first worker to
+take the lock provisions the cluster (as a run without xdist would) and writes what the others need to
+attach to it (:meth:`Provider.share`); the others wait for the lock and attach (:meth:`Provider.attach`).
+Each worker uses namespaces of its own. The state file lists who joined and who left: the worker that
+leaves last (all ``workercount`` joined and left) tears down what the run created. If a worker died
+without leaving, the controller does it after the workers have finished (:func:`finish_on_controller`).
+
+Each worker also writes what the controller needs for the run's single summary: the outcomes and figures
+of its properties, its cost, its report.txt values (:meth:`SharedRun.write_part`); the controller merges
+them into one terminal summary, one report.txt and one cluster.json.
+
+Layout, under ``<artifacts>/.kpr-xdist/<testrunuid>/``: ``lock``, ``state.json``, ``<workerid>.json``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from .errors import ProvisioningError
+
+DIRNAME = ".kpr-xdist"
+
+
+def run_dir(artifacts: Path, testrunuid: str) -> Path:
+    return artifacts / DIRNAME / testrunuid
+
+
+class SharedRun:
+    def __init__(self, directory: Path, worker: str, workercount: int):
+        self.dir = directory
+        self.worker = worker
+        self.workercount = workercount
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """The run's lock (``flock``: released by the kernel if the holder dies)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.dir / "lock", os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def read(self) -> dict[str, Any] | None:
+        p = self.dir / "state.json"
+        return json.loads(p.read_text()) if p.exists() else None
+
+    def _write(self, state: dict[str, Any]) -> None:
+        tmp = self.dir / f"state.json.{self.worker}"
+        tmp.write_text(json.dumps(state, indent=1) + "\n")
+        tmp.replace(self.dir / "state.json")
+
+    def join(self, provision: Callable[[], dict[str, Any]], attach: Callable[[dict[str, Any]], None]) -> str:
+        """Provision (first worker) or attach (the others), under the lock. Returns ``provisioned`` or
+        ``attached``. A failed provisioning is recorded, so the other workers stop with its reason
+        instead of trying again."""
+        with self.locked():
+            st = self.read()
+            if st is None:
+                try:
+                    shared = provision()
+                except BaseException as e:
+                    self._write({"failed": str(e).splitlines()[0] if str(e) else type(e).__name__, "by": self.worker, "joined": [self.worker],
+                                 "left": []})
+                    raise
+                self._write({"shared": shared, "provisioned_by": self.worker, "joined": [self.worker], "left": [], "torn_down": False})
+                return "provisioned"
+            if "failed" in st:
+                st["joined"].append(self.worker)
+                self._write(st)
+                raise ProvisioningError(f"{st['by']} could not provision the run's cluster: {st['failed']}")
+            attach(st["shared"])
+            st["joined"].append(self.worker)
+            self._write(st)
+            return "attached"
+
+    def leave(self, teardown: Callable[[], None]) -> bool:
+        """This worker is done. The last to leave (every worker of the run joined and left) calls
+        ``teardown`` under the lock and returns True."""
+        with self.locked():
+            st = self.read()
+            if st is None:
+                return False
+            st["left"].append(self.worker)
+            last = len(set(st["left"])) >= self.workercount and not st.get("torn_down", True)
+            if last:
+                try:
+                    teardown()
+                finally:
+                    st["torn_down"] = True
+                    st["torn_down_by"] = self.worker
+            self._write(st)
+            return last
+
+    # -- what the controller merges ------------------------------------------------------------------
+
+    def write_part(self, part: dict[str, Any]) -> None:
+        tmp = self.dir / f".{self.worker}.json.tmp"
+        tmp.write_text(json.dumps(part, indent=1) + "\n")
+        tmp.replace(self.dir / f"{self.worker}.json")
+
+
+def read_parts(directory: Path) -> list[dict[str, Any]]:
+    """Every worker's part, in worker order (gw0, gw1, ...)."""
+    def order(p: Path) -> tuple[int, str]:
+        digits = "".join(c for c in p.stem if c.isdigit())
+        return (int(digits) if digits else 0, p.stem)
+
+    return [json.loads(p.read_text()) for p in sorted(directory.glob("gw*.json"), key=order)]
+
+
+def merge_report(parts: list[dict[str, str]]) -> dict[str, str]:
+    """report.txt from every worker's values: per key the first value that was read (not ``n/a``), else the
+    first ``n/a`` with its reason."""
+    out: dict[str, str] = {}
+    for values in parts:
+        for k, v in values.items():
+            if k not in out or (out[k].startswith("n/a") and not v.startswith("n/a")):
+                out[k] = v
+    return out
