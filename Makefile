@@ -10,6 +10,8 @@ BIN      := $(VENV)/bin
 STAMP    := $(VENV)/.installed-stamp
 KPR_ARGS ?=
 TEST_ARGS ?=
+# self-tests run in pytest-xdist workers (2 on a 2-core machine); TEST_WORKERS=0 runs them in one process
+TEST_WORKERS ?= auto
 
 # Debian packages the real-kernel tier uses (installed by `make test` when root and missing).
 KERNEL_DEBS := iproute2 iptables nftables conntrack clang libbpf-dev bpftool libpcap0.8 curl util-linux
@@ -54,7 +56,7 @@ kernel-deps:
 	fi
 
 test: $(STAMP) kernel-deps
-	$(BIN)/pytest $(TEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --maxprocesses=4 $(TEST_ARGS)
 
 # Mutation testing of the judgements, rules, model and health parsers (not in `make test`: ~3 min).
 mutation: $(STAMP)

@@ -271,10 +271,20 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         )
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist controller: the workers collected (and deselected), so the hint below comes from them."""
+    s = node.config.stash.get(KPR_SESSION, None)
+    if s is not None:
+        s.deselected_kpr = max(s.deselected_kpr, int(getattr(node, "workeroutput", {}).get("kpr_deselected", 0)))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     s = session.config.stash.get(KPR_SESSION, None)
     if s is None:
         return
+    if getattr(session.config, "workeroutput", None) is not None:
+        session.config.workeroutput["kpr_deselected"] = s.deselected_kpr  # type: ignore[attr-defined]
     s.stop()
     if session.config.pluginmanager.getplugin("dsession") is not None and getattr(session.config.option, "testrunuid", None):
         s.merge_workers(session.config.option.testrunuid)  # the xdist controller: after every worker finished

@@ -19,8 +19,13 @@ REQUIRE_NETNS = "KPR_REQUIRE_NETNS"
 _NETNS_RAN = pytest.StashKey[list[str]]()
 
 
+_WORKER_LEAKS = pytest.StashKey[list[str]]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_NETNS_RAN] = []
+    config.stash[_WORKER_LEAKS] = []
+    _CONFIG[:] = [config]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -28,8 +33,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     report = yield
     if item.get_closest_marker("netns") is None:
         return report
-    if report.when == "call" and not report.skipped:
-        item.config.stash[_NETNS_RAN].append(item.nodeid)
     if report.skipped and os.environ.get(REQUIRE_NETNS) == "1" and not hasattr(report, "wasxfail"):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
@@ -55,16 +58,45 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             print(f"real-kernel tier: removed leftovers of an earlier run: {', '.join(removed)}")
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Counts the netns tests that ran. Reports reach the pytest-xdist controller too, so the gate below is
+    judged there for the whole run, not per worker."""
+    if report.when == "call" and not report.skipped and "netns" in report.keywords:
+        _ran().append(report.nodeid)
+
+
+_CONFIG: list[pytest.Config] = []
+
+
+def _ran() -> list[str]:
+    return _CONFIG[0].stash[_NETNS_RAN]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist controller: a worker's leak check (it has no terminal of its own) fails the run here."""
+    left = getattr(node, "workeroutput", {}).get("kpr_leaks")
+    if left:
+        _CONFIG[0].stash[_WORKER_LEAKS].extend(left)
+
+
 @pytest.hookimpl(trylast=True)  # after the runner has torn down every fixture (also on Ctrl-C)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    tr = session.config.pluginmanager.get_plugin("terminalreporter")
-    if session.config.stash[_NETNS_RAN] and _hygiene_enabled(session.config):
+    config = session.config
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    worker = getattr(config, "workerinput", None) is not None
+    worker_leaks: list[str] = config.stash[_WORKER_LEAKS]
+    left = [*worker_leaks]
+    if config.stash[_NETNS_RAN] and _hygiene_enabled(config):
         from realkernel import leftovers
 
-        left = leftovers()
-        if left:
-            _fail_run(session, tr, "real-kernel tier leak check", f"this run left resources behind: {'; '.join(left)}")
-    if os.environ.get(REQUIRE_NETNS) != "1" or session.config.option.collectonly:
+        left += leftovers()
+    if left and worker:
+        config.workeroutput["kpr_leaks"] = left  # type: ignore[attr-defined]
+        return
+    if left:
+        _fail_run(session, tr, "real-kernel tier leak check", f"this run left resources behind: {'; '.join(left)}")
+    if worker or os.environ.get(REQUIRE_NETNS) != "1" or config.option.collectonly:
         return
     if not session.config.stash[_NETNS_RAN] and exitstatus in (0, 5):
         _fail_run(session, tr, "real-kernel tier gate", f"no real-kernel (netns) test ran, but {REQUIRE_NETNS}=1 requires the tier")
