@@ -55,6 +55,29 @@ def register(sub: Any) -> None:
                    help="Stop after this long (default 0: until SIGTERM/SIGINT)")
     k.add_argument("--json", action="store_true", help="Accepted for symmetry: hold always prints JSON")
     k.set_defaults(func=_run_hold)
+    k = kinds.add_parser("echo-server", help="Echo every byte (TCP) or datagram (UDP) back: the far end of `kpr probe flow`",
+                         description="Echo every byte (TCP, any number of connections) or datagram (UDP) back, until SIGTERM/SIGINT.")
+    k.add_argument("--port", type=argtype(inputs.port, "port"), required=True, help="Port to listen on, 1-65535")
+    k.add_argument("--bind", type=argtype(lambda t: inputs.host(t, "--bind"), "address"), default="0.0.0.0",
+                   help="Address to listen on (default 0.0.0.0; :: for IPv6)")
+    k.add_argument("--udp", action="store_true", help="UDP instead of TCP")
+    k.set_defaults(func=_run_echo)
+    k = kinds.add_parser("flow", help="Send a message every N ms to an echo server and measure every gap, loss, reset and reconnect",
+                         description="A flow that lives through a disruption: a 16-byte message every --interval-ms, each echoed. "
+                                     "Prints one JSON summary (max_gap_ms, lost, resets, gaps: [{start, ms}], events) with --json, "
+                                     "and a JSON line per gap over --report-gap-ms as it ends.")
+    k.add_argument("target", type=target, metavar="HOST:PORT", help="address ([IPv6] in brackets) or host name, and port")
+    k.add_argument("--udp", action="store_true", help="UDP instead of TCP")
+    k.add_argument("--interval-ms", type=argtype(lambda t: inputs.number(t, "--interval-ms", minimum=1), "milliseconds"), default=10.0,
+                   help="Milliseconds between messages, at least 1 (default 10)")
+    k.add_argument("--duration", type=argtype(lambda t: inputs.seconds(t, "--duration"), "seconds"), default=10.0,
+                   help="Seconds to run, more than zero (default 10)")
+    k.add_argument("--stall-ms", type=argtype(lambda t: inputs.number(t, "--stall-ms", minimum=1), "milliseconds"), default=3000.0,
+                   help="TCP: give a connection up after this long without an answer, and reconnect (default 3000)")
+    k.add_argument("--report-gap-ms", type=argtype(lambda t: inputs.number(t, "--report-gap-ms", minimum=0), "milliseconds"), default=100.0,
+                   help="Print a JSON line for each gap at least this long (default 100)")
+    k.add_argument("--json", action="store_true", help="Print the summary as one JSON object instead of a sentence")
+    k.set_defaults(func=_run_flow)
 
 
 def _print(r: Any, as_json: bool) -> None:
@@ -73,6 +96,37 @@ def _run(args: argparse.Namespace) -> int:
     else:
         inputs.resolve(urlsplit(args.url).hostname or "")  # a name that does not resolve is bad input, not a verdict
         r = http_probe(args.url, timeout=args.timeout)
+    _print(r, args.json)
+    return 0
+
+
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
+def _run_echo(args: argparse.Namespace) -> int:
+    from .flow import echo_server
+
+    stop = _stop_on_signals()
+    try:
+        echo_server(args.bind, args.port, udp=args.udp, stop=stop.wait,
+                    ready=lambda: print(json.dumps({"kind": "echo-server", "listening": f"{args.bind}:{args.port}",
+                                                    "proto": "udp" if args.udp else "tcp"}), flush=True))
+    except OSError as e:
+        print(f"kpr probe echo-server: cannot listen on {args.bind}:{args.port}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run_flow(args: argparse.Namespace) -> int:
+    from .flow import flow
+
+    host, port = args.target
+    r = flow(inputs.resolve(host), port, udp=args.udp, interval_ms=args.interval_ms, duration_s=args.duration, stall_ms=args.stall_ms,
+             report_gap_ms=args.report_gap_ms, out=sys.stdout if args.json else None)
     _print(r, args.json)
     return 0
 

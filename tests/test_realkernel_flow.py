@@ -1,0 +1,158 @@
+"""Real-kernel tier: the flow meter (`kpr probe flow` / `echo-server`) measures what the kernel really does.
+
+client (10.250.A.1) <-> node (forwarding, the disruptions) <-> server (10.250.B.2: echo servers)
+
+A disruption is one nftables set element with a timeout on the node: the kernel stops matching it after
+exactly that long, so the window does not depend on when a second command runs. Every flow runs inside
+the client namespace, which has no default route: nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import Any, Iterator
+
+import pytest
+from netns import Topology, can_use_netns, three_namespaces, wait_listening
+from realkernel import in_netns
+
+from pytest_kpr.flow import FlowReport, flow
+
+pytestmark = pytest.mark.netns
+
+TCP, UDP, VIP_PORT = 7100, 7101, 7100
+#: the node's disruptions: drop / reset while an element is in a set (added with a timeout)
+NODE_RULES = """
+table inet kprt_flow {
+  set drop_udp { type inet_service; flags timeout; }
+  set drop_tcp { type inet_service; flags timeout; }
+  set reset_tcp { type inet_service; flags timeout; }
+  chain forward {
+    type filter hook forward priority 0; policy accept;
+    ct state invalid drop
+    udp dport @drop_udp drop
+    tcp dport @drop_tcp drop
+    tcp dport @reset_tcp reject with tcp reset
+  }
+}
+table ip kprt_nat {
+  chain prerouting {
+    type nat hook prerouting priority dstnat; policy accept;
+    ip daddr 10.251.0.10 tcp dport 7100 dnat to SERVER:7100
+  }
+}
+"""
+VIP = "10.251.0.10"
+
+
+@pytest.fixture(scope="module")
+def topo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
+    reason = can_use_netns()
+    if reason:
+        pytest.skip(reason)
+    t = three_namespaces(tmp_path_factory.mktemp("flow"))
+    try:
+        server = f"{t.subnets['right']}.2"
+        t.nft("node", NODE_RULES.replace("SERVER", server))
+        # a mid-stream packet without a conntrack entry is INVALID (not picked up loosely): a lost entry shows
+        t.exec("node", "sysctl", "-qw", "net.netfilter.nf_conntrack_tcp_loose=0")
+        t.exec("client", "ip", "route", "add", f"{VIP}/32", "via", f"{t.subnets['left']}.2")
+        for port, udp in ((TCP, False), (UDP, True)):
+            t.spawn("server", [sys.executable, "-m", "pytest_kpr.cli", "probe", "echo-server", "--port", str(port), "--bind", server]
+                    + (["--udp"] if udp else []))
+        wait_listening(t, "server", TCP)
+        yield t
+    finally:
+        t.close()
+
+
+def server(t: Topology) -> str:
+    return f"{t.subnets['right']}.2"
+
+
+def run_flow(t: Topology, host: str, port: int, disrupt: Any = None, at: float = 0.5, **kw: Any) -> FlowReport:
+    """A flow in the client namespace; ``disrupt(t)`` runs on the node ``at`` seconds in."""
+    timer = threading.Timer(at, disrupt, args=(t,)) if disrupt else None
+    if timer:
+        timer.start()
+    try:
+        return in_netns(t.ns("client"), flow, host, port, **kw)
+    finally:
+        if timer:
+            timer.join()
+
+
+def blocked(set_name: str, port: int, ms: int) -> Any:
+    return lambda t: t.exec("node", "nft", "add", "element", "inet", "kprt_flow", set_name, f"{{ {port} timeout {ms}ms }}")
+
+
+def big_gaps(r: FlowReport, ms: float = 100) -> list[dict[str, Any]]:
+    return [g for g in r.gaps if g["ms"] >= ms]
+
+
+def test_a_clean_flow_has_no_gap_loss_or_reset(topo: Topology) -> None:
+    for port, udp in ((TCP, False), (UDP, True)):
+        r = run_flow(topo, server(topo), port, udp=udp, duration_s=1.0)
+        assert r.sent >= 90 and r.lost == 0 and r.resets == r.closed == r.stalls == 0, r.to_json()
+        assert r.max_gap_ms < 100, r.to_json()
+
+
+def test_a_300_ms_udp_drop_is_one_gap_of_300_ms_with_the_lost_messages_counted(topo: Topology) -> None:
+    r = run_flow(topo, server(topo), UDP, blocked("drop_udp", UDP, 300), udp=True, duration_s=1.5)
+    (gap,) = big_gaps(r)
+    assert 250 <= gap["ms"] <= 350, r.to_json()
+    assert 25 <= r.lost <= 35, f"about 30 messages of 10 ms fall into 300 ms: {r.to_json()}"
+    assert r.resets == r.stalls == 0
+
+
+def test_a_300_ms_tcp_drop_is_one_gap_until_the_retransmission_that_gets_through(topo: Topology) -> None:
+    """One gap, nothing lost, nothing reset. How long: the RTO alone (200 ms minimum, doubling) would retransmit
+    at about 200 ms (into the drop) and 600 ms; but this flow keeps sending, so the first segment after the
+    window reaches the server, its SACKs trigger a fast retransmission of the dropped ones, and the gap
+    measured here is about 310 ms. The bound allows either recovery."""
+    r = run_flow(topo, server(topo), TCP, blocked("drop_tcp", TCP, 300), duration_s=2.0)
+    (gap,) = big_gaps(r)
+    assert 300 <= gap["ms"] <= 900, r.to_json()
+    assert r.lost == 0 and r.resets == r.closed == r.stalls == r.reconnects == 0, r.to_json()
+
+
+def test_a_tcp_reset_is_counted_and_so_is_the_reconnect(topo: Topology) -> None:
+    r = run_flow(topo, server(topo), TCP, blocked("reset_tcp", TCP, 300), duration_s=2.0)
+    assert r.resets == 1 and r.reconnects == 1, r.to_json()
+    assert [e["event"] for e in r.events if e["event"] != "connect_failed"] == ["connected", "reset", "reconnected"], r.events
+    assert big_gaps(r, 250), "the flow was down while the resets lasted"
+
+
+def test_a_conntrack_flush_on_a_nated_path_is_seen(topo: Topology) -> None:
+    """The flow goes to a VIP the node DNATs. Flushing the node's conntrack table drops the entry: the next
+    segments have none (and are not picked up mid-stream), so they are invalid and dropped. The flow stalls,
+    is given up after --stall-ms and reconnects through a fresh entry."""
+    flush = lambda t: t.exec("node", "conntrack", "-F")  # noqa: E731
+    r = run_flow(topo, VIP, VIP_PORT, flush, duration_s=2.0, stall_ms=400)
+    assert r.stalls == 1 and r.reconnects == 1, r.to_json()
+    assert r.max_gap_ms >= 400 and r.resets == 0
+
+
+def test_kpr_probe_flow_prints_a_gap_line_and_one_summary(topo: Topology) -> None:
+    t = topo
+    timer = threading.Timer(0.4, blocked("drop_udp", UDP, 200), args=(t,))
+    timer.start()
+    try:
+        cp = t.exec("client", sys.executable, "-m", "pytest_kpr.cli", "probe", "flow", f"{server(t)}:{UDP}", "--udp",
+                    "--interval-ms", "10", "--duration", "1", "--json", timeout=30)
+    finally:
+        timer.join()
+    lines = [json.loads(x) for x in cp.stdout.splitlines()]
+    assert [x["kind"] for x in lines] == ["gap", "flow"], cp.stdout
+    gap, summary = lines
+    assert 150 <= gap["ms"] <= 250 and summary["max_gap_ms"] == gap["ms"] and summary["lost"] > 0
+    assert {"max_gap_ms", "lost", "resets", "gaps", "events", "sent", "reconnects"} <= set(summary)
+
+
+def test_a_second_echo_server_on_a_taken_port_is_one_line_and_exit_1(topo: Topology) -> None:
+    cp = topo.exec("server", sys.executable, "-m", "pytest_kpr.cli", "probe", "echo-server", "--port", str(TCP), "--bind", server(topo),
+                   check=False, timeout=20)
+    assert cp.returncode == 1 and cp.stdout == "" and len(cp.stderr.strip().splitlines()) == 1
+    assert f"cannot listen on {server(topo)}:{TCP}: Address already in use" in cp.stderr
