@@ -221,6 +221,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("shared_vip", _ipv4, "externalIPs address the shared-VIP suite makes two Services claim (in-cluster traffic only). Default: 198.18.10.80", "198.18.10.80", metavar="IP"),
     Option("lbipam_block", _ip_range, "start-stop of the CiliumLoadBalancerIPPool the shared-VIP suite creates. Default: 198.18.20.10-198.18.20.20", "198.18.20.10-198.18.20.20", metavar="RANGE"),
     Option("settle", _positive_float, "Seconds the shared-VIP suite keeps watching after Cilium's load-balancer reflector has provably processed the owner's deletion (10 of its 500 ms batching windows). Default: 5", "5", metavar="SECONDS"),
+    Option("upgrade_to", _version, "Upgrade Cilium to this version under live traffic once the cluster is ready at --kpr-cilium-version (the from version), "
+           "measure every flow and diff the datapath (upgrade.json); then the suites run against the upgraded cluster. One minor at a time", metavar="VERSION"),
+    Option("downgrade", _bool, "With --kpr-upgrade-to: roll back to the from version afterwards and measure again (N-1 -> N -> N-1)", False, kind="flag"),
+    Option("max_gap", _positive_float, "Longest gap (seconds) a flow may see during an upgrade or downgrade. Default: 1", "1", metavar="SECONDS"),
     Option("seed", _seed, "Seed of the shared-VIP suite's generated event sequence (printed; reuse it to replay a failure). Default: random", metavar="N"),
     Option("node_shell_image", _image, "Image of the privileged per-node pod that runs node commands on an existing cluster. Default: busybox:1.36.1", "busybox:1.36.1", metavar="IMAGE"),
     Option("clusters_dir", _path, "Directory with kind configs, Helm values and versions.yaml. Default: ./clusters of the checkout", metavar="DIR"),
@@ -258,6 +262,9 @@ class Settings:
     shared_vip: str = "198.18.10.80"
     lbipam_block: str = "198.18.20.10-198.18.20.20"
     seed: int | None = None
+    upgrade_to: str | None = None
+    downgrade: bool = False
+    max_gap: float = 1.0
     node_shell_image: str = "busybox:1.36.1"
     clusters_dir: Path | None = None
     # where each value came from ("cli", "ini", "default", "pins"), for the report header
@@ -350,6 +357,14 @@ def resolve(
         from . import __version__
 
         values["probe_image"] = f"pytest-kpr-probe:{__version__}"
+    if values["downgrade"] and not values["upgrade_to"]:
+        raise SettingsError(f"{OPTIONS_BY_NAME['downgrade'].flag} needs --kpr-upgrade-to (it rolls back what the upgrade did)")
+    if values["upgrade_to"] and values["cilium_version"]:
+        from .upgrade import version_refusal
+
+        why = version_refusal(values["cilium_version"], values["upgrade_to"])
+        if why:
+            raise SettingsError(f"{_where('upgrade_to', sources)}: {why}")
     if values["context"] and values["provider"] is not ProviderName.EXISTING:
         raise SettingsError(f"{OPTIONS_BY_NAME['context'].flag} needs --kpr-provider=existing")
     for p in values["helm_values"]:

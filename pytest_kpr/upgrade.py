@@ -1,0 +1,282 @@
+"""Upgrade gating: refuse what Cilium does not support, watch the roll, judge the flows and the datapath.
+
+The procedure follows Cilium's ``Documentation/operations/upgrade.rst`` (../shared/docs/provisioning.md §3):
+one minor at a time ("The only tested upgrade and rollback path is between consecutive minor releases"),
+a pre-flight DaemonSet that pre-pulls the images, ``helm upgrade`` with the saved values (never
+``--reuse-values``) plus ``upgradeCompatibility=<from minor>``. The helm side is
+:func:`pytest_kpr.cluster.cilium.helm_upgrade`; this module holds what is judged, as pure functions with
+table tests, and the watch of the roll (:class:`RollWatch`).
+
+Why measure: Cilium's own gate (cilium-cli's conn-disrupt test) only compares pod restart counts; a stall
+under 5 s, lost packets or a renumbered backend go unseen (provisioning.md §3.1, with the regressions a
+gate must be able to see: IDs not restored (PR #18119), CT entries deleted at startup (#29667), resets
+(#24191)).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import yaml
+
+from .versions import Version
+
+# -- what is refused before anything changes --------------------------------------------------------------
+
+
+def version_refusal(from_text: str, to_text: str) -> str | None:
+    """Why upgrading ``from`` to ``to`` is refused, or None (one minor at a time, upwards)."""
+    a, b = Version.parse(from_text), Version.parse(to_text)
+    if (b.major, b.minor, b.patch) <= (a.major, a.minor, a.patch):
+        return f"Cilium {to_text} is not newer than the from version {from_text} (use --kpr-downgrade to measure a rollback)"
+    if b.major != a.major or b.minor - a.minor > 1:
+        return (f"Cilium {to_text} is more than one minor ahead of {from_text}: upgrade one minor at a time "
+                f"(Documentation/operations/upgrade.rst: the only tested upgrade path is between consecutive minor releases)")
+    return None
+
+
+def kernel_tuple(text: str) -> tuple[int, ...] | None:
+    """``6.8.0-49-generic`` -> (6, 8, 0); ``5.10`` -> (5, 10); None when it does not start with a version."""
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
+    if m is None:
+        return None
+    return tuple(int(g) for g in m.groups() if g is not None)
+
+
+@dataclass(frozen=True)
+class KernelFloor:
+    cilium: tuple[int, int]
+    kernel: str
+    source: str
+
+
+@dataclass(frozen=True)
+class RemovedOption:
+    since: tuple[int, int]
+    helm: str | None
+    values: tuple[str, ...]
+    agent: tuple[str, ...]
+    instead: str
+    source: str
+
+
+def _minor(text: str) -> tuple[int, int]:
+    major, minor = str(text).split(".")[:2]
+    return int(major), int(minor)
+
+
+def load_floors(path: Path) -> list[KernelFloor]:
+    data = yaml.safe_load(path.read_text()) or {}
+    return [KernelFloor(_minor(f["cilium"]), str(f["kernel"]), str(f["source"])) for f in data.get("floors", [])]
+
+
+def load_removed(path: Path) -> list[RemovedOption]:
+    data = yaml.safe_load(path.read_text()) or {}
+    out = []
+    for r in data.get("removed", []):
+        out.append(RemovedOption(_minor(r["since"]), r.get("helm"), tuple(str(v) for v in r.get("value", [])),
+                                 tuple(r.get("agent", [])), str(r.get("instead", "")), str(r["source"])))
+    return out
+
+
+def floor_for(floors: Sequence[KernelFloor], minor: tuple[int, int]) -> KernelFloor | None:
+    """The floor of ``minor``: its own entry, else the newest older one."""
+    older = [f for f in floors if f.cilium <= minor]
+    return max(older, key=lambda f: f.cilium) if older else None
+
+
+def _lookup(values: dict[str, Any], path: str) -> tuple[bool, Any]:
+    cur: Any = values
+    for part in path.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return False, None
+        cur = cur[part]
+    return True, cur
+
+
+def preflight_refusals(from_version: str, to_version: str, node_kernels: dict[str, str], values: dict[str, Any],
+                       floors: Sequence[KernelFloor], removed: Sequence[RemovedOption]) -> list[str]:
+    """Every reason to refuse the upgrade, one line each, before anything changes."""
+    out: list[str] = []
+    why = version_refusal(from_version, to_version)
+    if why:
+        out.append(why)
+    to = Version.parse(to_version)
+    target = (to.major, to.minor)
+    floor = floor_for(floors, target)
+    if floor is not None:
+        want = kernel_tuple(floor.kernel) or ()
+        for node, kernel in sorted(node_kernels.items()):
+            have = kernel_tuple(kernel)
+            if have is None:
+                out.append(f"node {node} reports kernel {kernel!r}, which is not a version: cannot check Cilium {to.major}.{to.minor}'s floor {floor.kernel}")
+            elif have < want:
+                out.append(f"node {node} runs kernel {kernel}, below Cilium {to.major}.{to.minor}'s floor {floor.kernel} ({floor.source})")
+    extra = values.get("extraConfig") or {}
+    for r in removed:
+        if r.since > target:
+            continue
+        if r.helm:
+            present, value = _lookup(values, r.helm)
+            if present and (not r.values or str(value).lower() in r.values):
+                shown = f"{r.helm}={value}" if r.values else r.helm
+                out.append(f"the Helm values set {shown}, which Cilium {r.since[0]}.{r.since[1]} removed; instead: {r.instead} ({r.source})")
+        for flag in r.agent:
+            if isinstance(extra, dict) and flag in extra:
+                out.append(f"the Helm values set extraConfig.{flag}, an agent option Cilium {r.since[0]}.{r.since[1]} removed; {r.instead} ({r.source})")
+    return out
+
+
+# -- the roll ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RollStep:
+    """One node's agent being replaced: when its old pod went away (or stopped being Ready) and when a new
+    one was Ready, as wall-clock epoch seconds (flows record their gaps in the same clock)."""
+
+    node: str
+    old_pod: str
+    new_pod: str | None = None
+    down_at: float | None = None
+    ready_at: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "old_pod": self.old_pod, "new_pod": self.new_pod, "down_at": self.down_at, "ready_at": self.ready_at,
+                "seconds": round(self.ready_at - self.down_at, 3) if self.ready_at and self.down_at else None}
+
+
+@dataclass
+class RollWatch:
+    """Polls the agent pods (an API list each time): a node's step starts when its agent pod is no longer the
+    one seen first, or stops being Ready, and ends when a different pod is Ready there."""
+
+    before: dict[str, str]  # node -> agent pod before the roll
+    steps: dict[str, RollStep] = field(default_factory=dict)
+    clock: Callable[[], float] = time.time
+
+    def observe(self, pods: list[dict[str, Any]]) -> bool:
+        """Update from a list of agent pods; True once every node has a new Ready agent pod."""
+        now = round(self.clock(), 3)
+        by_node: dict[str, list[dict[str, Any]]] = {}
+        for p in pods:
+            node = p.get("spec", {}).get("nodeName")
+            if node:
+                by_node.setdefault(node, []).append(p)
+        for node, old in self.before.items():
+            here = by_node.get(node, [])
+            old_ready = any(p["metadata"]["name"] == old and _ready(p) for p in here)
+            others = [p for p in here if p["metadata"]["name"] != old]
+            step = self.steps.get(node)
+            if step is None and (not old_ready or others):
+                step = self.steps[node] = RollStep(node, old, down_at=now)
+            new_ready = [p for p in others if _ready(p)]
+            if step is not None and step.ready_at is None and new_ready:
+                step.new_pod, step.ready_at = new_ready[0]["metadata"]["name"], now
+        return all(s.ready_at is not None for s in self.steps.values()) and set(self.steps) == set(self.before)
+
+    def timeline(self) -> list[dict[str, Any]]:
+        return [s.to_json() for s in sorted(self.steps.values(), key=lambda s: s.down_at or 0.0)]
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    from .k8s.api import pod_ready
+
+    return bool(pod_ready(pod))
+
+
+# -- flows ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FlowPath:
+    """One flow that lives through the upgrade: who sends, to what, and which nodes' agents it depends on."""
+
+    name: str  # pod->ClusterIP, hostnet->ClusterIP, pod->NodePort, hostnet->NodePort, udp pod->ClusterIP
+    proto: str
+    client_pod: str
+    host_network: bool
+    target: str
+    nodes: tuple[str, ...]  # the client's node, the node it enters, the backends' nodes
+
+
+def attribute(gap: dict[str, Any], timeline: Sequence[dict[str, Any]], nodes: Sequence[str], slack: float = 1.0) -> str | None:
+    """The agent pod that was restarting on one of the path's nodes while the gap lasted (its step widened by
+    ``slack`` seconds: a restart's effect can start just before the pod is seen to go and outlast its Ready)."""
+    start, end = gap["start"], gap["start"] + gap["ms"] / 1000.0
+    best: tuple[float, str] | None = None
+    for step in timeline:
+        if step["node"] not in nodes or step["down_at"] is None:
+            continue
+        s, e = step["down_at"] - slack, (step["ready_at"] or end) + slack
+        overlap = min(e, end) - max(s, start)
+        if overlap > 0 and (best is None or overlap > best[0]):
+            best = (overlap, step["old_pod"])
+    return best[1] if best else None
+
+
+def flow_problems(name: str, report: dict[str, Any], max_gap_s: float) -> dict[str, list[str]]:
+    """What a flow did wrong, by verdict: ``broken`` (a reset, a close, a stall) and ``gap`` (longer than allowed)."""
+    broken = [f"{n} {w}" for n, w in ((report.get("resets", 0), "resets"), (report.get("closed", 0), "closed"),
+                                      (report.get("stalls", 0), "stalls")) if n]
+    gap = []
+    if report.get("max_gap_ms", 0.0) > max_gap_s * 1000.0:
+        gap.append(f"{name}: longest gap {report['max_gap_ms'] / 1000.0:.2f} s > {max_gap_s:g} s")
+    if report.get("sent", 0) == 0:
+        broken.append("sent nothing (the flow never connected)")
+    return {"broken": [f"{name}: {'; '.join(broken)}"] if broken else [], "gap": gap}
+
+
+# -- the datapath before and after -----------------------------------------------------------------------------
+
+
+def id_problems(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], what: str) -> list[str]:
+    """Per node, ``key -> ID`` before and after (service frontends, or backend addresses): an ID that changed
+    for a key present both times, and an ID that now names a different key (reused)."""
+    out = []
+    for node in sorted(set(before) & set(after)):
+        b, a = before[node], after[node]
+        for key in sorted(set(b) & set(a)):
+            if b[key] != a[key]:
+                out.append(f"{node}: {what} {key} had ID {b[key]}, now {a[key]}")
+        owner = {v: k for k, v in b.items()}
+        for key, ident in sorted(a.items()):
+            if ident in owner and owner[ident] != key and key not in b:
+                out.append(f"{node}: {what} ID {ident} was {owner[ident]}, now reused for {key}")
+    return out
+
+
+def regression_problems(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """Datapath properties that held before and not after: KubeProxyReplacement, socket-LB coverage,
+    ServiceNoBackendResponse, the attach mode (tc -> tcx is an improvement), no kube-proxy rules."""
+    out = []
+    for key in ("kube_proxy_replacement", "socket_lb_coverage", "no_backend_response"):
+        if before.get(key) != after.get(key):
+            out.append(f"{key} was {before.get(key)!r}, now {after.get(key)!r}")
+    if before.get("attach_mode") != after.get("attach_mode") and (before.get("attach_mode"), after.get("attach_mode")) != ("tc", "tcx"):
+        out.append(f"attach mode was {before.get('attach_mode')!r}, now {after.get('attach_mode')!r}")
+    if after.get("kube_proxy_rules", 0) > before.get("kube_proxy_rules", 0):
+        out.append(f"kube-proxy rules on the nodes: {before.get('kube_proxy_rules', 0)} before, {after.get('kube_proxy_rules')} after")
+    return out
+
+
+def summary_line(transition: dict[str, Any], max_gap_s: float) -> str:
+    """``upgrade 1.19.8 -> 1.20.2: 0/5 flows broken, longest gap 0.41 s (pod->NodePort, during cilium-abcde restart),
+    service IDs stable, 0 backend IDs changed``."""
+    flows = transition["flows"]
+    broken = sum(1 for f in flows.values() if f["problems"]["broken"])
+    longest = max(flows.items(), key=lambda kv: kv[1]["report"].get("max_gap_ms", 0.0), default=None)
+    if longest is None:
+        gap = "no flows"
+    else:
+        name, f = longest
+        during = f.get("longest_gap_during")
+        gap = f"longest gap {f['report'].get('max_gap_ms', 0.0) / 1000.0:.2f} s ({name}{f', during {during} restart' if during else ''})"
+    diff = transition["diff"]
+    svc = "service IDs stable" if not diff["service_ids"] else f"{len(diff['service_ids'])} service ID changes"
+    return (f"{transition['kind']} {transition['from']} -> {transition['to']}: {broken}/{len(flows)} flows broken, {gap}, {svc}, "
+            f"{len(diff['backend_ids'])} backend IDs changed")

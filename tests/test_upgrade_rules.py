@@ -1,0 +1,158 @@
+"""Upgrade gating's judgements (pytest_kpr.upgrade), table-driven, no cluster, no root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_kpr.upgrade import (
+    RollWatch,
+    attribute,
+    flow_problems,
+    id_problems,
+    kernel_tuple,
+    load_floors,
+    load_removed,
+    preflight_refusals,
+    regression_problems,
+    summary_line,
+    version_refusal,
+)
+
+CLUSTERS = Path(__file__).resolve().parent.parent / "clusters"
+FLOORS = load_floors(CLUSTERS / "kernels.yaml")
+REMOVED = load_removed(CLUSTERS / "removed-options.yaml")
+
+
+@pytest.mark.parametrize(("frm", "to", "refused"), [
+    ("1.19.8", "1.20.2", None),
+    ("1.18.14", "1.19.8", None),
+    ("1.19.8", "1.19.9", None),  # a patch upgrade
+    ("1.18.14", "1.20.2", "more than one minor ahead of 1.18.14: upgrade one minor at a time"),
+    ("1.20.2", "1.19.8", "not newer than the from version"),
+    ("1.20.2", "1.20.2", "not newer than the from version"),
+    ("1.19.8", "2.0.0", "more than one minor ahead"),
+])
+def test_one_minor_at_a_time_upwards(frm: str, to: str, refused: str | None) -> None:
+    why = version_refusal(frm, to)
+    assert (why is None) if refused is None else (why is not None and refused in why), why
+
+
+@pytest.mark.parametrize(("text", "parsed"), [("6.8.0-49-generic", (6, 8, 0)), ("5.10", (5, 10)), ("5.4.0-1", (5, 4, 0)), ("weird", None)])
+def test_kernel_versions(text: str, parsed: tuple[int, ...] | None) -> None:
+    assert kernel_tuple(text) == parsed
+
+
+@pytest.mark.parametrize(("kernels", "to", "refused"), [
+    ({"n1": "6.1.0-13-amd64", "n2": "5.10.0-30-amd64"}, "1.20.2", []),
+    ({"n1": "6.1.0-13-amd64", "n2": "5.4.0-150-generic"}, "1.19.8", ["node n2 runs kernel 5.4.0-150-generic, below Cilium 1.19's floor 5.10"]),
+    ({"n1": "4.19.0"}, "1.19.8", ["node n1 runs kernel 4.19.0, below Cilium 1.19's floor 5.10"]),
+    ({"n1": "unknown"}, "1.19.8", ["node n1 reports kernel 'unknown', which is not a version"]),
+])
+def test_a_node_kernel_below_the_targets_floor_is_refused(kernels: dict[str, str], to: str, refused: list[str]) -> None:
+    got = preflight_refusals("1.18.14" if to.startswith("1.19") else "1.19.8", to, kernels, {}, FLOORS, REMOVED)
+    assert len(got) == len(refused) and all(want in line for want, line in zip(refused, got, strict=True)), got
+
+
+@pytest.mark.parametrize(("values", "to", "refused"), [
+    ({"kubeProxyReplacement": True}, "1.19.8", []),
+    ({"kubeProxyReplacement": "strict"}, "1.19.8", ["kubeProxyReplacement=strict, which Cilium 1.15 removed"]),
+    ({"loadBalancer": {"experimental": True}}, "1.19.8", ["loadBalancer.experimental, which Cilium 1.18 removed"]),
+    ({"loadBalancer": {"algorithm": "maglev"}}, "1.19.8", []),
+    ({"extraConfig": {"enable-node-port": "true"}}, "1.19.8", ["extraConfig.enable-node-port, an agent option Cilium 1.19 removed"]),
+    ({"extraConfig": {"enable-node-port": "true"}}, "1.18.14", []),  # still there in 1.18
+])
+def test_values_that_set_a_removed_option_are_refused(values: dict[str, Any], to: str, refused: list[str]) -> None:
+    frm = {"1.19.8": "1.18.14", "1.18.14": "1.18.10"}[to]
+    got = preflight_refusals(frm, to, {"n1": "6.1.0"}, values, FLOORS, REMOVED)
+    assert len(got) == len(refused) and all(want in line for want, line in zip(refused, got, strict=True)), got
+    assert all("(" in line and ")" in line for line in got), "every refusal cites its source"
+
+
+def pod(name: str, node: str, ready: bool) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"nodeName": node},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def test_the_roll_is_timed_node_by_node() -> None:
+    t = [100.0]
+    w = RollWatch({"a": "cilium-a1", "b": "cilium-b1"}, clock=lambda: t[0])
+    assert not w.observe([pod("cilium-a1", "a", True), pod("cilium-b1", "b", True)])
+    t[0] = 101.0
+    assert not w.observe([pod("cilium-b1", "b", True)])  # a's old pod deleted
+    t[0] = 102.0
+    assert not w.observe([pod("cilium-a2", "a", False), pod("cilium-b1", "b", True)])
+    t[0] = 103.0
+    assert not w.observe([pod("cilium-a2", "a", True), pod("cilium-b1", "b", True)])
+    t[0] = 104.0
+    assert not w.observe([pod("cilium-a2", "a", True), pod("cilium-b1", "b", False)])  # b's old pod terminating
+    t[0] = 106.0
+    assert w.observe([pod("cilium-a2", "a", True), pod("cilium-b2", "b", True)])
+    assert w.timeline() == [
+        {"node": "a", "old_pod": "cilium-a1", "new_pod": "cilium-a2", "down_at": 101.0, "ready_at": 103.0, "seconds": 2.0},
+        {"node": "b", "old_pod": "cilium-b1", "new_pod": "cilium-b2", "down_at": 104.0, "ready_at": 106.0, "seconds": 2.0},
+    ]
+
+
+TIMELINE = [{"node": "a", "old_pod": "cilium-a1", "down_at": 100.0, "ready_at": 102.0},
+            {"node": "b", "old_pod": "cilium-b1", "down_at": 110.0, "ready_at": 112.0}]
+
+
+@pytest.mark.parametrize(("gap", "nodes", "who"), [
+    ({"start": 100.5, "ms": 400}, ("a",), "cilium-a1"),
+    ({"start": 100.5, "ms": 400}, ("b",), None),  # the path does not touch a
+    ({"start": 111.0, "ms": 300}, ("a", "b"), "cilium-b1"),
+    ({"start": 102.5, "ms": 300}, ("a",), "cilium-a1"),  # within the 1 s slack after a's Ready
+    ({"start": 105.0, "ms": 300}, ("a", "b"), None),  # between restarts
+])
+def test_a_gap_is_tied_to_the_restart_on_the_paths_nodes(gap: dict[str, Any], nodes: tuple[str, ...], who: str | None) -> None:
+    assert attribute(gap, TIMELINE, nodes) == who
+
+
+@pytest.mark.parametrize(("report", "broken", "gap"), [
+    ({"sent": 100, "resets": 0, "closed": 0, "stalls": 0, "max_gap_ms": 12.0}, [], []),
+    ({"sent": 100, "resets": 1, "closed": 0, "stalls": 0, "max_gap_ms": 300.0}, ["f: 1 resets"], []),
+    ({"sent": 100, "resets": 0, "closed": 0, "stalls": 0, "max_gap_ms": 3000.0}, [], ["f: longest gap 3.00 s > 1 s"]),
+    ({"sent": 100, "resets": 0, "closed": 0, "stalls": 1, "max_gap_ms": 3000.0}, ["f: 1 stalls"], ["f: longest gap 3.00 s > 1 s"]),
+    ({"sent": 0, "max_gap_ms": 0.0}, ["f: sent nothing (the flow never connected)"], []),
+])
+def test_flow_verdicts(report: dict[str, Any], broken: list[str], gap: list[str]) -> None:
+    assert flow_problems("f", report, 1.0) == {"broken": broken, "gap": gap}
+
+
+@pytest.mark.parametrize(("before", "after", "problems"), [
+    ({"n": {"10.96.0.1:80/TCP": 1, "10.96.0.2:80/TCP": 2}}, {"n": {"10.96.0.1:80/TCP": 1, "10.96.0.2:80/TCP": 2}}, []),
+    ({"n": {"10.96.0.1:80/TCP": 1}}, {"n": {"10.96.0.1:80/TCP": 7}}, ["n: frontend 10.96.0.1:80/TCP had ID 1, now 7"]),
+    ({"n": {"10.96.0.1:80/TCP": 1}}, {"n": {"10.96.0.9:80/TCP": 1}}, ["n: frontend ID 1 was 10.96.0.1:80/TCP, now reused for 10.96.0.9:80/TCP"]),
+    ({"n": {"10.96.0.1:80/TCP": 1}}, {"m": {"10.96.0.1:80/TCP": 2}}, []),  # different nodes are not compared
+])
+def test_ids_stable_and_not_reused(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], problems: list[str]) -> None:
+    assert id_problems(before, after, "frontend") == problems
+
+
+BASE = {"kube_proxy_replacement": "True", "socket_lb_coverage": "Full", "no_backend_response": "reject", "attach_mode": "tc",
+        "kube_proxy_rules": 0}
+
+
+@pytest.mark.parametrize(("after", "problems"), [
+    ({}, []),
+    ({"attach_mode": "tcx"}, []),  # tc -> tcx is what a newer Cilium on 6.6+ does
+    ({"socket_lb_coverage": "Hostns-only"}, ["socket_lb_coverage was 'Full', now 'Hostns-only'"]),
+    ({"kube_proxy_rules": 4}, ["kube-proxy rules on the nodes: 0 before, 4 after"]),
+    ({"no_backend_response": "drop"}, ["no_backend_response was 'reject', now 'drop'"]),
+])
+def test_no_property_regressed(after: dict[str, Any], problems: list[str]) -> None:
+    assert regression_problems(BASE, {**BASE, **after}) == problems
+    if after.get("attach_mode") == "tcx":
+        assert regression_problems({**BASE, "attach_mode": "tcx"}, {**BASE, "attach_mode": "tc"}) == ["attach mode was 'tcx', now 'tc'"]
+
+
+def test_the_summary_line_names_the_longest_gap_and_its_restart() -> None:
+    ok = {"report": {"max_gap_ms": 12.0}, "problems": {"broken": [], "gap": []}}
+    slow = {"report": {"max_gap_ms": 410.0}, "problems": {"broken": [], "gap": []}, "longest_gap_during": "cilium-abcde"}
+    t = {"kind": "upgrade", "from": "1.19.8", "to": "1.20.2", "flows": {"pod->ClusterIP": ok, "pod->NodePort": slow},
+         "diff": {"service_ids": [], "backend_ids": []}}
+    assert summary_line(t, 1.0) == ("upgrade 1.19.8 -> 1.20.2: 0/2 flows broken, longest gap 0.41 s (pod->NodePort, during cilium-abcde "
+                                    "restart), service IDs stable, 0 backend IDs changed")
