@@ -40,6 +40,7 @@ from .parse import (
     parse_version,
 )
 from .parse.config import AgentConfig, parse_config
+from .parse.statedb import parse_lb_maps_dump
 from .wait import retrying
 
 CILIUM_NAMESPACE = "kube-system"
@@ -222,6 +223,7 @@ VIEWS: dict[str, tuple[tuple[str, ...], Callable[[str], Any]]] = {
     "services": (("service", "list", "-o", "json"), parse_service_list_json),
     "lb": (("bpf", "lb", "list"), parse_lb_list),
     "version": (("version",), parse_version),
+    "maps_dump": (("shell", "--", "lb/maps-dump"), parse_lb_maps_dump),
     "config": (("config", "-a"), parse_config),
 }
 

@@ -13,6 +13,7 @@ KPR = "kpr"
 REQUIRES = "kpr_requires"
 DISRUPTIVE = "kpr_disruptive"
 KNOWN_GAP = "kpr_known_gap"
+UPGRADE = "kpr_upgrade"
 
 DOCS = {
     KPR: "kpr: a Cilium kube-proxy-replacement conformance test; runs only when selected with -m kpr.",
@@ -24,6 +25,7 @@ DOCS = {
         "kpr_disruptive: changes cluster state beyond its own namespace (restarts agents, deletes shared "
         "objects); skipped on a cluster the plugin did not create unless --kpr-allow-disruptive."
     ),
+    UPGRADE: "kpr_upgrade: judges an upgrade run; collected only with --kpr-upgrade-to (deselected otherwise).",
     KNOWN_GAP: (
         "kpr_known_gap(id): a gap listed in clusters/known-gaps.yaml; on the Cilium versions it lists the test is "
         "xfail(strict=True), so a release that fixes it is reported."

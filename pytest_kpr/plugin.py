@@ -107,6 +107,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         raise pytest.UsageError(str(e)) from None
     if not _selects_kpr(config):
         _deselect_kpr(config, items)
+    elif not kpr_session(config).settings.upgrade_to:
+        _deselect(config, items, lambda item: item.get_closest_marker(markers.UPGRADE) is not None)
 
 
 def _group_kpr_modules(items: list[pytest.Item]) -> None:
@@ -156,6 +158,13 @@ def _deselect_kpr(config: pytest.Config, items: list[pytest.Item]) -> None:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
         kpr_session(config).deselected_kpr = len(dropped)
+
+
+def _deselect(config: pytest.Config, items: list[pytest.Item], which: Any) -> None:
+    dropped = [item for item in items if which(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not which(item)]
 
 
 def _merge(a: markers.Requirement, b: markers.Requirement) -> markers.Requirement:

@@ -164,6 +164,14 @@ class KprSession:
         self.joined = self.shared.join(provision, attach)
         return got[0]
 
+    def reread_facts(self) -> ClusterFacts:
+        """After Cilium changed under the run (an upgrade): wait for the datapath again and read the facts anew."""
+        assert self.handle is not None
+        states = cilium.wait_ready(self.handle.kube, self.timeouts, self.progress)
+        self.facts = cilium.read_facts(self.handle, states, self.timeouts.EXEC)
+        self._write_cluster_json()
+        return self.facts
+
     def _report_unavailable(self, e: Unavailable) -> bool:
         """A short first line, then one line per missing piece with how to get it. False without a terminal."""
         tr = self.config.pluginmanager.get_plugin("terminalreporter")

@@ -51,6 +51,9 @@ class Timeouts:
     #: cilium/cilium pkg/loadbalancer/reflectors/k8s.go), so a change is processed 0-500 ms after it
     #: arrives, 250 ms on average. An agent read sooner is almost always wasted.
     LB_FIRST_LOOK: float = 0.25
+    #: How long an upgrade's flows run before Cilium is changed and after the datapath is ready again: each
+    #: flow's baseline (pytest_kpr.upgrade_run), 100 messages at 10 ms.
+    FLOW_BASELINE: float = 1.0
 
     def scaled(self, factor: float) -> "Timeouts":
         return replace(self, **{f.name: getattr(self, f.name) * factor for f in fields(self)})

@@ -7,6 +7,8 @@ errors with the reason: the property is then not judged, which is different from
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pytest_kpr.cluster.facts import ClusterFacts
@@ -29,6 +31,34 @@ def lab(kpr_cluster: ClusterHandle, kpr_facts: ClusterFacts, kpr_session: KprSes
               image=s.probe_image, node_port=s.nodeport, progress=kpr_session.progress)
     kpr_session.before_cleanup.append(lambda: evidence.write_report(report_values(lab)))
     return lab
+
+
+@pytest.fixture(scope="session", autouse=True)
+def upgrade_phase(request: pytest.FixtureRequest, kpr_session: KprSession) -> Any:
+    """With --kpr-upgrade-to: before any suite runs, upgrade Cilium under live flows (and with --kpr-downgrade roll
+    back), write upgrade.json, and re-read the facts, so every suite then runs against the upgraded cluster.
+    A refusal (one minor at a time, kernel floors, removed options) stops the run before anything changes."""
+    s = kpr_session.settings
+    if not s.upgrade_to or kpr_session.handle is None:
+        return None
+    from pytest_kpr.session import EXIT_PROVISIONING
+    from pytest_kpr.upgrade_run import UpgradeRefused, UpgradeRun, require_upgradable
+
+    if not kpr_session.handle.created and not s.allow_disruptive:
+        pytest.exit("pytest-kpr: --kpr-upgrade-to changes Cilium on a cluster this run did not create; pass --kpr-allow-disruptive to do it",
+                    returncode=EXIT_PROVISIONING)
+    lab = request.getfixturevalue("lab")
+    evidence = request.getfixturevalue("evidence")
+    assert kpr_session.facts is not None
+    run = UpgradeRun(lab, require_upgradable(kpr_session.provider), s, kpr_session.reread_facts)
+    try:
+        result = run.run(kpr_session.facts.cilium_version, s.upgrade_to, s.downgrade)
+    except UpgradeRefused as e:
+        pytest.exit("pytest-kpr: the upgrade is refused, nothing was changed:\n" + "\n".join(f"  - {r}" for r in e.reasons),
+                    returncode=EXIT_PROVISIONING)
+    evidence.write("upgrade.json", result)
+    evidence.figure("upgrade", "; ".join(t["summary"] for t in result["transitions"]))
+    return result
 
 
 @pytest.fixture(scope="session")

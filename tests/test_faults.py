@@ -154,8 +154,11 @@ def test_every_fault_flag_has_a_row() -> None:
     # tested elsewhere: the two readiness refusals (they stop the run), and the late re-queue, which needs the
     # real settle window (test_suites_vs_fake.py::test_a_claimant_that_appears_late_is_still_seen_to_appear)
     # and the slow agent, which converges late but converges: its lag is measured, not failed
-    # (test_suites_vs_fake.py::test_the_slowest_agent_is_timed_within_the_poll_resolution)
-    assert {f.name for f in fields(Faults)} - used == {"kpr_disabled", "missing_agent_on", "late_requeue_s", "slow_agent_on", "slow_agent_s"}
+    # (test_suites_vs_fake.py::test_the_slowest_agent_is_timed_within_the_poll_resolution); the upgrade faults act
+    # only in an upgrade run (test_upgrade_vs_fake.py::test_each_upgrade_fault_fails_the_verdict_that_names_it)
+    assert {f.name for f in fields(Faults)} - used == {"kpr_disabled", "missing_agent_on", "late_requeue_s", "slow_agent_on", "slow_agent_s",
+                                                       "upgrade_renumbers_ids", "upgrade_flushes_ct", "upgrade_resets_flow",
+                                                       "upgrade_blackhole_flow"}
 
 
 def test_the_iptables_evidence_counts_kube_sep_lines(pytester: pytest.Pytester) -> None:

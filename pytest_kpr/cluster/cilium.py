@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
-from ..agent import Agent, agents
+from ..agent import Agent, agent_pods, agents
 from ..errors import CommandError, InfraError, NotKubeProxyFree, ProvisioningError
 from ..k8s.api import KubeAPI
 from ..parse import ParseError, StatusJSON
@@ -190,3 +190,73 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
         features=frozenset(features),
         nodes=tuple(nodes),
     )
+
+
+# -- upgrades (Documentation/operations/upgrade.rst; ../shared/docs/provisioning.md §3) --------------------------
+
+PREFLIGHT_RELEASE = "cilium-preflight"
+PREFLIGHT_CHECK = "cilium-pre-flight-check"  # the pre-flight DaemonSet and Deployment
+
+
+def helm_get_values(helm: Tool, kubeconfig: Path | None) -> dict[str, Any]:
+    """The install's user-supplied values: ``helm get values cilium -n kube-system -o yaml``."""
+    import yaml
+
+    r = helm.run(["get", "values", "cilium", "--namespace", "kube-system", "--output", "yaml", *(_kc(kubeconfig))], timeout=120)
+    if not r.ok:
+        raise ProvisioningError(f"`helm get values cilium` failed: {(r.stderr or r.stdout).strip()[-300:]}")
+    data = yaml.safe_load(r.stdout) or {}
+    return data if isinstance(data, dict) else {}
+
+
+def _kc(kubeconfig: Path | None) -> list[str]:
+    return ["--kubeconfig", str(kubeconfig)] if kubeconfig is not None else []
+
+
+def helm_upgrade(helm: Tool, kube: KubeAPI, settings: Settings, kubeconfig: Path | None, from_version: str, to_version: str,
+                 saved_values: Path, timeouts: Timeouts, progress: Progress) -> None:
+    """Cilium's upgrade procedure, step by step (Documentation/operations/upgrade.rst):
+
+    1. the pre-flight check: ``helm install cilium-preflight <chart> --version <to> --set preflight.enabled=true
+       --set agent=false --set operator.enabled=false`` plus ``k8sServiceHost``/``Port`` (kube-proxy-free); wait until
+       its DaemonSet is Ready on every node that runs an agent and its Deployment is 1/1 (the images are pulled),
+       then remove it;
+    2. ``helm upgrade cilium <chart> --version <to>`` with the saved values (``helm get values``: never
+       ``--reuse-values`` across minors), the target minor's values and ``upgradeCompatibility=<from minor>``.
+
+    Returns once helm has applied the new DaemonSet; the caller watches the agents roll."""
+    import yaml
+
+    values = yaml.safe_load(saved_values.read_text()) or {}
+    chart, frm = settings.cilium_chart, Version.parse(from_version)
+    host, port = values.get("k8sServiceHost"), values.get("k8sServicePort")
+    pre = ["install", PREFLIGHT_RELEASE, chart, "--version", to_version, "--namespace", "kube-system",
+           "--set", "preflight.enabled=true", "--set", "agent=false", "--set", "operator.enabled=false"]
+    pre += [*(["--set", f"k8sServiceHost={host}"] if host else []), *(["--set", f"k8sServicePort={port}"] if port else []), *_kc(kubeconfig)]
+    progress(f"pre-flight check for Cilium {to_version} (pre-pulls the images on every node)")
+    r = helm.run(pre, timeout=timeouts.CILIUM_READY)
+    if not r.ok:
+        raise ProvisioningError(f"helm install {PREFLIGHT_RELEASE} failed: {(r.stderr or r.stdout).strip()[-300:]}")
+    try:
+        n_agents = len(agent_pods(kube))
+
+        def preflight_ready() -> tuple[int, int]:
+            ds = kube.get("DaemonSet", PREFLIGHT_CHECK, "kube-system") or {}
+            dep = kube.get("Deployment", PREFLIGHT_CHECK, "kube-system") or {}
+            return int((ds.get("status") or {}).get("numberReady", 0)), int((dep.get("status") or {}).get("readyReplicas", 0))
+
+        eventually(preflight_ready, until=lambda rd: rd[0] >= n_agents and rd[1] >= 1, timeout=timeouts.CILIUM_READY,
+                   what=f"the pre-flight DaemonSet Ready on all {n_agents} agent nodes and its Deployment 1/1",
+                   describe=lambda rd: f"DaemonSet {rd[0]}/{n_agents} Ready, Deployment {rd[1]}/1", progress=progress)
+    finally:
+        helm.run(["uninstall", PREFLIGHT_RELEASE, "--namespace", "kube-system", *_kc(kubeconfig)], timeout=300)
+    args = ["upgrade", "cilium", chart, "--version", to_version, "--namespace", "kube-system", "--values", str(saved_values)]
+    per_minor = settings.values_file(Version.parse(to_version).minor_series)
+    if per_minor is not None:
+        args += ["--values", str(per_minor)]
+    args += ["--set", f"upgradeCompatibility={frm.major}.{frm.minor}", *_kc(kubeconfig)]
+    progress(f"helm upgrade cilium {from_version} -> {to_version} (saved values + values-{Version.parse(to_version).minor_series}.yaml, "
+             f"upgradeCompatibility={frm.major}.{frm.minor})")
+    r = helm.run(args, timeout=timeouts.CILIUM_READY)
+    if not r.ok:
+        raise ProvisioningError(f"helm upgrade of Cilium to {to_version} failed: {(r.stderr or r.stdout).strip()[-300:]}")

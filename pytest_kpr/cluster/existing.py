@@ -66,6 +66,28 @@ class ExistingProvider:
     def attach(self, shared: dict[str, Any], progress: Progress) -> ClusterHandle:
         return self.provision(progress)
 
+    def helm_values(self) -> dict[str, Any]:
+        from .cilium import helm_get_values
+
+        return helm_get_values(self._helm(), self.kubeconfig)
+
+    def upgrade(self, to_version: str, from_version: str, progress: Progress) -> None:
+        """Only with --kpr-allow-disruptive (checked by the caller): the cluster is not ours."""
+        from ..wait import Timeouts
+        from .cilium import helm_upgrade
+        from .kind import save_values
+
+        saved = self.settings.artifacts / (self.settings.context or "existing") / "upgrade" / f"values-{from_version}.yaml"
+        save_values(self._helm(), self.kubeconfig, saved)
+        assert self.kube is not None
+        helm_upgrade(self._helm(), self.kube, self.settings, self.kubeconfig, from_version, to_version, saved,
+                     Timeouts().scaled(self.settings.timeout_scale), progress)
+
+    def _helm(self) -> Any:
+        from .tools import require
+
+        return require("helm", self.settings.binary("helm"), purpose="to upgrade Cilium on an existing cluster")
+
     def _namespace(self, purpose: str) -> str:
         if self.create_namespace is None:
             raise KprError("no namespace factory: node commands need the pytest session")

@@ -170,6 +170,16 @@ class KindProvider:
                              nodes=DockerNodeRunner(self._tools["docker"]), created=self.created, kubeconfig=kubeconfig,
                              outside=LocalOutside())
 
+    def helm_values(self) -> dict[str, Any]:
+        return cilium.helm_get_values(self._tools["helm"], Path(self.cluster.kubeconfig_path))
+
+    def upgrade(self, to_version: str, from_version: str, progress: Progress) -> None:
+        kubeconfig = Path(self.cluster.kubeconfig_path)
+        saved = self.settings.artifacts / self.settings.cluster_name / "upgrade" / f"values-{from_version}.yaml"
+        save_values(self._tools["helm"], kubeconfig, saved)
+        cilium.helm_upgrade(self._tools["helm"], self.kube_factory(kubeconfig, None), self.settings, kubeconfig, from_version, to_version,
+                            saved, self.timeouts, progress)
+
     def teardown(self, progress: Progress) -> None:
         if self.cluster is None or not self.created:
             return
@@ -181,6 +191,15 @@ class KindProvider:
             self.cluster.delete()
         except Exception as e:
             progress(f"could not delete kind cluster {self.settings.cluster_name}: {e}")
+
+
+def save_values(helm: Tool, kubeconfig: Path | None, dest: Path) -> Path:
+    """``helm get values cilium -o yaml`` into ``dest`` (kept with the run's evidence: what the upgrade carried over)."""
+    import yaml
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(yaml.safe_dump(cilium.helm_get_values(helm, kubeconfig), sort_keys=True))
+    return dest
 
 
 def default_env_kubeconfig() -> Path | None:

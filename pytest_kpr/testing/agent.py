@@ -73,6 +73,7 @@ class FakeAgent:
             ("map", "list"): self._map_list,
             ("shell", "--", "db/show", "frontends"): self._frontends,
             ("shell", "--", "db/show", "health"): self._health_table,
+            ("shell", "--", "lb/maps-dump"): self._maps_dump,
         }
         h = handlers.get(tuple(args))
         if h is not None:
@@ -202,6 +203,25 @@ class FakeAgent:
             if str(ep["id"]) == ident:
                 return 0, render.endpoint_json(ep), ""
         return 1, "", f"Error: Cannot get endpoint {ident}: [GET /endpoint/{{id}}][404] getEndpointIdNotFound\n"
+
+    def _maps_dump(self) -> tuple[int, str, str]:
+        """``shell -- lb/maps-dump`` (v1.18+): BE, REV and SVC lines as in ../shared/fixtures/cilium/statedb-lb/
+        v1.18-lb-maps-dump-from-clusterip-txtar.txt (docs/cilium-formats.md: "documented as not stable")."""
+        if self.minor < (1, 18):
+            return 1, "", 'Error: unknown command "lb/maps-dump"\n'
+        lb = self.cluster.lb
+        lines: set[str] = set()
+        for fe in self.frontends():
+            flags = fe.type + ("+non-routable" if fe.type == "ClusterIP" else "")
+            addr = f"{fe.ip}:{fe.port}/{fe.proto}"
+            lines.add(f"REV: ID={fe.id} ADDR={fe.ip}:{fe.port}")
+            lines.add(f"SVC: ID={fe.id} ADDR={addr} SLOT=0 LBALG=undef AFFTimeout=0 COUNT={len(fe.backends)} QCOUNT=0 FLAGS={flags}")
+            for slot, be in enumerate(fe.backends, 1):
+                beid = lb.backend_id(be.ip, be.port, fe.proto)
+                lines.add(f"BE: ID={beid} ADDR={be.ip}:{be.port}/{fe.proto} STATE=active")
+                lines.add(f"SVC: ID={fe.id} ADDR={addr} SLOT={slot} BEID={beid} COUNT=0 QCOUNT=0 FLAGS={flags}")
+        order = {"BE": 0, "REV": 1, "SVC": 2}
+        return 0, "".join(x + "\n" for x in sorted(lines, key=lambda x: (order[x.split(":")[0]], x))), ""
 
     def _frontends(self) -> tuple[int, str, str]:
         if self.minor < (1, 18):

@@ -47,6 +47,11 @@ class Faults:
     #: this node's agent programs a new backend only slow_agent_s (wall-clock) seconds after it became ready
     slow_agent_on: str | None = None
     slow_agent_s: float = 2.0
+    # -- during an upgrade (pytest_kpr.testing.upgrade) --
+    upgrade_renumbers_ids: bool = False  # the new agents give services and backends new IDs (not restored: PR #18119)
+    upgrade_flushes_ct: bool = False  # the new agents start with an empty conntrack table (cf. #29667)
+    upgrade_resets_flow: str | None = None  # this flow pod's connection is reset when its node's agent restarts
+    upgrade_blackhole_flow: str | None = None  # this flow pod's path drops everything for 3 s from its node's restart
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,8 @@ class FakeConfig:
     lb_variant: str = "cilium-1.18"
     #: ticks of the LB control plane's coalescing window (stream.Buffer's 500 ms)
     lb_window_ticks: int = 3
+    #: seconds each agent takes to restart during a fake upgrade (the roll is node by node, in wall time)
+    agent_restart_s: float = 0.3
     #: LB-IPAM gives a claimant whose ports now conflict on a shared IP another IP (instead of keeping it)
     lbipam_reassigns_on_conflict: bool = False
     faults: Faults = field(default_factory=Faults)

@@ -35,6 +35,7 @@ from .lb import LbState
 from .node import FakeNodeTools
 from .pods import FakeWorkloads
 from .reach import curl_result, reach
+from .upgrade import FakeUpgrades
 from .view import Obj
 
 __all__ = ["FakeCluster", "FakeConfig", "Faults"]
@@ -96,6 +97,7 @@ class FakeCluster:
         self._endpoint_ids: dict[str, int] = {}
         self.ct: dict[str, list[dict[str, Any]]] = {}
         self.workloads = FakeWorkloads(self)
+        self.upgrades = FakeUpgrades(self)
 
     # -- topology -----------------------------------------------------------------------------------
 
@@ -186,6 +188,14 @@ class FakeCluster:
                 st["conditions"] = [{"type": "Ready", "status": "True"}]
         if hasattr(self, "workloads"):
             self.workloads.reconcile()
+        if hasattr(self, "upgrades"):
+            self.upgrades.reconcile()
+            for pod in self._objects.get("Pod", {}).values():
+                self.upgrades.track(pod)
+
+    def start_roll(self, to_version: str) -> None:
+        """Upgrade (or downgrade) Cilium: agents replaced node by node (pytest_kpr.testing.upgrade)."""
+        self.upgrades.start(to_version)
 
     def _reconcile_deployment(self, dep: Obj) -> None:
         ns = dep["metadata"]["namespace"]
@@ -505,7 +515,7 @@ class FakeCluster:
         self._advance("logs", namespace, pod)
         if (namespace, pod) not in self._objects.get("Pod", {}):
             raise ApiError(404, "NotFound", f'pods "{pod}" not found')
-        return self.workloads.pod_logs(namespace, pod)
+        return self.upgrades.log(namespace, pod) or self.workloads.pod_logs(namespace, pod)
 
     def exec(
         self, namespace: str, pod: str, argv: Sequence[str], container: str | None = None, timeout: float = 60.0

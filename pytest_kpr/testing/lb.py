@@ -57,6 +57,8 @@ class LbState:
         #: when the late_requeue_s fault re-queues the rejected services (time.monotonic())
         self._late_due: float | None = None
         self._t0 = time.monotonic()
+        self._backend_ids: dict[tuple[str, int, str], int] = {}
+        self._id_offset = 0
         #: every backend a service port ever had (the stale_slots fault keeps them all)
         self._ever: dict[tuple[str, str, int], list[FakeBackend]] = {}
 
@@ -101,6 +103,20 @@ class LbState:
         for addr, typ, port in wanted:
             self._spec[(key, addr)] = (typ, port)
         self.model.push(Event(at, Op.UPSERT, key, tuple(a for a, _, _ in wanted)))
+
+    def backend_id(self, ip: str, port: int, proto: str) -> int:
+        """A backend's ID, stable while it exists (lb/maps-dump ``BE: ID=``)."""
+        key = (ip, port, proto)
+        if key not in self._backend_ids:
+            self._backend_ids[key] = len(self._backend_ids) + 1 + self._id_offset
+        return self._backend_ids[key]
+
+    def renumber(self) -> None:
+        """The upgrade_renumbers_ids fault: every service and backend ID changes (IDs not restored after a restart)."""
+        self._id_offset += 100
+        self._ids = {k: v + 100 for k, v in self._ids.items()}
+        self._next_id += 100
+        self._backend_ids = {k: v + 100 for k, v in self._backend_ids.items()}
 
     def _id(self, key: tuple[str, int, str]) -> int:
         if key not in self._ids:
@@ -155,8 +171,12 @@ class LbState:
                 out.append(FakeFrontend(node_ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status))
         for fe in out:
             fe.id = self._id(fe.key)
+        # a deleted frontend frees its ID; a NodePort's per-node frontend (<node IP>:port) lives while its 0.0.0.0 one does,
+        # whichever node's agent is being read
         live = {fe.key for fe in out}
-        for key in [k for k in self._ids if k not in live]:  # a deleted frontend frees its ID
+        wildcard = {(p, proto) for ip, p, proto in live if ip == "0.0.0.0"}
+        node_ips = {c.node_ip(n) for n in c.node_names()}
+        for key in [k for k in self._ids if k not in live and not (k[0] in node_ips and (k[1], k[2]) in wildcard)]:
             del self._ids[key]
         return sorted(out, key=lambda f: f.id)
 

@@ -116,6 +116,9 @@ class FakeWorkloads:
             return self.c.curl_from_node(pod["spec"]["nodeName"], argv[1:], host_network=bool(pod["spec"].get("hostNetwork")))
         if argv[:2] == ["kpr", "probe"] and len(argv) >= 4:
             return self.probe(pod, argv[2], argv[3:])
+        if argv == ["kill", "-TERM", "1"]:  # ends a flow pod's `kpr probe flow` (it prints its summary)
+            self.c.upgrades.stop(pod)
+            return 0, "", ""
         return 127, "", f'exec: "{argv[0]}": executable file not found in $PATH'
 
     def netstat(self, pod: Obj) -> tuple[int, str, str]:

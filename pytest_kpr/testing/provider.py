@@ -47,11 +47,21 @@ class FakeOutside:
 class FakeProvider:
     name = "fake"
 
-    def __init__(self, cluster: FakeCluster, *, created: bool = True, unavailable: str | None = None):
+    def __init__(self, cluster: FakeCluster, *, created: bool = True, unavailable: str | None = None, values: dict[str, Any] | None = None):
         self.cluster = cluster
         self.created = created
         self.unavailable = unavailable
         self.events: list[str] = []
+        self.values = values or {"kubeProxyReplacement": True, "k8sServiceHost": f"{cluster.cfg.name}-control-plane", "k8sServicePort": 6443}
+
+    def helm_values(self) -> dict[str, Any]:
+        return dict(self.values)
+
+    def upgrade(self, to_version: str, from_version: str, progress: Progress) -> None:
+        """The fake's roll: agents replaced node by node in wall time (pytest_kpr.testing.upgrade)."""
+        self.events.append(f"upgrade {from_version} -> {to_version}")
+        progress(f"fake cluster: rolling the agents from Cilium {from_version} to {to_version}")
+        self.cluster.start_roll(to_version)
 
     def preflight(self) -> None:
         self.events.append("preflight")

@@ -1,0 +1,162 @@
+"""The fake cluster's upgrades: agents replaced node by node in wall time, and the flows that live through it.
+
+``FakeCluster.start_roll(version)`` replaces each node's agent pod in turn (``agent_restart_s`` each: the old
+pod goes, a new one is NotReady, then Ready) and switches the cluster's Cilium version when the last is
+Ready. What a flow sees follows Cilium's documented upgrade impact: "Networking connectivity, policy
+enforcement and load balancing will remain functional in general" (cilium/cilium
+Documentation/operations/upgrade.rst, "Upgrade Impact"): the BPF programs and maps stay while an agent
+restarts, so a conforming flow sees no gap beyond its cadence. The faults (pytest_kpr.testing.config) break that.
+
+A flow pod runs ``kpr probe flow TARGET --json ...`` (restartPolicy Never); ``kill -TERM 1`` in it ends the
+flow, and its log then holds what the real command prints: a line per gap over 100 ms and the summary.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .view import Obj
+
+BLACKHOLE_S = 3.0
+
+
+@dataclass
+class RollState:
+    to_version: str
+    start: float
+    nodes: list[str]
+    restart_s: float
+    #: node -> (down_at, ready_at, old pod, new pod)
+    steps: dict[str, tuple[float, float, str, str]] = field(default_factory=dict)
+    done: bool = False
+
+
+@dataclass
+class FlowPod:
+    pod: str
+    namespace: str
+    node: str
+    udp: bool
+    interval_ms: float
+    target: str
+    started: float
+    ended: float | None = None
+
+
+def flow_args(pod: Obj) -> dict[str, Any] | None:
+    cmd = (pod.get("spec", {}).get("containers") or [{}])[0].get("command") or []
+    if cmd[:3] != ["kpr", "probe", "flow"]:
+        return None
+    interval = float(cmd[cmd.index("--interval-ms") + 1]) if "--interval-ms" in cmd else 10.0
+    return {"target": cmd[3], "udp": "--udp" in cmd, "interval_ms": interval}
+
+
+class FakeUpgrades:
+    def __init__(self, cluster: Any):
+        self.c = cluster
+        self.roll: RollState | None = None
+        self.history: list[RollState] = []
+        self.flows: dict[tuple[str, str], FlowPod] = {}
+
+    # -- the roll ----------------------------------------------------------------------------------------
+
+    def start(self, to_version: str) -> None:
+        nodes = sorted(self.c.agents)
+        self.roll = RollState(to_version, time.time(), nodes, self.c.cfg.agent_restart_s)
+
+    def window(self, node: str) -> tuple[float, float] | None:
+        """When ``node``'s agent was (or will be) down in the current or last roll."""
+        for roll in ([self.roll] if self.roll else []) + self.history[::-1]:
+            if node in roll.nodes:
+                i = roll.nodes.index(node)
+                down = roll.start + i * (roll.restart_s + 0.1)
+                return down, down + roll.restart_s
+        return None
+
+    def reconcile(self) -> None:
+        roll = self.roll
+        if roll is None:
+            return
+        now = time.time()
+        pods = self.c._objects["Pod"]
+        for node in roll.nodes:
+            down, up = self.window(node) or (0.0, 0.0)
+            if now < down:
+                continue
+            if node not in roll.steps:
+                old = next(k[1] for k, p in pods.items() if p["metadata"].get("labels", {}).get("k8s-app") == "cilium"
+                           and p["spec"]["nodeName"] == node)
+                template = pods.pop(("kube-system", old))
+                new = f"cilium-{secrets.token_hex(3)[:5]}"
+                pods[("kube-system", new)] = {**template, "metadata": {**template["metadata"], "name": new, "uid": f"uid-roll-{new}"},
+                                              "status": {**template["status"], "conditions": [{"type": "Ready", "status": "False"}]}}
+                roll.steps[node] = (down, up, old, new)
+                if self.c.cfg.faults.upgrade_flushes_ct:  # fault: the new agent starts with an empty CT table
+                    self.c.ct[node] = []
+            if now >= up:
+                pods[("kube-system", roll.steps[node][3])]["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+        if all(n in roll.steps and now >= roll.steps[n][1] for n in roll.nodes):
+            self.c.cfg = replace(self.c.cfg, cilium_version=roll.to_version)
+            if self.c.cfg.faults.upgrade_renumbers_ids:  # fault: IDs not restored across the restart
+                self.c.lb.renumber()
+            roll.done = True
+            self.history.append(roll)
+            self.roll = None
+
+    # -- flows ----------------------------------------------------------------------------------------------
+
+    def track(self, pod: Obj) -> None:
+        """A flow pod that just started: remember when, and (TCP from a pod to a service) the connection's
+        conntrack entry on its node, as for the holder (pytest_kpr.testing.pods)."""
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        args = flow_args(pod)
+        if args is None or key in self.flows or pod["status"].get("phase") != "Running":
+            return
+        node = pod["spec"]["nodeName"]
+        self.flows[key] = FlowPod(key[1], key[0], node, args["udp"], args["interval_ms"], args["target"], time.time())
+        ip, _, port = args["target"].rpartition(":")
+        fe = self.c.lb.find(node, ip, int(port), "UDP" if args["udp"] else "TCP")
+        if args["udp"] or pod["spec"].get("hostNetwork") or fe is None or not fe.backends:
+            return
+        be = fe.backends[len(self.flows) % len(fe.backends)]
+        self.c.ct.setdefault(node, []).append({
+            "proto": "TCP", "dir": "OUT", "src_ip": pod["status"]["podIP"], "src_port": 50000 + len(self.flows), "dst_ip": be.ip,
+            "dst_port": be.port, "rx_flags_seen": 0x1A, "tx_flags_seen": 0x1A, "flags": 0x10, "flag_names": ("SeenNonSyn",),
+            "expires": 21600, "source_security_id": 4242, "rev_nat": 0})
+
+    def stop(self, pod: Obj) -> None:
+        f = self.flows.get((pod["metadata"]["namespace"], pod["metadata"]["name"]))
+        if f is not None and f.ended is None:
+            f.ended = time.time()
+            pod["status"]["phase"] = "Succeeded"
+
+    def log(self, namespace: str, pod: str) -> str:
+        f = self.flows.get((namespace, pod))
+        if f is None or f.ended is None:
+            return ""
+        faults = self.c.cfg.faults
+        sent = int((f.ended - f.started) * 1000.0 / f.interval_ms)
+        report: dict[str, Any] = {"kind": "flow", "proto": "udp" if f.udp else "tcp", "target": f.target, "interval_ms": f.interval_ms,
+                                  "duration_s": round(f.ended - f.started, 3), "started": round(f.started, 3), "ended": round(f.ended, 3),
+                                  "sent": sent, "answered": sent, "lost": 0, "resets": 0, "closed": 0, "stalls": 0, "reconnects": 0,
+                                  "connect_failures": 0, "max_gap_ms": f.interval_ms, "gaps": [],
+                                  "events": [{"at": round(f.started, 3), "event": "connected"}], "rtt_ms": None, "send_late_ms": None}
+        lines = []
+        window = self.window(f.node)
+        if window is not None and f.started <= window[0] <= f.ended:
+            if faults.upgrade_blackhole_flow == pod:
+                gap = {"start": round(window[0], 3), "ms": BLACKHOLE_S * 1000.0}
+                lost = int(BLACKHOLE_S * 1000 / f.interval_ms) if f.udp else 0
+                report.update(max_gap_ms=gap["ms"], gaps=[gap], lost=lost, answered=sent - lost)
+                lines.append({"kind": "gap", **gap})
+            if faults.upgrade_resets_flow == pod and not f.udp:
+                gap = {"start": round(window[0], 3), "ms": round((window[1] - window[0]) * 1000.0, 1)}
+                report.update(resets=1, reconnects=1, max_gap_ms=max(report["max_gap_ms"], gap["ms"]), gaps=report["gaps"] + [gap],
+                              lost=report["lost"] + 3, answered=report["answered"] - 3)
+                report["events"] += [{"at": gap["start"], "event": "reset"}, {"at": round(window[1], 3), "event": "reconnected"}]
+                lines.append({"kind": "gap", **gap})
+        return "".join(json.dumps(x) + "\n" for x in lines + [report])

@@ -1,0 +1,232 @@
+"""The upgrade run: flows that live through it, the roll watched, the datapath before and after (upgrade.json).
+
+Order of one transition (upgrade, and with --kpr-downgrade the way back):
+
+1. the flows start (one pod each, ``kpr probe flow``, a message every 10 ms) and are seen answering;
+2. the datapath is read (``before``): service IDs per frontend and backend IDs per address on every agent
+   (``service list -o json``, ``shell -- lb/maps-dump``), the pod flows' conntrack entries, KubeProxyReplacement,
+   socket-LB coverage, ServiceNoBackendResponse, the attach mode, kube-proxy rules on the nodes;
+3. the provider moves Cilium (pre-flight, ``helm upgrade``: pytest_kpr.cluster.cilium.helm_upgrade) and the
+   roll is watched node by node (:class:`pytest_kpr.upgrade.RollWatch`, every 250 ms), then the datapath
+   readiness check (every agent Ok, KubeProxyReplacement True);
+4. the datapath is read again (``after``), the flows are ended (``kill -TERM 1``: each prints its summary)
+   and judged, each gap tied to the agent restart on its path's nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable
+
+from .agent import agent_pods
+from .checks import KUBE_PROXY_MARKS
+from .cluster import cilium
+from .cluster.provider import UpgradableProvider
+from .datapath import coverage_name, plane_for
+from .errors import KprError
+from .lab import Lab, LabError
+from .upgrade import (
+    FlowPath,
+    RollWatch,
+    attribute,
+    flow_problems,
+    id_problems,
+    load_floors,
+    load_removed,
+    preflight_refusals,
+    regression_problems,
+    summary_line,
+)
+from .wait import eventually
+from .workloads import probe_pod
+
+ECHO_TCP, ECHO_UDP = 7100, 7101
+FLOW_INTERVAL_MS = 10
+
+
+class UpgradeRefused(KprError):
+    """The upgrade would be unsupported: one line per reason, nothing was changed."""
+
+    def __init__(self, reasons: list[str]):
+        super().__init__("; ".join(reasons))
+        self.reasons = reasons
+
+
+class UpgradeRun:
+    def __init__(self, lab: Lab, provider: UpgradableProvider, settings: Any, reread_facts: Callable[[], Any]):
+        self.lab = lab
+        self.provider = provider
+        self.s = settings
+        self.reread_facts = reread_facts
+        self.paths: list[FlowPath] = []
+
+    # -- before anything changes ------------------------------------------------------------------------
+
+    def refusals(self, from_version: str, to_version: str) -> list[str]:
+        clusters = self.s.clusters_dir
+        floors = load_floors(clusters / "kernels.yaml") if clusters else []
+        removed = load_removed(clusters / "removed-options.yaml") if clusters else []
+        kernels = {n.name: n.kernel for n in self.lab.facts.nodes}
+        return preflight_refusals(from_version, to_version, kernels, self.provider.helm_values(), floors, removed)
+
+    # -- workloads -------------------------------------------------------------------------------------------
+
+    def deploy(self) -> list[FlowPath]:
+        """Echo servers (2 replicas, TCP and UDP) behind a ClusterIP and a NodePort Service, and the five paths."""
+        lab = self.lab
+        containers = [
+            {"name": "tcp", "image": lab.image, "imagePullPolicy": "IfNotPresent",
+             "command": ["kpr", "probe", "echo-server", "--port", str(ECHO_TCP)]},
+            {"name": "udp", "image": lab.image, "imagePullPolicy": "IfNotPresent",
+             "command": ["kpr", "probe", "echo-server", "--port", str(ECHO_UDP), "--udp"]},
+        ]
+        lab._create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "flow-echo", "namespace": lab.ns},
+                     "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "flow-echo"}},
+                              "template": {"metadata": {"labels": {"app": "flow-echo"}}, "spec": {"containers": containers}}}})
+        ports = [{"name": "tcp", "port": ECHO_TCP, "targetPort": ECHO_TCP, "protocol": "TCP"},
+                 {"name": "udp", "port": ECHO_UDP, "targetPort": ECHO_UDP, "protocol": "UDP"}]
+        lab._create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "flow-echo", "namespace": lab.ns},
+                     "spec": {"type": "ClusterIP", "selector": {"app": "flow-echo"}, "ports": ports}})
+        lab._create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "flow-echo-np", "namespace": lab.ns},
+                     "spec": {"type": "NodePort", "externalTrafficPolicy": "Cluster", "selector": {"app": "flow-echo"}, "ports": ports[:1]}})
+        eventually(lambda: [p for p in lab.pods("app=flow-echo") if lab.ready(p)], until=lambda r: len(r) == 2,
+                   timeout=lab.t.PODS_READY, what="2 Ready flow-echo pods", describe=lambda r: f"{len(r)} Ready", progress=lab.progress)
+        svc = lab.kube.get("Service", "flow-echo", lab.ns) or {}
+        vip = svc["spec"]["clusterIP"]
+        np_svc = lab.kube.get("Service", "flow-echo-np", lab.ns) or {}
+        node_port = int(np_svc["spec"]["ports"][0]["nodePort"])
+        backends = sorted({p["spec"]["nodeName"] for p in lab.pods("app=flow-echo")})
+        client, remote = lab.client_node, lab.remote_node()
+        without = [n.name for n in lab.facts.nodes if n.name not in backends] or [remote]
+        coverage = lab.facts.socket_lb_coverage if lab.facts.socket_lb_coverage in ("Full", "Hostns-only") else coverage_name(False)
+        self.paths = [
+            FlowPath("pod->ClusterIP", "tcp", "flow-pod-clusterip", False, f"{vip}:{ECHO_TCP}", (client, *backends)),
+            FlowPath("hostnet->ClusterIP", "tcp", "flow-hostnet-clusterip", True, f"{vip}:{ECHO_TCP}", (client, *backends)),
+            FlowPath("pod->NodePort", "tcp", "flow-pod-nodeport", False, f"{lab.node_ip(remote)}:{node_port}", (client, remote, *backends)),
+            FlowPath("hostnet(no backend)->NodePort", "tcp", "flow-hostnet-nodeport", True, f"{lab.node_ip(remote)}:{node_port}",
+                     (without[0], remote, *backends)),
+            FlowPath("udp pod->ClusterIP", "udp", "flow-pod-udp", False, f"{vip}:{ECHO_UDP}", (client, *backends)),
+        ]
+        self.planes = {p.name: plane_for("host" if p.host_network else "pod", "connect", "NodePort" if "NodePort" in p.name else "ClusterIP",
+                                         coverage).plane.value for p in self.paths}
+        return self.paths
+
+    def start_flows(self, kind: str) -> dict[str, str]:
+        """One pod per path (restartPolicy Never), pinned to the path's first node; name -> pod."""
+        lab, pods = self.lab, {}
+        for p in self.paths:
+            name = f"{p.client_pod}-{kind[:4]}"
+            cmd = ["kpr", "probe", "flow", p.target, "--json", "--interval-ms", str(FLOW_INTERVAL_MS),
+                   "--duration", str(int(2 * lab.t.CILIUM_READY + 600)), *(["--udp"] if p.proto == "udp" else [])]
+            pod = probe_pod(name, lab.ns, lab.image, node=p.nodes[0], labels={"app": "kpr-flow"}, command=cmd, host_network=p.host_network)
+            pod["spec"]["restartPolicy"] = "Never"
+            pod["spec"]["tolerations"] = [{"operator": "Exists"}]  # the node without a backend may be the control plane
+            lab._create(pod)
+            pods[p.name] = name
+        for name in pods.values():
+            lab.wait_running(name)
+        return pods
+
+    def stop_flows(self, pods: dict[str, str]) -> dict[str, dict[str, Any]]:
+        """``kill -TERM 1`` in each flow pod: the flow prints its summary, read from the pod's log."""
+        lab, out = self.lab, {}
+        for name in pods.values():
+            lab.exec(name, "kill", "-TERM", "1")
+        for path, name in pods.items():
+            def summary(name: str = name) -> dict[str, Any] | None:
+                for line in reversed(lab.kube.logs(lab.ns, name, "probe").splitlines()):
+                    if line.startswith("{") and json.loads(line).get("kind") == "flow":
+                        return dict(json.loads(line))
+                return None
+
+            out[path] = eventually(summary, until=lambda s: s is not None, timeout=lab.t.EXEC, what=f"the summary of flow {name}").value or {}
+        return out
+
+    # -- the datapath ----------------------------------------------------------------------------------------
+
+    def snapshot(self, flow_pods: dict[str, str]) -> dict[str, Any]:
+        lab = self.lab
+        lab._agents.clear()  # agent pods are replaced by a roll
+        services: dict[str, dict[str, int]] = {}
+        backends: dict[str, dict[str, int]] = {}
+        for a in lab.all_agents():
+            svcs, dump = a.read("services", "maps_dump") if lab.minor >= (1, 18) else (a.services(), [])
+            services[a.node] = {str(s.frontend): s.id for s in svcs}
+            backends[a.node] = {e.fields["ADDR"]: int(e.fields["ID"]) for e in dump if e.kind == "BE"}
+        status, text, config = lab.agent(lab.client_node).read("status_json", "status_verbose", "config")
+        rules = 0
+        for n in lab.facts.nodes:
+            for d in lab.node(n.name).rule_dumps().values():
+                rules += sum(d.count(m) for m in KUBE_PROXY_MARKS) if d is not None else 0
+        ct: dict[str, bool] = {}
+        for p in self.paths:
+            if p.proto != "tcp" or p.host_network or p.name not in flow_pods:
+                continue  # a host-network flow shares the node's address: its entry cannot be told apart
+            pod = lab.kube.get("Pod", flow_pods[p.name], lab.ns) or {}
+            ip = pod.get("status", {}).get("podIP")
+            entries = lab.agent(p.nodes[0]).conntrack(lab.minor)
+            ct[p.name] = any(e.proto == "TCP" and e.dir == "OUT" and e.src_ip == ip for e in entries)
+        return {"services": services, "backends": backends, "flow_ct": ct,
+                "properties": {"kube_proxy_replacement": str(status.kpr.mode), "attach_mode": status.attach_mode,
+                               "socket_lb_coverage": (text.kpr_details.socket_lb_coverage if text.kpr_details else None),
+                               "no_backend_response": config.service_no_backend_response, "kube_proxy_rules": rules}}
+
+    # -- one transition ---------------------------------------------------------------------------------------
+
+    def transition(self, kind: str, from_version: str, to_version: str) -> dict[str, Any]:
+        lab, t = self.lab, self.lab.t
+        lab.progress(f"{kind} {from_version} -> {to_version}: starting {len(self.paths)} flows")
+        pods = self.start_flows(kind)
+        time.sleep(t.FLOW_BASELINE)
+        before = self.snapshot(pods)
+        watch = RollWatch({p["spec"]["nodeName"]: p["metadata"]["name"] for p in agent_pods(lab.kube)})
+        started = time.time()
+        self.provider.upgrade(to_version, from_version, lab.progress)
+        eventually(lambda: watch.observe(agent_pods(lab.kube)), until=bool, timeout=t.CILIUM_READY, every=0.25,
+                   what=f"every node's cilium-agent replaced and Ready ({kind} to {to_version})", progress=lab.progress)
+        states = cilium.wait_ready(lab.kube, t, lab.progress)
+        facts = self.reread_facts()
+        lab.facts, lab.minor = facts, (facts.cilium.major, facts.cilium.minor)
+        time.sleep(t.FLOW_BASELINE)
+        after = self.snapshot(pods)
+        reports = self.stop_flows(pods)
+        timeline = watch.timeline()
+        flows: dict[str, Any] = {}
+        for p in self.paths:
+            r = reports.get(p.name, {})
+            gaps = [{**g, "during": attribute(g, timeline, p.nodes)} for g in r.get("gaps", [])]
+            longest = max(gaps, key=lambda g: g["ms"], default=None)
+            flows[p.name] = {"path": {"client": p.client_pod, "host_network": p.host_network, "target": p.target, "nodes": list(p.nodes),
+                                      "proto": p.proto, "plane": self.planes.get(p.name)},
+                             "report": r, "gaps": gaps, "longest_gap_during": longest["during"] if longest else None,
+                             "problems": flow_problems(p.name, r, self.s.max_gap),
+                             "ct_survived": after["flow_ct"].get(p.name) if before["flow_ct"].get(p.name) else None}
+        diff = {"service_ids": id_problems(before["services"], after["services"], "frontend"),
+                "backend_ids": id_problems(before["backends"], after["backends"], "backend"),
+                "ct_lost": [name for name, f in flows.items() if f["ct_survived"] is False],
+                "regressions": regression_problems(before["properties"], after["properties"])}
+        out: dict[str, Any] = {"kind": kind, "from": from_version, "to": to_version, "started": round(started, 3),
+                               "agents_ready": len(states), "timeline": timeline, "flows": flows, "diff": diff, "before": before, "after": after}
+        line = summary_line(out, self.s.max_gap)
+        out["summary"] = line
+        lab.progress(line)
+        return out
+
+    def run(self, from_version: str, to_version: str, downgrade: bool) -> dict[str, Any]:
+        refused = self.refusals(from_version, to_version)
+        if refused:
+            raise UpgradeRefused(refused)
+        if not self.paths:
+            self.deploy()
+        transitions = [self.transition("upgrade", from_version, to_version)]
+        if downgrade:
+            transitions.append(self.transition("downgrade", to_version, from_version))
+        return {"from": from_version, "to": to_version, "max_gap_s": self.s.max_gap, "planes": self.planes,
+                "transitions": transitions}
+
+
+def require_upgradable(provider: Any) -> UpgradableProvider:
+    if not isinstance(provider, UpgradableProvider):
+        raise LabError(f"provider {getattr(provider, 'name', provider)} cannot upgrade Cilium (it has no helm_values/upgrade)")
+    return provider

@@ -1,0 +1,95 @@
+"""Upgrade gating end to end against the fake cluster (pytester): the fake rolls its agents node by node, the
+upgrade suite passes on a conforming roll, each upgrade fault fails exactly the verdict that names it, and
+unsupported upgrades are refused before anything changes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SUITES = Path(__file__).resolve().parent.parent / "suites"
+CONFTEST = """
+from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider, Faults
+
+PROVIDER = FakeProvider(FakeCluster(FakeConfig(pod_ready_ticks=2, cilium_version="1.19.8", agent_restart_s=0.1, {config})), {provider})
+
+def pytest_kpr_provider(config, settings, timeouts, kube_factory):
+    return PROVIDER
+"""
+ARGS = ("-m", "kpr", "--kpr-artifacts=artifacts", "-p", "no:cacheprovider", "--import-mode=importlib", "--kpr-timeout-scale=0.05",
+        "--kpr-cilium-version=1.19.8", "--kpr-upgrade-to=1.20.2")
+VERDICTS = ["test_no_flow_was_reset_closed_or_stalled", "test_no_flow_saw_a_gap_longer_than_allowed",
+            "test_no_service_or_backend_id_changed_or_was_reused", "test_the_flows_conntrack_entries_survive", "test_no_datapath_property_regressed"]
+
+
+def run(pytester: pytest.Pytester, config: str = "", provider: str = "", *args: str) -> pytest.RunResult:
+    shutil.copytree(SUITES, pytester.path / "suites")
+    pytester.makeconftest(textwrap.dedent(CONFTEST.format(config=config, provider=provider)))
+    return pytester.runpytest(str(pytester.path / "suites" / "test_upgrade.py"), *ARGS, *args)
+
+
+def upgrade_json(pytester: pytest.Pytester) -> dict:
+    return json.loads((pytester.path / "artifacts" / "fake" / "upgrade.json").read_text())
+
+
+def test_a_conforming_roll_passes_and_upgrade_json_has_the_timeline_the_flows_and_the_diff(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "", "", "--kpr-downgrade")
+    result.assert_outcomes(passed=10)
+    result.stdout.fnmatch_lines(["pass  upgrade         upgrade 1.19.8 -> 1.20.2: 0/5 flows broken, longest gap 0.01 s (*), service IDs stable, "
+                                 "0 backend IDs changed; downgrade 1.20.2 -> 1.19.8: 0/5 flows broken*"])
+    data = upgrade_json(pytester)
+    up, down = data["transitions"]
+    assert (up["from"], up["to"], down["from"], down["to"]) == ("1.19.8", "1.20.2", "1.20.2", "1.19.8")
+    assert [s["node"] for s in up["timeline"]] == ["fake-control-plane", "fake-worker", "fake-worker2"], "node by node"
+    assert all(s["new_pod"] != s["old_pod"] and s["ready_at"] >= s["down_at"] for s in up["timeline"]), up["timeline"]
+    assert set(up["flows"]) == {"pod->ClusterIP", "hostnet->ClusterIP", "pod->NodePort", "hostnet(no backend)->NodePort", "udp pod->ClusterIP"}
+    assert all(f["report"]["sent"] > 20 and f["report"]["lost"] == 0 for f in up["flows"].values()), up["flows"]
+    assert up["flows"]["pod->ClusterIP"]["ct_survived"] is True
+    assert up["before"]["backends"] and all(up["before"]["backends"].values()), "backend IDs read from lb/maps-dump"
+    assert up["after"]["properties"]["kube_proxy_replacement"] == "True"
+    cluster = json.loads((pytester.path / "artifacts" / "fake" / "cluster.json").read_text())
+    assert cluster["cilium_version"] == "1.19.8", "the facts are re-read after each transition (back at 1.19.8 after the downgrade)"
+
+
+@pytest.mark.parametrize(("fault", "verdict", "words"), [
+    ("upgrade_resets_flow='flow-pod-clusterip-upgr'", "test_no_flow_was_reset_closed_or_stalled", "flows broke: pod->ClusterIP: 1 resets"),
+    ("upgrade_blackhole_flow='flow-pod-nodeport-upgr'", "test_no_flow_saw_a_gap_longer_than_allowed",
+     "pod->NodePort: longest gap 3.00 s > 1 s (during cilium-"),
+    ("upgrade_renumbers_ids=True", "test_no_service_or_backend_id_changed_or_was_reused", "IDs changed"),
+    ("upgrade_flushes_ct=True", "test_the_flows_conntrack_entries_survive", "the conntrack entries of these flows were gone after the roll"),
+], ids=["flow-reset", "3s-blackhole", "ids-renumbered", "ct-flushed"])
+def test_each_upgrade_fault_fails_the_verdict_that_names_it(pytester: pytest.Pytester, fault: str, verdict: str, words: str) -> None:
+    result = run(pytester, f"faults=Faults({fault})", "", "-rf")
+    failed = sorted({line.split("::")[1].split("[")[0] for line in result.stdout.lines if line.startswith("FAILED ")})
+    assert failed == [verdict], result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines([f"*{words}*"])
+
+
+@pytest.mark.parametrize(("config", "provider", "line"), [
+    ("kernel='5.4.0-150-generic'", "", "node fake-control-plane runs kernel 5.4.0-150-generic, below Cilium 1.20's floor 5.10*"),
+    ("", "values={'loadBalancer': {'experimental': True}}", "the Helm values set loadBalancer.experimental, which Cilium 1.18 removed*"),
+], ids=["kernel-floor", "removed-option"])
+def test_an_unsupported_upgrade_is_refused_before_anything_changes(pytester: pytest.Pytester, config: str, provider: str, line: str) -> None:
+    result = run(pytester, config, provider)
+    assert result.ret == 3
+    result.stdout.fnmatch_lines(["*the upgrade is refused, nothing was changed:*", f"*  - {line}"])
+    assert not (pytester.path / "artifacts" / "fake" / "upgrade.json").exists()
+
+
+def test_upgrading_a_cluster_the_run_did_not_create_needs_allow_disruptive(pytester: pytest.Pytester) -> None:
+    shutil.copytree(SUITES, pytester.path / "suites")
+    pytester.makeconftest(textwrap.dedent(CONFTEST.format(config="", provider="created=False")))
+    result = pytester.runpytest(str(pytester.path / "suites" / "test_upgrade.py"), *ARGS)
+    assert result.ret == 3
+    result.stdout.fnmatch_lines(["*--kpr-upgrade-to changes Cilium on a cluster this run did not create; pass --kpr-allow-disruptive*"])
+
+
+def test_more_than_one_minor_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(textwrap.dedent(CONFTEST.format(config="", provider="")))
+    result = pytester.runpytest("--kpr-cilium-version=1.18.14", "--kpr-upgrade-to=1.20.2", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--kpr-upgrade-to: Cilium 1.20.2 is more than one minor ahead of 1.18.14: upgrade one minor at a time*"])
