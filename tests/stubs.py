@@ -69,6 +69,8 @@ elif tool == "docker":
             sys.exit(1)
         print("28.2.2")
 elif tool == "helm":
+    if argv[:3] == ["get", "values", "cilium"]:
+        print((d / "helm-values").read_text() if (d / "helm-values").exists() else "kubeProxyReplacement: true")
     for i, a in enumerate(argv):
         if a == "--values":
             shutil.copy(argv[i + 1], d / ("helm-values-%d.yaml" % i))

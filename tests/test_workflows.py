@@ -33,3 +33,22 @@ def test_kind_workflow_runs_make_kpr_for_the_pinned_cilium_matrix_and_uploads_ev
     assert "helm/kind-action@" in run and "actions/upload-artifact@" in run
     matrix = yaml.safe_load((REPO / "clusters" / "versions.yaml").read_text())["cilium"]["matrix"]
     assert {".".join(v.split(".")[:2]) for v in matrix} == {"1.18", "1.19", "1.20"}
+
+
+def test_upgrade_workflow_runs_adjacent_minors_up_and_back_and_uploads_upgrade_json() -> None:
+    wf = yaml.safe_load((WF / "kpr-upgrade.yml").read_text())
+    read = steps(wf["jobs"]["matrix"])
+    assert "clusters/versions.yaml" in read and "zip(m, m[1:])" in read
+    import subprocess
+    import sys
+
+    line = next(x for x in read.splitlines() if "pairs=" in x)
+    code = line.split("python -c '", 1)[1].rsplit("')", 1)[0]
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    import json
+
+    pairs = json.loads(out)
+    assert [(p["from"].rsplit(".", 1)[0], p["to"].rsplit(".", 1)[0]) for p in pairs] == [("1.18", "1.19"), ("1.19", "1.20")]
+    run = steps(wf["jobs"]["upgrade"])
+    assert "--kpr-cilium-version=${{ matrix.pair.from }}" in run and "--kpr-upgrade-to=${{ matrix.pair.to }}" in run and "--kpr-downgrade" in run
+    assert "actions/upload-artifact@" in run and "make kpr" in run

@@ -198,23 +198,23 @@ PREFLIGHT_RELEASE = "cilium-preflight"
 PREFLIGHT_CHECK = "cilium-pre-flight-check"  # the pre-flight DaemonSet and Deployment
 
 
-def helm_get_values(helm: Tool, kubeconfig: Path | None) -> dict[str, Any]:
+def helm_get_values(helm: Tool, kubeconfig: Path | None, context: str | None = None) -> dict[str, Any]:
     """The install's user-supplied values: ``helm get values cilium -n kube-system -o yaml``."""
     import yaml
 
-    r = helm.run(["get", "values", "cilium", "--namespace", "kube-system", "--output", "yaml", *(_kc(kubeconfig))], timeout=120)
+    r = helm.run(["get", "values", "cilium", "--namespace", "kube-system", "--output", "yaml", *_kc(kubeconfig, context)], timeout=120)
     if not r.ok:
         raise ProvisioningError(f"`helm get values cilium` failed: {(r.stderr or r.stdout).strip()[-300:]}")
     data = yaml.safe_load(r.stdout) or {}
     return data if isinstance(data, dict) else {}
 
 
-def _kc(kubeconfig: Path | None) -> list[str]:
-    return ["--kubeconfig", str(kubeconfig)] if kubeconfig is not None else []
+def _kc(kubeconfig: Path | None, context: str | None = None) -> list[str]:
+    return (["--kubeconfig", str(kubeconfig)] if kubeconfig is not None else []) + (["--kube-context", context] if context else [])
 
 
 def helm_upgrade(helm: Tool, kube: KubeAPI, settings: Settings, kubeconfig: Path | None, from_version: str, to_version: str,
-                 saved_values: Path, timeouts: Timeouts, progress: Progress) -> None:
+                 saved_values: Path, timeouts: Timeouts, progress: Progress, context: str | None = None) -> None:
     """Cilium's upgrade procedure, step by step (Documentation/operations/upgrade.rst):
 
     1. the pre-flight check: ``helm install cilium-preflight <chart> --version <to> --set preflight.enabled=true
@@ -232,7 +232,7 @@ def helm_upgrade(helm: Tool, kube: KubeAPI, settings: Settings, kubeconfig: Path
     host, port = values.get("k8sServiceHost"), values.get("k8sServicePort")
     pre = ["install", PREFLIGHT_RELEASE, chart, "--version", to_version, "--namespace", "kube-system",
            "--set", "preflight.enabled=true", "--set", "agent=false", "--set", "operator.enabled=false"]
-    pre += [*(["--set", f"k8sServiceHost={host}"] if host else []), *(["--set", f"k8sServicePort={port}"] if port else []), *_kc(kubeconfig)]
+    pre += [*(["--set", f"k8sServiceHost={host}"] if host else []), *(["--set", f"k8sServicePort={port}"] if port else []), *_kc(kubeconfig, context)]
     progress(f"pre-flight check for Cilium {to_version} (pre-pulls the images on every node)")
     r = helm.run(pre, timeout=timeouts.CILIUM_READY)
     if not r.ok:
@@ -249,12 +249,12 @@ def helm_upgrade(helm: Tool, kube: KubeAPI, settings: Settings, kubeconfig: Path
                    what=f"the pre-flight DaemonSet Ready on all {n_agents} agent nodes and its Deployment 1/1",
                    describe=lambda rd: f"DaemonSet {rd[0]}/{n_agents} Ready, Deployment {rd[1]}/1", progress=progress)
     finally:
-        helm.run(["uninstall", PREFLIGHT_RELEASE, "--namespace", "kube-system", *_kc(kubeconfig)], timeout=300)
+        helm.run(["uninstall", PREFLIGHT_RELEASE, "--namespace", "kube-system", *_kc(kubeconfig, context)], timeout=300)
     args = ["upgrade", "cilium", chart, "--version", to_version, "--namespace", "kube-system", "--values", str(saved_values)]
     per_minor = settings.values_file(Version.parse(to_version).minor_series)
     if per_minor is not None:
         args += ["--values", str(per_minor)]
-    args += ["--set", f"upgradeCompatibility={frm.major}.{frm.minor}", *_kc(kubeconfig)]
+    args += ["--set", f"upgradeCompatibility={frm.major}.{frm.minor}", *_kc(kubeconfig, context)]
     progress(f"helm upgrade cilium {from_version} -> {to_version} (saved values + values-{Version.parse(to_version).minor_series}.yaml, "
              f"upgradeCompatibility={frm.major}.{frm.minor})")
     r = helm.run(args, timeout=timeouts.CILIUM_READY)

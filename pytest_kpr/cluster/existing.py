@@ -69,7 +69,7 @@ class ExistingProvider:
     def helm_values(self) -> dict[str, Any]:
         from .cilium import helm_get_values
 
-        return helm_get_values(self._helm(), self.kubeconfig)
+        return helm_get_values(self._helm(), self.kubeconfig, self.settings.context)
 
     def upgrade(self, to_version: str, from_version: str, progress: Progress) -> None:
         """Only with --kpr-allow-disruptive (checked by the caller): the cluster is not ours."""
@@ -78,10 +78,10 @@ class ExistingProvider:
         from .kind import save_values
 
         saved = self.settings.artifacts / (self.settings.context or "existing") / "upgrade" / f"values-{from_version}.yaml"
-        save_values(self._helm(), self.kubeconfig, saved)
+        save_values(self._helm(), self.kubeconfig, saved, self.settings.context)
         assert self.kube is not None
         helm_upgrade(self._helm(), self.kube, self.settings, self.kubeconfig, from_version, to_version, saved,
-                     Timeouts().scaled(self.settings.timeout_scale), progress)
+                     Timeouts().scaled(self.settings.timeout_scale), progress, context=self.settings.context)
 
     def _helm(self) -> Any:
         from .tools import require

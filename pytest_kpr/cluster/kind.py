@@ -193,12 +193,12 @@ class KindProvider:
             progress(f"could not delete kind cluster {self.settings.cluster_name}: {e}")
 
 
-def save_values(helm: Tool, kubeconfig: Path | None, dest: Path) -> Path:
+def save_values(helm: Tool, kubeconfig: Path | None, dest: Path, context: str | None = None) -> Path:
     """``helm get values cilium -o yaml`` into ``dest`` (kept with the run's evidence: what the upgrade carried over)."""
     import yaml
 
     dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(yaml.safe_dump(cilium.helm_get_values(helm, kubeconfig), sort_keys=True))
+    dest.write_text(yaml.safe_dump(cilium.helm_get_values(helm, kubeconfig, context), sort_keys=True))
     return dest
 
 
