@@ -86,7 +86,8 @@ class FlowReport:
 
 class _Meter:
     def __init__(self, host: str, port: int, udp: bool, interval_ms: float, duration_s: float, stall_ms: float,
-                 report_gap_ms: float, out: TextIO | None, connect_timeout: float):
+                 report_gap_ms: float, out: TextIO | None, connect_timeout: float, stop: Callable[[], bool] | None = None):
+        self.stop = stop or (lambda: False)
         self.addr = (host, port)
         self.udp = udp
         self.interval = interval_ms / 1000.0
@@ -214,7 +215,8 @@ class _Meter:
             self.event("connected", start)
         while True:
             now = time.monotonic()
-            if now >= end:
+            if now >= end or self.stop():
+                end = min(end, now)
                 break
             if self.sock is None and now >= next_connect:
                 if self.connect(now):
@@ -255,9 +257,11 @@ class _Meter:
 
 
 def flow(host: str, port: int, *, udp: bool = False, interval_ms: float = 10.0, duration_s: float = 10.0, stall_ms: float = 3000.0,
-         report_gap_ms: float = 100.0, out: TextIO | None = None, connect_timeout: float = 2.0) -> FlowReport:
-    """Run one flow; gap lines (over ``report_gap_ms``) go to ``out`` as they end."""
-    return _Meter(host, port, udp, interval_ms, duration_s, stall_ms, report_gap_ms, out, connect_timeout).run()
+         report_gap_ms: float = 100.0, out: TextIO | None = None, connect_timeout: float = 2.0,
+         stop: Callable[[], bool] | None = None) -> FlowReport:
+    """Run one flow for ``duration_s``, or until ``stop()`` is true (SIGTERM in ``kpr probe flow``); gap lines (over
+    ``report_gap_ms``) go to ``out`` as they end."""
+    return _Meter(host, port, udp, interval_ms, duration_s, stall_ms, report_gap_ms, out, connect_timeout, stop).run()
 
 
 def echo_server(host: str, port: int, udp: bool = False, stop: Callable[[float], bool] | None = None,

@@ -65,7 +65,7 @@ def register(sub: Any) -> None:
     k = kinds.add_parser("flow", help="Send a message every N ms to an echo server and measure every gap, loss, reset and reconnect",
                          description="A flow that lives through a disruption: a 16-byte message every --interval-ms, each echoed. "
                                      "Prints one JSON summary (max_gap_ms, lost, resets, gaps: [{start, ms}], events) with --json, "
-                                     "and a JSON line per gap over --report-gap-ms as it ends.")
+                                     "and a JSON line per gap over --report-gap-ms as it ends. SIGTERM/SIGINT end it early, summary included.")
     k.add_argument("target", type=target, metavar="HOST:PORT", help="address ([IPv6] in brackets) or host name, and port")
     k.add_argument("--udp", action="store_true", help="UDP instead of TCP")
     k.add_argument("--interval-ms", type=argtype(lambda t: inputs.number(t, "--interval-ms", minimum=1), "milliseconds"), default=10.0,
@@ -125,8 +125,9 @@ def _run_flow(args: argparse.Namespace) -> int:
     from .flow import flow
 
     host, port = args.target
+    stop = _stop_on_signals()  # SIGTERM/SIGINT end the flow early: the summary is still printed
     r = flow(inputs.resolve(host), port, udp=args.udp, interval_ms=args.interval_ms, duration_s=args.duration, stall_ms=args.stall_ms,
-             report_gap_ms=args.report_gap_ms, out=sys.stdout if args.json else None)
+             report_gap_ms=args.report_gap_ms, out=sys.stdout if args.json else None, stop=stop.is_set)
     _print(r, args.json)
     return 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from typing import Any, Iterator
 
 import pytest
@@ -149,6 +150,26 @@ def test_kpr_probe_flow_prints_a_gap_line_and_one_summary(topo: Topology) -> Non
     gap, summary = lines
     assert 150 <= gap["ms"] <= 250 and summary["max_gap_ms"] == gap["ms"] and summary["lost"] > 0
     assert {"max_gap_ms", "lost", "resets", "gaps", "events", "sent", "reconnects"} <= set(summary)
+
+
+def test_sigterm_ends_a_flow_early_with_its_summary(topo: Topology) -> None:
+    """How the upgrade run ends its flow pods (`kill -TERM 1`): the flow stops and still prints the summary."""
+    import signal
+    import subprocess
+
+    p = subprocess.Popen(["nsenter", f"--net=/run/netns/{topo.ns('client')}", sys.executable, "-m", "pytest_kpr.cli", "probe", "flow",
+                          f"{server(topo)}:{TCP}", "--duration", "60", "--json"], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        p.send_signal(signal.SIGTERM)
+        out, _ = p.communicate(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    summary = json.loads(out.splitlines()[-1])
+    assert p.returncode == 0 and summary["kind"] == "flow" and 50 <= summary["sent"] <= 200 and summary["lost"] == 0, summary
+    assert summary["duration_s"] == 60 and summary["ended"] - summary["started"] < 5
 
 
 def test_a_second_echo_server_on_a_taken_port_is_one_line_and_exit_1(topo: Topology) -> None:
