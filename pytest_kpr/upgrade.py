@@ -252,9 +252,10 @@ def id_problems(before: dict[str, dict[str, int]], after: dict[str, dict[str, in
 
 def regression_problems(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """Datapath properties that held before and not after: KubeProxyReplacement, socket-LB coverage,
-    ServiceNoBackendResponse, the attach mode (tc -> tcx is an improvement), no kube-proxy rules."""
+    ServiceNoBackendResponse, backend slots equal to the EndpointSlice, the attach mode (tc -> tcx is an
+    improvement), no kube-proxy rules."""
     out = []
-    for key in ("kube_proxy_replacement", "socket_lb_coverage", "no_backend_response"):
+    for key in ("kube_proxy_replacement", "socket_lb_coverage", "no_backend_response", "backend_slots_match"):
         if before.get(key) != after.get(key):
             out.append(f"{key} was {before.get(key)!r}, now {after.get(key)!r}")
     if before.get("attach_mode") != after.get("attach_mode") and (before.get("attach_mode"), after.get("attach_mode")) != ("tc", "tcx"):

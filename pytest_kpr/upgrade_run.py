@@ -159,6 +159,7 @@ class UpgradeRun:
         for n in lab.facts.nodes:
             for d in lab.node(n.name).rule_dumps().values():
                 rules += sum(d.count(m) for m in KUBE_PROXY_MARKS) if d is not None else 0
+        slots_ok = self._echo_slots_match()
         ct: dict[str, bool] = {}
         for p in self.paths:
             if p.proto != "tcp" or p.host_network or p.name not in flow_pods:
@@ -170,7 +171,16 @@ class UpgradeRun:
         return {"services": services, "backends": backends, "flow_ct": ct,
                 "properties": {"kube_proxy_replacement": str(status.kpr.mode), "attach_mode": status.attach_mode,
                                "socket_lb_coverage": (text.kpr_details.socket_lb_coverage if text.kpr_details else None),
-                               "no_backend_response": config.service_no_backend_response, "kube_proxy_rules": rules}}
+                               "no_backend_response": config.service_no_backend_response, "kube_proxy_rules": rules,
+                               "backend_slots_match": slots_ok}}
+
+    def _echo_slots_match(self) -> bool:
+        """Backend-slot convergence for the echo service: every agent's slots hold exactly its EndpointSlice's ready addresses."""
+        lab = self.lab
+        fe = lab.frontend("flow-echo")
+        fe = type(fe)(fe.ip, ECHO_TCP, fe.proto)
+        es = frozenset(a for a in lab.endpointslice_ready("flow-echo") if a.endswith(f":{ECHO_TCP}"))
+        return bool(es) and all(sorted(lab.slot_view(a.node, a.lb_entries(), fe).backends) == sorted(es) for a in lab.all_agents())
 
     # -- one transition ---------------------------------------------------------------------------------------
 

@@ -158,7 +158,7 @@ def test_every_fault_flag_has_a_row() -> None:
     # only in an upgrade run (test_upgrade_vs_fake.py::test_each_upgrade_fault_fails_the_verdict_that_names_it)
     assert {f.name for f in fields(Faults)} - used == {"kpr_disabled", "missing_agent_on", "late_requeue_s", "slow_agent_on", "slow_agent_s",
                                                        "upgrade_renumbers_ids", "upgrade_flushes_ct", "upgrade_resets_flow",
-                                                       "upgrade_blackhole_flow"}
+                                                       "upgrade_blackhole_flow", "upgrade_regresses_no_backend"}
 
 
 def test_the_iptables_evidence_counts_kube_sep_lines(pytester: pytest.Pytester) -> None:

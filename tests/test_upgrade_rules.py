@@ -133,7 +133,7 @@ def test_ids_stable_and_not_reused(before: dict[str, dict[str, int]], after: dic
 
 
 BASE = {"kube_proxy_replacement": "True", "socket_lb_coverage": "Full", "no_backend_response": "reject", "attach_mode": "tc",
-        "kube_proxy_rules": 0}
+        "kube_proxy_rules": 0, "backend_slots_match": True}
 
 
 @pytest.mark.parametrize(("after", "problems"), [
@@ -142,6 +142,7 @@ BASE = {"kube_proxy_replacement": "True", "socket_lb_coverage": "Full", "no_back
     ({"socket_lb_coverage": "Hostns-only"}, ["socket_lb_coverage was 'Full', now 'Hostns-only'"]),
     ({"kube_proxy_rules": 4}, ["kube-proxy rules on the nodes: 0 before, 4 after"]),
     ({"no_backend_response": "drop"}, ["no_backend_response was 'reject', now 'drop'"]),
+    ({"backend_slots_match": False}, ["backend_slots_match was True, now False"]),
 ])
 def test_no_property_regressed(after: dict[str, Any], problems: list[str]) -> None:
     assert regression_problems(BASE, {**BASE, **after}) == problems

@@ -50,7 +50,7 @@ def test_a_conforming_roll_passes_and_upgrade_json_has_the_timeline_the_flows_an
     assert all(f["report"]["sent"] > 20 and f["report"]["lost"] == 0 for f in up["flows"].values()), up["flows"]
     assert up["flows"]["pod->ClusterIP"]["ct_survived"] is True
     assert up["before"]["backends"] and all(up["before"]["backends"].values()), "backend IDs read from lb/maps-dump"
-    assert up["after"]["properties"]["kube_proxy_replacement"] == "True"
+    assert up["after"]["properties"]["kube_proxy_replacement"] == "True" and up["after"]["properties"]["backend_slots_match"] is True
     cluster = json.loads((pytester.path / "artifacts" / "fake" / "cluster.json").read_text())
     assert cluster["cilium_version"] == "1.19.8", "the facts are re-read after each transition (back at 1.19.8 after the downgrade)"
 
@@ -61,7 +61,8 @@ def test_a_conforming_roll_passes_and_upgrade_json_has_the_timeline_the_flows_an
      "pod->NodePort: longest gap 3.00 s > 1 s (during cilium-"),
     ("upgrade_renumbers_ids=True", "test_no_service_or_backend_id_changed_or_was_reused", "IDs changed"),
     ("upgrade_flushes_ct=True", "test_the_flows_conntrack_entries_survive", "the conntrack entries of these flows were gone after the roll"),
-], ids=["flow-reset", "3s-blackhole", "ids-renumbered", "ct-flushed"])
+    ("upgrade_regresses_no_backend=True", "test_no_datapath_property_regressed", "held before and not after: no_backend_response was 'reject', now 'drop'"),
+], ids=["flow-reset", "3s-blackhole", "ids-renumbered", "ct-flushed", "no-backend-regressed"])
 def test_each_upgrade_fault_fails_the_verdict_that_names_it(pytester: pytest.Pytester, fault: str, verdict: str, words: str) -> None:
     result = run(pytester, f"faults=Faults({fault})", "", "-rf")
     failed = sorted({line.split("::")[1].split("[")[0] for line in result.stdout.lines if line.startswith("FAILED ")})

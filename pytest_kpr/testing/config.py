@@ -52,6 +52,7 @@ class Faults:
     upgrade_flushes_ct: bool = False  # the new agents start with an empty conntrack table (cf. #29667)
     upgrade_resets_flow: str | None = None  # this flow pod's connection is reset when its node's agent restarts
     upgrade_blackhole_flow: str | None = None  # this flow pod's path drops everything for 3 s from its node's restart
+    upgrade_regresses_no_backend: bool = False  # the new agents answer a backendless service with drop, not reject
 
 
 @dataclass(frozen=True)

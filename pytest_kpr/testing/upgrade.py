@@ -101,6 +101,8 @@ class FakeUpgrades:
                 pods[("kube-system", roll.steps[node][3])]["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
         if all(n in roll.steps and now >= roll.steps[n][1] for n in roll.nodes):
             self.c.cfg = replace(self.c.cfg, cilium_version=roll.to_version)
+            if self.c.cfg.faults.upgrade_regresses_no_backend:  # fault: a setting lost across the upgrade
+                self.c.cfg = replace(self.c.cfg, no_backend_response="drop")
             if self.c.cfg.faults.upgrade_renumbers_ids:  # fault: IDs not restored across the restart
                 self.c.lb.renumber()
             roll.done = True
