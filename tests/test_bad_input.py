@@ -84,6 +84,8 @@ def no_dns(*args, **kwargs):
 import pytest_kpr.probes as probes
 for name in ("syn_probe", "connect_probe", "http_probe", "hold"):
     setattr(probes, name, refuse)
+import pytest_kpr.flow as flow
+flow.flow = flow.echo_server = refuse
 socket.getaddrinfo = no_dns
 from pytest_kpr.cli import main
 sys.exit(main(sys.argv[1:]))
