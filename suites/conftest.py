@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Convergence, Ghost, Lab, report_values
@@ -25,9 +24,12 @@ def evidence(kpr_session: KprSession) -> Evidence:
 
 
 @pytest.fixture(scope="session")
-def lab(kpr_cluster: ClusterHandle, kpr_facts: ClusterFacts, kpr_session: KprSession, evidence: Evidence) -> Lab:
+def lab(kpr_cluster: ClusterHandle, kpr_session: KprSession, evidence: Evidence) -> Lab:
+    # the session's facts, not the kpr_facts fixture: an upgrade (upgrade_phase) re-reads them, and kpr_facts is
+    # first requested after it, so the suites judge the upgraded cluster by its own facts
     s = kpr_session.settings
-    lab = Lab(kpr_cluster, kpr_facts, kpr_session.timeouts, kpr_session.create_namespace("datapath"),
+    assert kpr_session.facts is not None
+    lab = Lab(kpr_cluster, kpr_session.facts, kpr_session.timeouts, kpr_session.create_namespace("datapath"),
               image=s.probe_image, node_port=s.nodeport, progress=kpr_session.progress)
     kpr_session.before_cleanup.append(lambda: evidence.write_report(report_values(lab)))
     return lab

@@ -94,3 +94,18 @@ def test_more_than_one_minor_is_a_usage_error(pytester: pytest.Pytester) -> None
     result = pytester.runpytest("--kpr-cilium-version=1.18.14", "--kpr-upgrade-to=1.20.2", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--kpr-upgrade-to: Cilium 1.20.2 is more than one minor ahead of 1.18.14: upgrade one minor at a time*"])
+
+
+def test_the_suites_after_an_upgrade_judge_the_upgraded_clusters_facts(pytester: pytest.Pytester) -> None:
+    """kpr_facts is first requested after the upgrade phase: a suite that reads it sees the target version."""
+    shutil.copytree(SUITES, pytester.path / "suites")
+    pytester.makeconftest(textwrap.dedent(CONFTEST.format(config="", provider="")))
+    (pytester.path / "suites" / "test_facts_after.py").write_text(textwrap.dedent("""
+        import pytest
+        pytestmark = pytest.mark.kpr
+
+        def test_facts(kpr_facts, lab):
+            assert kpr_facts.cilium_version == "1.20.2" and lab.facts.cilium_version == "1.20.2" and lab.minor == (1, 20)
+    """))
+    result = pytester.runpytest(str(pytester.path / "suites" / "test_facts_after.py"), *ARGS)
+    result.assert_outcomes(passed=1)
