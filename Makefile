@@ -18,7 +18,7 @@ KERNEL_DEBS := iproute2 iptables nftables conntrack clang libbpf-dev bpftool lib
 
 PROBE_IMAGE ?= pytest-kpr-probe:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
-.PHONY: kpr test venv kernel-deps probe-image clean help mutation
+.PHONY: kpr test test-kernels test-browser venv kernel-deps qemu-deps probe-image clean help mutation
 
 help:
 	@echo "make kpr    run the kpr conformance suites against kind (pytest -m kpr)"
@@ -57,6 +57,37 @@ kernel-deps:
 
 test: $(STAMP) kernel-deps
 	$(BIN)/pytest -n $(TEST_WORKERS) --maxprocesses=4 $(TEST_ARGS)
+
+# Debian packages for booting other kernels under qemu (make test-kernels); the kernels themselves are
+# Debian's linux-image packages, fetched by scripts/kernel_cells.py into .kernels/.
+QEMU_DEBS := qemu-system-x86 busybox-static cpio kmod xz-utils
+
+qemu-deps:
+	@missing=""; for p in $(QEMU_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "[kpr] installing Debian packages for the kernel cells:$$missing"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+		else \
+			echo "[kpr] make test-kernels needs root and:$$missing"; exit 2; \
+		fi; \
+	fi
+
+# kpr matrix's HTML page in a real headless browser: Debian's chromium (installed when root and missing).
+test-browser: $(STAMP)
+	@if ! command -v chromium >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "[kpr] installing Debian's chromium for the browser check"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+		else \
+			echo "[kpr] make test-browser needs chromium (root installs it)"; exit 2; \
+		fi; \
+	fi
+	KPR_REQUIRE_BROWSER=1 $(BIN)/pytest -p no:cacheprovider tests/test_matrix.py -k browser
+
+# The real-kernel tier on Debian's 6.1 and 6.12 kernels under qemu, and on the host's kernel: a table of cells.
+test-kernels: $(STAMP) kernel-deps qemu-deps
+	$(BIN)/python scripts/kernel_cells.py $(KERNEL_ARGS)
 
 # Mutation testing of the judgements, rules, model and health parsers (not in `make test`: ~3 min).
 mutation: $(STAMP)

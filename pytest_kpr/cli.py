@@ -87,10 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
 def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:  # type: ignore[type-arg]
     """Subcommands defined next to the code they expose (imported lazily: ``kpr version`` stays fast)."""
     from .lbmodel_cli import register as lbmodel
+    from .matrix import register as matrix
     from .parse.cli import register as parse
     from .probe_cli import register as probe
 
-    return [parse, probe, lbmodel]
+    return [parse, probe, lbmodel, matrix]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

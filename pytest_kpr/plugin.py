@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from . import markers
+from . import markers, results
 from .errors import MarkerError, SettingsError
 from .session import KprSession
 from .settings import add_options, resolve
@@ -245,6 +245,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else "skipped" if report.skipped else report.outcome
         s.outcomes.setdefault(prop, []).append(outcome)
+        s.test_results.append({"test": item.nodeid, "property": prop, "outcome": outcome})
     if report.failed and report.when == "call" and s.handle is not None:
         from .evidence import failure_bundle
 
@@ -265,7 +266,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_sep("=", "kpr properties")
         figures = s.merged_figures if s.merged_figures is not None else s.evidence.figures if s._evidence is not None else {}
         for prop, outcomes in s.outcomes.items():
-            verdict = "FAIL" if "failed" in outcomes else "pass" if "passed" in outcomes else "skip"
+            verdict = {"fail": "FAIL", "xfail": "skip"}.get(results.verdict(outcomes), results.verdict(outcomes))
             counts = ", ".join(f"{outcomes.count(o)} {o}" for o in ("passed", "failed", "xfailed", "skipped") if outcomes.count(o))
             fig = figures.get(prop, "")
             terminalreporter.write_line(f"{verdict:<5} {prop:<15} {fig}{'  ' if fig else ''}({counts})", red=verdict == "FAIL", green=verdict == "pass")

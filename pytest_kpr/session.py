@@ -62,6 +62,8 @@ class KprSession:
         #: what the run cost the cluster (pytest_kpr.cost), in total and per test node id
         self.cost = Cost()
         self.cost_per_test: dict[str, Cost] = {}
+        #: every kpr test's outcome with its property, for results.json
+        self.test_results: list[dict[str, str]] = []
         #: a pytest-xdist worker shares one cluster with the run's other workers (pytest_kpr.shared_run)
         self.shared: SharedRun | None = None
         self.joined: str | None = None  # "provisioned" or "attached"
@@ -138,6 +140,7 @@ class KprSession:
             states = cilium.wait_ready(self.handle.kube, self.timeouts, self.progress)
             self.facts = cilium.read_facts(self.handle, states, self.timeouts.EXEC)
             self._write_cluster_json()
+            self._refuse_kernels_below_the_floor(self.facts)
         except KprError as e:
             self.failed = str(e)
             self.stop()
@@ -163,6 +166,17 @@ class KprSession:
 
         self.joined = self.shared.join(provision, attach)
         return got[0]
+
+    def _refuse_kernels_below_the_floor(self, facts: ClusterFacts) -> None:
+        """A node whose kernel is below the Cilium version's floor (clusters/kernels.yaml) stops the run: one line per node."""
+        if self.settings.clusters_dir is None or not (self.settings.clusters_dir / "kernels.yaml").is_file():
+            return
+        from .kernels import KernelTable
+
+        problems = KernelTable.load(self.settings.clusters_dir / "kernels.yaml").floor_problems(
+            facts.cilium_version, {n.name: n.kernel for n in facts.nodes})
+        if problems:
+            raise KprError("; ".join(problems))
 
     def reread_facts(self) -> ClusterFacts:
         """After Cilium changed under the run (an upgrade): wait for the datapath again and read the facts anew."""
@@ -232,9 +246,19 @@ class KprSession:
         if self.facts is not None:  # the run's whole cost, cleanup included (the summary line shows the same)
             try:
                 self._write_cluster_json()
+                self._write_results(self.evidence_dir, self.outcomes, self._evidence.figures if self._evidence else {}, self.test_results)
             except OSError as e:
                 self.progress(f"could not write cluster.json with the run's cost: {e}")
         self._teardown()
+
+    @staticmethod
+    def _write_results(d: Path, outcomes: dict[str, list[str]], figures: dict[str, str], tests: list[dict[str, str]]) -> None:
+        """results.json: the verdict, counts and figure of every property, and every test's outcome (kpr matrix reads it)."""
+        from .results import results_json
+
+        if outcomes:
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "results.json").write_text(json.dumps(results_json(outcomes, figures, tests), indent=2) + "\n")
 
     def _teardown(self) -> None:
         if self.provider is not None:
@@ -249,7 +273,7 @@ class KprSession:
         self.shared.write_part({
             "worker": self.shared.worker, "joined": self.joined, "evidence_dir": str(self.evidence_dir),
             "facts": self.facts.to_json() if self.facts is not None else None,
-            "outcomes": self.outcomes, "figures": dict(ev.figures) if ev is not None else {},
+            "outcomes": self.outcomes, "figures": dict(ev.figures) if ev is not None else {}, "tests": self.test_results,
             "report": ev.report if ev is not None and ev.report is not None else None,
             "cost": self.cost.to_json(), "cost_per_test": {k: v.to_json() for k, v in self.cost_per_test.items()},
         })
@@ -265,6 +289,7 @@ class KprSession:
         for part in parts:
             for prop, outs in part["outcomes"].items():
                 self.outcomes.setdefault(prop, []).extend(outs)
+            self.test_results.extend(part.get("tests", []))
             self.merged_figures = {**(self.merged_figures or {}), **part["figures"]}
             for k, v in part["cost"].items():
                 if k != "commands":
@@ -289,6 +314,7 @@ class KprSession:
                 "xdist": {"workers": [p["worker"] for p in parts], "provisioned_by": state.get("provisioned_by"),
                           "torn_down_by": state.get("torn_down_by")}}
             (self.merged_evidence_dir / "cluster.json").write_text(json.dumps(data, indent=2) + "\n")
+            self._write_results(self.merged_evidence_dir, self.outcomes, self.merged_figures or {}, self.test_results)
         if "shared" in state and not state.get("torn_down", True):
             self._teardown_for_dead_worker(state)
         shutil.rmtree(d, ignore_errors=True)

@@ -219,3 +219,63 @@ class NetnsRunner:
 
         cp = subprocess.run(["nsenter", f"--net={NETNS_DIR / self.topo.ns(node)}", *argv], capture_output=True, text=True, timeout=timeout)
         return ExecResult(tuple(argv), cp.returncode, cp.stdout, cp.stderr, f"netns {node}")
+
+
+# -- tc attachment: tcx (a bpf_link, Linux 6.6+) or legacy tc (clsact) -----------------------------------------
+
+BPF_LINK_CREATE = 28  # enum bpf_cmd (include/uapi/linux/bpf.h)
+BPF_TCX_INGRESS = 46  # enum bpf_attach_type: ... BPF_STRUCT_OPS 44, BPF_NETFILTER 45, BPF_TCX_INGRESS 46 (Linux 6.6)
+SYS_BPF = {"x86_64": 321, "aarch64": 280}
+
+
+def compile_tc_pass(out_dir: Path) -> Path:
+    obj = out_dir / "tc_pass.o"
+    arch = os.uname().machine
+    sh("clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{arch}-linux-gnu", "-c", str(Path(__file__).parent / "bpf" / "tc_pass.c"),
+       "-o", str(obj), timeout=60)
+    return obj
+
+
+class TcProgram:
+    """tc_pass.o loaded through libbpf (no bpffs pin); its fd attaches by tcx or is handed to tc by the object file."""
+
+    def __init__(self, obj_path: Path):
+        name = ctypes.util.find_library("bpf") or "libbpf.so.1"
+        L = ctypes.CDLL(name, use_errno=True)
+        L.bpf_object__open_file.restype = ctypes.c_void_p
+        L.bpf_object__open_file.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+        L.bpf_object__load.argtypes = [ctypes.c_void_p]
+        L.bpf_object__find_program_by_name.restype = ctypes.c_void_p
+        L.bpf_object__find_program_by_name.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        L.bpf_program__fd.argtypes = [ctypes.c_void_p]
+        L.bpf_object__close.argtypes = [ctypes.c_void_p]
+        L.libbpf_get_error.argtypes = [ctypes.c_void_p]
+        L.libbpf_get_error.restype = ctypes.c_long
+        self.L, self.path = L, obj_path
+        self.obj = L.bpf_object__open_file(str(obj_path).encode(), None)
+        if not self.obj or L.libbpf_get_error(self.obj):
+            raise OSError(ctypes.get_errno(), f"bpf_object__open_file({obj_path})")
+        rc = L.bpf_object__load(self.obj)
+        if rc != 0:
+            L.bpf_object__close(self.obj)
+            raise OSError(-rc, "bpf_object__load")
+        self.fd = L.bpf_program__fd(L.bpf_object__find_program_by_name(self.obj, b"kprt_tc_pass"))
+
+    def attach_tcx(self, ifindex: int) -> int:
+        """BPF_LINK_CREATE with BPF_TCX_INGRESS through the bpf() syscall (Debian's libbpf 1.1 has no tcx API).
+        Returns the link's fd (the attachment lives until it is closed); raises OSError where the kernel has no tcx."""
+        import struct
+
+        attr = struct.pack("<IIII", self.fd, ifindex, BPF_TCX_INGRESS, 0).ljust(64, b"\0")
+        buf = ctypes.create_string_buffer(attr, len(attr))
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = libc.syscall(SYS_BPF[os.uname().machine], BPF_LINK_CREATE, buf, len(attr))
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"BPF_LINK_CREATE BPF_TCX_INGRESS: {os.strerror(err)}")
+        return int(fd)
+
+    def close(self) -> None:
+        if self.obj:
+            self.L.bpf_object__close(self.obj)
+            self.obj = None

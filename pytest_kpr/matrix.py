@@ -1,0 +1,245 @@
+"""``kpr matrix``: many runs' results side by side, and the regression gate between two runs.
+
+Each argument is an artifact directory of a run (``--kpr-artifacts``; a workflow's downloaded artifact). In it, every
+evidence directory with a ``cluster.json`` is one column: (Cilium version, lowest node kernel, profile), read from
+cluster.json. Its cells come from ``results.json`` (the verdict, counts and key figure of each property, written
+at the end of a run), or, for a run that predates it, from the JUnit XML found in the directory (one property per
+suite module). Each cell links to the column's evidence directory.
+
+Outputs: Markdown (for ``$GITHUB_STEP_SUMMARY``), JSON, and a self-contained HTML page. A cell that fails where
+the column before it (same kernel and profile, older Cilium; or simply the one before) passed is marked as a
+regression. ``kpr matrix --compare OLD NEW`` lists every property that passed in OLD and fails in NEW and exits 1
+when there is one: the regression gate the workflows call.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .inputs import BadInput
+from .results import verdict
+from .versions import Version
+
+SYMBOL = {"pass": "pass", "fail": "FAIL", "skip": "skip", "xfail": "xfail", None: "-"}
+
+
+@dataclass
+class Column:
+    cilium: str
+    kernel: str
+    profile: str
+    evidence: Path
+    cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"Cilium {self.cilium} / kernel {self.kernel} / {self.profile}"
+
+    def sort_key(self) -> tuple[Any, ...]:
+        try:
+            v = Version.parse(self.cilium)
+            cv: tuple[int, ...] = (v.major, v.minor, v.patch)
+        except ValueError:
+            cv = (0,)
+        return (self.profile, self.kernel, cv)
+
+
+def _min_kernel(nodes: list[dict[str, Any]]) -> str:
+    from .upgrade import kernel_tuple
+
+    kernels = [n.get("kernel", "") for n in nodes if n.get("kernel")]
+    parsed = [(kernel_tuple(k) or (), k) for k in kernels]
+    return min(parsed)[1] if parsed else "?"
+
+
+def read_column(evidence: Path) -> Column:
+    facts = json.loads((evidence / "cluster.json").read_text())
+    col = Column(str(facts.get("cilium_version", "?")), _min_kernel(facts.get("nodes") or []), str(facts.get("profile") or "default"), evidence)
+    results = evidence / "results.json"
+    if results.is_file():
+        for prop, r in json.loads(results.read_text()).get("properties", {}).items():
+            col.cells[prop] = {"verdict": r["verdict"], "figure": r.get("figure", ""), "counts": r.get("counts", {})}
+        return col
+    for junit in sorted(evidence.parent.rglob("*.xml")):
+        outcomes: dict[str, list[str]] = {}
+        try:
+            root = ET.parse(junit).getroot()
+        except ET.ParseError:
+            continue
+        for case in root.iter("testcase"):
+            prop = case.get("classname", "?").rsplit(".", 1)[-1].removeprefix("test_").replace("_", " ")
+            kind = next((c.tag for c in case if c.tag in ("failure", "error", "skipped")), None)
+            skipped = case.find("skipped")
+            if kind == "skipped" and skipped is not None and "xfail" in skipped.get("type", ""):
+                out = "xfailed"
+            else:
+                out = {"failure": "failed", "error": "failed", "skipped": "skipped", None: "passed"}[kind]
+            outcomes.setdefault(prop, []).append(out)
+        for prop, outs in outcomes.items():
+            col.cells[prop] = {"verdict": verdict(outs), "figure": "", "counts": {o: outs.count(o) for o in set(outs)}}
+    return col
+
+
+def collect(dirs: list[Path]) -> list[Column]:
+    cols = []
+    for d in dirs:
+        if not d.is_dir():
+            raise BadInput(f"{d} is not a directory (an artifact directory of a run, as --kpr-artifacts names it)")
+        found = sorted(p.parent for p in d.rglob("cluster.json"))
+        if not found:
+            raise BadInput(f"{d} has no cluster.json: not the artifact directory of a kpr run")
+        cols += [read_column(e) for e in found]
+    return sorted(cols, key=lambda c: c.sort_key())
+
+
+def regressions(cols: list[Column]) -> dict[tuple[str, str], str]:
+    """(column key, property) -> the column it regressed from: a fail where the previous column of the same kernel and
+    profile passed."""
+    out: dict[tuple[str, str], str] = {}
+    prev: dict[tuple[str, str], Column] = {}
+    for c in cols:
+        before = prev.get((c.profile, c.kernel))
+        if before is not None:
+            for prop, cell in c.cells.items():
+                if cell["verdict"] == "fail" and before.cells.get(prop, {}).get("verdict") == "pass":
+                    out[(c.key, prop)] = before.key
+        prev[(c.profile, c.kernel)] = c
+    return out
+
+
+def properties(cols: list[Column]) -> list[str]:
+    seen: list[str] = []
+    for c in cols:
+        seen += [p for p in c.cells if p not in seen]
+    return seen
+
+
+def to_json(cols: list[Column]) -> dict[str, Any]:
+    reg = regressions(cols)
+    return {"columns": [{"key": c.key, "cilium": c.cilium, "kernel": c.kernel, "profile": c.profile, "evidence": str(c.evidence)} for c in cols],
+            "properties": {p: {c.key: {**c.cells[p], **({"regressed_from": reg[(c.key, p)]} if (c.key, p) in reg else {})}
+                               for c in cols if p in c.cells} for p in properties(cols)}}
+
+
+def _link(c: Column, base: Path | None) -> str:
+    return os.path.relpath(c.evidence, base) if base is not None else str(c.evidence)
+
+
+def to_markdown(cols: list[Column], base: Path | None = None) -> str:
+    reg = regressions(cols)
+    head = "| property | " + " | ".join(f"[{c.key}]({_link(c, base)})" for c in cols) + " |"
+    rows = [head, "|---|" + "---|" * len(cols)]
+    for p in properties(cols):
+        cells = []
+        for c in cols:
+            cell = c.cells.get(p)
+            if cell is None:
+                cells.append("-")
+                continue
+            mark = " ⚠ regression" if (c.key, p) in reg else ""
+            fig = f" {cell['figure']}" if cell.get("figure") else ""
+            cells.append(f"**{SYMBOL[cell['verdict']]}**{mark}{fig}".replace("|", "\\|"))
+        rows.append(f"| {p} | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def to_html(cols: list[Column], base: Path | None = None) -> str:
+    reg = regressions(cols)
+    esc = html.escape
+    th = "".join(f'<th><a href="{esc(_link(c, base))}">{esc(c.key)}</a></th>' for c in cols)
+    body = []
+    for p in properties(cols):
+        tds = []
+        for c in cols:
+            cell = c.cells.get(p)
+            if cell is None:
+                tds.append('<td class="none">-</td>')
+                continue
+            regressed = (c.key, p) in reg
+            mark = f'<span class="regression" title="passed in {esc(reg[(c.key, p)])}">regression</span>' if regressed else ""
+            tds.append(f'<td class="{cell["verdict"]}{" regressed" if regressed else ""}"><b>{esc(SYMBOL[cell["verdict"]])}</b>{mark}'
+                       f'<div class="fig">{esc(cell.get("figure", ""))}</div></td>')
+        body.append(f"<tr><th>{esc(p)}</th>{''.join(tds)}</tr>")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>kpr conformance matrix</title>
+<style>
+body {{ font-family: sans-serif; margin: 1.5em; }}
+table {{ border-collapse: collapse; }}
+th, td {{ border: 1px solid #999; padding: .3em .6em; vertical-align: top; }}
+td.pass {{ background: #d8f5d0; }} td.fail {{ background: #f8d0d0; }} td.skip, td.xfail {{ background: #eee; }}
+td.regressed {{ outline: 3px solid #b00; }}
+.regression {{ margin-left: .4em; color: #fff; background: #b00; padding: 0 .3em; border-radius: 3px; font-size: .8em; }}
+.fig {{ font-size: .8em; color: #333; max-width: 28em; }}
+</style></head>
+<body><h1>kpr conformance matrix</h1>
+<table id="matrix"><thead><tr><th>property</th>{th}</tr></thead>
+<tbody>{''.join(body)}</tbody></table>
+<p>{len(cols)} runs, {len(properties(cols))} properties, {len(reg)} regressions.</p>
+</body></html>
+"""
+
+
+def compare(old: list[Column], new: list[Column]) -> list[str]:
+    """Every property that passed in OLD and fails in NEW (matched by column: Cilium version, kernel and profile, or the
+    only column on each side)."""
+    out = []
+    pairs = [(o, n) for o in old for n in new if (o.kernel, o.profile) == (n.kernel, n.profile)] or \
+            ([(old[0], new[0])] if len(old) == 1 and len(new) == 1 else [])
+    for o, n in pairs:
+        for prop, cell in n.cells.items():
+            if cell["verdict"] == "fail" and o.cells.get(prop, {}).get("verdict") == "pass":
+                out.append(f"{prop}: passed in {o.key}, fails in {n.key}" + (f" ({cell['figure']})" if cell.get("figure") else ""))
+    return out
+
+
+# -- the command ----------------------------------------------------------------------------------------------------
+
+
+def register(sub: Any) -> None:
+    import argparse
+
+    p = sub.add_parser("matrix", help="Put many runs' results side by side (Markdown, JSON, HTML); --compare OLD NEW is the regression gate",
+                       description="Read artifact directories of kpr runs and write a conformance matrix: one row per property, one "
+                                   "column per (Cilium version, kernel, profile), each cell pass/fail/skip/xfail with its key figure. "
+                                   "With --compare OLD NEW: list every property that passed in OLD and fails in NEW (exit 1 if any).",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dirs", nargs="*", type=Path, metavar="DIR", help="artifact directories (as --kpr-artifacts names them)")
+    p.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"), help="the regression gate between two runs")
+    p.add_argument("--markdown", type=Path, metavar="FILE", help="write the Markdown table here (default: print it)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the matrix as JSON")
+    p.add_argument("--html", type=Path, metavar="FILE", help="write a self-contained HTML page")
+    p.set_defaults(func=_run)
+
+
+def _run(args: Any) -> int:
+    import sys
+
+    if args.compare:
+        if args.dirs:
+            raise BadInput("--compare takes exactly two directories and no others")
+        old, new = collect([args.compare[0]]), collect([args.compare[1]])
+        lines = compare(old, new)
+        for line in lines:
+            print(line)
+        if not lines:
+            print(f"no property passed in {args.compare[0]} and fails in {args.compare[1]}")
+        return 1 if lines else 0
+    if not args.dirs:
+        raise BadInput("name at least one artifact directory (or --compare OLD NEW)")
+    cols = collect(args.dirs)
+    if args.json:
+        args.json.write_text(json.dumps(to_json(cols), indent=2) + "\n")
+    if args.html:
+        args.html.write_text(to_html(cols, args.html.resolve().parent))
+    md = to_markdown(cols, args.markdown.resolve().parent if args.markdown else None)
+    if args.markdown:
+        args.markdown.write_text(md)
+    elif not (args.json or args.html):
+        sys.stdout.write(md)
+    return 0

@@ -1,0 +1,56 @@
+"""Kernel facts as data (clusters/kernels.yaml) and the expectations that come from them."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_kpr.kernels import KernelTable
+
+TABLE = KernelTable.load(Path(__file__).resolve().parent.parent / "clusters" / "kernels.yaml")
+
+
+@pytest.mark.parametrize(("feature", "kernel", "has"), [
+    ("tcx", "6.1.0-50-amd64", False), ("tcx", "6.5.13", False), ("tcx", "6.6.0", True), ("tcx", "6.12.107+deb12-amd64", True),
+    ("tcx", "6.18.0", True),
+    ("getpeername_hook", "5.7.19", False), ("getpeername_hook", "5.8.0", True),
+    ("icmp_no_backend", "5.1.21", False), ("icmp_no_backend", "5.2.0", True),
+    ("netns_cookie", "5.6.19", False), ("netns_cookie", "5.7.0", True),
+    ("bpf_host_routing", "5.4.0-150-generic", False), ("bpf_host_routing", "5.10.0", True),
+    ("netkit", "6.6.30", False), ("netkit", "6.7.0", True),
+    ("tcx", "garbage", None),
+])
+def test_each_feature_on_both_sides_of_its_boundary(feature: str, kernel: str, has: bool | None) -> None:
+    assert TABLE.expects(feature, kernel) is has
+
+
+def test_every_feature_and_floor_cites_a_source() -> None:
+    assert set(TABLE.features) >= {"socket_lb", "icmp_no_backend", "netns_cookie", "getpeername_hook", "bpf_host_routing", "tcx", "netkit"}
+    assert all(f.source and f.what for f in TABLE.features.values())
+    assert {f.cilium for f in TABLE.floors} >= {(1, 16), (1, 17), (1, 18), (1, 19), (1, 20)} and all(f.source for f in TABLE.floors)
+
+
+@pytest.mark.parametrize(("version", "kernels", "problems"), [
+    ("1.20.2", {"a": "6.1.0", "b": "5.10.0"}, []),
+    ("1.20.2", {"a": "6.1.0", "b": "5.4.0-150-generic"}, ["node b runs kernel 5.4.0-150-generic, below Cilium 1.20's floor 5.10"]),
+    ("1.17.6", {"a": "5.4.0-150-generic"}, []),
+    ("1.17.6", {"a": "4.19.0"}, ["node a runs kernel 4.19.0, below Cilium 1.17's floor 5.4"]),
+])
+def test_the_floor_of_a_cilium_version(version: str, kernels: dict[str, str], problems: list[str]) -> None:
+    got = TABLE.floor_problems(version, kernels)
+    assert [g.split(" (")[0] for g in got] == problems
+
+
+def test_a_cluster_below_the_floor_is_refused_naming_the_node(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(textwrap.dedent("""
+        from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
+        PROVIDER = FakeProvider(FakeCluster(FakeConfig(kernel="5.4.0-150-generic")))
+        def pytest_kpr_provider(config, settings, timeouts, kube_factory):
+            return PROVIDER
+    """))
+    pytester.makepyfile("import pytest\n@pytest.mark.kpr\ndef test_x(kpr_facts):\n    pass\n")
+    result = pytester.runpytest("-m", "kpr", "-p", "no:cacheprovider", "--kpr-artifacts=artifacts")
+    assert result.ret == 3
+    result.stdout.fnmatch_lines(["*pytest-kpr: node fake-control-plane runs kernel 5.4.0-150-generic, below Cilium 1.20's floor 5.10*"])
