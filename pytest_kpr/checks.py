@@ -286,3 +286,16 @@ def program_problems(prog: "Mapping[str, object]", attach_mode: str) -> list[str
     if not prog.get("policy_map"):
         p.append(f"no per-endpoint policy map for endpoint {prog.get('endpoint_id')} in the agent's map list")
     return p
+
+
+def attach_mode_kernel_problems(attach_mode: str, node_kernels: "Mapping[str, str]", tcx_from: str) -> list[str]:
+    """The agent's reported attach mode must be possible on every node's kernel: tcx (a bpf_link on the device) exists
+    from ``tcx_from`` (clusters/kernels.yaml, Linux 6.6); before, programs attach as legacy tc. On a tcx kernel either
+    mode is possible (Cilium's bpf.enableTCX decides), so only tcx on an older kernel is a contradiction."""
+    from .upgrade import kernel_tuple
+
+    if attach_mode != "tcx":
+        return []
+    want = kernel_tuple(tcx_from) or ()
+    return [f"the agent reports tcx, but node {node} runs kernel {kernel}, which has no tcx (clusters/kernels.yaml: tcx from {tcx_from})"
+            for node, kernel in sorted(node_kernels.items()) if (kernel_tuple(kernel) or want) < want]

@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kpr.checks import SocketLBObservation, backend_peer_problems, conntrack_out_problems, program_problems, socket_lb_problems
+from pytest_kpr.checks import (
+    SocketLBObservation,
+    attach_mode_kernel_problems,
+    backend_peer_problems,
+    conntrack_out_problems,
+    program_problems,
+    socket_lb_problems,
+)
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab, holder_ct, holder_program
 from pytest_kpr.parse.node import parse_netstat
+from pytest_kpr.session import KprSession
 
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("socket-lb")]
 PROPERTY = "socket LB"
@@ -69,3 +77,13 @@ def test_holder_endpoint_runs_cilium_program_on_its_host_veth(holder: Lab, evide
     evidence.write("prog.json", prog)
     problems = program_problems(prog, kpr_facts.attach_mode)
     assert not problems, "socket LB: " + "; ".join(problems) + f" ({prog})"
+
+
+def test_the_reported_attach_mode_is_possible_on_the_nodes_kernels(kpr_facts: ClusterFacts, kpr_session: KprSession) -> None:
+    """Kernel-aware: what the agent reports (tcx or tc) against what each node's kernel has (clusters/kernels.yaml)."""
+    from pytest_kpr.kernels import KernelTable
+
+    assert kpr_session.settings.clusters_dir is not None
+    table = KernelTable.load(kpr_session.settings.clusters_dir / "kernels.yaml")
+    problems = attach_mode_kernel_problems(kpr_facts.attach_mode, {n.name: n.kernel for n in kpr_facts.nodes}, table.features["tcx"].kernel)
+    assert not problems, "socket LB: " + "; ".join(problems)

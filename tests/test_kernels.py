@@ -54,3 +54,25 @@ def test_a_cluster_below_the_floor_is_refused_naming_the_node(pytester: pytest.P
     result = pytester.runpytest("-m", "kpr", "-p", "no:cacheprovider", "--kpr-artifacts=artifacts")
     assert result.ret == 3
     result.stdout.fnmatch_lines(["*pytest-kpr: node fake-control-plane runs kernel 5.4.0-150-generic, below Cilium 1.20's floor 5.10*"])
+
+
+@pytest.mark.parametrize(("attach", "kernel", "ok"), [
+    ("tcx", "6.5.13", False), ("tcx", "6.6.0", True), ("tc", "6.5.13", True), ("tc", "6.12.107+deb12-amd64", True),
+])
+def test_the_attach_mode_against_the_kernel_on_both_sides_of_the_tcx_boundary(pytester: pytest.Pytester, attach: str, kernel: str,
+                                                                              ok: bool) -> None:
+    """The socket-LB suite against the fake at kernels on both sides of 6.6: tcx reported on a kernel without tcx fails."""
+    import shutil
+
+    shutil.copytree(Path(__file__).resolve().parent.parent / "suites", pytester.path / "suites")
+    pytester.makeconftest(textwrap.dedent(f"""
+        from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
+        PROVIDER = FakeProvider(FakeCluster(FakeConfig(pod_ready_ticks=2, kernel={kernel!r}, attach_mode={attach!r})))
+        def pytest_kpr_provider(config, settings, timeouts, kube_factory):
+            return PROVIDER
+    """))
+    result = pytester.runpytest(str(pytester.path / "suites" / "test_socket_lb.py"), "-m", "kpr", "-p", "no:cacheprovider", "--import-mode=importlib",
+                                "--kpr-artifacts=artifacts", "--kpr-timeout-scale=0.004", "-k", "attach_mode_is_possible")
+    result.assert_outcomes(**({"passed": 1} if ok else {"failed": 1}))
+    if not ok:
+        result.stdout.fnmatch_lines([f"*the agent reports tcx, but node fake-control-plane runs kernel {kernel}, which has no tcx*"])

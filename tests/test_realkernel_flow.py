@@ -136,17 +136,34 @@ def test_a_conntrack_flush_on_a_nated_path_is_seen(topo: Topology) -> None:
     assert r.max_gap_ms >= 400 and r.resets == 0
 
 
+def started(t: Topology, proto: str, port: int, timeout: float = 30.0) -> None:
+    """Until the client namespace has a connected socket to the server's port: the flow's process is past its
+    start-up (seconds under qemu's TCG), so a disruption timed from here falls inside the flow."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if t.exec("client", "ss", "-Hn", "-u" if proto == "udp" else "-t", "state", "established", "dst", f"{server(t)}:{port}").stdout.strip():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {proto} flow to {server(t)}:{port} started within {timeout:.0f} s")
+
+
 def test_kpr_probe_flow_prints_a_gap_line_and_one_summary(topo: Topology) -> None:
+    import subprocess
+
     t = topo
-    timer = threading.Timer(0.4, blocked("drop_udp", UDP, 200), args=(t,))
-    timer.start()
+    p = subprocess.Popen(["nsenter", f"--net=/run/netns/{t.ns('client')}", sys.executable, "-m", "pytest_kpr.cli", "probe", "flow",
+                          f"{server(t)}:{UDP}", "--udp", "--interval-ms", "10", "--duration", "1.5", "--json"], stdout=subprocess.PIPE, text=True)
     try:
-        cp = t.exec("client", sys.executable, "-m", "pytest_kpr.cli", "probe", "flow", f"{server(t)}:{UDP}", "--udp",
-                    "--interval-ms", "10", "--duration", "1", "--json", timeout=30)
+        started(t, "udp", UDP)
+        time.sleep(0.3)
+        blocked("drop_udp", UDP, 200)(t)
+        out, _ = p.communicate(timeout=60)
     finally:
-        timer.join()
-    lines = [json.loads(x) for x in cp.stdout.splitlines()]
-    assert [x["kind"] for x in lines] == ["gap", "flow"], cp.stdout
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert [x["kind"] for x in lines] == ["gap", "flow"], out
     gap, summary = lines
     assert 150 <= gap["ms"] <= 250 and summary["max_gap_ms"] == gap["ms"] and summary["lost"] > 0
     assert {"max_gap_ms", "lost", "resets", "gaps", "events", "sent", "reconnects"} <= set(summary)
@@ -160,7 +177,8 @@ def test_sigterm_ends_a_flow_early_with_its_summary(topo: Topology) -> None:
     p = subprocess.Popen(["nsenter", f"--net=/run/netns/{topo.ns('client')}", sys.executable, "-m", "pytest_kpr.cli", "probe", "flow",
                           f"{server(topo)}:{TCP}", "--duration", "60", "--json"], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.0)
+        started(topo, "tcp", TCP)
+        time.sleep(0.8)
         p.send_signal(signal.SIGTERM)
         out, _ = p.communicate(timeout=10)
     finally:
@@ -168,8 +186,8 @@ def test_sigterm_ends_a_flow_early_with_its_summary(topo: Topology) -> None:
             p.kill()
             p.wait()
     summary = json.loads(out.splitlines()[-1])
-    assert p.returncode == 0 and summary["kind"] == "flow" and 50 <= summary["sent"] <= 200 and summary["lost"] == 0, summary
-    assert summary["duration_s"] == 60 and summary["ended"] - summary["started"] < 5
+    assert p.returncode == 0 and summary["kind"] == "flow" and 40 <= summary["sent"] <= 300 and summary["lost"] == 0, summary
+    assert summary["duration_s"] == 60 and summary["ended"] - summary["started"] < 10
 
 
 def test_a_second_echo_server_on_a_taken_port_is_one_line_and_exit_1(topo: Topology) -> None:

@@ -48,7 +48,7 @@ def evidence(pytester: pytest.Pytester, name: str) -> dict:
 
 # the skip: a pod's raw SYN to a ClusterIP is recorded, not judged, under Full coverage (no plane handles it);
 # the two xfails: the known gap frontend-conflict-requeue, one per way
-ALL = {"passed": 32, "skipped": 1, "xfailed": 2}
+ALL = {"passed": 33, "skipped": 1, "xfailed": 2}
 
 
 def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -> None:
@@ -72,7 +72,8 @@ def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -
     ])
     art = pytester.path / "artifacts" / "fake"
     assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(
-        ["cluster.json", "iptables.json", "svc.json", "scale.json", "ct.json", "prog.json", "nodeport.json", "ghost.json", "sharedvip.json", "report.txt"])
+        ["cluster.json", "iptables.json", "svc.json", "scale.json", "ct.json", "prog.json", "nodeport.json", "ghost.json", "sharedvip.json", "report.txt",
+         "results.json"])
 
 
 NO_BACKEND_PASS = {"passed": 5, "skipped": 1}  # Full coverage: the pod's raw SYN is recorded only
@@ -83,7 +84,7 @@ NO_BACKEND_ALL_JUDGED = {"passed": 6}  # Hostns-only: bpf_lxc handles the pod's 
     ("config", "suites", "outcomes"),
     [
         # pods take the per-packet path (bpf_lxc): the socket-LB and no-backend expectations follow
-        ("socket_lb_hostns_only=True", ("socket_lb", "no_backend"), {"passed": 4 + 6}),
+        ("socket_lb_hostns_only=True", ("socket_lb", "no_backend"), {"passed": 5 + 6}),
         # drop: the socket plane still fails at once; the per-packet plane's answers become timeouts
         ("no_backend_response='drop'", ("no_backend",), NO_BACKEND_PASS),
         ("no_backend_response='drop', socket_lb_hostns_only=True", ("no_backend",), NO_BACKEND_ALL_JUDGED),
@@ -103,7 +104,7 @@ def test_suites_pass_on_other_conforming_configurations(pytester: pytest.Pyteste
 
 
 def test_hostns_only_coverage_is_recorded_with_the_per_packet_view(pytester: pytest.Pytester) -> None:
-    run_suites(pytester, "socket_lb_hostns_only=True", "socket_lb").assert_outcomes(passed=4)
+    run_suites(pytester, "socket_lb_hostns_only=True", "socket_lb").assert_outcomes(passed=5)
     ct = evidence(pytester, "ct.json")
     assert ct["socket_lb_coverage"] == "Hostns-only" and ct["svc_entries"] == 1 and ct["socket_peer"] == ct["app_peer"]
 
@@ -135,7 +136,7 @@ def test_the_reject_is_measured_where_the_per_packet_plane_runs(pytester: pytest
 
 def test_a_fault_in_one_suite_does_not_fail_the_others(pytester: pytest.Pytester) -> None:
     result = run_suites(pytester, "faults=Faults(nodeport_listener=True)")
-    result.assert_outcomes(passed=31, failed=1, skipped=1, xfailed=2)
+    result.assert_outcomes(passed=32, failed=1, skipped=1, xfailed=2)
     result.stdout.fnmatch_lines_random(["FAIL  NodePort *", "pass  iptables *", "pass  socket LB *"])
 
 
@@ -364,7 +365,8 @@ def test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_
         result.stdout.fnmatch_lines([f"pass  {prop}*"])
     art = pytester.path / "artifacts" / "fake"
     assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(
-        ["cluster.json", "iptables.json", "svc.json", "scale.json", "ct.json", "prog.json", "nodeport.json", "ghost.json", "sharedvip.json", "report.txt"])
+        ["cluster.json", "iptables.json", "svc.json", "scale.json", "ct.json", "prog.json", "nodeport.json", "ghost.json", "sharedvip.json", "report.txt",
+         "results.json"])
     report = dict(line.split("=", 1) for line in (art / "report.txt").read_text().splitlines())
     assert not [k for k, v in report.items() if v.startswith("n/a")], f"every value was read by some worker: {report}"
     cluster = json.loads((art / "cluster.json").read_text())

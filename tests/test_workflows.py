@@ -52,3 +52,18 @@ def test_upgrade_workflow_runs_adjacent_minors_up_and_back_and_uploads_upgrade_j
     run = steps(wf["jobs"]["upgrade"])
     assert "--kpr-cilium-version=${{ matrix.pair.from }}" in run and "--kpr-upgrade-to=${{ matrix.pair.to }}" in run and "--kpr-downgrade" in run
     assert "actions/upload-artifact@" in run and "make kpr" in run
+
+
+def test_kernels_workflow_runs_make_kpr_in_an_lvh_vm_per_pinned_kernel_and_reports_one_matrix() -> None:
+    wf = yaml.safe_load((WF / "kpr-kernels.yml").read_text())
+    pins = yaml.safe_load((REPO / "clusters" / "versions.yaml").read_text())["lvh"]
+    assert [k.split("-")[0] for k in pins["kernels"]] == ["5.10", "5.15", "6.1", "6.6", "6.12", "6.18"]
+    assert '["lvh"]["kernels"]' in steps(wf["jobs"]["matrix"])
+    cell = wf["jobs"]["kernel"]
+    lvh = next(s for s in cell["steps"] if "little-vm-helper" in str(s.get("uses", "")))
+    assert lvh["uses"] == pins["action"], "the action is pinned by SHA, as in clusters/versions.yaml"
+    assert len(lvh["uses"].split("@")[1]) == 40
+    assert lvh["with"]["image-version"] == "${{ matrix.kernel }}" and "make kpr" in lvh["with"]["cmd"]
+    assert "actions/upload-artifact@" in steps(cell)
+    report = steps(wf["jobs"]["report"])
+    assert "kpr matrix cells" in report and "GITHUB_STEP_SUMMARY" in report

@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""`make test-kernels`: the real-kernel tier on other kernels, booted here under qemu, plus the host's own.
+
+    sudo .venv/bin/python scripts/kernel_cells.py [--kernel 6.1.0-50-amd64 --kernel 6.12.107+deb12-amd64] [--no-host]
+
+Each cell boots one of Debian's packaged kernels (``apt-get download linux-image-<version>``, unpacked and cached
+under ``.kernels/`` of the checkout) with a busybox initramfs that mounts the host's root read-only over 9p, a tmpfs
+on top, the kernel's own modules and a writable results share, then runs ``pytest -m netns tests`` (the real-kernel
+tier, KPR_REQUIRE_NETNS=1: nothing may skip) and powers off. KVM when /dev/kvm works, TCG otherwise
+(../shared/docs/local-kernel-testing.md §12: ~10 s to boot, ~2 min for the tier per kernel under TCG). The host's
+kernel is the last cell. Each cell writes its results (kernel, the features the tier probed, passed/failed/skipped)
+to <artifacts>/kernels/<kernel>.json; the script prints a table and exits 1 if a cell failed, skipped or did not boot.
+
+A VM that does not reach the tier within --boot-timeout, or does not finish within --timeout, is killed (by its PID)
+and reported with the tail of its console; on any exit, Ctrl-C included, the VMs are killed and their files removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+KERNELS = ["6.1.0-50-amd64", "6.12.107+deb12-amd64"]
+ARTIFACTS = REPO / "kpr-artifacts" / "kernels"
+#: insmod order for virtio 9p and overlayfs (a module built into the kernel is simply not found, and skipped)
+MODULES = ["virtio", "virtio_ring", "virtio_pci_legacy_dev", "virtio_pci_modern_dev", "virtio_pci", "netfs", "fscache", "9pnet",
+           "9pnet_virtio", "9p", "overlay"]
+STAGE2_MARK = "KPR-STAGE2"
+DONE_MARK = "KPR-DONE"
+
+INIT = """#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+for m in {modules}; do [ -f /mods/$m.ko ] && insmod /mods/$m.ko; done
+mkdir -p /ro /rw /new
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 hostroot /ro || {{ echo "KPR-FAIL no 9p root"; echo o > /proc/sysrq-trigger; }}
+mount -t tmpfs tmpfs /rw; mkdir -p /rw/upper /rw/work
+mount -t overlay overlay -o lowerdir=/ro,upperdir=/rw/upper,workdir=/rw/work /new
+mkdir -p /new/lib/modules  # on the tmpfs overlay: the host may have no /lib/modules
+mount -t 9p -o trans=virtio,version=9p2000.L,ro modules /new/lib/modules
+mkdir -p /new/kpr-out; mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out /new/kpr-out
+exec switch_root /new /bin/sh /kpr-out/stage2.sh
+"""
+
+STAGE2 = """#!/bin/sh
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev 2>/dev/null
+mount -t cgroup2 none /sys/fs/cgroup; mount -t bpf bpf /sys/fs/bpf; mount -t tmpfs tmpfs /tmp; mount -t tmpfs tmpfs /run
+mkdir -p /run/netns; ip link set lo up
+echo "{stage2} $(uname -r)"
+cd {repo}
+PYTHONDONTWRITEBYTECODE=1 KPR_REQUIRE_NETNS=1 KPR_KERNEL_FEATURES=/kpr-out/features.jsonl HOME=/tmp \\
+  {python} -m pytest -m netns tests -q -p no:cacheprovider -p no:randomly -o cache_dir=/tmp/pytest-cache \\
+  --junitxml=/kpr-out/junit.xml > /kpr-out/pytest.txt 2>&1
+echo $? > /kpr-out/rc
+echo "{done} $(cat /kpr-out/rc)"
+sync
+echo o > /proc/sysrq-trigger
+sleep 10
+"""
+
+
+def sh(*argv: str, cwd: Path | None = None, timeout: float = 600) -> str:
+    cp = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if cp.returncode != 0:
+        raise SystemExit(f"kernel cells: `{' '.join(argv)}` failed: {(cp.stderr or cp.stdout).strip()[-300:]}")
+    return cp.stdout
+
+
+def fetch(kernel: str, cache: Path) -> Path:
+    """The unpacked package (boot/vmlinuz-<kernel>, lib/modules/<kernel>) under the cache, downloaded once."""
+    root = cache / kernel
+    if (root / "boot" / f"vmlinuz-{kernel}").is_file() and (root / "lib" / "modules" / kernel / "modules.dep").is_file():
+        return root
+    root.mkdir(parents=True, exist_ok=True)
+    print(f"[kernels] downloading Debian's linux-image-{kernel}", flush=True)
+    sh("apt-get", "download", f"linux-image-{kernel}", cwd=root, timeout=900)
+    (deb,) = list(root.glob("linux-image-*.deb"))
+    sh("dpkg-deb", "-x", str(deb), str(root))
+    deb.unlink()
+    sh("depmod", "-b", str(root), kernel)
+    return root
+
+
+def initramfs(kernel_root: Path, kernel: str, work: Path) -> Path:
+    d = work / "initramfs"
+    for sub in ("bin", "mods", "proc", "sys", "dev"):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    busybox = shutil.which("busybox") or "/bin/busybox"
+    shutil.copy(busybox, d / "bin" / "busybox")
+    mods = kernel_root / "lib" / "modules" / kernel
+    found = []
+    for name in MODULES:
+        for suffix in (".ko", ".ko.xz", ".ko.zst"):
+            hits = list(mods.rglob(f"{name}{suffix}"))
+            if hits:
+                dest = d / "mods" / f"{name}.ko"
+                if suffix == ".ko":
+                    shutil.copy(hits[0], dest)
+                elif suffix == ".ko.xz":
+                    dest.write_bytes(subprocess.run(["xz", "-dc", str(hits[0])], capture_output=True, check=True).stdout)
+                else:
+                    dest.write_bytes(subprocess.run(["zstd", "-dc", str(hits[0])], capture_output=True, check=True).stdout)
+                found.append(name)
+                break
+    (d / "init").write_text(INIT.format(modules=" ".join(found)))
+    (d / "init").chmod(0o755)
+    out = work / "initramfs.cpio.gz"
+    files = subprocess.run(["find", "."], cwd=d, capture_output=True, text=True, check=True).stdout
+    cpio = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=d, input=files.encode(), capture_output=True, check=True).stdout
+    out.write_bytes(__import__("gzip").compress(cpio))
+    return out
+
+
+def kvm_works() -> bool:
+    try:
+        fd = os.open("/dev/kvm", os.O_RDWR)
+    except OSError:
+        return False
+    os.close(fd)
+    return "vmx" in Path("/proc/cpuinfo").read_text() or "svm" in Path("/proc/cpuinfo").read_text()
+
+
+def boot(kernel: str, cache: Path, work: Path, boot_timeout: float, timeout: float, procs: list[subprocess.Popen[bytes]]) -> dict:
+    root = fetch(kernel, cache)
+    initrd = initramfs(root, kernel, work)
+    out = work / "out"
+    out.mkdir()
+    (out / "stage2.sh").write_text(STAGE2.format(stage2=STAGE2_MARK, done=DONE_MARK, repo=REPO, python=sys.executable))
+    console = work / "console.log"
+    accel = "kvm" if kvm_works() else "tcg"
+    argv = ["qemu-system-x86_64", "-accel", accel, "-m", "2048", "-smp", "2", "-display", "none", "-no-reboot",
+            "-serial", f"file:{console}", "-monitor", "none",
+            "-kernel", str(root / "boot" / f"vmlinuz-{kernel}"), "-initrd", str(initrd),
+            "-append", "console=ttyS0 panic=-1 quiet",
+            "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+            "-virtfs", f"local,path={root / 'lib' / 'modules'},mount_tag=modules,security_model=none,readonly=on",
+            "-virtfs", f"local,path={out},mount_tag=out,security_model=none"]
+    print(f"[kernels] booting {kernel} under qemu ({accel.upper()})", flush=True)
+    start = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    procs.append(p)
+    booted_at = None
+    while p.poll() is None:
+        text = console.read_text(errors="replace") if console.exists() else ""
+        now = time.monotonic() - start
+        if booted_at is None and STAGE2_MARK in text:
+            booted_at = now
+            print(f"[kernels] {kernel} up in {now:.0f} s; running the real-kernel tier", flush=True)
+        if booted_at is None and now > boot_timeout:
+            return _failed(kernel, p, console, f"did not boot within {boot_timeout:.0f} s", now)
+        if now > timeout:
+            return _failed(kernel, p, console, f"did not finish within {timeout:.0f} s", now)
+        time.sleep(0.5)
+    elapsed = time.monotonic() - start
+    if not (out / "rc").exists():
+        return _failed(kernel, p, console, f"powered off without results (qemu exit {p.returncode}: "
+                                           f"{(p.stderr.read() if p.stderr else b'').decode(errors='replace').strip()[-200:]})", elapsed)
+    return collect(kernel, out, booted_at, elapsed, accel)
+
+
+def _failed(kernel: str, p: subprocess.Popen[bytes], console: Path, why: str, elapsed: float) -> dict:
+    if p.poll() is None:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+    tail = console.read_text(errors="replace").splitlines()[-15:] if console.exists() else []
+    return {"kernel": kernel, "ok": False, "error": why, "console_tail": tail, "seconds": round(elapsed, 1)}
+
+
+def collect(kernel: str, out: Path, booted_at: float | None, elapsed: float, accel: str) -> dict:
+    counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
+    junit = out / "junit.xml"
+    if junit.exists():
+        suite = ET.parse(junit).getroot()
+        suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+        assert suite is not None
+        tests = int(suite.get("tests", 0))
+        counts = {"failed": int(suite.get("failures", 0)), "errors": int(suite.get("errors", 0)), "skipped": int(suite.get("skipped", 0))}
+        counts["passed"] = tests - counts["failed"] - counts["errors"] - counts["skipped"]
+    features: dict[str, str] = {}
+    feats = out / "features.jsonl"
+    if feats.exists():
+        for line in feats.read_text().splitlines():
+            f = json.loads(line)
+            features[f["feature"]] = f["value"]
+    rc = int((out / "rc").read_text().strip()) if (out / "rc").exists() else -1
+    if (out / "pytest.txt").exists():  # the whole output, kept with the results (the cell's files are removed)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(out / "pytest.txt", ARTIFACTS / f"{kernel}.pytest.txt")
+    tail = (out / "pytest.txt").read_text(errors="replace").splitlines()[-3:] if (out / "pytest.txt").exists() else []
+    return {"kernel": kernel, "ok": rc == 0 and counts["failed"] == counts["errors"] == counts["skipped"] == 0 and counts["passed"] > 0,
+            "rc": rc, **counts, "features": features, "accel": accel, "boot_seconds": round(booted_at or 0.0, 1),
+            "seconds": round(elapsed, 1), "pytest_tail": tail}
+
+
+def host_cell(work: Path) -> dict:
+    out = work / "host"
+    out.mkdir()
+    kernel = os.uname().release
+    print(f"[kernels] the host's kernel {kernel}: running the real-kernel tier", flush=True)
+    start = time.monotonic()
+    env = {**os.environ, "KPR_REQUIRE_NETNS": "1", "KPR_KERNEL_FEATURES": str(out / "features.jsonl"), "PYTHONDONTWRITEBYTECODE": "1"}
+    cp = subprocess.run([sys.executable, "-m", "pytest", "-m", "netns", "tests", "-q", "-p", "no:cacheprovider", f"--junitxml={out / 'junit.xml'}"],
+                        cwd=REPO, env=env, capture_output=True, text=True)
+    (out / "rc").write_text(str(cp.returncode))
+    (out / "pytest.txt").write_text(cp.stdout + cp.stderr)
+    return {**collect(kernel, out, 0.0, time.monotonic() - start, "host"), "host": True}
+
+
+def table(cells: list[dict]) -> str:
+    rows = ["| kernel | where | tcx | legacy tc | passed | failed | skipped | boot | total |", "|---|---|---|---|---|---|---|---|---|"]
+    for c in cells:
+        if "error" in c:
+            rows.append(f"| {c['kernel']} | qemu | - | - | - | - | - | {c['error']} | {c['seconds']} s |")
+            continue
+        f = c.get("features", {})
+        rows.append(f"| {c['kernel']} | {c['accel']} | {f.get('tcx', '?')} | {f.get('legacy_tc', '?')} | {c['passed']} | "
+                    f"{c['failed'] + c['errors']} | {c['skipped']} | {c['boot_seconds']} s | {c['seconds']} s |")
+    return "\n".join(rows)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kernel", action="append", help=f"a Debian kernel package version (default: {', '.join(KERNELS)})")
+    ap.add_argument("--no-host", action="store_true", help="skip the host's kernel cell")
+    ap.add_argument("--cache", type=Path, default=REPO / ".kernels", help="where the kernel packages are kept (default .kernels/)")
+    ap.add_argument("--artifacts", type=Path, default=REPO / "kpr-artifacts" / "kernels")
+    ap.add_argument("--boot-timeout", type=float, default=120.0)
+    ap.add_argument("--timeout", type=float, default=1200.0, help="per VM, boot and tier")
+    a = ap.parse_args()
+    global ARTIFACTS
+    ARTIFACTS = a.artifacts
+    if os.geteuid() != 0:
+        print("kernel cells: needs root (network namespaces inside each VM, and apt-get download)", file=sys.stderr)
+        return 2
+    for tool in ("qemu-system-x86_64", "cpio", "depmod", "dpkg-deb", "apt-get", "busybox"):
+        if shutil.which(tool) is None and not (tool == "busybox" and Path("/bin/busybox").exists()):
+            print(f"kernel cells: {tool} is missing (make test-kernels installs qemu-system-x86 busybox-static cpio kmod)", file=sys.stderr)
+            return 2
+    procs: list[subprocess.Popen[bytes]] = []
+    work = Path(tempfile.mkdtemp(prefix=f"kpr-kernels-{os.getpid()}-"))
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    cells: list[dict] = []
+    try:
+        for kernel in a.kernel or KERNELS:
+            cell_dir = work / kernel
+            cell_dir.mkdir()
+            cells.append(boot(kernel, a.cache, cell_dir, a.boot_timeout, a.timeout, procs))
+        if not a.no_host:
+            cells.append(host_cell(work))
+    except KeyboardInterrupt:
+        print("[kernels] interrupted: stopping the VMs", file=sys.stderr)
+        return 130
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)
+        shutil.rmtree(work, ignore_errors=True)
+    a.artifacts.mkdir(parents=True, exist_ok=True)
+    for c in cells:
+        (a.artifacts / f"{c['kernel']}.json").write_text(json.dumps(c, indent=2) + "\n")
+    print(table(cells))
+    bad = [c for c in cells if not c["ok"]]
+    for c in bad:
+        print(f"[kernels] {c['kernel']}: " + (c.get("error") or f"pytest exit {c.get('rc')}, {c.get('failed', 0) + c.get('errors', 0)} failed, "
+                                               f"{c.get('skipped', 0)} skipped"), file=sys.stderr)
+        for line in c.get("console_tail") or c.get("pytest_tail") or []:
+            print(f"    {line}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
