@@ -60,7 +60,7 @@ test: $(STAMP) kernel-deps
 
 # Debian packages for booting other kernels under qemu (make test-kernels); the kernels themselves are
 # Debian's linux-image packages, fetched by scripts/kernel_cells.py into .kernels/.
-QEMU_DEBS := qemu-system-x86 busybox-static cpio kmod xz-utils
+QEMU_DEBS := qemu-system-x86 busybox-static kmod xz-utils
 
 qemu-deps:
 	@missing=""; for p in $(QEMU_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

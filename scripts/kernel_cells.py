@@ -115,10 +115,25 @@ def initramfs(kernel_root: Path, kernel: str, work: Path) -> Path:
     (d / "init").write_text(INIT.format(modules=" ".join(found)))
     (d / "init").chmod(0o755)
     out = work / "initramfs.cpio.gz"
-    files = subprocess.run(["find", "."], cwd=d, capture_output=True, text=True, check=True).stdout
-    cpio = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=d, input=files.encode(), capture_output=True, check=True).stdout
-    out.write_bytes(__import__("gzip").compress(cpio))
+    out.write_bytes(__import__("gzip").compress(newc(d)))
     return out
+
+
+def newc(root: Path) -> bytes:
+    """A cpio archive in the kernel's initramfs ("newc") format of everything under ``root``."""
+    def entry(name: str, mode: int, data: bytes, ino: int) -> bytes:
+        fields = [ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(name) + 1, 0]
+        head = b"070701" + b"".join(b"%08X" % f for f in fields) + name.encode() + b"\0"
+        head += b"\0" * (-len(head) % 4)
+        return head + data + b"\0" * (-len(data) % 4)
+
+    out = b""
+    for ino, p in enumerate(sorted(root.rglob("*")), 1):
+        rel = str(p.relative_to(root))
+        st = p.lstat()
+        data = os.readlink(p).encode() if p.is_symlink() else (p.read_bytes() if p.is_file() else b"")
+        out += entry(rel, st.st_mode, data, ino)
+    return out + entry("TRAILER!!!", 0, b"", 0)
 
 
 def kvm_works() -> bool:
@@ -242,9 +257,9 @@ def main() -> int:
     if os.geteuid() != 0:
         print("kernel cells: needs root (network namespaces inside each VM, and apt-get download)", file=sys.stderr)
         return 2
-    for tool in ("qemu-system-x86_64", "cpio", "depmod", "dpkg-deb", "apt-get", "busybox"):
+    for tool in ("qemu-system-x86_64", "depmod", "dpkg-deb", "apt-get", "busybox"):
         if shutil.which(tool) is None and not (tool == "busybox" and Path("/bin/busybox").exists()):
-            print(f"kernel cells: {tool} is missing (make test-kernels installs qemu-system-x86 busybox-static cpio kmod)", file=sys.stderr)
+            print(f"kernel cells: {tool} is missing (make test-kernels installs qemu-system-x86 busybox-static kmod)", file=sys.stderr)
             return 2
     procs: list[subprocess.Popen[bytes]] = []
     work = Path(tempfile.mkdtemp(prefix=f"kpr-kernels-{os.getpid()}-"))

@@ -1,0 +1,89 @@
+"""make test-kernels' runner (scripts/kernel_cells.py) with a stand-in qemu: a VM that never boots is a clear failure
+with its console's tail, never a hang, and Ctrl-C leaves no VM and no files behind. (The real kernels are booted by
+`make test-kernels` itself.)"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+KERNEL = "6.1.0-50-amd64"
+pytestmark = pytest.mark.netns  # root only, like the tier whose runner it is
+
+QEMU = """#!/bin/sh
+echo $$ >> "{pids}"
+for a in "$@"; do case "$a" in file:*) console="${{a#file:}}";; esac; done
+echo "SeaBIOS (stand-in): booting nothing" > "$console"
+exec sleep 300
+"""
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path) -> dict[str, Path]:
+    if os.geteuid() != 0:
+        pytest.skip("the kernel cells run as root")
+    bin_dir, cache = tmp_path / "bin", tmp_path / "cache"
+    bin_dir.mkdir()
+    pids = tmp_path / "qemu.pids"
+    (bin_dir / "qemu-system-x86_64").write_text(QEMU.format(pids=pids))
+    (bin_dir / "busybox").write_text("#!/bin/sh\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    (cache / KERNEL / "boot").mkdir(parents=True)
+    (cache / KERNEL / "boot" / f"vmlinuz-{KERNEL}").write_bytes(b"")
+    (cache / KERNEL / "lib" / "modules" / KERNEL).mkdir(parents=True)
+    (cache / KERNEL / "lib" / "modules" / KERNEL / "modules.dep").write_text("")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    return {"bin": bin_dir, "cache": cache, "pids": pids, "tmp": tmp, "artifacts": tmp_path / "artifacts"}
+
+
+def start(s: dict[str, Path], boot_timeout: float) -> subprocess.Popen[str]:
+    env = {**os.environ, "PATH": f"{s['bin']}:{os.environ['PATH']}", "TMPDIR": str(s["tmp"])}
+    return subprocess.Popen([sys.executable, str(REPO / "scripts" / "kernel_cells.py"), "--kernel", KERNEL, "--no-host", "--cache", str(s["cache"]),
+                             "--artifacts", str(s["artifacts"]), "--boot-timeout", str(boot_timeout)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_a_vm_that_does_not_boot_is_a_clear_failure_with_its_console(stand_in: dict[str, Path]) -> None:
+    p = start(stand_in, boot_timeout=2)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 1, (out, err)
+    assert f"[kernels] {KERNEL}: did not boot within 2 s" in err and "SeaBIOS (stand-in): booting nothing" in err
+    assert f"| {KERNEL} | qemu |" in out
+    (pid,) = [int(x) for x in stand_in["pids"].read_text().split()]
+    assert not alive(pid), "the VM was killed"
+    assert not list(stand_in["tmp"].iterdir()), "the run's files are gone"
+
+
+def test_ctrl_c_stops_the_vm_and_removes_the_runs_files(stand_in: dict[str, Path]) -> None:
+    p = start(stand_in, boot_timeout=120)
+    try:
+        deadline = time.monotonic() + 30
+        while not (stand_in["pids"].exists() and stand_in["pids"].read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (pid,) = [int(x) for x in stand_in["pids"].read_text().split()]
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130 and "interrupted: stopping the VMs" in err
+    assert not alive(pid)
+    assert not list(stand_in["tmp"].iterdir())
