@@ -218,7 +218,7 @@ class KprSession:
         assert self.facts is not None
         d = self.evidence_dir
         d.mkdir(parents=True, exist_ok=True)
-        data = self.facts.to_json()
+        data = {**self.facts.to_json(), "profile": self.settings.profile}
         if self._stopped:
             worst = sorted(self.cost_per_test.items(), key=lambda kv: -kv[1].commands)[:5]
             data["cost"] = {"run": self.cost.to_json(), "tests": len(self.cost_per_test),
@@ -307,7 +307,7 @@ class KprSession:
             if reports:
                 Evidence(self.merged_evidence_dir).write_report(merge_report(reports))
             worst = sorted(self.cost_per_test.items(), key=lambda kv: -kv[1].commands)[:5]
-            data = {**with_facts[0]["facts"], "cost": {
+            data = {**with_facts[0]["facts"], "profile": self.settings.profile, "cost": {
                 "run": self.cost.to_json(), "tests": len(self.cost_per_test),
                 "most_commands": [{"test": k, **v.to_json()} for k, v in worst],
                 "workers": {p["worker"]: p["cost"] for p in parts}},
@@ -405,7 +405,7 @@ class KprSession:
         src = " (pinned in clusters/versions.yaml)" if s.sources.get("cilium_version") == "pins" else ""
         where = f"kubeconfig {s.kubeconfig or '$KUBECONFIG'}" if s.provider is ProviderName.EXISTING else f"kind cluster {s.cluster_name}"
         cilium = "" if s.provider is ProviderName.EXISTING else f", Cilium {s.cilium_version}{src}"
-        return [f"kpr: provider {s.provider} ({where}){cilium}, artifacts {s.artifacts}"]
+        return [f"kpr: provider {s.provider} ({where}){cilium}, profile {s.profile}, artifacts {s.artifacts}"]
 
     def describe(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "namespaces": list(self.namespaces)}

@@ -221,6 +221,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("shared_vip", _ipv4, "externalIPs address the shared-VIP suite makes two Services claim (in-cluster traffic only). Default: 198.18.10.80", "198.18.10.80", metavar="IP"),
     Option("lbipam_block", _ip_range, "start-stop of the CiliumLoadBalancerIPPool the shared-VIP suite creates. Default: 198.18.20.10-198.18.20.20", "198.18.20.10-198.18.20.20", metavar="RANGE"),
     Option("settle", _positive_float, "Seconds the shared-VIP suite keeps watching after Cilium's load-balancer reflector has provably processed the owner's deletion (10 of its 500 ms batching windows). Default: 5", "5", metavar="SECONDS"),
+    Option("profile", _nonempty, "Cluster profile: a Helm values overlay under clusters/profiles/ (default, hostns-only, drop, maglev, dsr, "
+           "small-maps), recorded in cluster.json. The suites read what the agent reports, never the profile's name. Default: default",
+           "default", metavar="NAME"),
     Option("upgrade_to", _version, "Upgrade Cilium to this version under live traffic once the cluster is ready at --kpr-cilium-version (the from version), "
            "measure every flow and diff the datapath (upgrade.json); then the suites run against the upgraded cluster. One minor at a time", metavar="VERSION"),
     Option("downgrade", _bool, "With --kpr-upgrade-to: roll back to the from version afterwards and measure again (N-1 -> N -> N-1)", False, kind="flag"),
@@ -262,6 +265,7 @@ class Settings:
     shared_vip: str = "198.18.10.80"
     lbipam_block: str = "198.18.20.10-198.18.20.20"
     seed: int | None = None
+    profile: str = "default"
     upgrade_to: str | None = None
     downgrade: bool = False
     max_gap: float = 1.0
@@ -276,6 +280,13 @@ class Settings:
         if explicit is not None:
             return str(explicit) if explicit.is_file() and os.access(explicit, os.X_OK) else None
         return shutil.which(name)
+
+    def profile_file(self) -> Path | None:
+        """The profile's Helm values overlay (clusters/profiles/<name>.yaml), if the clusters dir has profiles."""
+        if self.clusters_dir is None:
+            return None
+        p = self.clusters_dir / "profiles" / f"{self.profile}.yaml"
+        return p if p.is_file() else None
 
     def values_file(self, series: str) -> Path | None:
         """The per-minor Helm values file (``values-1.18.yaml``) if the clusters dir has one."""
@@ -357,6 +368,11 @@ def resolve(
         from . import __version__
 
         values["probe_image"] = f"pytest-kpr-probe:{__version__}"
+    if clusters_dir is not None and (clusters_dir / "profiles").is_dir():
+        known = sorted(p.stem for p in (clusters_dir / "profiles").glob("*.yaml"))
+        if values["profile"] not in known:
+            raise SettingsError(f"{_where('profile', sources)}: no profile {values['profile']!r} (known: {', '.join(known)}; "
+                                f"each is a Helm values file in {clusters_dir / 'profiles'})")
     if values["downgrade"] and not values["upgrade_to"]:
         raise SettingsError(f"{OPTIONS_BY_NAME['downgrade'].flag} needs --kpr-upgrade-to (it rolls back what the upgrade did)")
     if values["upgrade_to"] and values["cilium_version"]:

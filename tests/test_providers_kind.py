@@ -105,7 +105,8 @@ def test_helm_installs_cilium_with_kpr_values_for_the_requested_version(pytester
     (helm,) = calls(stubbed, "helm")
     assert helm[:8] == ["upgrade", "--install", "cilium", "cilium/cilium", "--version", "1.19.8", "--namespace", "kube-system"]
     values = [helm[i + 1] for i, a in enumerate(helm) if a == "--values"]
-    assert values == [str(REPO / "clusters/cilium/values-kpr.yaml"), str(REPO / "clusters/cilium/values-1.19.yaml"), str(extra)]
+    assert values == [str(REPO / "clusters/cilium/values-kpr.yaml"), str(REPO / "clusters/cilium/values-1.19.yaml"),
+                      str(REPO / "clusters/profiles/default.yaml"), str(extra)]
     assert helm[helm.index("--set") + 1] == "k8sServiceHost=kpr-stub-control-plane"
     assert helm[helm.index("--kubeconfig") + 1].endswith("kpr-artifacts/.kind/kpr-stub/kubeconfig")
     merged: dict = {}

@@ -71,11 +71,18 @@ def test_each_upgrade_fault_fails_the_verdict_that_names_it(pytester: pytest.Pyt
 
 
 @pytest.mark.parametrize(("config", "provider", "line"), [
-    ("kernel='5.4.0-150-generic'", "", "node fake-control-plane runs kernel 5.4.0-150-generic, below Cilium 1.20's floor 5.10*"),
+    ("kernel='6.1.0-50-amd64'", "", "node fake-control-plane runs kernel 6.1.0-50-amd64, below Cilium 1.20's floor 6.6*"),
     ("", "values={'loadBalancer': {'experimental': True}}", "the Helm values set loadBalancer.experimental, which Cilium 1.18 removed*"),
 ], ids=["kernel-floor", "removed-option"])
 def test_an_unsupported_upgrade_is_refused_before_anything_changes(pytester: pytest.Pytester, config: str, provider: str, line: str) -> None:
-    result = run(pytester, config, provider)
+    """Every supported minor (1.18+) has the 5.10 floor, and a cluster below its own floor is refused at start; so the
+    kernel case uses a copy of clusters/ in which the target (1.20) has a higher floor, as a future minor may."""
+    clusters = pytester.path / "clusters"
+    shutil.copytree(SUITES.parent / "clusters", clusters)
+    kernels = clusters / "kernels.yaml"
+    kernels.write_text(kernels.read_text().replace('- cilium: "1.20"\n    kernel: "5.10"', '- cilium: "1.20"\n    kernel: "6.6"'))
+    assert 'kernel: "6.6"\n    source: "no change' in kernels.read_text()
+    result = run(pytester, config, provider, f"--kpr-clusters-dir={clusters}")
     assert result.ret == 3
     result.stdout.fnmatch_lines(["*the upgrade is refused, nothing was changed:*", f"*  - {line}"])
     assert not (pytester.path / "artifacts" / "fake" / "upgrade.json").exists()

@@ -30,6 +30,9 @@ def helm_values_files(settings: Settings, version: str) -> list[Path]:
     per_minor = settings.values_file(Version.parse(version).minor_series)
     if per_minor is not None:
         files.append(per_minor)
+    profile = settings.profile_file()
+    if profile is not None:
+        files.append(profile)
     files.extend(settings.helm_values)
     return files
 

@@ -1,0 +1,70 @@
+"""Cluster profiles (--kpr-profile): Helm values overlays under clusters/profiles/, validated at start, recorded."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_kpr.cluster.cilium import helm_values_files
+from pytest_kpr.errors import SettingsError
+from pytest_kpr.settings import resolve
+
+REPO = Path(__file__).resolve().parent.parent
+PROFILES = REPO / "clusters" / "profiles"
+
+
+def test_the_profiles_the_readme_names_exist_and_each_says_where_its_values_come_from() -> None:
+    assert sorted(p.stem for p in PROFILES.glob("*.yaml")) == ["default", "drop", "dsr", "hostns-only", "maglev", "small-maps"]
+    for p in PROFILES.glob("*.yaml"):
+        text = p.read_text()
+        assert text.startswith("#") and isinstance(yaml.safe_load(text), dict), p.name
+
+
+@pytest.mark.parametrize(("profile", "key", "value"), [
+    ("hostns-only", ("socketLB", "hostNamespaceOnly"), True),
+    ("drop", ("serviceNoBackendResponse",), "drop"),
+    ("maglev", ("loadBalancer", "algorithm"), "maglev"),
+    ("dsr", ("loadBalancer", "mode"), "dsr"),
+    ("small-maps", ("bpf", "lbMapMax"), 512),
+])
+def test_a_profile_is_applied_after_the_version_values_and_before_the_users(profile: str, key: tuple[str, ...], value: object,
+                                                                             tmp_path: Path) -> None:
+    extra = tmp_path / "mine.yaml"
+    extra.write_text("operator:\n  replicas: 2\n")
+    s = resolve({"kpr_profile": profile, "kpr_helm_values": [str(extra)]}, lambda k: None, REPO)
+    files = helm_values_files(s, "1.20.2")
+    assert files == [REPO / "clusters/cilium/values-kpr.yaml", REPO / "clusters/cilium/values-1.20.yaml", PROFILES / f"{profile}.yaml", extra]
+    merged: dict = {}
+    for f in files:
+        for k, v in (yaml.safe_load(f.read_text()) or {}).items():
+            merged[k] = {**merged[k], **v} if isinstance(v, dict) and isinstance(merged.get(k), dict) else v
+    cur: object = merged
+    for part in key:
+        cur = cur[part]  # type: ignore[index]
+    assert cur == value
+    if profile == "small-maps":
+        assert merged["bpf"]["disableExternalIPMitigation"] is True, "the overlay adds to values-kpr.yaml's bpf, it does not replace it"
+
+
+def test_an_unknown_profile_is_a_usage_error_listing_the_profiles() -> None:
+    with pytest.raises(SettingsError, match=r"--kpr-profile: no profile 'maglve' \(known: default, drop, dsr, hostns-only, maglev, small-maps;"):
+        resolve({"kpr_profile": "maglve"}, lambda k: None, REPO)
+
+
+def test_the_profile_is_recorded_in_cluster_json_and_the_header(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(textwrap.dedent("""
+        from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
+        PROVIDER = FakeProvider(FakeCluster(FakeConfig()))
+        def pytest_kpr_provider(config, settings, timeouts, kube_factory):
+            return PROVIDER
+    """))
+    pytester.makepyfile("import pytest\n@pytest.mark.kpr\ndef test_x(kpr_facts):\n    pass\n")
+    result = pytester.runpytest("-m", "kpr", "-p", "no:cacheprovider", "--kpr-artifacts=artifacts", f"--kpr-clusters-dir={REPO / 'clusters'}",
+                                "--kpr-profile=maglev")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["kpr: provider kind*, profile maglev, artifacts *"])
+    assert json.loads((pytester.path / "artifacts" / "fake" / "cluster.json").read_text())["profile"] == "maglev"
