@@ -83,7 +83,7 @@ test-browser: $(STAMP)
 			echo "[kpr] make test-browser needs chromium (root installs it)"; exit 2; \
 		fi; \
 	fi
-	KPR_REQUIRE_BROWSER=1 $(BIN)/pytest -p no:cacheprovider tests/test_matrix.py -k browser
+	KPR_REQUIRE_NETNS=0 KPR_REQUIRE_BROWSER=1 $(BIN)/pytest -p no:cacheprovider tests/test_matrix.py -k browser
 
 # The real-kernel tier on Debian's 6.1 and 6.12 kernels under qemu, and on the host's kernel: a table of cells.
 test-kernels: $(STAMP) kernel-deps qemu-deps

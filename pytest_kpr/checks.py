@@ -299,3 +299,27 @@ def attach_mode_kernel_problems(attach_mode: str, node_kernels: "Mapping[str, st
     want = kernel_tuple(tcx_from) or ()
     return [f"the agent reports tcx, but node {node} runs kernel {kernel}, which has no tcx (clusters/kernels.yaml: tcx from {tcx_from})"
             for node, kernel in sorted(node_kernels.items()) if (kernel_tuple(kernel) or want) < want]
+
+
+#: Cilium's documented way off kube-proxy for an existing installation (Documentation/network/kubernetes/kubeproxy-free.rst,
+#: "For existing installations with kube-proxy running as a DaemonSet, remove it by using the following commands")
+KUBE_PROXY_REMOVAL = ("kubectl -n kube-system delete ds kube-proxy; kubectl -n kube-system delete cm kube-proxy; "
+                      "then on each node: iptables-save | grep -v KUBE | iptables-restore")
+
+
+def kube_proxy_daemonset_problems(daemonsets: "Sequence[Mapping[str, Any]]") -> list[str]:
+    """A kube-proxy DaemonSet beside KubeProxyReplacement: two authorities program Services (double NAT, rules that
+    come back). Named with its pods' count and what to do."""
+    return [f"DaemonSet {d.get('namespace')}/{d.get('name')} runs kube-proxy ({d.get('ready', 0)}/{d.get('desired', 0)} pods ready) while "
+            f"KubeProxyReplacement is on: remove it the way Cilium documents ({KUBE_PROXY_REMOVAL})" for d in daemonsets]
+
+
+def ipvs_problems(ipvs: "Mapping[str, Sequence[str] | None]") -> list[str]:
+    """IPVS virtual services on a node: kube-proxy in IPVS mode (or a leftover of it) answering Services beside Cilium."""
+    out = []
+    for node, services in sorted(ipvs.items()):
+        if services is None:
+            out.append(f"{node}: /proc/net/ip_vs could not be read, so IPVS is not checked there")
+        elif services:
+            out.append(f"{node}: {len(services)} IPVS virtual services ({', '.join(list(services)[:3])}{', ...' if len(services) > 3 else ''})")
+    return out

@@ -106,6 +106,16 @@ class Node:
         r = self.run("curl", "-s", "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url, timeout=max_time + 30)
         return parse_curl(r.returncode, r.stdout, r.stderr)
 
+    def ipvs_services(self) -> list[str] | None:
+        """IPVS virtual services on the node (``cat /proc/net/ip_vs``); [] when the IPVS module is not loaded (no file),
+        None when the file could not be read for another reason."""
+        from .parse.node import parse_ip_vs
+
+        r = self.run("cat", "/proc/net/ip_vs")
+        if r.returncode != 0:
+            return [] if "No such file" in r.stderr else None
+        return parse_ip_vs(r.stdout)
+
     def kernel(self) -> str:
         return self.run("uname", "-r").check().stdout.strip()
 

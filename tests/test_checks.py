@@ -289,3 +289,38 @@ def test_convergence_timing(es: dict[str, float], agents: dict[str, dict[str, fl
     assert t.lag() == lag
     assert t.slowest() == slowest
     assert t.to_json()["slowest"] == (None if slowest is None else {"node": slowest[0], "lag_seconds": slowest[1]})
+
+
+IP_VS = """IP Virtual Server version 1.2.1 (size=4096)
+Prot LocalAddress:Port Scheduler Flags
+  -> RemoteAddress:Port Forward Weight ActiveConn InActConn
+TCP  0A600001:01BB rr
+  -> AC120002:192B      Masq    1      0          0
+UDP  0A60000A:0035 rr
+FWM  00000102 rr
+"""
+
+
+def test_ip_vs_lists_each_virtual_service_and_refuses_unknown_lines() -> None:
+    from pytest_kpr.parse import ParseError
+    from pytest_kpr.parse.node import parse_ip_vs
+
+    assert parse_ip_vs(IP_VS) == ["TCP 0A600001:01BB", "UDP 0A60000A:0035", "FWM 00000102"]
+    assert parse_ip_vs(IP_VS.split("TCP")[0]) == [], "the header alone: IPVS loaded, no service"
+    with pytest.raises(ParseError):
+        parse_ip_vs(IP_VS + "something else\n")
+
+
+@pytest.mark.parametrize(("daemonsets", "ipvs", "problems"), [
+    ([], {"a": [], "b": []}, []),
+    ([{"namespace": "kube-system", "name": "kube-proxy", "desired": 3, "ready": 3}], {"a": []},
+     ["DaemonSet kube-system/kube-proxy runs kube-proxy (3/3 pods ready) while KubeProxyReplacement is on: remove it the way Cilium documents"]),
+    ([], {"a": ["TCP 0A600001:01BB"], "b": []}, ["a: 1 IPVS virtual services (TCP 0A600001:01BB)"]),
+    ([], {"a": None}, ["a: /proc/net/ip_vs could not be read, so IPVS is not checked there"]),
+    ([], {"a": [f"TCP {i}" for i in range(5)]}, ["a: 5 IPVS virtual services (TCP 0, TCP 1, TCP 2, ...)"]),
+])
+def test_a_second_authority_for_services_is_named(daemonsets: list[dict[str, Any]], ipvs: dict[str, list[str] | None], problems: list[str]) -> None:
+    from pytest_kpr.checks import ipvs_problems, kube_proxy_daemonset_problems
+
+    got = kube_proxy_daemonset_problems(daemonsets) + ipvs_problems(ipvs)
+    assert [g.split(" (kubectl")[0] for g in got] == problems

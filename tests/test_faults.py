@@ -14,6 +14,7 @@ from test_suites_vs_fake import run_suites
 NB = "test_no_backend.py::"
 IPT = "test_iptables.py::"
 NP = "test_nodeport.py::"
+KP = "test_kube_proxy.py::"
 SL = "test_socket_lb.py::"
 BS = "test_backend_slots.py::"
 SV = "test_shared_vip.py::"
@@ -36,6 +37,12 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     ("kube-proxy-nftables-mode", "faults=Faults(kube_proxy_rules='nftables')",
      {IPT + "test_no_node_has_kube_proxy_service_rules", IPT + "test_no_rule_names_the_web_cluster_ip", NP + "test_no_rule_names_the_nodeport"},
      ["*(nft): kube-proxy's nftables table [[]'ip kube-proxy'[]] with * chains*", "*fake-worker (nft): * lines name web's ClusterIP*"]),
+    # -- kube-proxy --------------------------------------------------------------------------------------
+    ("kube-proxy-daemonset", "faults=Faults(kube_proxy_daemonset=True)", {KP + "test_no_kube_proxy_daemonset_runs_beside_the_replacement"},
+     ["*kube-proxy: a second authority for Services: DaemonSet kube-system/kube-proxy runs kube-proxy (3/3 pods ready)*"
+      "kubectl -n kube-system delete ds kube-proxy*"]),
+    ("ipvs-services", "faults=Faults(ipvs_services=True)", {KP + "test_no_node_has_ipvs_services"},
+     ["*kube-proxy: a second authority for Services, IPVS virtual services on the nodes*fake-worker: * IPVS virtual services (TCP 0A600001:01BB*"]),
     ("unreadable-rule-view", "faults=Faults(unreadable_rule_view='iptables-legacy')",
      {IPT + "test_every_node_can_be_read_in_each_rule_view", NP + "test_no_rule_names_the_nodeport"},
      ["*iptables: the rule views are not all readable*fake-worker: the iptables-legacy view could not be read*",

@@ -439,3 +439,25 @@ def parse_conntrack(text: str) -> list[ConntrackEntry]:
 
         out.append(ConntrackEntry(g[0], g[3], hp(g[4], g[6]), hp(g[5], g[7]), hp(g[8], g[10]), hp(g[9], g[11])))
     return out
+
+
+# -- IPVS (/proc/net/ip_vs) ---------------------------------------------------------------------------------------
+
+_IPVS_SERVICE = re.compile(r"(TCP|UDP|SCTP|FWM)\s+(\S+)\s+(\S+)")
+
+
+def parse_ip_vs(text: str) -> list[str]:
+    """IPVS virtual services from ``/proc/net/ip_vs`` (the kernel's table ``ipvsadm -Ln`` prints in decimal):
+    ``IP Virtual Server version ...``, ``Prot LocalAddress:Port Scheduler Flags``, ``  -> RemoteAddress:Port ...``
+    and one ``<PROT>  <addr:port in hex> <scheduler>`` line per virtual service (Linux net/netfilter/ipvs/ip_vs_ctl.c,
+    ``ip_vs_info_seq_show``). Returns ``PROT addr:port`` per virtual service; an unknown line is an error."""
+    out = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if not s or s.startswith(("IP Virtual Server version", "Prot LocalAddress:Port", "-> RemoteAddress:Port", "->")):
+            continue
+        m = _IPVS_SERVICE.match(s)
+        if m is None:
+            raise ParseError("ip_vs", lineno, line)
+        out.append(f"{m.group(1)} {m.group(2)}")
+    return out

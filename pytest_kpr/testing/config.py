@@ -47,6 +47,8 @@ class Faults:
     #: this node's agent programs a new backend only slow_agent_s (wall-clock) seconds after it became ready
     slow_agent_on: str | None = None
     slow_agent_s: float = 2.0
+    kube_proxy_daemonset: bool = False  # kube-proxy runs as a DaemonSet in kube-system beside the replacement
+    ipvs_services: bool = False  # every node has IPVS virtual services (kube-proxy's IPVS mode or its leftovers)
     # -- during an upgrade (pytest_kpr.testing.upgrade) --
     upgrade_renumbers_ids: bool = False  # the new agents give services and backends new IDs (not restored: PR #18119)
     upgrade_flushes_ct: bool = False  # the new agents start with an empty conntrack table (cf. #29667)

@@ -84,6 +84,8 @@ class FakeCluster:
         self._status_polls: dict[str, int] = {}
         self._build_nodes()
         self._install_cilium()
+        if self.cfg.faults.kube_proxy_daemonset:
+            self._install_kube_proxy()
         self.agents: dict[str, FakeAgent] = {}
         for node in self.node_names():
             if node != self.cfg.faults.missing_agent_on:
@@ -152,6 +154,19 @@ class FakeCluster:
                     },
                 }
             )
+
+    def _install_kube_proxy(self) -> None:
+        """The kube_proxy_daemonset fault: kube-proxy's DaemonSet (as kubeadm and kind name and label it) with a pod per node."""
+        nodes = self.node_names()
+        self._put({"apiVersion": "apps/v1", "kind": "DaemonSet",
+                   "metadata": {"name": "kube-proxy", "namespace": "kube-system", "labels": {"k8s-app": "kube-proxy"}},
+                   "spec": {"selector": {"matchLabels": {"k8s-app": "kube-proxy"}}},
+                   "status": {"desiredNumberScheduled": len(nodes), "numberReady": len(nodes)}})
+        for i, node in enumerate(nodes):
+            self._put({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": f"kube-proxy-{secrets.token_hex(3)[:5]}", "namespace": "kube-system", "labels": {"k8s-app": "kube-proxy"}},
+                       "spec": {"nodeName": node, "hostNetwork": True, "containers": [{"name": "kube-proxy"}]},
+                       "status": {"phase": "Running", "podIP": f"172.18.0.{i + 2}", "conditions": [{"type": "Ready", "status": "True"}]}})
 
     def node_ip(self, node: str) -> str:
         n = self._objects["Node"][(None, node)]

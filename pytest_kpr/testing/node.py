@@ -43,9 +43,26 @@ _BUILTIN = {"nat": ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"], "filter": [
 class FakeNodeTools:
     def __init__(self, cluster: ClusterView):
         self.cluster = cluster
-        for name in ("iptables-save", "iptables-nft-save", "iptables-legacy-save", "nft", "ss", "bpftool", "tc", "curl", "uname"):
+        for name in ("iptables-save", "iptables-nft-save", "iptables-legacy-save", "nft", "ss", "bpftool", "tc", "curl", "uname", "cat"):
             cluster.node_exec_handlers[name] = self.handle
         cluster.node_exec_handlers["sh"] = self.sh
+
+    def ip_vs(self, node: str) -> tuple[int, str, str]:
+        """/proc/net/ip_vs exists only with the IPVS module loaded (a kind node without kube-proxy's IPVS mode: no file).
+        The ipvs_services fault: kube-proxy's IPVS mode programmed a virtual service per Service port (hex addresses)."""
+        if not self.cluster.cfg.faults.ipvs_services:
+            return 1, "", "cat: /proc/net/ip_vs: No such file or directory\n"
+        text = ("IP Virtual Server version 1.2.1 (size=4096)\nProt LocalAddress:Port Scheduler Flags\n"
+                "  -> RemoteAddress:Port Forward Weight ActiveConn InActConn\n"
+                "TCP  0A600001:01BB rr\n  -> AC120002:192B      Masq    1      0          0\n")  # default/kubernetes 10.96.0.1:443
+        for svc in self.cluster.services():
+            ip = svc["spec"].get("clusterIP")
+            if not ip or ip == "None":
+                continue
+            hexip = "".join(f"{int(o):02X}" for o in ip.split("."))
+            for port in svc["spec"].get("ports", []):
+                text += f"{port.get('protocol', 'TCP')}  {hexip}:{int(port['port']):04X} rr\n"
+        return 0, text, ""
 
     def sh(self, node: str, argv: list[str]) -> tuple[int, str, str]:
         """``sh -c`` as :func:`pytest_kpr.batch.script` writes it (the only shell the fake speaks)."""
@@ -75,6 +92,8 @@ class FakeNodeTools:
             return 0, self.nft_ruleset(node), ""
         if tool == "ss":
             return self.ss(node, argv[1:])
+        if argv == ["cat", "/proc/net/ip_vs"]:
+            return self.ip_vs(node)
         if argv[:3] == ["bpftool", "net", "show"]:
             return self.bpftool_net(node, argv[3:])
         if argv[:3] == ["tc", "filter", "show"]:

@@ -1,0 +1,51 @@
+"""Mixed kube-proxy: no second authority for Services beside Cilium's kube-proxy replacement.
+
+kube-proxy left running next to KubeProxyReplacement programs the same Services again (double NAT, rules that
+come back after a cleanup). The iptables suite checks for kube-proxy's chains and nftables table; this one looks
+for kube-proxy itself and for its IPVS mode: a kube-proxy DaemonSet (in any namespace, by the k8s-app=kube-proxy
+label kubeadm and kind give it, or by its name in kube-system), and IPVS virtual services on any node
+(/proc/net/ip_vs). A failure names what it found and the way off it Cilium documents for an existing installation
+(Documentation/network/kubernetes/kubeproxy-free.rst). Evidence: kubeproxy.json.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_kpr.checks import KUBE_PROXY_REMOVAL, ipvs_problems, kube_proxy_daemonset_problems
+from pytest_kpr.cluster.facts import ClusterFacts
+from pytest_kpr.evidence import Evidence
+from pytest_kpr.lab import Lab
+
+pytestmark = pytest.mark.kpr
+PROPERTY = "kube-proxy"
+
+
+@pytest.fixture(scope="module")
+def seen(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts) -> dict[str, Any]:
+    kube = lab.kube
+    found: dict[str, dict[str, Any]] = {}
+    for d in kube.list("DaemonSet", None, "k8s-app=kube-proxy") + [x for x in [kube.get("DaemonSet", "kube-proxy", "kube-system")] if x]:
+        md, st = d["metadata"], d.get("status") or {}
+        found[f"{md.get('namespace')}/{md['name']}"] = {"namespace": md.get("namespace"), "name": md["name"],
+                                                         "desired": st.get("desiredNumberScheduled", 0), "ready": st.get("numberReady", 0)}
+    ipvs = {n.name: lab.node(n.name).ipvs_services() for n in kpr_facts.nodes}
+    data = {"daemonsets": list(found.values()), "ipvs": ipvs,
+            "kube_proxy_pods": len(kube.list("Pod", None, "k8s-app=kube-proxy"))}
+    evidence.write("kubeproxy.json", data)
+    n_ipvs = sum(len(v or []) for v in ipvs.values())
+    evidence.figure(PROPERTY, f"{len(found)} kube-proxy DaemonSets, {data['kube_proxy_pods']} pods, {n_ipvs} IPVS services on {len(ipvs)} nodes")
+    return data
+
+
+def test_no_kube_proxy_daemonset_runs_beside_the_replacement(seen: dict[str, Any]) -> None:
+    problems = kube_proxy_daemonset_problems(seen["daemonsets"])
+    assert not problems, "kube-proxy: a second authority for Services: " + "; ".join(problems)
+
+
+def test_no_node_has_ipvs_services(seen: dict[str, Any]) -> None:
+    problems = ipvs_problems(seen["ipvs"])
+    assert not problems, ("kube-proxy: a second authority for Services, IPVS virtual services on the nodes (kube-proxy's IPVS mode or its "
+                          f"leftovers): {'; '.join(problems)}; remove kube-proxy ({KUBE_PROXY_REMOVAL}) and clear IPVS (ipvsadm --clear)")
