@@ -67,3 +67,12 @@ def test_kernels_workflow_runs_make_kpr_in_an_lvh_vm_per_pinned_kernel_and_repor
     assert "actions/upload-artifact@" in steps(cell)
     report = steps(wf["jobs"]["report"])
     assert "kpr matrix cells" in report and "GITHUB_STEP_SUMMARY" in report
+
+
+def test_kind_workflow_runs_every_profile_on_the_newest_cilium() -> None:
+    wf = yaml.safe_load((WF / "kpr-kind.yml").read_text())
+    job = wf["jobs"]["profiles"]
+    profiles = sorted(p.stem for p in (REPO / "clusters" / "profiles").glob("*.yaml") if p.stem != "default")
+    assert sorted(job["strategy"]["matrix"]["profile"]) == profiles
+    assert "--kpr-profile=${{ matrix.profile }}" in steps(job) and "--kpr-cilium-version" not in steps(job), "the pinned default: the newest"
+    assert "profiles" in wf["jobs"]["report"]["needs"]
