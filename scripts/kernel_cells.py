@@ -83,7 +83,11 @@ def fetch(kernel: str, cache: Path) -> Path:
         return root
     root.mkdir(parents=True, exist_ok=True)
     print(f"[kernels] downloading Debian's linux-image-{kernel}", flush=True)
-    sh("apt-get", "download", f"linux-image-{kernel}", cwd=root, timeout=900)
+    cp = subprocess.run(["apt-get", "download", f"linux-image-{kernel}"], cwd=root, capture_output=True, text=True, timeout=900)
+    if cp.returncode != 0:  # stale or missing package lists on a fresh machine: refresh them once
+        print("[kernels] refreshing the package lists (apt-get update)", flush=True)
+        sh("apt-get", "update", "-qq", timeout=900)
+        sh("apt-get", "download", f"linux-image-{kernel}", cwd=root, timeout=900)
     (deb,) = list(root.glob("linux-image-*.deb"))
     sh("dpkg-deb", "-x", str(deb), str(root))
     deb.unlink()
