@@ -323,3 +323,32 @@ def ipvs_problems(ipvs: "Mapping[str, Sequence[str] | None]") -> list[str]:
         elif services:
             out.append(f"{node}: {len(services)} IPVS virtual services ({', '.join(list(services)[:3])}{', ...' if len(services) > 3 else ''})")
     return out
+
+
+#: connections the affinity suite makes per Service, and the backends behind it
+AFFINITY_CONNECTIONS, AFFINITY_BACKENDS = 20, 4
+
+
+def affinity_problems(sticky: "Sequence[str | None]", plain: "Sequence[str | None]", backends: "Sequence[str]") -> dict[str, list[str]]:
+    """Session affinity, judged from the backend each connection reached (the kernel socket's peer under socket LB).
+
+    ``sticky``: every connection from one client to a sessionAffinity=ClientIP Service reached one backend.
+    ``spread``: without affinity, the connections reached more than one backend. Bound: with a uniformly random pick
+    among N backends, all k connections reach one backend with probability N * (1/N)^k (4 backends, 20 connections:
+    3.6e-12), so a single backend is not chance."""
+    out: dict[str, list[str]] = {"sticky": [], "spread": []}
+    for name, peers in (("sticky", sticky), ("spread", plain)):
+        missing = [i for i, p in enumerate(peers) if p is None]
+        strangers = sorted({p for p in peers if p is not None and p not in backends})
+        if missing:
+            out[name].append(f"{len(missing)} of {len(peers)} connections did not connect or show a backend")
+        if strangers:
+            out[name].append(f"connections reached {strangers}, which are not the Service's backends {sorted(backends)}")
+    hit = sorted({p for p in sticky if p})
+    if len(hit) > 1:
+        out["sticky"].append(f"{len(sticky)} connections from one client reached {len(hit)} backends {hit} despite sessionAffinity ClientIP")
+    spread = sorted({p for p in plain if p})
+    if len(backends) > 1 and len(plain) >= 2 and len(spread) == 1:
+        n, k = len(backends), len(plain)
+        out["spread"].append(f"all {k} connections without affinity reached {spread[0]} of {n} backends (chance: {n * (1 / n) ** k:.1e})")
+    return out

@@ -39,6 +39,10 @@ def register(sub: Any) -> None:
                        help="Seconds to wait for an answer, more than zero (default 2)")
         k.add_argument("--sport", type=sport, help="Source port, 1-65535 (default: the kernel's choice)")
         k.add_argument("--json", action="store_true", help="Print one JSON object instead of a sentence")
+        if name == "connect":
+            k.add_argument("--count", type=argtype(_count, "count"), default=1,
+                           help="Connect this many times, one after the other, one line each (1-1000; default 1): which backend "
+                                "each connection reached shows as socket_peer (the kernel socket's peer)")
         k.set_defaults(func=_run)
     k = kinds.add_parser("http", help="HTTP GET: status code and time", description="HTTP GET: status code and time")
     k.add_argument("url", type=argtype(inputs.http_url, "URL"), help="http:// or https:// URL")
@@ -80,6 +84,13 @@ def register(sub: Any) -> None:
     k.set_defaults(func=_run_flow)
 
 
+def _count(text: str) -> int:
+    n = inputs.number(text, "--count", minimum=1)
+    if n != int(n) or n > 1000:
+        raise inputs.BadInput(f"--count must be a whole number from 1 to 1000, got {text!r}")
+    return int(n)
+
+
 def _print(r: Any, as_json: bool) -> None:
     print(json.dumps(r.to_json()) if as_json else r.explain(), flush=True)
 
@@ -92,7 +103,10 @@ def _run(args: argparse.Namespace) -> int:
         r = syn_probe(inputs.resolve(inputs.ipv4_only(host, "the syn probe"), ipv4=True), port, timeout=args.timeout, sport=args.sport)
     elif args.probe == "connect":
         host, port = args.target
-        r = connect_probe(inputs.resolve(host), port, timeout=args.timeout, source_port=args.sport)
+        addr = inputs.resolve(host)
+        for _ in range(args.count - 1):
+            _print(connect_probe(addr, port, timeout=args.timeout, source_port=args.sport), args.json)
+        r = connect_probe(addr, port, timeout=args.timeout, source_port=args.sport)
     else:
         inputs.resolve(urlsplit(args.url).hostname or "")  # a name that does not resolve is bad input, not a verdict
         r = http_probe(args.url, timeout=args.timeout)

@@ -23,6 +23,7 @@ import enum
 import errno
 import json
 import logging
+import os
 import random
 import select
 import socket
@@ -174,6 +175,27 @@ _REFUSED = {errno.ECONNREFUSED}
 _UNREACHABLE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EACCES, errno.EPERM}
 
 
+def socket_peer(local_ip: str, local_port: int) -> str | None:
+    """The kernel socket's remote address for a local IPv4 address and port, from the calling thread's network
+    namespace (/proc/thread-self/net/tcp: ``local_address rem_address`` as little-endian hex). With socket LB it is the
+    backend, while getpeername() shows the service (the getpeername hook reverse-translates it)."""
+    import ipaddress
+
+    path = "/proc/thread-self/net/tcp" if os.path.exists("/proc/thread-self/net/tcp") else "/proc/net/tcp"
+    want = f"{int(ipaddress.IPv4Address(local_ip)).to_bytes(4, 'big')[::-1].hex().upper()}:{local_port:04X}"
+    try:
+        with open(path) as f:
+            next(f)
+            for line in f:
+                parts = line.split()
+                if len(parts) > 2 and parts[1] == want:
+                    ip_hex, port_hex = parts[2].split(":")
+                    return f"{ipaddress.IPv4Address(bytes.fromhex(ip_hex)[::-1])}:{int(port_hex, 16)}"
+    except OSError:
+        return None
+    return None
+
+
 def connect_probe(host: str, port: int, timeout: float = 2.0, source_port: int | None = None) -> ProbeResult:
     """``connect()`` as an application does it, bounded by ``timeout``."""
     target = f"{host}:{port}"
@@ -195,8 +217,11 @@ def connect_probe(host: str, port: int, timeout: float = 2.0, source_port: int |
         name = errno.errorcode.get(rc) if rc else None
         if rc == 0:
             local = s.getsockname()
-            return ProbeResult("connect", target, Verdict.CONNECTED, elapsed, source=f"{local[0]}:{local[1]}",
-                               extra={"peer": "%s:%d" % s.getpeername()[:2]})
+            extra = {"peer": "%s:%d" % s.getpeername()[:2]}
+            kernel_peer = socket_peer(local[0], local[1]) if family == socket.AF_INET else None
+            if kernel_peer:
+                extra["socket_peer"] = kernel_peer
+            return ProbeResult("connect", target, Verdict.CONNECTED, elapsed, source=f"{local[0]}:{local[1]}", extra=extra)
         if rc in _REFUSED:
             return ProbeResult("connect", target, Verdict.REFUSED, elapsed, errno=rc, errno_name=name)
         if rc in _UNREACHABLE:

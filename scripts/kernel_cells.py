@@ -54,7 +54,7 @@ exec switch_root /new /bin/sh /kpr-out/stage2.sh
 
 STAGE2 = """#!/bin/sh
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev 2>/dev/null
-mount -t cgroup2 none /sys/fs/cgroup; mount -t bpf bpf /sys/fs/bpf; mount -t tmpfs tmpfs /tmp; mount -t tmpfs tmpfs /run
+mount -t cgroup2 none /sys/fs/cgroup; mount -t bpf bpf /sys/fs/bpf; mount -t tmpfs tmpfs /run  # /tmp stays: the checkout may live there (the overlay keeps writes in RAM)
 mkdir -p /run/netns; ip link set lo up
 echo "{stage2} $(uname -r)"
 cd {repo}

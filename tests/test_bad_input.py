@@ -42,6 +42,8 @@ EXAMPLES: list[tuple[list[str], Any, str]] = [
     (["probe", "http", "http://10.0.0.1:0/"], None, "the URL's port must be an integer from 1 to 65535"),
     (["probe", "http", "ftp://10.0.0.1/"], None, "expected an http:// or https:// URL"),
     (["probe", "flow", "10.0.0.1:7100", "--interval-ms", "0"], None, "--interval-ms must be at least 1, got '0'"),
+    (["probe", "connect", "10.0.0.1:80", "--count", "2.5"], None, "--count must be a whole number from 1 to 1000, got '2.5'"),
+    (["probe", "connect", "10.0.0.1:80", "--count", "0"], None, "--count must be at least 1, got '0'"),
     (["probe", "flow", "10.0.0.1:7100", "--duration", "nan"], None, "--duration must be a finite number of seconds"),
     (["probe", "flow", "10.0.0.1:0"], None, "port must be an integer from 1 to 65535, got '0'"),
     (["probe", "flow", "10.0.0.1:7100", "--stall-ms", "inf"], None, "--stall-ms must be finite, got 'inf'"),

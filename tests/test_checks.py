@@ -324,3 +324,21 @@ def test_a_second_authority_for_services_is_named(daemonsets: list[dict[str, Any
 
     got = kube_proxy_daemonset_problems(daemonsets) + ipvs_problems(ipvs)
     assert [g.split(" (kubectl")[0] for g in got] == problems
+
+
+B4 = ["10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080", "10.0.0.4:8080"]
+
+
+@pytest.mark.parametrize(("sticky", "plain", "problems"), [
+    ([B4[0]] * 20, B4 * 5, {"sticky": [], "spread": []}),
+    ([B4[0]] * 19 + [B4[1]], B4 * 5, {"sticky": ["20 connections from one client reached 2 backends"], "spread": []}),
+    ([B4[0]] * 20, [B4[2]] * 20, {"sticky": [], "spread": ["all 20 connections without affinity reached 10.0.0.3:8080 of 4 backends (chance: 3.6e-12)"]}),
+    ([B4[0]] * 19 + [None], B4 * 5, {"sticky": ["1 of 20 connections did not connect or show a backend"], "spread": []}),
+    ([B4[0]] * 20, ["10.9.9.9:80"] + B4 * 4, {"sticky": [], "spread": ["connections reached ['10.9.9.9:80'], which are not the Service's backends"]}),
+])
+def test_affinity_verdicts(sticky: list[str | None], plain: list[str | None], problems: dict[str, list[str]]) -> None:
+    from pytest_kpr.checks import affinity_problems
+
+    got = affinity_problems(sticky, plain, B4)
+    assert {k: [g[:len(w)] for g, w in zip(v, problems[k], strict=False)] for k, v in got.items()} == problems
+    assert {k: len(v) for k, v in got.items()} == {k: len(v) for k, v in problems.items()}

@@ -15,6 +15,7 @@ NB = "test_no_backend.py::"
 IPT = "test_iptables.py::"
 NP = "test_nodeport.py::"
 KP = "test_kube_proxy.py::"
+AFF = "test_affinity.py::"
 SL = "test_socket_lb.py::"
 BS = "test_backend_slots.py::"
 SV = "test_shared_vip.py::"
@@ -37,6 +38,11 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     ("kube-proxy-nftables-mode", "faults=Faults(kube_proxy_rules='nftables')",
      {IPT + "test_no_node_has_kube_proxy_service_rules", IPT + "test_no_rule_names_the_web_cluster_ip", NP + "test_no_rule_names_the_nodeport"},
      ["*(nft): kube-proxy's nftables table [[]'ip kube-proxy'[]] with * chains*", "*fake-worker (nft): * lines name web's ClusterIP*"]),
+    # -- session affinity --------------------------------------------------------------------------------
+    ("affinity-ignored", "faults=Faults(affinity_ignored=True)", {AFF + "test_a_client_stays_on_one_backend_with_session_affinity"},
+     ["*affinity (sessionAffinity ClientIP): 20 connections from one client reached * backends * despite sessionAffinity ClientIP*"]),
+    ("lb-always-first", "faults=Faults(lb_always_first=True)", {AFF + "test_without_affinity_connections_spread_over_the_backends"},
+     ["*affinity (none): all 20 connections without affinity reached * of 4 backends (chance: 3.6e-12)*"]),
     # -- kube-proxy --------------------------------------------------------------------------------------
     ("kube-proxy-daemonset", "faults=Faults(kube_proxy_daemonset=True)", {KP + "test_no_kube_proxy_daemonset_runs_beside_the_replacement"},
      ["*kube-proxy: a second authority for Services: DaemonSet kube-system/kube-proxy runs kube-proxy (3/3 pods ready)*"
@@ -60,8 +66,10 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     # -- socket LB -----------------------------------------------------------------------------------
     ("pods-per-packet-while-full", "faults=Faults(socket_lb_broken=True)",
      {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend", SL + "test_conntrack_out_entry_names_the_socket_peer",
-      NB + "test_connect_from_a_pod_fails_as_its_plane_says"},
-     ["*socket LB (agent reports coverage Full): the socket's peer is the service address*not rewritten at connect()*service translation entries exist*"]),
+      NB + "test_connect_from_a_pod_fails_as_its_plane_says", AFF + "test_a_client_stays_on_one_backend_with_session_affinity",
+      AFF + "test_without_affinity_connections_spread_over_the_backends"},
+     ["*socket LB (agent reports coverage Full): the socket's peer is the service address*not rewritten at connect()*service translation entries exist*",
+      "*affinity (sessionAffinity ClientIP): connections reached [[]'10.96.*:80'[]], which are not the Service's backends*"]),
     ("pods-on-socket-lb-while-hostns-only", "socket_lb_hostns_only=True, faults=Faults(socket_lb_reverse=True)",
      {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend",
       NB + "test_connect_from_a_pod_fails_as_its_plane_says", NB + "test_raw_syn_from_a_pod_to_the_cluster_ip_where_a_plane_handles_it"},

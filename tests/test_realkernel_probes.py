@@ -153,3 +153,10 @@ def test_kpr_probe_command_inside_a_namespace_prints_one_json_line(topo: Topolog
     if expected == "icmp-unreachable":
         assert (result["icmp_type"], result["icmp_code"]) == (3, 3)
     assert cp.stderr == "", "quiet: no scapy chatter"
+
+
+def test_connect_reports_the_kernel_sockets_peer_read_in_its_own_namespace(topo: Topology) -> None:
+    """socket_peer comes from the probe thread's namespace (/proc/thread-self/net/tcp): without any translation it is
+    the server, the same as getpeername(); under socket LB it would be the backend while getpeername() shows the service."""
+    r = conn(topo, 8080)
+    assert r.verdict is Verdict.CONNECTED and r.extra["socket_peer"] == r.extra["peer"] == f"{server(topo)}:8080", r.extra

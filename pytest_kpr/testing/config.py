@@ -47,6 +47,8 @@ class Faults:
     #: this node's agent programs a new backend only slow_agent_s (wall-clock) seconds after it became ready
     slow_agent_on: str | None = None
     slow_agent_s: float = 2.0
+    affinity_ignored: bool = False  # sessionAffinity ClientIP is not honoured: every connect() picks a random backend
+    lb_always_first: bool = False  # the socket LB always picks the first backend slot (no spreading without affinity)
     kube_proxy_daemonset: bool = False  # kube-proxy runs as a DaemonSet in kube-system beside the replacement
     ipvs_services: bool = False  # every node has IPVS virtual services (kube-proxy's IPVS mode or its leftovers)
     # -- during an upgrade (pytest_kpr.testing.upgrade) --

@@ -39,6 +39,8 @@ class FakeWorkloads:
         self.c = cluster
         self.connections: dict[str, Connection] = {}
         self.logs: dict[tuple[str, str], list[str]] = {}
+        #: (client namespace, client pod, service, port) -> the backend its affinity remembers
+        self.affinity: dict[tuple[str, str, str, int], str] = {}
         cluster.pod_exec_handlers["*"] = self.exec
 
     # -- holder ------------------------------------------------------------------------------------
@@ -138,14 +140,46 @@ class FakeWorkloads:
         return 0, out, ""
 
     def probe(self, pod: Obj, kind: str, args: list[str]) -> tuple[int, str, str]:
-        """``kpr probe syn|connect|http TARGET --json [--timeout T]`` from a pod, answered by the sourced rules."""
+        """``kpr probe syn|connect|http TARGET --json [--timeout T] [--count N]`` from a pod, answered by the sourced rules."""
         if "--json" not in args:
             return 2, "", "the fake answers --json probes only\n"
         timeout = float(args[args.index("--timeout") + 1]) if "--timeout" in args else 2.0
+        count = int(args[args.index("--count") + 1]) if "--count" in args else 1
         target = args[0]
         ip_port = target.split("//", 1)[-1].split("/", 1)[0] if kind == "http" else target
         ip, _, port_s = ip_port.rpartition(":")
-        outcome = reach(self.c, pod["spec"]["nodeName"], host_network=bool(pod["spec"].get("hostNetwork")),
-                        access="raw" if kind == "syn" else "connect", ip=ip, port=int(port_s))
-        result: dict[str, Any] = {"probe": kind, "target": target, **probe_result(outcome, kind, timeout)}
-        return 0, json.dumps(result) + "\n", ""
+        out = ""
+        for _ in range(count):
+            outcome = reach(self.c, pod["spec"]["nodeName"], host_network=bool(pod["spec"].get("hostNetwork")),
+                            access="raw" if kind == "syn" else "connect", ip=ip, port=int(port_s))
+            result: dict[str, Any] = {"probe": kind, "target": target, **probe_result(outcome, kind, timeout)}
+            if kind == "connect" and result.get("verdict") == "connected" and not pod["spec"].get("hostNetwork"):
+                # socket LB: the kernel socket points at the backend it chose; per-packet: at the Service (NAT is on the wire)
+                be = ip_port if self.per_packet() else self.pick_backend(pod, ip, int(port_s))
+                if be is not None:
+                    result["socket_peer"] = be
+            out += json.dumps(result) + "\n"
+        return 0, out, ""
+
+    def pick_backend(self, pod: Obj, ip: str, port: int) -> str | None:
+        """The backend socket LB picks for a connect() (cilium/cilium bpf/bpf_sock.c ``__sock4_xlate_fwd``): for a
+        Service with sessionAffinity ClientIP the one remembered for this client's network namespace (the affinity map
+        is keyed by the netns cookie: ``lb4_affinity_backend_id_by_netns``), else a random slot (``sock_select_slot``).
+        Faults: affinity_ignored (always random), lb_always_first (always slot 1)."""
+        import random
+
+        fe = self.c.lb.find(pod["spec"]["nodeName"], ip, port)
+        if fe is None or not fe.backends:
+            return None
+        faults = self.c.cfg.faults
+        ns, name = fe.service.split("/", 1)
+        svc = next((s for s in self.c.services() if (s["metadata"]["namespace"], s["metadata"]["name"]) == (ns, name)), {})
+        sticky = svc.get("spec", {}).get("sessionAffinity") == "ClientIP" and not faults.affinity_ignored
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"], fe.service, fe.port)
+        backends = [f"{b.ip}:{b.port}" for b in fe.backends]
+        if sticky and self.affinity.get(key) in backends:
+            return self.affinity[key]
+        chosen = backends[0] if faults.lb_always_first else random.choice(backends)
+        if sticky:
+            self.affinity[key] = chosen
+        return chosen

@@ -1,0 +1,76 @@
+"""Session affinity: sessionAffinity ClientIP keeps a client on one backend; without it connections spread.
+
+Four backends (`aff`, the web server) behind two ClusterIP Services: `aff-sticky` (sessionAffinity ClientIP) and
+`aff-plain`. The probe pod connects 20 times to each (`kpr probe connect --count 20`); each connection's backend is
+the kernel socket's peer, which socket LB sets at connect() (getpeername() still shows the Service). Socket LB picks
+the backend remembered for the client's network namespace for an affinity Service, a random slot otherwise
+(cilium/cilium bpf/bpf_sock.c ``__sock4_xlate_fwd``, ``lb4_affinity_backend_id_by_netns``, ``sock_select_slot``).
+Needs socket LB in pod namespaces (Full coverage): under Hostns-only the client cannot see the backend. Evidence:
+affinity.json.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pytest_kpr.checks import AFFINITY_BACKENDS, AFFINITY_CONNECTIONS, affinity_problems
+from pytest_kpr.evidence import Evidence
+from pytest_kpr.lab import WEB_PORT, Lab
+from pytest_kpr.wait import eventually
+
+pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("socket-lb-pods", "session-affinity")]
+PROPERTY = "affinity"
+
+
+@pytest.fixture(scope="module")
+def seen(lab: Lab, probe: Lab, evidence: Evidence) -> dict[str, Any]:
+    dep = lab.web_deployment(AFFINITY_BACKENDS)
+    dep["metadata"].update(name="aff", labels={"app": "aff"})
+    dep["spec"]["selector"]["matchLabels"] = {"app": "aff"}
+    dep["spec"]["template"]["metadata"]["labels"] = {"app": "aff"}
+    dep["spec"]["template"]["spec"]["topologySpreadConstraints"][0]["labelSelector"]["matchLabels"] = {"app": "aff"}
+    lab._create(dep)
+    for name, affinity in (("aff-sticky", True), ("aff-plain", False)):
+        svc = lab.service(name, {"app": "aff"})
+        if affinity:
+            svc["spec"]["sessionAffinity"] = "ClientIP"
+            svc["spec"]["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 10800}}
+        lab._create(svc)
+    # the pods Ready, then the client's agent serving each Service (how many slots it programs is the backend-slots
+    # suite's property, not a precondition here)
+    eventually(lambda: lab.endpointslice_ready("aff-sticky"), until=lambda es: len(es) == AFFINITY_BACKENDS, timeout=lab.t.PODS_READY,
+               what=f"{AFFINITY_BACKENDS} ready aff endpoints", describe=lambda es: f"{len(es)} ready", progress=lab.progress)
+    agent = lab.agent(lab.client_node)
+    for name in ("aff-sticky", "aff-plain"):
+        fe = lab.frontend(name)
+        eventually(lambda fe=fe: lab.service_entry(agent, fe), until=lambda s: s is not None and len(s.backends) >= 2,
+                   timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {agent.node} to serve {name} with backends",
+                   describe=lambda s: "absent" if s is None else f"{len(s.backends)} backends", progress=lab.progress,
+                   first_after=lab.t.LB_FIRST_LOOK)
+    backends = sorted(lab.endpointslice_ready("aff-sticky"))
+    peers: dict[str, list[str | None]] = {}
+    for name in ("aff-sticky", "aff-plain"):
+        target = f"{lab.cluster_ip(name)}:{WEB_PORT}"
+        r = lab.exec("probe", "kpr", "probe", "connect", target, "--json", "--timeout", "3", "--count", str(AFFINITY_CONNECTIONS),
+                     timeout=AFFINITY_CONNECTIONS * 3 + lab.t.EXEC)
+        lines = [json.loads(x) for x in r.check().stdout.splitlines() if x.startswith("{")]
+        peers[name] = [x.get("socket_peer") if x.get("verdict") == "connected" else None for x in lines]
+    data = {"backends": backends, "connections": AFFINITY_CONNECTIONS, "sticky": peers["aff-sticky"], "plain": peers["aff-plain"],
+            "problems": affinity_problems(peers["aff-sticky"], peers["aff-plain"], backends)}
+    evidence.write("affinity.json", data)
+    evidence.figure(PROPERTY, f"ClientIP: {len({p for p in peers['aff-sticky'] if p})} backend for {AFFINITY_CONNECTIONS} connections; "
+                              f"none: {len({p for p in peers['aff-plain'] if p})} of {len(backends)} backends")
+    return data
+
+
+def test_a_client_stays_on_one_backend_with_session_affinity(seen: dict[str, Any]) -> None:
+    problems = seen["problems"]["sticky"]
+    assert not problems, "affinity (sessionAffinity ClientIP): " + "; ".join(problems)
+
+
+def test_without_affinity_connections_spread_over_the_backends(seen: dict[str, Any]) -> None:
+    problems = seen["problems"]["spread"]
+    assert not problems, "affinity (none): " + "; ".join(problems)
