@@ -153,3 +153,34 @@ def namespaces() -> list[str]:
 def leftovers() -> list[str]:
     """This process's namespaces still present (for the no-leak checks); other runs' are not looked at."""
     return [n for n in namespaces() if ownership.mine(n)]
+
+
+CLONE_NEWNET = 0x40000000
+
+
+class private_netns:
+    """Run the calling thread (and the threads and processes it starts) in a fresh network namespace with only
+    loopback, then return it to the namespace it was in. As root only; otherwise a no-op (``entered`` False)."""
+
+    def __init__(self) -> None:
+        self.entered = False
+        self._fd = -1
+
+    def __enter__(self) -> "private_netns":
+        if os.geteuid() != 0:
+            return self
+        self._fd = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+        if _libc.unshare(CLONE_NEWNET) != 0:
+            os.close(self._fd)
+            self._fd = -1
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET)")
+        self.entered = True
+        sh("ip", "link", "set", "lo", "up")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd >= 0:
+            if _libc.setns(self._fd, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns back to the original network namespace")
+            os.close(self._fd)
+            self._fd = -1

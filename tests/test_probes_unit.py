@@ -1,14 +1,30 @@
-"""Probes without namespaces: result shapes, the hold protocol on loopback, the probe pod manifest."""
+"""Probes on loopback: result shapes, the hold protocol, the probe pod manifest. As root every test runs in a fresh
+network namespace of its own (only loopback), so not even a loopback probe runs in the host's namespace."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import socket
 import threading
+from typing import Iterator
+
+import pytest
+from netns import private_netns
 
 from pytest_kpr.probes import ProbeResult, Verdict, connect_probe, hold, route_source
 from pytest_kpr.workloads import probe_pod
+
+
+@pytest.fixture(autouse=True)
+def own_namespace() -> Iterator[None]:
+    before = os.readlink("/proc/thread-self/ns/net")
+    with private_netns() as ns:
+        if ns.entered:
+            assert os.readlink("/proc/thread-self/ns/net") != before, "a namespace of its own"
+        yield
+    assert os.readlink("/proc/thread-self/ns/net") == before, "back in the namespace it started in"
 
 
 def test_result_json_has_the_keys_suites_parse() -> None:
