@@ -278,6 +278,8 @@ def test_random_replay_files_never_raise(data: Any, tmp_path_factory: pytest.Tem
                                                                       max_size=30).map(lambda xs: "".join(xs).encode())))
 @example(fmt="bpf-ct-list", raw=BINARY)
 @example(fmt="status", raw=b"")
+@example(fmt="db-backends-json", raw=b"{\n").via("invalid JSON ending right after a newline: the error line is past the last line")
+@example(fmt="db-backends-json", raw=b"[\n")
 def test_random_parse_input_never_raises(fmt: str, raw: bytes, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path_factory.mktemp("parse") / "in"
     path.write_bytes(raw)

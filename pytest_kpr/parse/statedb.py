@@ -107,7 +107,8 @@ def json_stream(text: str, fmt: str) -> list[dict]:
             obj, i = dec.raw_decode(text, i)
         except ValueError as e:
             lineno = text.count("\n", 0, getattr(e, "pos", i)) + 1
-            line = text.splitlines()[lineno - 1] if text.splitlines() else ""
+            lines = text.splitlines()
+            line = lines[lineno - 1] if 0 < lineno <= len(lines) else ""  # the input may end right after a newline
             raise ParseError(fmt, lineno, line, f"invalid JSON ({getattr(e, 'msg', e)})") from None
         if not isinstance(obj, dict):
             raise ParseError(fmt, text.count("\n", 0, i) + 1, str(obj)[:80], "expected a JSON object")
