@@ -342,3 +342,40 @@ def test_affinity_verdicts(sticky: list[str | None], plain: list[str | None], pr
     got = affinity_problems(sticky, plain, B4)
     assert {k: [g[:len(w)] for g, w in zip(v, problems[k], strict=False)] for k, v in got.items()} == problems
     assert {k: len(v) for k, v in got.items()} == {k: len(v) for k, v in problems.items()}
+
+
+@pytest.mark.parametrize(("mode", "kernels", "problems"), [
+    ("tcx", {"a": "6.6.0", "b": "6.12.1"}, []),
+    ("tcx", {"a": "6.5.13", "b": "6.12.1"}, ["the agent reports tcx, but node a runs kernel 6.5.13, which has no tcx (clusters/kernels.yaml: tcx from 6.6)"]),
+    ("tcx", {"b": "6.1.0", "a": "5.15.0"}, ["the agent reports tcx, but node a runs kernel 5.15.0, which has no tcx (clusters/kernels.yaml: tcx from 6.6)",
+                                            "the agent reports tcx, but node b runs kernel 6.1.0, which has no tcx (clusters/kernels.yaml: tcx from 6.6)"]),
+    ("tc", {"a": "6.1.0"}, []),  # legacy tc is possible everywhere
+    ("tc", {"a": "6.12.0"}, []),  # and chosen on a tcx kernel too (bpf.enableTCX=false)
+    ("tcx", {"a": "not-a-version"}, []),  # an unreadable kernel is not judged
+])
+def test_the_attach_mode_against_every_nodes_kernel(mode: str, kernels: dict[str, str], problems: list[str]) -> None:
+    from pytest_kpr.checks import attach_mode_kernel_problems
+
+    assert attach_mode_kernel_problems(mode, kernels, "6.6") == problems
+
+
+def test_kube_proxy_and_ipvs_messages_in_full() -> None:
+    from pytest_kpr.checks import KUBE_PROXY_REMOVAL, ipvs_problems, kube_proxy_daemonset_problems
+
+    assert kube_proxy_daemonset_problems([{"namespace": "kube-system", "name": "kube-proxy"}]) == [
+        f"DaemonSet kube-system/kube-proxy runs kube-proxy (0/0 pods ready) while KubeProxyReplacement is on: remove it the way Cilium "
+        f"documents ({KUBE_PROXY_REMOVAL})"]
+    assert ipvs_problems({"a": ["T 1", "T 2", "T 3"]}) == ["a: 3 IPVS virtual services (T 1, T 2, T 3)"]
+    assert ipvs_problems({"a": ["T 1", "T 2", "T 3", "T 4"]}) == ["a: 4 IPVS virtual services (T 1, T 2, T 3, ...)"]
+
+
+@pytest.mark.parametrize(("plain", "backends", "spread_problem"), [
+    (["x:1", "x:1"], ["x:1", "x:2"], True),  # two connections, two backends, one reached: judged
+    (["x:1"], ["x:1", "x:2"], False),  # one connection proves nothing
+    (["x:1", "x:1"], ["x:1"], False),  # one backend: nothing to spread over
+    (["x:1", "x:1", "x:1"], ["x:1", "x:2", "x:3"], True),
+])
+def test_the_spread_verdict_needs_two_connections_and_two_backends(plain: list[str], backends: list[str], spread_problem: bool) -> None:
+    from pytest_kpr.checks import affinity_problems
+
+    assert bool(affinity_problems(["x:1"], plain, backends)["spread"]) is spread_problem
