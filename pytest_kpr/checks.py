@@ -292,7 +292,7 @@ def attach_mode_kernel_problems(attach_mode: str, node_kernels: "Mapping[str, st
     """The agent's reported attach mode must be possible on every node's kernel: tcx (a bpf_link on the device) exists
     from ``tcx_from`` (clusters/kernels.yaml, Linux 6.6); before, programs attach as legacy tc. On a tcx kernel either
     mode is possible (Cilium's bpf.enableTCX decides), so only tcx on an older kernel is a contradiction."""
-    from .upgrade import kernel_tuple
+    from .kernels import kernel_tuple
 
     if attach_mode != "tcx":
         return []

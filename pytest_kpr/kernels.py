@@ -6,12 +6,65 @@ source next to each entry. What the agent reports (attach mode, socket-LB covera
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import yaml
 
-from .upgrade import KernelFloor, floor_for, kernel_tuple, load_floors
+from .versions import Version
+
+
+def kernel_tuple(text: str) -> tuple[int, ...] | None:
+    """``6.8.0-49-generic`` -> (6, 8, 0); ``5.10`` -> (5, 10); None when it does not start with a version."""
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
+    if m is None:
+        return None
+    return tuple(int(g) for g in m.groups() if g is not None)
+
+
+@dataclass(frozen=True)
+class KernelFloor:
+    cilium: tuple[int, int]
+    kernel: str
+    source: str
+
+
+def _minor(text: str) -> tuple[int, int]:
+    major, minor = str(text).split(".")[:2]
+    return int(major), int(minor)
+
+
+def load_floors(path: Path) -> list[KernelFloor]:
+    data = yaml.safe_load(path.read_text()) or {}
+    return [KernelFloor(_minor(f["cilium"]), str(f["kernel"]), str(f["source"])) for f in data.get("floors", [])]
+
+
+def floor_for(floors: Sequence[KernelFloor], minor: tuple[int, int]) -> KernelFloor | None:
+    """The floor of ``minor``: its own entry, else the newest older one."""
+    older = [f for f in floors if f.cilium <= minor]
+    return max(older, key=lambda f: f.cilium) if older else None
+
+
+def floor_problems(floors: Sequence[KernelFloor], minor: tuple[int, int], node_kernels: dict[str, str],
+                   report_unreadable: bool = False) -> list[str]:
+    """Nodes whose kernel is below Cilium ``minor``'s floor, one line each naming the node (and, with
+    ``report_unreadable``, the nodes whose kernel is not a version)."""
+    floor = floor_for(floors, minor)
+    if floor is None:
+        return []
+    want = kernel_tuple(floor.kernel) or ()
+    out = []
+    for node, kernel in sorted(node_kernels.items()):
+        have = kernel_tuple(kernel)
+        if have is None:
+            if report_unreadable:
+                out.append(f"node {node} reports kernel {kernel!r}, which is not a version: cannot check Cilium {minor[0]}.{minor[1]}'s "
+                           f"floor {floor.kernel}")
+        elif have < want:
+            out.append(f"node {node} runs kernel {kernel}, below Cilium {minor[0]}.{minor[1]}'s floor {floor.kernel} ({floor.source})")
+    return out
 
 
 @dataclass(frozen=True)
@@ -43,16 +96,5 @@ class KernelTable:
 
     def floor_problems(self, cilium_version: str, node_kernels: dict[str, str]) -> list[str]:
         """Nodes whose kernel is below the Cilium version's floor, one line each naming the node."""
-        from .versions import Version
-
         v = Version.parse(cilium_version)
-        floor = floor_for(self.floors, (v.major, v.minor))
-        if floor is None:
-            return []
-        want = kernel_tuple(floor.kernel) or ()
-        out = []
-        for node, kernel in sorted(node_kernels.items()):
-            have = kernel_tuple(kernel)
-            if have is not None and have < want:
-                out.append(f"node {node} runs kernel {kernel}, below Cilium {v.major}.{v.minor}'s floor {floor.kernel} ({floor.source})")
-        return out
+        return floor_problems(self.floors, (v.major, v.minor), node_kernels)

@@ -51,7 +51,7 @@ class Column:
 
 
 def _min_kernel(nodes: list[dict[str, Any]]) -> str:
-    from .upgrade import kernel_tuple
+    from .kernels import kernel_tuple
 
     kernels = [n.get("kernel", "") for n in nodes if n.get("kernel")]
     parsed = [(kernel_tuple(k) or (), k) for k in kernels]

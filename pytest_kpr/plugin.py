@@ -150,21 +150,16 @@ def _attach_known_gaps(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 def _deselect_kpr(config: pytest.Config, items: list[pytest.Item]) -> None:
-    kept: list[pytest.Item] = []
-    dropped: list[pytest.Item] = []
-    for item in items:
-        (dropped if item.get_closest_marker(markers.KPR) else kept).append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
-        kpr_session(config).deselected_kpr = len(dropped)
+    kpr_session(config).deselected_kpr = _deselect(config, items, lambda item: item.get_closest_marker(markers.KPR) is not None)
 
 
-def _deselect(config: pytest.Config, items: list[pytest.Item], which: Any) -> None:
+def _deselect(config: pytest.Config, items: list[pytest.Item], which: Any) -> int:
+    """Deselect the items ``which`` picks (reported to pytest as deselected); how many."""
     dropped = [item for item in items if which(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if not which(item)]
+    return len(dropped)
 
 
 def _merge(a: markers.Requirement, b: markers.Requirement) -> markers.Requirement:

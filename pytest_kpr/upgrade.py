@@ -15,7 +15,6 @@ gate must be able to see: IDs not restored (PR #18119), CT entries deleted at st
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 import yaml
 
+from .kernels import KernelFloor, _minor, floor_problems
 from .versions import Version
 
 # -- what is refused before anything changes --------------------------------------------------------------
@@ -39,21 +39,6 @@ def version_refusal(from_text: str, to_text: str) -> str | None:
     return None
 
 
-def kernel_tuple(text: str) -> tuple[int, ...] | None:
-    """``6.8.0-49-generic`` -> (6, 8, 0); ``5.10`` -> (5, 10); None when it does not start with a version."""
-    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
-    if m is None:
-        return None
-    return tuple(int(g) for g in m.groups() if g is not None)
-
-
-@dataclass(frozen=True)
-class KernelFloor:
-    cilium: tuple[int, int]
-    kernel: str
-    source: str
-
-
 @dataclass(frozen=True)
 class RemovedOption:
     since: tuple[int, int]
@@ -64,16 +49,6 @@ class RemovedOption:
     source: str
 
 
-def _minor(text: str) -> tuple[int, int]:
-    major, minor = str(text).split(".")[:2]
-    return int(major), int(minor)
-
-
-def load_floors(path: Path) -> list[KernelFloor]:
-    data = yaml.safe_load(path.read_text()) or {}
-    return [KernelFloor(_minor(f["cilium"]), str(f["kernel"]), str(f["source"])) for f in data.get("floors", [])]
-
-
 def load_removed(path: Path) -> list[RemovedOption]:
     data = yaml.safe_load(path.read_text()) or {}
     out = []
@@ -81,12 +56,6 @@ def load_removed(path: Path) -> list[RemovedOption]:
         out.append(RemovedOption(_minor(r["since"]), r.get("helm"), tuple(str(v) for v in r.get("value", [])),
                                  tuple(r.get("agent", [])), str(r.get("instead", "")), str(r["source"])))
     return out
-
-
-def floor_for(floors: Sequence[KernelFloor], minor: tuple[int, int]) -> KernelFloor | None:
-    """The floor of ``minor``: its own entry, else the newest older one."""
-    older = [f for f in floors if f.cilium <= minor]
-    return max(older, key=lambda f: f.cilium) if older else None
 
 
 def _lookup(values: dict[str, Any], path: str) -> tuple[bool, Any]:
@@ -107,15 +76,7 @@ def preflight_refusals(from_version: str, to_version: str, node_kernels: dict[st
         out.append(why)
     to = Version.parse(to_version)
     target = (to.major, to.minor)
-    floor = floor_for(floors, target)
-    if floor is not None:
-        want = kernel_tuple(floor.kernel) or ()
-        for node, kernel in sorted(node_kernels.items()):
-            have = kernel_tuple(kernel)
-            if have is None:
-                out.append(f"node {node} reports kernel {kernel!r}, which is not a version: cannot check Cilium {to.major}.{to.minor}'s floor {floor.kernel}")
-            elif have < want:
-                out.append(f"node {node} runs kernel {kernel}, below Cilium {to.major}.{to.minor}'s floor {floor.kernel} ({floor.source})")
+    out += floor_problems(floors, target, node_kernels, report_unreadable=True)
     extra = values.get("extraConfig") or {}
     for r in removed:
         if r.since > target:

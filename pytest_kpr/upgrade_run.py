@@ -25,6 +25,7 @@ from .cluster import cilium
 from .cluster.provider import UpgradableProvider
 from .datapath import coverage_name, plane_for
 from .errors import KprError
+from .kernels import load_floors
 from .lab import Lab, LabError
 from .upgrade import (
     FlowPath,
@@ -32,7 +33,6 @@ from .upgrade import (
     attribute,
     flow_problems,
     id_problems,
-    load_floors,
     load_removed,
     preflight_refusals,
     regression_problems,

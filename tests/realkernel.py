@@ -73,6 +73,20 @@ def compile_sock_lb(out_dir: Path, svc: tuple[str, int], backend: tuple[str, int
     return obj
 
 
+def libbpf() -> ctypes.CDLL:
+    """Debian's libbpf through ctypes, with the object calls both test programs use typed."""
+    L = ctypes.CDLL(ctypes.util.find_library("bpf") or "libbpf.so.1", use_errno=True)
+    L.bpf_object__open_file.restype = ctypes.c_void_p
+    L.bpf_object__open_file.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+    L.bpf_object__load.argtypes = [ctypes.c_void_p]
+    L.bpf_object__find_program_by_name.restype = ctypes.c_void_p
+    L.bpf_object__find_program_by_name.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    L.bpf_object__close.argtypes = [ctypes.c_void_p]
+    L.libbpf_get_error.argtypes = [ctypes.c_void_p]
+    L.libbpf_get_error.restype = ctypes.c_long
+    return L
+
+
 class SocketLB:
     """The compiled program loaded through libbpf and attached (as links) to a cgroup of its own.
 
@@ -80,19 +94,10 @@ class SocketLB:
     """
 
     def __init__(self, obj_path: Path):
-        name = ctypes.util.find_library("bpf") or "libbpf.so.1"
-        L = ctypes.CDLL(name, use_errno=True)
-        L.bpf_object__open_file.restype = ctypes.c_void_p
-        L.bpf_object__open_file.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
-        L.bpf_object__load.argtypes = [ctypes.c_void_p]
-        L.bpf_object__find_program_by_name.restype = ctypes.c_void_p
-        L.bpf_object__find_program_by_name.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        L = libbpf()
         L.bpf_program__attach_cgroup.restype = ctypes.c_void_p
         L.bpf_program__attach_cgroup.argtypes = [ctypes.c_void_p, ctypes.c_int]
         L.bpf_link__destroy.argtypes = [ctypes.c_void_p]
-        L.bpf_object__close.argtypes = [ctypes.c_void_p]
-        L.libbpf_get_error.argtypes = [ctypes.c_void_p]
-        L.libbpf_get_error.restype = ctypes.c_long
         self.L = L
         root = cgroup2_root()
         if root is None:
@@ -240,17 +245,8 @@ class TcProgram:
     """tc_pass.o loaded through libbpf (no bpffs pin); its fd attaches by tcx or is handed to tc by the object file."""
 
     def __init__(self, obj_path: Path):
-        name = ctypes.util.find_library("bpf") or "libbpf.so.1"
-        L = ctypes.CDLL(name, use_errno=True)
-        L.bpf_object__open_file.restype = ctypes.c_void_p
-        L.bpf_object__open_file.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
-        L.bpf_object__load.argtypes = [ctypes.c_void_p]
-        L.bpf_object__find_program_by_name.restype = ctypes.c_void_p
-        L.bpf_object__find_program_by_name.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        L = libbpf()
         L.bpf_program__fd.argtypes = [ctypes.c_void_p]
-        L.bpf_object__close.argtypes = [ctypes.c_void_p]
-        L.libbpf_get_error.argtypes = [ctypes.c_void_p]
-        L.libbpf_get_error.restype = ctypes.c_long
         self.L, self.path = L, obj_path
         self.obj = L.bpf_object__open_file(str(obj_path).encode(), None)
         if not self.obj or L.libbpf_get_error(self.obj):

@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.kernels import kernel_tuple, load_floors
 from pytest_kpr.upgrade import (
     RollWatch,
     attribute,
     flow_problems,
     id_problems,
-    kernel_tuple,
-    load_floors,
     load_removed,
     preflight_refusals,
     regression_problems,
