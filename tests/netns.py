@@ -76,6 +76,9 @@ class Topology:
         # ICMP errors are rate limited per destination (1000 ms, burst 6): without this a later
         # ICMP-unreachable answer is silently dropped and looks like a timeout.
         self.exec(role, "sysctl", "-qw", "net.ipv4.icmp_ratelimit=0")
+        # The tier is IPv4 only. Without IPv6 a new link sends nothing by itself (no router solicitation, MLD or DAD
+        # for seconds after it comes up), so a count of the packets that left it is the probes' alone.
+        self.exec(role, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
         return name
 
     def link(self, a: str, a_if: str, a_ip: str, b: str, b_if: str, b_ip: str) -> None:
