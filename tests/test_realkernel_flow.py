@@ -115,7 +115,9 @@ def test_a_300_ms_tcp_drop_is_one_gap_until_the_retransmission_that_gets_through
     measured here is about 310 ms. The bound allows either recovery."""
     r = run_flow(topo, server(topo), TCP, blocked("drop_tcp", TCP, 300), duration_s=2.0)
     (gap,) = big_gaps(r)
-    assert 300 <= gap["ms"] <= 900, r.to_json()
+    # 290, not 300: the set element expires by jiffies (HZ 250: 4 ms steps), and the last answer before the window
+    # can arrive a round trip after it opened (a fresh-clone run measured 299.8 ms)
+    assert 290 <= gap["ms"] <= 900, r.to_json()
     assert r.lost == 0 and r.resets == r.closed == r.stalls == r.reconnects == 0, r.to_json()
 
 
