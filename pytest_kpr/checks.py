@@ -329,6 +329,28 @@ def ipvs_problems(ipvs: "Mapping[str, Sequence[str] | None]") -> list[str]:
 AFFINITY_CONNECTIONS, AFFINITY_BACKENDS = 20, 4
 
 
+#: the affinity-timeout round: Service timeoutSeconds, seconds between connections (past the timeout, with the seconds
+#: granularity of bpf_mono_now()), and connections
+AFFINITY_TIMEOUT_S, AFFINITY_IDLE_S, AFFINITY_TIMEOUT_ROUNDS = 1, 2.5, 10
+
+
+def affinity_timeout_problems(peers: "Sequence[str | None]", backends: "Sequence[str]", idle_s: float, timeout_s: int) -> list[str]:
+    """With sessionAffinity timeoutSeconds shorter than the pause between connections, every connection is a new pick
+    (bpf/lib/lb.h ``__lb4_affinity_backend_id``: the entry expires at last_used + timeout). If every one of k
+    connections still reached the first one's backend, the timeout was not honoured: under uniform picks among N
+    backends that happens with probability (1/N)^(k-1) (4 backends, 10 connections: 3.8e-06)."""
+    out = []
+    missing = [i for i, p in enumerate(peers) if p is None]
+    if missing:
+        out.append(f"{len(missing)} of {len(peers)} connections did not connect or show a backend")
+    hit = sorted({p for p in peers if p})
+    if len(backends) > 1 and len(peers) >= 2 and not missing and len(hit) == 1:
+        n, k = len(backends), len(peers)
+        out.append(f"all {k} connections, {idle_s:g} s apart (past the {timeout_s} s timeout), reached {hit[0]}: the affinity never expired "
+                   f"(chance if it does: {(1 / n) ** (k - 1):.1e})")
+    return out
+
+
 def affinity_problems(sticky: "Sequence[str | None]", plain: "Sequence[str | None]", backends: "Sequence[str]") -> dict[str, list[str]]:
     """Session affinity, judged from the backend each connection reached (the kernel socket's peer under socket LB).
 
@@ -352,3 +374,63 @@ def affinity_problems(sticky: "Sequence[str | None]", plain: "Sequence[str | Non
         n, k = len(backends), len(plain)
         out["spread"].append(f"all {k} connections without affinity reached {spread[0]} of {n} backends (chance: {n * (1 / n) ** k:.1e})")
     return out
+
+
+# -- externalTrafficPolicy=Local, the client's address, hostPort ------------------------------------------------------
+
+def etp_reach_problems(local: "Mapping[str, str]", cluster: "Mapping[str, str]", with_backend: str) -> list[str]:
+    """From outside (a raw SYN that arrives on each node's native device): the eTP=Local Service is served by the node
+    with its backend and by no other (datapath.SRC_ETP_SCOPES: the external scope holds local backends only), while the
+    eTP=Cluster Service on the same backend is served by every node. ``local``/``cluster``: node -> the probe's verdict
+    (``accepted`` = a SYN-ACK came back)."""
+    out = []
+    if local.get(with_backend) != "accepted":
+        out.append(f"the node with the backend ({with_backend}) did not serve it from outside: {local.get(with_backend)}")
+    out += [f"{node}, which has no local backend, served it from outside ({v}): traffic was forwarded to another node's backend"
+            for node, v in sorted(local.items()) if node != with_backend and v == "accepted"]
+    out += [f"externalTrafficPolicy=Cluster on the same backend was not served by {node} ({v})"
+            for node, v in sorted(cluster.items()) if v != "accepted"]
+    return out
+
+
+def health_check_problems(answers: "Mapping[str, tuple[int, Any]]", local_backends: "Mapping[str, int]", service: tuple[str, str]) -> list[str]:
+    """The health-check NodePort (datapath.SRC_HEALTHSERVER): every node answers with its own count of local endpoints,
+    200 when it has one, 503 when not, naming the Service. ``answers``: node -> (HTTP code, parsed JSON body or None)."""
+    out = []
+    for node, (code, body) in sorted(answers.items()):
+        want = local_backends.get(node, 0)
+        want_code = 200 if want else 503
+        got = body.get("localEndpoints") if isinstance(body, dict) else None
+        if code != want_code or got != want:
+            out.append(f"{node} answered HTTP {code or 'nothing'} with localEndpoints {got}, expected {want_code} with {want} "
+                       f"(its own backends)")
+        elif (body.get("service") or {}) != {"namespace": service[0], "name": service[1]}:
+            out.append(f"{node} answered for {body.get('service')}, not {service[0]}/{service[1]}")
+    return out
+
+
+def client_address_problems(seen: str | None, client: str, node_ip: str, expect: str, why: str) -> list[str]:
+    """The address a backend logged for a request from outside, against the sourced rule (datapath.backend_sees):
+    ``expect`` is ``client`` (the runner's own address) or ``node`` (the receiving node's, after SNAT)."""
+    want = client if expect == "client" else node_ip
+    if seen is None:
+        return ["no backend logged the request, so what it saw is unknown"]
+    if seen != want:
+        name = {client: "the client's address", node_ip: "the receiving node's address"}.get(seen, "neither the client's nor the node's address")
+        return [f"the backend saw {seen} ({name}), expected {want} ({'the client' if expect == 'client' else 'the node'}: {why})"]
+    return []
+
+
+def hostport_frontend_problems(services: "Sequence[Any]", port: int) -> list[str]:
+    """The agent on the pod's node lists a HostPort frontend on the hostPort (datapath.SRC_HOSTPORT)."""
+    if any(getattr(s, "type", "") == "HostPort" and s.frontend.port == port for s in services):
+        return []
+    types = sorted({s.type for s in services if s.frontend.port == port})
+    return [f"the agent lists no HostPort frontend on port {port}" + (f" (only {types})" if types else "")]
+
+
+def hostport_admission_problems(pod: "Mapping[str, Any]", node: str) -> list[str]:
+    """A second pod asking for a hostPort already taken on ``node`` must not run there (datapath.SRC_HOSTPORT_SCHED)."""
+    if pod.get("node") == node and pod.get("phase") in ("Running", "Succeeded"):
+        return [f"a second pod asking for the same hostPort was admitted on {node} ({pod.get('phase')}): two pods hold one port"]
+    return []

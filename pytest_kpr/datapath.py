@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 
 class Plane(str, enum.Enum):
@@ -174,6 +175,9 @@ FORMAT_RULES: tuple[FormatRule, ...] = (
                "'frontend already owned by another service: <addr/PROTO> is owned by <ns/name>'",
                "cilium/cilium pkg/loadbalancer/writer/writer.go UpsertFrontend (fmt.Errorf(\"%w: %s is owned by %s\", "
                "ErrFrontendConflict, ...)); pkg/loadbalancer/errors.go ErrFrontendConflict"),
+    FormatRule("health-check-node-port", "GET http://<node>:<healthCheckNodePort>/",
+               "HTTP 200 (503 with no local backend), JSON {\"service\":{\"namespace\",\"name\"},\"localEndpoints\":N}",
+               "cilium/cilium pkg/loadbalancer/healthserver/healthserver.go ServeHTTP (healthResponse, kube-proxy compatible)"),
     FormatRule("external-ip-mitigation-config", "cilium-dbg config -a",
                "'DisableExternalIPMitigation : true|false' among the read-only (DaemonConfig) options",
                "cilium/cilium pkg/option/config.go DisableExternalIPMitigation = \"disable-external-ip-mitigation\"; "
@@ -204,4 +208,71 @@ def coverage_name(hostns_only: bool) -> str:
     return "Hostns-only" if hostns_only else "Full"
 
 
-ALL_RULES: tuple[PlaneRule | NoBackendRule | FormatRule, ...] = PLANE_RULES + NO_BACKEND_RULES + FORMAT_RULES
+
+
+# -- externalTrafficPolicy, the client's address at the backend, hostPort --------------------------------------------
+
+SRC_ETP_SCOPES = ("cilium/cilium bpf/lib/lb.h lb4_lookup_service: traffic from outside looks up a frontend's external scope, "
+                  "east-west lookups (the socket plane, pods) switch to the internal scope of a two-scope service; "
+                  "pkg/loadbalancer/reconciler/bpf_reconciler.go updateFrontend sets SvcExtLocal for externalTrafficPolicy=Local, "
+                  "whose external scope holds only the node's own backends")
+SRC_ETP_NO_LOCAL = ("cilium/cilium bpf/lib/lb.h handle_nonroutable_endpoints_v4 and the DROP_NO_SERVICE branch of the per-packet LB: "
+                    "with no local backend the external scope has no backend, and the packet gets the no-backend response "
+                    "(ServiceNoBackendResponse) while enable-no-service-endpoints-routable is true, its default "
+                    "(pkg/svcrouteconfig/cell.go DefaultConfig); with it false the packet is dropped")
+SRC_HEALTHSERVER = ("cilium/cilium pkg/loadbalancer/healthserver/healthserver.go: for a Service with a healthCheckNodePort and "
+                    "externalTrafficPolicy Local (KPR on, enable-health-check-nodeport on by default) each agent listens on "
+                    ":<healthCheckNodePort> and answers 200 with {\"service\":{\"namespace\",\"name\"},\"localEndpoints\":N} (the "
+                    "active backends on its node), 503 when N is 0")
+SRC_SNAT_DSR = ("cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst (Direct Server Return): in the default SNAT mode a "
+                "node sends a request for a backend on another node after SNAT, so the backend sees the node; in DSR mode the client's "
+                "source IP is preserved (hybrid: DSR for TCP); bpf/lib/nodeport.h nodeport_lb4: a backend on the receiving node is "
+                "delivered to without SNAT")
+SRC_HOSTPORT = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go Update: a HostPort frontend without hostIP is expanded to "
+                "the node's addresses (on the agent of the pod's node); bpf/bpf_sock.c sock4_skip_xlate: a HostPort frontend is "
+                "translated for a non-loopback address only when that address is the host's own (HOST_ID)")
+SRC_HOSTPORT_SCHED = ("kubernetes/kubernetes pkg/scheduler/framework/plugins/nodeports/node_ports.go: the NodePorts filter fails a node "
+                      "whose used ports conflict (hostIP, protocol, hostPort) with ErrReason \"node(s) didn't have free ports for the "
+                      "requested pod ports\": the pod is not bound there and stays Pending (PodScheduled False, Unschedulable)")
+
+
+@dataclass(frozen=True)
+class SourceRule:
+    """The address a backend sees for a TCP connection from outside the cluster to a NodePort."""
+
+    mode: str  # the agent's NodePort mode (SNAT | DSR | Hybrid) or *
+    etp_local: bool | str  # externalTrafficPolicy=Local, or *
+    backend_on_receiving_node: bool | str  # or *
+    sees: str  # client | node (the receiving node's address)
+    why: str
+    source: str
+
+    def matches(self, mode: str, etp_local: bool, on_node: bool) -> bool:
+        return self.mode in (ANY, mode) and self.etp_local in (ANY, etp_local) and self.backend_on_receiving_node in (ANY, on_node)
+
+
+SOURCE_RULES: tuple[SourceRule, ...] = (
+    SourceRule(ANY, True, ANY, "client", "externalTrafficPolicy=Local serves from the receiving node's own backends only", SRC_ETP_SCOPES),
+    SourceRule(ANY, ANY, True, "client", "a backend on the receiving node is delivered to without SNAT", SRC_SNAT_DSR),
+    SourceRule("SNAT", False, False, "node", "SNAT mode: the receiving node forwards the request to another node's backend after SNAT",
+               SRC_SNAT_DSR),
+    SourceRule("DSR", False, False, "client", "DSR mode: the backend answers the client directly and sees its address", SRC_SNAT_DSR),
+    SourceRule("Hybrid", False, False, "client", "hybrid mode: DSR for TCP (SNAT for UDP)", SRC_SNAT_DSR),
+)
+
+
+def backend_sees(mode: str, etp_local: bool, on_node: bool) -> SourceRule:
+    """Which address the backend sees for a TCP connection from outside, by the sourced rules."""
+    for rule in SOURCE_RULES:
+        if rule.matches(mode, etp_local, on_node):
+            return rule
+    raise NoRule(f"no sourced rule for the client address at a backend with NodePort mode {mode!r}")
+
+
+def external_backends(etp_local: bool, backends: "list[Any]", node: str) -> "list[Any]":
+    """The backends a node's per-packet plane may pick for traffic from outside (the external scope): with
+    externalTrafficPolicy=Local only those on ``node`` (``.node``); else all (SRC_ETP_SCOPES)."""
+    return [b for b in backends if b.node == node] if etp_local else list(backends)
+
+
+ALL_RULES: tuple[PlaneRule | NoBackendRule | FormatRule | SourceRule, ...] = PLANE_RULES + NO_BACKEND_RULES + FORMAT_RULES + SOURCE_RULES

@@ -323,6 +323,34 @@ class Lab:
         r = self.exec(pod, "curl", "-s", "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url, timeout=max_time + self.t.EXEC)
         return parse_curl(r.returncode, r.stdout, r.stderr)
 
+    # -- single web pods, bodies, what a backend saw ------------------------------------------------------------
+
+    def web_pod(self, name: str, labels: dict[str, str], node: str, host_port: int | None = None) -> dict[str, Any]:
+        """A pod serving HTTP on 8080 (Python's http.server, which logs each request with the client address it saw),
+        bound by its nodeSelector to ``node`` (so the scheduler, not the pod, decides: a hostPort conflict is the
+        scheduler's to find); with ``host_port``, 8080 is also asked for as that hostPort."""
+        pod = probe_pod(name, self.ns, self.image, labels=labels, command=["python3", "-m", "http.server", str(WEB_TARGET)])
+        ctr = pod["spec"]["containers"][0]
+        ctr["ports"] = [{"containerPort": WEB_TARGET, "name": "http", **({"hostPort": host_port} if host_port else {})}]
+        ctr["readinessProbe"] = {"httpGet": {"path": "/", "port": WEB_TARGET}, "periodSeconds": 1}
+        pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+        return pod
+
+    def http_body(self, url: str, max_time: float, pod: str = "hostprobe") -> tuple[int, str]:
+        """(HTTP code, body) of a GET from ``pod``; code 0 when nothing answered."""
+        r = self.exec(pod, "curl", "-s", "--max-time", f"{max_time:g}", "-w", "\n%{http_code}", url, timeout=max_time + self.t.EXEC)
+        body, _, code = (r.stdout or "").rpartition("\n")
+        return (int(code) if code.strip().isdigit() else 0), body
+
+    def who_served(self, pods: list[str], token: str) -> tuple[str, str] | None:
+        """(pod, client address it saw) of the request whose path carries ``token``, from the pods' http.server logs
+        ('<client> - - [date] "GET /?kpr=<token> HTTP/1.1" 200 -'), or None if no pod logged it."""
+        for name in pods:
+            for line in self.kube.logs(self.ns, name).splitlines():
+                if token in line and " - - [" in line:
+                    return name, line.split(" ", 1)[0]
+        return None
+
     def wait_programmed(self, node: str, fe: L3n4, what: str, first_look: bool = True) -> Service:
         """Until the agent on ``node`` lists ``fe``; the first read after ``LB_FIRST_LOOK`` (just after a change)."""
         agent = self.agent(node)

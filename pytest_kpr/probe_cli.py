@@ -14,6 +14,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -43,6 +44,8 @@ def register(sub: Any) -> None:
             k.add_argument("--count", type=argtype(_count, "count"), default=1,
                            help="Connect this many times, one after the other, one line each (1-1000; default 1): which backend "
                                 "each connection reached shows as socket_peer (the kernel socket's peer)")
+            k.add_argument("--interval", type=argtype(lambda t: inputs.seconds(t, "--interval", allow_zero=True), "seconds"), default=0.0,
+                           help="Seconds between the starts of consecutive connections with --count (default 0: one after the other)")
         k.set_defaults(func=_run)
     k = kinds.add_parser("http", help="HTTP GET: status code and time", description="HTTP GET: status code and time")
     k.add_argument("url", type=argtype(inputs.http_url, "URL"), help="http:// or https:// URL")
@@ -105,7 +108,9 @@ def _run(args: argparse.Namespace) -> int:
         host, port = args.target
         addr = inputs.resolve(host)
         for _ in range(args.count - 1):
+            began = time.monotonic()
             _print(connect_probe(addr, port, timeout=args.timeout, source_port=args.sport), args.json)
+            time.sleep(max(0.0, args.interval - (time.monotonic() - began)))
         r = connect_probe(addr, port, timeout=args.timeout, source_port=args.sport)
     else:
         inputs.resolve(urlsplit(args.url).hostname or "")  # a name that does not resolve is bad input, not a verdict

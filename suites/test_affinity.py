@@ -5,8 +5,9 @@ Four backends (`aff`, the web server) behind two ClusterIP Services: `aff-sticky
 the kernel socket's peer, which socket LB sets at connect() (getpeername() still shows the Service). Socket LB picks
 the backend remembered for the client's network namespace for an affinity Service, a random slot otherwise
 (cilium/cilium bpf/bpf_sock.c ``__sock4_xlate_fwd``, ``lb4_affinity_backend_id_by_netns``, ``sock_select_slot``).
-Needs socket LB in pod namespaces (Full coverage): under Hostns-only the client cannot see the backend. Evidence:
-affinity.json.
+A third Service, ``aff-timeout`` (timeoutSeconds 1), gets 10 connections 2.5 s apart: each finds its affinity expired
+(bpf/lib/lb.h ``__lb4_affinity_backend_id``: used while now < last_used + timeout) and picks anew. Needs socket LB in pod
+namespaces (Full coverage): under Hostns-only the client cannot see the backend. Evidence: affinity.json.
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import AFFINITY_BACKENDS, AFFINITY_CONNECTIONS, affinity_problems
+from pytest_kpr.checks import (
+    AFFINITY_BACKENDS,
+    AFFINITY_CONNECTIONS,
+    AFFINITY_IDLE_S,
+    AFFINITY_TIMEOUT_ROUNDS,
+    AFFINITY_TIMEOUT_S,
+    affinity_problems,
+    affinity_timeout_problems,
+)
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import WEB_PORT, Lab
 from pytest_kpr.wait import eventually
@@ -33,18 +42,18 @@ def seen(lab: Lab, probe: Lab, evidence: Evidence) -> dict[str, Any]:
     dep["spec"]["template"]["metadata"]["labels"] = {"app": "aff"}
     dep["spec"]["template"]["spec"]["topologySpreadConstraints"][0]["labelSelector"]["matchLabels"] = {"app": "aff"}
     lab._create(dep)
-    for name, affinity in (("aff-sticky", True), ("aff-plain", False)):
+    for name, timeout in (("aff-sticky", 10800), ("aff-plain", None), ("aff-timeout", AFFINITY_TIMEOUT_S)):
         svc = lab.service(name, {"app": "aff"})
-        if affinity:
+        if timeout:
             svc["spec"]["sessionAffinity"] = "ClientIP"
-            svc["spec"]["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 10800}}
+            svc["spec"]["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": timeout}}
         lab._create(svc)
     # the pods Ready, then the client's agent serving each Service (how many slots it programs is the backend-slots
     # suite's property, not a precondition here)
     eventually(lambda: lab.endpointslice_ready("aff-sticky"), until=lambda es: len(es) == AFFINITY_BACKENDS, timeout=lab.t.PODS_READY,
                what=f"{AFFINITY_BACKENDS} ready aff endpoints", describe=lambda es: f"{len(es)} ready", progress=lab.progress)
     agent = lab.agent(lab.client_node)
-    for name in ("aff-sticky", "aff-plain"):
+    for name in ("aff-sticky", "aff-plain", "aff-timeout"):
         fe = lab.frontend(name)
         eventually(lambda fe=fe: lab.service_entry(agent, fe), until=lambda s: s is not None and len(s.backends) >= 2,
                    timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {agent.node} to serve {name} with backends",
@@ -52,17 +61,21 @@ def seen(lab: Lab, probe: Lab, evidence: Evidence) -> dict[str, Any]:
                    first_after=lab.t.LB_FIRST_LOOK)
     backends = sorted(lab.endpointslice_ready("aff-sticky"))
     peers: dict[str, list[str | None]] = {}
-    for name in ("aff-sticky", "aff-plain"):
+    for name, count, interval in (("aff-sticky", AFFINITY_CONNECTIONS, 0.0), ("aff-plain", AFFINITY_CONNECTIONS, 0.0),
+                                  ("aff-timeout", AFFINITY_TIMEOUT_ROUNDS, AFFINITY_IDLE_S)):
         target = f"{lab.cluster_ip(name)}:{WEB_PORT}"
-        r = lab.exec("probe", "kpr", "probe", "connect", target, "--json", "--timeout", "3", "--count", str(AFFINITY_CONNECTIONS),
-                     timeout=AFFINITY_CONNECTIONS * 3 + lab.t.EXEC)
+        r = lab.exec("probe", "kpr", "probe", "connect", target, "--json", "--timeout", "3", "--count", str(count), "--interval", f"{interval:g}",
+                     timeout=count * (3 + interval) + lab.t.EXEC)
         lines = [json.loads(x) for x in r.check().stdout.splitlines() if x.startswith("{")]
         peers[name] = [x.get("socket_peer") if x.get("verdict") == "connected" else None for x in lines]
     data = {"backends": backends, "connections": AFFINITY_CONNECTIONS, "sticky": peers["aff-sticky"], "plain": peers["aff-plain"],
-            "problems": affinity_problems(peers["aff-sticky"], peers["aff-plain"], backends)}
+            "timeout": {"timeout_s": AFFINITY_TIMEOUT_S, "idle_s": AFFINITY_IDLE_S, "peers": peers["aff-timeout"]},
+            "problems": {**affinity_problems(peers["aff-sticky"], peers["aff-plain"], backends),
+                         "timeout": affinity_timeout_problems(peers["aff-timeout"], backends, AFFINITY_IDLE_S, AFFINITY_TIMEOUT_S)}}
     evidence.write("affinity.json", data)
     evidence.figure(PROPERTY, f"ClientIP: {len({p for p in peers['aff-sticky'] if p})} backend for {AFFINITY_CONNECTIONS} connections; "
-                              f"none: {len({p for p in peers['aff-plain'] if p})} of {len(backends)} backends")
+                              f"none: {len({p for p in peers['aff-plain'] if p})} of {len(backends)} backends; "
+                              f"{AFFINITY_TIMEOUT_S} s timeout: {len({p for p in peers['aff-timeout'] if p})} backends in {AFFINITY_TIMEOUT_ROUNDS}")
     return data
 
 
@@ -74,3 +87,8 @@ def test_a_client_stays_on_one_backend_with_session_affinity(seen: dict[str, Any
 def test_without_affinity_connections_spread_over_the_backends(seen: dict[str, Any]) -> None:
     problems = seen["problems"]["spread"]
     assert not problems, "affinity (none): " + "; ".join(problems)
+
+
+def test_the_affinity_expires_after_its_timeout(seen: dict[str, Any]) -> None:
+    problems = seen["problems"]["timeout"]
+    assert not problems, f"affinity (timeoutSeconds {AFFINITY_TIMEOUT_S}): " + "; ".join(problems)

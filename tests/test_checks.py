@@ -379,3 +379,87 @@ def test_the_spread_verdict_needs_two_connections_and_two_backends(plain: list[s
     from pytest_kpr.checks import affinity_problems
 
     assert bool(affinity_problems(["x:1"], plain, backends)["spread"]) is spread_problem
+
+
+# -- eTP=Local, the client's address, hostPort, affinity timeout ------------------------------------------------------
+
+from pytest_kpr.checks import (  # noqa: E402
+    affinity_timeout_problems,
+    client_address_problems,
+    etp_reach_problems,
+    health_check_problems,
+    hostport_admission_problems,
+    hostport_frontend_problems,
+)
+
+
+@pytest.mark.parametrize(("local", "cluster", "fragments"), [
+    ({"b": "accepted", "c": "icmp-unreachable"}, {"b": "accepted", "c": "accepted"}, []),
+    ({"b": "accepted", "c": "timeout"}, {"b": "accepted", "c": "accepted"}, []),  # drop, or enable-no-service-endpoints-routable off
+    ({"b": "accepted", "c": "accepted"}, {"b": "accepted", "c": "accepted"}, ["c, which has no local backend, served it"]),
+    ({"b": "timeout", "c": "icmp-unreachable"}, {"b": "accepted", "c": "accepted"}, ["the node with the backend (b) did not serve it from outside: timeout"]),
+    ({"b": "accepted", "c": "reset"}, {"b": "accepted", "c": "timeout"}, ["externalTrafficPolicy=Cluster on the same backend was not served by c (timeout)"]),
+    ({}, {}, ["the node with the backend (b) did not serve it from outside: None"]),
+])
+def test_etp_reach_judgement(local: dict, cluster: dict, fragments: list[str]) -> None:
+    problems = etp_reach_problems(local, cluster, "b")
+    assert len(problems) == len(fragments) and all(f in p for f, p in zip(fragments, problems, strict=True)), problems
+
+
+ETP_SVC = ("ns", "etp-local")
+OK_BODY = {"service": {"namespace": "ns", "name": "etp-local"}, "localEndpoints": 1}
+NONE_BODY = {"service": {"namespace": "ns", "name": "etp-local"}, "localEndpoints": 0}
+
+
+@pytest.mark.parametrize(("answers", "fragments"), [
+    ({"a": (503, NONE_BODY), "b": (200, OK_BODY)}, []),
+    ({"a": (200, OK_BODY), "b": (200, OK_BODY)}, ["a answered HTTP 200 with localEndpoints 1, expected 503 with 0"]),
+    ({"a": (503, NONE_BODY), "b": (503, NONE_BODY)}, ["b answered HTTP 503 with localEndpoints 0, expected 200 with 1"]),
+    ({"a": (0, None), "b": (200, OK_BODY)}, ["a answered HTTP nothing with localEndpoints None"]),
+    ({"a": (503, NONE_BODY), "b": (200, {**OK_BODY, "service": {"namespace": "ns", "name": "other"}})}, ["b answered for {'namespace': 'ns', 'name': 'other'}"]),
+    ({"a": (503, "not json"), "b": (200, OK_BODY)}, ["a answered HTTP 503 with localEndpoints None"]),
+])
+def test_health_check_judgement(answers: dict, fragments: list[str]) -> None:
+    problems = health_check_problems(answers, {"a": 0, "b": 1}, ETP_SVC)
+    assert len(problems) == len(fragments) and all(f in p for f, p in zip(fragments, problems, strict=True)), problems
+
+
+@pytest.mark.parametrize(("seen", "expect", "fragment"), [
+    ("1.1.1.1", "client", None),
+    ("2.2.2.2", "node", None),
+    ("2.2.2.2", "client", "saw 2.2.2.2 (the receiving node's address), expected 1.1.1.1 (the client"),
+    ("1.1.1.1", "node", "saw 1.1.1.1 (the client's address), expected 2.2.2.2 (the node"),
+    ("3.3.3.3", "client", "(neither the client's nor the node's address)"),
+    (None, "client", "no backend logged the request"),
+])
+def test_client_address_judgement(seen: str | None, expect: str, fragment: str | None) -> None:
+    problems = client_address_problems(seen, "1.1.1.1", "2.2.2.2", expect, "why")
+    assert (fragment is None and not problems) or (fragment is not None and len(problems) == 1 and fragment in problems[0]), problems
+
+
+def test_hostport_frontend_and_admission_judgements() -> None:
+    from types import SimpleNamespace as NS
+
+    from pytest_kpr.parse import L3n4
+
+    hp = NS(type="HostPort", frontend=L3n4("0.0.0.0", 18780, "TCP"))
+    np_ = NS(type="NodePort", frontend=L3n4("0.0.0.0", 18780, "TCP"))
+    assert hostport_frontend_problems([hp], 18780) == []
+    assert hostport_frontend_problems([np_], 18780) == ["the agent lists no HostPort frontend on port 18780 (only ['NodePort'])"]
+    assert hostport_frontend_problems([hp], 18781) == ["the agent lists no HostPort frontend on port 18781"]
+    assert hostport_admission_problems({"phase": "Pending", "node": None}, "w") == []
+    assert hostport_admission_problems({"phase": "Running", "node": "other"}, "w") == []
+    assert hostport_admission_problems({"phase": "Failed", "node": "w"}, "w") == []
+    assert "admitted on w (Running)" in hostport_admission_problems({"phase": "Running", "node": "w"}, "w")[0]
+
+
+@pytest.mark.parametrize(("peers", "fragment"), [
+    (["a", "b", "a", "c"], None),
+    (["a", "a", "a", "a"], "all 4 connections, 2.5 s apart (past the 1 s timeout), reached a: the affinity never expired (chance if it does: 1.6e-02)"),
+    (["a", None, "a", "a"], "1 of 4 connections did not connect"),
+    (["a"], None),  # one connection proves nothing
+])
+def test_affinity_timeout_judgement(peers: list, fragment: str | None) -> None:
+    problems = affinity_timeout_problems(peers, ["a", "b", "c", "d"], 2.5, 1)
+    assert (fragment is None and not problems) or (fragment is not None and fragment in problems[0]), problems
+    assert affinity_timeout_problems(["a", "a"], ["a"], 2.5, 1) == [], "one backend: no spread to expect"

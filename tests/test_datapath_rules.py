@@ -290,3 +290,34 @@ def test_defaults_and_the_no_rule_messages() -> None:
         "no backend (p; socket plane, ServiceNoBackendResponse=drop): connect() gave refused (ECONNREFUSED) after 0.10s; expected unreachable at once")
     assert no_backend_problems(NoBackendAttempt("p", "raw", "icmp-unreachable", 0.0, None, None), REJECT, "reject")[0].startswith(
         "no backend (p; per-packet plane, ServiceNoBackendResponse=reject): the reject answer is no ICMP type/code, expected ICMP 3/3 (destination")
+
+
+@pytest.mark.parametrize(("mode", "etp_local", "on_node", "sees"), [
+    ("SNAT", False, False, "node"),  # forwarded to another node's backend after SNAT
+    ("SNAT", False, True, "client"),  # a local backend: no SNAT
+    ("SNAT", True, True, "client"),  # eTP=Local: always local
+    ("DSR", False, False, "client"),
+    ("Hybrid", False, False, "client"),  # TCP is DSR in hybrid mode
+    ("DSR", True, True, "client"),
+])
+def test_the_address_a_backend_sees_follows_the_mode_and_the_policy(mode: str, etp_local: bool, on_node: bool, sees: str) -> None:
+    from pytest_kpr.datapath import backend_sees
+
+    assert backend_sees(mode, etp_local, on_node).sees == sees
+
+
+def test_an_unknown_nodeport_mode_is_no_rule() -> None:
+    from pytest_kpr.datapath import backend_sees
+
+    with pytest.raises(NoRule, match="NodePort mode ''"):
+        backend_sees("", False, False)
+    assert backend_sees("", True, True).sees == "client", "eTP=Local needs no mode: the backend is local"
+
+
+def test_the_external_scope_of_an_etp_local_service_holds_the_nodes_own_backends() -> None:
+    from pytest_kpr.datapath import external_backends
+    from pytest_kpr.testing.view import FakeBackend
+
+    bes = [FakeBackend("10.0.0.1", 80, "a", "p1"), FakeBackend("10.0.0.2", 80, "b", "p2")]
+    assert external_backends(True, bes, "a") == bes[:1] and external_backends(True, bes, "c") == []
+    assert external_backends(False, bes, "c") == bes

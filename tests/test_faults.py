@@ -19,6 +19,9 @@ AFF = "test_affinity.py::"
 SL = "test_socket_lb.py::"
 BS = "test_backend_slots.py::"
 SV = "test_shared_vip.py::"
+ETP = "test_etp.py::"
+HP = "test_hostport.py::"
+DSR = "test_dsr.py::"
 
 FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     # -- iptables -------------------------------------------------------------------------------------
@@ -41,8 +44,38 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     # -- session affinity --------------------------------------------------------------------------------
     ("affinity-ignored", "faults=Faults(affinity_ignored=True)", {AFF + "test_a_client_stays_on_one_backend_with_session_affinity"},
      ["*affinity (sessionAffinity ClientIP): 20 connections from one client reached * backends * despite sessionAffinity ClientIP*"]),
-    ("lb-always-first", "faults=Faults(lb_always_first=True)", {AFF + "test_without_affinity_connections_spread_over_the_backends"},
+    ("affinity-no-timeout", "faults=Faults(affinity_no_timeout=True)", {AFF + "test_the_affinity_expires_after_its_timeout"},
+     ["*affinity (timeoutSeconds 1): all 10 connections, 2.5 s apart (past the 1 s timeout), reached *: the affinity never expired (chance if it does: 3.8e-06)*"]),
+    ("lb-always-first", "faults=Faults(lb_always_first=True)", {AFF + "test_without_affinity_connections_spread_over_the_backends",
+                                                                  AFF + "test_the_affinity_expires_after_its_timeout"},
      ["*affinity (none): all 20 connections without affinity reached * of 4 backends (chance: 3.6e-12)*"]),
+    # -- externalTrafficPolicy=Local ---------------------------------------------------------------------
+    ("etp-local-ignored", "faults=Faults(etp_local_ignored=True)", {ETP + "test_only_the_node_with_a_local_backend_serves_it_from_outside"},
+     ["*eTP=Local (from outside): fake-control-plane, which has no local backend, served it from outside (accepted)*"]),
+    ("etp-snat", "faults=Faults(etp_snat=True)", {ETP + "test_the_backend_sees_the_clients_own_address"},
+     ["*eTP=Local (client address): the backend saw 172.18.0.4 (the receiving node's address), expected 172.18.0.1 (the client*"]),
+    ("etp-breaks-cluster-ip", "faults=Faults(etp_breaks_cluster_ip=True)", {ETP + "test_in_cluster_cluster_ip_access_is_unaffected"},
+     ["*eTP=Local (ClusterIP from a pod on fake-worker, which has no local backend): unreachable*"]),
+    ("healthcheck-cluster-count", "faults=Faults(healthcheck_cluster_count=True)",
+     {ETP + "test_the_health_check_node_port_reports_each_nodes_local_endpoints"},
+     ["*eTP=Local (health-check NodePort *): fake-control-plane answered HTTP 200 with localEndpoints 1, expected 503 with 0 (its own backends)*"]),
+    # -- hostPort ----------------------------------------------------------------------------------------
+    ("hostport-unserved", "faults=Faults(hostport_unserved=True)",
+     {HP + "test_the_host_port_answers_on_the_nodes_address", HP + "test_the_agent_lists_a_host_port_frontend"},
+     ["*hostPort: 172.18.0.3:18780 from the node: connect refused, HTTP 0 (curl exit 7)*",
+      "*hostPort: on fake-worker: the agent lists no HostPort frontend on port 18780*"]),
+    ("hostport-portmap", "faults=Faults(hostport_portmap=True)", {HP + "test_no_rule_names_the_host_port"},
+     ["*hostPort: rules name the port, so portmap (not BPF) serves it: fake-worker (iptables-nft): 2 lines name the hostPort 18780*CNI-HOSTPORT-DNAT*"]),
+    ("hostport-listener", "faults=Faults(hostport_listener=True)", {HP + "test_nobody_listens_on_the_host_port"},
+     ["*hostPort: 1 sockets listen on :18780 on the node ([[]'0.0.0.0:18780'[]]); the answer must come from BPF, not a process*"]),
+    ("hostport-double-admit", "faults=Faults(hostport_double_admit=True)", {HP + "test_a_second_pod_is_not_admitted_on_the_same_host_port"},
+     ["*hostPort: a second pod asking for the same hostPort was admitted on fake-worker (Running): two pods hold one port*"]),
+    # -- NodePort forwarding mode -------------------------------------------------------------------------
+    ("snat-reported-client-seen", "faults=Faults(nodeport_mode_mismatch=True)", {DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises"},
+     ["*DSR/SNAT (the agent reports NodePort mode SNAT): the backend saw 172.18.0.1 (the client's address), expected 172.18.0.3 (the node: SNAT*"]),
+    ("dsr-reported-node-seen", "nodeport_mode='DSR', faults=Faults(nodeport_mode_mismatch=True)",
+     {DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises"},
+     ["*DSR/SNAT (the agent reports NodePort mode DSR): the backend saw 172.18.0.3 (the receiving node's address), expected 172.18.0.1 (the client: DSR*"]),
     # -- kube-proxy --------------------------------------------------------------------------------------
     ("kube-proxy-daemonset", "faults=Faults(kube_proxy_daemonset=True)", {KP + "test_no_kube_proxy_daemonset_runs_beside_the_replacement"},
      ["*kube-proxy: a second authority for Services: DaemonSet kube-system/kube-proxy runs kube-proxy (3/3 pods ready)*"
@@ -50,7 +83,7 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     ("ipvs-services", "faults=Faults(ipvs_services=True)", {KP + "test_no_node_has_ipvs_services"},
      ["*kube-proxy: a second authority for Services, IPVS virtual services on the nodes*fake-worker: * IPVS virtual services (TCP 0A600001:01BB*"]),
     ("unreadable-rule-view", "faults=Faults(unreadable_rule_view='iptables-legacy')",
-     {IPT + "test_every_node_can_be_read_in_each_rule_view", NP + "test_no_rule_names_the_nodeport"},
+     {IPT + "test_every_node_can_be_read_in_each_rule_view", NP + "test_no_rule_names_the_nodeport", HP + "test_no_rule_names_the_host_port"},
      ["*iptables: the rule views are not all readable*fake-worker: the iptables-legacy view could not be read*",
       "*NodePort: rules name the port*the iptables-legacy view could not be read*"]),
     # -- backend slots -------------------------------------------------------------------------------
@@ -67,7 +100,7 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     ("pods-per-packet-while-full", "faults=Faults(socket_lb_broken=True)",
      {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend", SL + "test_conntrack_out_entry_names_the_socket_peer",
       NB + "test_connect_from_a_pod_fails_as_its_plane_says", AFF + "test_a_client_stays_on_one_backend_with_session_affinity",
-      AFF + "test_without_affinity_connections_spread_over_the_backends"},
+      AFF + "test_without_affinity_connections_spread_over_the_backends", AFF + "test_the_affinity_expires_after_its_timeout"},
      ["*socket LB (agent reports coverage Full): the socket's peer is the service address*not rewritten at connect()*service translation entries exist*",
       "*affinity (sessionAffinity ClientIP): connections reached [[]'10.96.*:80'[]], which are not the Service's backends*"]),
     ("pods-on-socket-lb-while-hostns-only", "socket_lb_hostns_only=True, faults=Faults(socket_lb_reverse=True)",
@@ -89,7 +122,9 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
      {NP + "test_nodeport_answers_http_200_on_the_node", NP + "test_nodeport_answers_from_outside_the_cluster",
       NP + "test_agent_lists_the_wildcard_nodeport_frontend",
       NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
-      NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
+      NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer",
+      ETP + "test_only_the_node_with_a_local_backend_serves_it_from_outside", ETP + "test_the_backend_sees_the_clients_own_address",
+      DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises"},
      ["*NodePort: the agent lists no 0.0.0.0:30780 NodePort frontend (NodePort frontends: [[]*0.0.0.0:30781/TCP*",
       "*NodePort: 172.18.0.3:30780 answered 0 (curl exit 7)*"]),
     # -- no backend ----------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ def evidence(pytester: pytest.Pytester, name: str) -> dict:
 
 # the skip: a pod's raw SYN to a ClusterIP is recorded, not judged, under Full coverage (no plane handles it);
 # the two xfails: the known gap frontend-conflict-requeue, one per way
-ALL = {"passed": 37, "skipped": 1, "xfailed": 2}
+ALL = {"passed": 48, "skipped": 1, "xfailed": 2}
 
 
 def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -> None:
@@ -73,7 +73,7 @@ def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -
     art = pytester.path / "artifacts" / "fake"
     assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(
         ["cluster.json", "iptables.json", "svc.json", "scale.json", "ct.json", "prog.json", "nodeport.json", "ghost.json", "sharedvip.json", "report.txt",
-         "results.json", "kubeproxy.json", "affinity.json"])
+         "results.json", "kubeproxy.json", "affinity.json", "etp.json", "hostport.json", "dsr.json"])
 
 
 NO_BACKEND_PASS = {"passed": 5, "skipped": 1}  # Full coverage: the pod's raw SYN is recorded only
@@ -94,8 +94,12 @@ NO_BACKEND_ALL_JUDGED = {"passed": 6}  # Hostns-only: bpf_lxc handles the pod's 
         ("cilium_version='1.18.14', attach_mode='tc'", (), ALL),
         # NatPort conntrack tail
         ("cilium_version='1.19.8', kernel='6.12.0'", (), ALL),
+        # the dsr profile: the backend sees the outside client's address; eTP=Local and the rest are unchanged
+        ("nodeport_mode='DSR'", ("dsr", "etp", "nodeport"), {"passed": 1 + 4 + 5}),
+        # eTP=Local under drop: the node without a local backend drops instead of rejecting; still not served
+        ("no_backend_response='drop'", ("etp",), {"passed": 4}),
     ],
-    ids=["hostns-only", "drop", "drop-hostns-only", "cilium-1.19.3-eperm", "cilium-1.18-legacy-tc", "cilium-1.19"],
+    ids=["hostns-only", "drop", "drop-hostns-only", "cilium-1.19.3-eperm", "cilium-1.18-legacy-tc", "cilium-1.19", "dsr", "etp-drop"],
 )
 def test_suites_pass_on_other_conforming_configurations(pytester: pytest.Pytester, config: str, suites: tuple[str, ...], outcomes: dict) -> None:
     result = run_suites(pytester, config, *suites)
@@ -136,7 +140,7 @@ def test_the_reject_is_measured_where_the_per_packet_plane_runs(pytester: pytest
 
 def test_a_fault_in_one_suite_does_not_fail_the_others(pytester: pytest.Pytester) -> None:
     result = run_suites(pytester, "faults=Faults(nodeport_listener=True)")
-    result.assert_outcomes(passed=36, failed=1, skipped=1, xfailed=2)
+    result.assert_outcomes(passed=47, failed=1, skipped=1, xfailed=2)
     result.stdout.fnmatch_lines_random(["FAIL  NodePort *", "pass  iptables *", "pass  socket LB *"])
 
 
@@ -366,7 +370,7 @@ def test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_
     art = pytester.path / "artifacts" / "fake"
     assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(
         ["cluster.json", "iptables.json", "svc.json", "scale.json", "ct.json", "prog.json", "nodeport.json", "ghost.json", "sharedvip.json", "report.txt",
-         "results.json", "kubeproxy.json", "affinity.json"])
+         "results.json", "kubeproxy.json", "affinity.json", "etp.json", "hostport.json", "dsr.json"])
     report = dict(line.split("=", 1) for line in (art / "report.txt").read_text().splitlines())
     assert not [k for k, v in report.items() if v.startswith("n/a")], f"every value was read by some worker: {report}"
     cluster = json.loads((art / "cluster.json").read_text())

@@ -50,6 +50,18 @@ class LocalOutside:
     def can_send_raw(self, status_file: Path = Path("/proc/self/status")) -> bool:
         return has_capability(CAP_NET_RAW, status_file)
 
+    def source_address(self, ip: str) -> str | None:
+        """The source address the kernel picks for ``ip`` (a connected UDP socket: no packet is sent), over a specific
+        route only."""
+        if not self.reaches(ip):
+            return None
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                s.connect((ip, 9))
+                return str(s.getsockname()[0])
+            except OSError:
+                return None
+
     def raw_syn(self, ip: str, port: int, timeout: float) -> ProbeResult:
         if not self.reaches(ip):  # never through the default route
             raise ValueError(f"no specific route to {ip}: refusing to send a raw SYN through the default route")

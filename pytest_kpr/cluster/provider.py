@@ -41,6 +41,9 @@ class OutsideClient(Protocol):
     def raw_syn(self, ip: str, port: int, timeout: float) -> Any:
         """One raw TCP SYN; a :class:`~pytest_kpr.probes.ProbeResult`. Only after ``reaches`` and ``can_send_raw``."""
 
+    def source_address(self, ip: str) -> str | None:
+        """The address this host's packets to ``ip`` carry (what a backend preserving the client's address sees)."""
+
 
 @dataclass
 class ClusterHandle:

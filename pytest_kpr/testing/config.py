@@ -51,6 +51,19 @@ class Faults:
     lb_always_first: bool = False  # the socket LB always picks the first backend slot (no spreading without affinity)
     kube_proxy_daemonset: bool = False  # kube-proxy runs as a DaemonSet in kube-system beside the replacement
     ipvs_services: bool = False  # every node has IPVS virtual services (kube-proxy's IPVS mode or its leftovers)
+    #: the external scope of an externalTrafficPolicy=Local Service keeps every backend: a node without a local backend serves it
+    etp_local_ignored: bool = False
+    etp_snat: bool = False  # traffic from outside to an eTP=Local Service is SNATed: the backend sees the node, not the client
+    etp_breaks_cluster_ip: bool = False  # an eTP=Local Service's ClusterIP is served from local backends only (iTP treated as Local)
+    healthcheck_cluster_count: bool = False  # the health-check NodePort answers 200 with the cluster-wide backend count on every node
+    #: a request from outside for another node's backend is forwarded in the other mode than the agent reports (it reports
+    #: SNAT and the backend sees the client, or DSR and the backend sees the node)
+    nodeport_mode_mismatch: bool = False
+    hostport_unserved: bool = False  # a pod's hostPort gets no HostPort frontend: nothing answers on the node's address
+    hostport_portmap: bool = False  # the CNI portmap plugin's iptables DNAT rules serve the hostPort instead of BPF
+    hostport_listener: bool = False  # a process listens on each hostPort in the node's host namespace (a userspace forwarder)
+    hostport_double_admit: bool = False  # a second pod asking for a hostPort already taken on its node is admitted there
+    affinity_no_timeout: bool = False  # sessionAffinity ClientIP never expires: timeoutSeconds is ignored
     # -- during an upgrade (pytest_kpr.testing.upgrade) --
     upgrade_renumbers_ids: bool = False  # the new agents give services and backends new IDs (not restored: PR #18119)
     upgrade_flushes_ct: bool = False  # the new agents start with an empty conntrack table (cf. #29667)

@@ -198,7 +198,7 @@ class FakeCluster:
             self._reconcile_deployment(dep)
         for pod in self._objects.get("Pod", {}).values():
             st = pod.setdefault("status", {})
-            if st.get("phase") == "Pending" and self.tick - pod["metadata"]["creationTick"] >= self.cfg.pod_ready_ticks:
+            if st.get("phase") == "Pending" and pod["spec"].get("nodeName") and self.tick - pod["metadata"]["creationTick"] >= self.cfg.pod_ready_ticks:
                 st["phase"] = "Running"
                 st["conditions"] = [{"type": "Ready", "status": "True"}]
         if hasattr(self, "workloads"):
@@ -231,6 +231,27 @@ class FakeCluster:
             mine.append(pod)
         ready = sum(1 for p in mine if p["status"].get("phase") == "Running")
         dep["status"] = {"replicas": len(mine), "readyReplicas": ready, "availableReplicas": ready}
+
+    #: the scheduler's NodePorts filter (kubernetes pkg/scheduler/framework/plugins/nodeports/node_ports.go ErrReason;
+    #: datapath.SRC_HOSTPORT_SCHED), as FailedScheduling words it for a pod bound to one node by its nodeSelector
+    HOST_PORTS_TAKEN = "0/{n} nodes are available: 1 node(s) didn't have free ports for the requested pod ports, {m} node(s) didn't match Pod's node affinity/selector."
+
+    def _host_port_taken(self, pod: Obj) -> bool:
+        want = {(cp.get("protocol", "TCP"), cp["hostPort"]) for c in pod["spec"].get("containers") or [] for cp in c.get("ports") or [] if cp.get("hostPort")}
+        for other in self._objects.get("Pod", {}).values():
+            if other is pod or other["spec"].get("nodeName") != pod["spec"]["nodeName"] or other.get("status", {}).get("phase") not in ("Pending", "Running"):
+                continue
+            used = {(cp.get("protocol", "TCP"), cp["hostPort"]) for c in other["spec"].get("containers") or [] for cp in c.get("ports") or [] if cp.get("hostPort")}
+            if want & used:
+                return True
+        return False
+
+    def _unschedulable(self, pod: Obj, message: str) -> None:
+        """The scheduler found no node: the pod stays Pending, unbound, with PodScheduled False."""
+        n = len(self.node_names())
+        del pod["spec"]["nodeName"]
+        pod["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                                             "message": message.format(n=n, m=n - 1)}]}
 
     def _pod_ip(self, node: str) -> str:
         idx = self.node_names().index(node)
@@ -372,6 +393,9 @@ class FakeCluster:
                         raise ApiError(422, "Invalid", f"Service \"{svc['metadata']['name']}\" is invalid: spec.ports[0].nodePort: Invalid value: {port['nodePort']}: provided port is already allocated")
                 else:
                     port["nodePort"] = next(p for p in self._nodeports if p not in taken)
+        if spec["type"] == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local" and not spec.get("healthCheckNodePort"):
+            taken |= {s["spec"].get("healthCheckNodePort") for s in self.services()} | {p.get("nodePort") for p in spec.get("ports", [])}
+            spec["healthCheckNodePort"] = next(p for p in self._nodeports if p not in taken)  # the apiserver allocates it
         if spec["type"] == "LoadBalancer":
             self._lbipam(svc, old)
 
@@ -461,7 +485,7 @@ class FakeCluster:
         if kind == "EndpointSlice":
             items = [self._endpointslice(s) for s in self.services() if s["spec"].get("selector")]
         elif kind == "CiliumEndpoint":
-            items = [self._cilium_endpoint(p) for p in self.pods() if not p["spec"].get("hostNetwork")]
+            items = [self._cilium_endpoint(p) for p in self.pods() if not p["spec"].get("hostNetwork") and p["spec"].get("nodeName")]
         else:
             items = [o for _, o in sorted(self._objects.get(kind, {}).items(), key=lambda kv: (kv[0][0] or "", kv[0][1]))]
         return [
@@ -485,8 +509,11 @@ class FakeCluster:
         if kind == "Service":
             self._admit_service(obj)
         if kind == "Pod":
-            node = obj.get("spec", {}).get("nodeName") or self.node_names()[-1]
-            pod = self._new_pod(ns, name, {"metadata": md, "spec": obj.get("spec", {})}, node)
+            spec = obj.get("spec", {})
+            node = spec.get("nodeName") or (spec.get("nodeSelector") or {}).get("kubernetes.io/hostname") or self.node_names()[-1]
+            pod = self._new_pod(ns, name, {"metadata": md, "spec": spec}, node)
+            if not spec.get("nodeName") and self._host_port_taken(pod) and not self.cfg.faults.hostport_double_admit:
+                self._unschedulable(pod, self.HOST_PORTS_TAKEN)
             return copy.deepcopy(pod)
         if kind == "Namespace":
             obj["status"] = {"phase": "Active"}

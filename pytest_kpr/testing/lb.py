@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from ..datapath import external_backends
 from ..lbmodel import Event, LbModel, Op, Variant
 from .view import ClusterView, FakeBackend, FakeFrontend
 
@@ -166,9 +167,18 @@ class LbState:
                 now = time.monotonic()
                 bes = [b for b in bes if now - self._born.setdefault((b.ip, b.port), now) >= c.cfg.faults.slow_agent_s]
             status = "Done" if state.status == "done" else "Pending"
-            out.append(FakeFrontend(ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status))
+            internal = None
+            if typ != "ClusterIP" and svc is not None and svc["spec"].get("externalTrafficPolicy") == "Local" \
+                    and not c.cfg.faults.etp_local_ignored:  # fault: the external scope keeps every backend
+                internal, bes = bes, external_backends(True, bes, node)
+            elif typ == "ClusterIP" and svc is not None and svc["spec"].get("externalTrafficPolicy") == "Local" \
+                    and c.cfg.faults.etp_breaks_cluster_ip:  # fault: the ClusterIP too is served from local backends only
+                bes = external_backends(True, bes, node)
+            out.append(FakeFrontend(ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status, internal=internal))
             if ip == "0.0.0.0":
-                out.append(FakeFrontend(node_ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status))
+                out.append(FakeFrontend(node_ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status,
+                                        internal=internal))
+        out += self.hostport_frontends(node)
         for fe in out:
             fe.id = self._id(fe.key)
         # a deleted frontend frees its ID; a NodePort's per-node frontend (<node IP>:port) lives while its 0.0.0.0 one does,
@@ -179,6 +189,27 @@ class LbState:
         for key in [k for k in self._ids if k not in live and not (k[0] in node_ips and (k[1], k[2]) in wildcard)]:
             del self._ids[key]
         return sorted(out, key=lambda f: f.id)
+
+    def hostport_frontends(self, node: str) -> list[FakeFrontend]:
+        """HostPort frontends of the running pods on ``node``: ``0.0.0.0:<hostPort>`` and ``<node IP>:<hostPort>``, on that
+        node's agent only (datapath.SRC_HOSTPORT). The hostport_unserved fault leaves them out (nothing serves the port)."""
+        c = self.cluster
+        if c.cfg.faults.hostport_unserved:
+            return []
+        out = []
+        for pod in c.pods():
+            if pod["spec"].get("nodeName") != node or pod["spec"].get("hostNetwork") or not c.pod_ready(pod):
+                continue
+            for ctr in pod["spec"].get("containers") or []:
+                for cp in ctr.get("ports") or []:
+                    if not cp.get("hostPort"):
+                        continue
+                    proto = cp.get("protocol", "TCP")
+                    be = FakeBackend(pod["status"]["podIP"], int(cp["containerPort"]), node, pod["metadata"]["name"])
+                    owner = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}:host-port:{cp['hostPort']}"
+                    for ip in ("0.0.0.0", c.node_ip(node)):
+                        out.append(FakeFrontend(ip, int(cp["hostPort"]), proto, "HostPort", owner, "", [be]))
+        return out
 
     def find(self, node: str, ip: str, port: int, proto: str = "TCP") -> FakeFrontend | None:
         for fe in self.frontends(node):

@@ -147,7 +147,24 @@ class FakeNodeTools:
         nat = list(_KIND_NAT)
         if mode in ("nft", "sep-only", "nodeports"):
             nat = kube_proxy() + nat
+        if self.cluster.cfg.faults.hostport_portmap:
+            nat = self._portmap_rules(node) + nat
         return {"nat": nat, "filter": list(_KIND_FILTER)}
+
+    def _portmap_rules(self, node: str) -> list[str]:
+        """The hostport_portmap fault: the CNI portmap plugin's DNAT chains for the hostPort pods on ``node``."""
+        rules = [":CNI-HOSTPORT-DNAT - [0:0]"]
+        for pod in self.cluster.pods():
+            if pod["spec"].get("nodeName") != node:
+                continue
+            for ctr in pod["spec"].get("containers") or []:
+                for cp in ctr.get("ports") or []:
+                    if cp.get("hostPort"):
+                        chain = f"CNI-DN-{_h(pod['metadata']['name'])[:20]}"
+                        rules += [f":{chain} - [0:0]",
+                                  f"-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"kindnet\\\"\" -m multiport --dports {cp['hostPort']} -j {chain}",
+                                  f"-A {chain} -p tcp -m tcp --dport {cp['hostPort']} -j DNAT --to-destination {pod['status'].get('podIP')}:{cp['containerPort']}"]
+        return rules
 
     def _kube_proxy_nft_table(self) -> str:
         """kube-proxy in nftables mode: its ``kube-proxy`` table, in the shape ``nft list table`` prints
@@ -230,6 +247,9 @@ class FakeNodeTools:
         listeners += [("0.0.0.0", p) for p in self.cluster.node_listeners.get(node, [])]
         if self.cluster.cfg.faults.nodeport_listener:
             listeners += [("0.0.0.0", int(p["nodePort"])) for s in self.cluster.services() for p in s["spec"].get("ports", []) if p.get("nodePort")]
+        if self.cluster.cfg.faults.hostport_listener:  # fault: a process (a userspace port forwarder) holds the hostPorts
+            listeners += [("0.0.0.0", int(cp["hostPort"])) for p in self.cluster.pods() if p["spec"].get("nodeName") == node
+                          for c in p["spec"].get("containers") or [] for cp in c.get("ports") or [] if cp.get("hostPort")]
         flags = args[0] if args else ""
         if "l" not in flags:
             return 0, "", ""

@@ -11,11 +11,13 @@ socket points at the service and a ``SVC`` conntrack entry translates it.
 from __future__ import annotations
 
 import json
+import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..datapath import Plane, coverage_name, plane_for
-from .reach import probe_result, reach
+from ..datapath import Plane, backend_sees, coverage_name, plane_for
+from .reach import Outcome, probe_result, reach
 from .view import ClusterView, FakeFrontend, Obj
 
 
@@ -39,8 +41,10 @@ class FakeWorkloads:
         self.c = cluster
         self.connections: dict[str, Connection] = {}
         self.logs: dict[tuple[str, str], list[str]] = {}
-        #: (client namespace, client pod, service, port) -> the backend its affinity remembers
-        self.affinity: dict[tuple[str, str, str, int], str] = {}
+        #: (client namespace, client pod, service, port) -> (the backend its affinity remembers, last used: whole seconds)
+        self.affinity: dict[tuple[str, str, str, int], tuple[str, int]] = {}
+        #: seconds a probe's --interval has let pass (the fake does not sleep: its affinity clock runs ahead instead)
+        self.skipped_s = 0.0
         cluster.pod_exec_handlers["*"] = self.exec
 
     # -- holder ------------------------------------------------------------------------------------
@@ -104,6 +108,42 @@ class FakeWorkloads:
         ct.setdefault(backend_node, []).append({**base, "dir": "IN", "src_ip": conn.client[0], "src_port": conn.client[1],
                                                 "dst_ip": conn.backend[0], "dst_port": conn.backend[1], "source_security_id": 4242})
 
+    def served(self, outcome: Outcome, client: str, path: str) -> None:
+        """A web backend answered ``GET path`` from ``client`` (outside the cluster): its log gets the line Python's
+        http.server writes, with the address the backend saw (datapath.backend_sees; faults etp_snat, nodeport_mode_mismatch)."""
+        be, handler = outcome.backend, outcome.handler
+        if be is None or handler is None:
+            return
+        cfg = self.c.cfg
+        ns, _, name = (outcome.service or "/").partition("/")
+        svc = next((s for s in self.c.services() if (s["metadata"]["namespace"], s["metadata"]["name"]) == (ns, name)), {})
+        etp_local = (svc.get("spec") or {}).get("externalTrafficPolicy") == "Local"
+        seen = client if backend_sees(cfg.nodeport_mode, etp_local, be.node == handler).sees == "client" else self.c.node_ip(handler)
+        if cfg.faults.etp_snat and etp_local:
+            seen = self.c.node_ip(handler)  # fault: SNAT where the client's address should be kept
+        if cfg.faults.nodeport_mode_mismatch and be.node != handler:  # fault: the other forwarding mode than reported
+            seen = client if seen == self.c.node_ip(handler) else self.c.node_ip(handler)
+        pod = next((p for p in self.c.pods() if p["metadata"]["name"] == be.pod), None)
+        if pod is not None:
+            key = (pod["metadata"]["namespace"], be.pod)
+            self.logs.setdefault(key, []).append(f'{seen} - - [01/Dec/2026 06:00:00] "GET {path} HTTP/1.1" 200 -')
+
+    def health_answer(self, ip: str, port: int) -> tuple[int, dict[str, Any]] | None:
+        """The agent's health server on the node with address ``ip`` for the Service whose healthCheckNodePort is ``port``
+        (datapath.SRC_HEALTHSERVER): (HTTP code, JSON body), or None if nothing of the kind listens there."""
+        node = next((n for n in self.c.node_names() if self.c.node_ip(n) == ip), None)
+        if node is None:
+            return None
+        for svc in self.c.services():
+            spec = svc["spec"]
+            if spec.get("healthCheckNodePort") != port or spec.get("externalTrafficPolicy") != "Local":
+                continue
+            ready = [p for p in self.c.endpoints_of(svc) if self.c.pod_ready(p)]
+            n = len(ready) if self.c.cfg.faults.healthcheck_cluster_count else len([p for p in ready if p["spec"]["nodeName"] == node])
+            body = {"service": {"namespace": svc["metadata"]["namespace"], "name": svc["metadata"]["name"]}, "localEndpoints": n}
+            return (200 if n else 503), body
+        return None
+
     def pod_logs(self, namespace: str, pod: str) -> str:
         return "".join(line + "\n" for line in self.logs.get((namespace, pod), []))
 
@@ -115,6 +155,12 @@ class FakeWorkloads:
         if argv[0] == "netstat":
             return self.netstat(pod)
         if argv[0] == "curl":
+            url = next((a for a in argv if a.startswith("http://")), "")
+            m = re.fullmatch(r"http://([0-9.]+):(\d+)/?", url)
+            health = self.health_answer(m.group(1), int(m.group(2))) if m else None
+            if health is not None:
+                fmt = argv[argv.index("-w") + 1] if "-w" in argv else ""
+                return 0, json.dumps(health[1]) + "\n" + fmt.replace("\\n", "\n").replace("%{http_code}", str(health[0])), ""
             return self.c.curl_from_node(pod["spec"]["nodeName"], argv[1:], host_network=bool(pod["spec"].get("hostNetwork")))
         if argv[:2] == ["kpr", "probe"] and len(argv) >= 4:
             return self.probe(pod, argv[2], argv[3:])
@@ -145,11 +191,14 @@ class FakeWorkloads:
             return 2, "", "the fake answers --json probes only\n"
         timeout = float(args[args.index("--timeout") + 1]) if "--timeout" in args else 2.0
         count = int(args[args.index("--count") + 1]) if "--count" in args else 1
+        interval = float(args[args.index("--interval") + 1]) if "--interval" in args else 0.0
         target = args[0]
         ip_port = target.split("//", 1)[-1].split("/", 1)[0] if kind == "http" else target
         ip, _, port_s = ip_port.rpartition(":")
         out = ""
-        for _ in range(count):
+        for i in range(count):
+            if i:
+                self.skipped_s += interval
             outcome = reach(self.c, pod["spec"]["nodeName"], host_network=bool(pod["spec"].get("hostNetwork")),
                             access="raw" if kind == "syn" else "connect", ip=ip, port=int(port_s))
             result: dict[str, Any] = {"probe": kind, "target": target, **probe_result(outcome, kind, timeout)}
@@ -165,7 +214,8 @@ class FakeWorkloads:
         """The backend socket LB picks for a connect() (cilium/cilium bpf/bpf_sock.c ``__sock4_xlate_fwd``): for a
         Service with sessionAffinity ClientIP the one remembered for this client's network namespace (the affinity map
         is keyed by the netns cookie: ``lb4_affinity_backend_id_by_netns``), else a random slot (``sock_select_slot``).
-        Faults: affinity_ignored (always random), lb_always_first (always slot 1)."""
+        The remembered backend expires timeoutSeconds after its last use (bpf/lib/lb.h ``__lb4_affinity_backend_id``).
+        Faults: affinity_ignored (always random), lb_always_first (always slot 1), affinity_no_timeout (never expires)."""
         import random
 
         fe = self.c.lb.find(pod["spec"]["nodeName"], ip, port)
@@ -174,12 +224,18 @@ class FakeWorkloads:
         faults = self.c.cfg.faults
         ns, name = fe.service.split("/", 1)
         svc = next((s for s in self.c.services() if (s["metadata"]["namespace"], s["metadata"]["name"]) == (ns, name)), {})
-        sticky = svc.get("spec", {}).get("sessionAffinity") == "ClientIP" and not faults.affinity_ignored
+        spec = svc.get("spec", {})
+        sticky = spec.get("sessionAffinity") == "ClientIP" and not faults.affinity_ignored
+        timeout = int(((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get("timeoutSeconds") or 10800)
         key = (pod["metadata"]["namespace"], pod["metadata"]["name"], fe.service, fe.port)
         backends = [f"{b.ip}:{b.port}" for b in fe.backends]
-        if sticky and self.affinity.get(key) in backends:
-            return self.affinity[key]
+        now = int(time.monotonic() + self.skipped_s)  # bpf_mono_now(): whole seconds
+        remembered = self.affinity.get(key)
+        # lb.h __lb4_affinity_backend_id: an entry is used while now < last_used + timeout, and each use renews it
+        if sticky and remembered is not None and remembered[0] in backends and (now < remembered[1] + timeout or faults.affinity_no_timeout):
+            self.affinity[key] = (remembered[0], now)
+            return remembered[0]
         chosen = backends[0] if faults.lb_always_first else random.choice(backends)
         if sticky:
-            self.affinity[key] = chosen
+            self.affinity[key] = (chosen, now)
         return chosen

@@ -8,7 +8,7 @@ from ..cluster.provider import ClusterHandle, Progress
 from ..errors import Unavailable
 from ..probes import ProbeResult, Verdict
 from .fake import FakeCluster
-from .reach import probe_result, reach
+from .reach import curl_result, probe_result, reach
 
 
 class FakeOutside:
@@ -22,6 +22,12 @@ class FakeOutside:
     def reaches(self, ip: str) -> bool:
         return ip in {self.cluster.node_ip(n) for n in self.cluster.node_names()}
 
+    #: the runner's address on the nodes' network (kind's docker bridge gateway)
+    ADDRESS = "172.18.0.1"
+
+    def source_address(self, ip: str) -> str | None:
+        return self.ADDRESS if self.reaches(ip) else None
+
     def http(self, url: str, timeout: float) -> ProbeResult:
         import re
 
@@ -29,8 +35,10 @@ class FakeOutside:
         assert m, url
         ip, port = m.group(1), int(m.group(2))
         node = next(n for n in self.cluster.node_names() if self.cluster.node_ip(n) == ip)
-        code, secs, rc, err = self.cluster.http_verdict(node, ip, port, timeout)
+        outcome = reach(self.cluster, node, host_network=True, access="connect", ip=ip, port=port, outside=True)
+        code, secs, rc, err = curl_result(outcome, ip, port, timeout)
         if rc == 0:
+            self.cluster.workloads.served(outcome, self.ADDRESS, m.group(3) or "/")
             return ProbeResult("http", url, Verdict.HTTP, secs * 1000, http_code=code)
         return ProbeResult("http", url, Verdict.TIMEOUT if rc == 28 else Verdict.REFUSED, secs * 1000, detail=err.strip())
 

@@ -10,11 +10,12 @@ are the only departures from the rules, each one named where it applies.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 from ..datapath import Plane, coverage_name, no_backend, plane_for
 from ..versions import Version, in_range
-from .view import ClusterView
+from .view import ClusterView, FakeBackend
 
 #: connect() fails with EPERM instead of EHOSTUNREACH (cilium/cilium#45184; fixed in 1.19.4 by #45673)
 EPERM_RANGE = ">=1.19.2, <1.19.4"
@@ -28,6 +29,9 @@ class Outcome:
     icmp: tuple[int, int] | None = None
     frontend: str = "none"  # ClusterIP | NodePort | ExternalIP | LoadBalancer | none
     delay_ms: float | None = None  # when the answer came (None: at once)
+    backend: FakeBackend | None = None  # the backend that answered (a translated connection)
+    handler: str | None = None  # the node whose plane translated it
+    service: str | None = None  # ns/name of the frontend's Service
 
 
 def classify(c: ClusterView, ip: str) -> tuple[str, str | None]:
@@ -84,8 +88,10 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         fe = c.lb.find(handler, "0.0.0.0", port)
     if fe is None:  # no such frontend: nothing translates it
         return routed(c, ip, port, kind, rule.plane)
-    if fe.backends:
-        return Outcome("answered", rule.plane, frontend=kind)
+    # traffic from outside looks up the external scope; east-west lookups the internal one (datapath.SRC_ETP_SCOPES)
+    backends = fe.backends if client == "outside" or fe.internal is None else fe.internal
+    if backends:
+        return Outcome("answered", rule.plane, frontend=kind, backend=random.choice(backends), handler=handler, service=fe.service)
     faults, response = c.cfg.faults, c.cfg.no_backend_response
     if rule.plane is Plane.SOCKET:
         if faults.socket_lb_honours_drop and response == "drop":

@@ -36,6 +36,9 @@ class FakeFrontend:
     id: int = 0
     status: str = "Done"
     error: str = ""
+    #: the internal scope's backends when they differ from the external scope's (externalTrafficPolicy=Local): what
+    #: east-west lookups (socket plane, pods) pick from; ``backends`` is what traffic from outside sees
+    internal: list[FakeBackend] | None = None
 
     @property
     def key(self) -> tuple[str, int, str]:

@@ -1,0 +1,61 @@
+"""NodePort forwarding mode (SNAT or DSR): the address a backend sees for a request from outside that arrives at a
+node without the backend.
+
+One backend pod (``dsr-backend``) on a node other than the client node, behind the NodePort Service ``dsr``
+(externalTrafficPolicy Cluster). The runner sends an HTTP GET to the client node's InternalIP:NodePort, so the
+request is forwarded to the other node; the backend's http.server log names the address it saw. The expectation
+comes from the mode the agent reports (status: KubeProxyReplacement NodePort mode): DSR (and hybrid, for TCP) keeps
+the client's address, SNAT shows the receiving node's (cilium/cilium Documentation/network/kubernetes/
+kubeproxy-free.rst, "Direct Server Return"; pytest_kpr.datapath SOURCE_RULES). Needs the runner to reach the nodes
+(kind: the docker network); the profile ``dsr`` sets loadBalancer.mode=dsr. Evidence: dsr.json.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import pytest
+
+from pytest_kpr.checks import client_address_problems
+from pytest_kpr.cluster.facts import ClusterFacts
+from pytest_kpr.cluster.provider import ClusterHandle
+from pytest_kpr.datapath import backend_sees
+from pytest_kpr.evidence import Evidence
+from pytest_kpr.lab import Lab
+from pytest_kpr.wait import eventually
+
+pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("nodeport")]
+PROPERTY = "DSR/SNAT"
+
+
+@pytest.fixture(scope="module")
+def dsr(lab: Lab, evidence: Evidence, kpr_cluster: ClusterHandle, kpr_facts: ClusterFacts) -> dict[str, Any]:
+    receiving, backend_node = lab.client_node, lab.remote_node()
+    ip = lab.node_ip(receiving)
+    outside = kpr_cluster.outside
+    if outside is None or not outside.reaches(ip):
+        pytest.skip(f"the test runner has no specific route to {ip}; the backend's view of an outside client needs one")
+    lab._create(lab.web_pod("dsr-backend", {"app": "dsr-backend"}, backend_node))
+    lab._create(lab.service("dsr", {"app": "dsr-backend"}, "NodePort"))
+    eventually(lambda: lab.endpointslice_ready("dsr"), until=lambda es: len(es) == 1, timeout=lab.t.PODS_READY,
+               what="the dsr-backend pod ready behind dsr", describe=lambda es: f"{len(es)} ready", progress=lab.progress)
+    lab.wait_programmed(receiving, lab.frontend("dsr"), f"the agent on {receiving} to program dsr")
+    svc = lab.kube.get("Service", "dsr", lab.ns) or {}
+    port = int(svc["spec"]["ports"][0]["nodePort"])
+    token = secrets.token_hex(6)
+    r = outside.http(f"http://{ip}:{port}/?kpr={token}", 5.0)
+    served = lab.who_served(["dsr-backend"], token)
+    rule = backend_sees(kpr_facts.nodeport_mode, False, False)
+    data = {"mode": kpr_facts.nodeport_mode, "receiving_node": receiving, "node_ip": ip, "backend_node": backend_node, "node_port": port,
+            "client": outside.source_address(ip), "http_code": r.http_code, "seen": served[1] if served else None,
+            "expected": rule.sees, "why": rule.why}
+    evidence.write("dsr.json", data)
+    evidence.figure(PROPERTY, f"{data['mode']}: the backend saw {data['seen']} (client {data['client']}, node {ip})")
+    return data
+
+
+def test_the_backend_sees_the_address_the_nodeport_mode_promises(dsr: dict[str, Any]) -> None:
+    assert dsr["http_code"] == 200, f"DSR/SNAT: {dsr['node_ip']}:{dsr['node_port']} from outside answered {dsr['http_code']}"
+    problems = client_address_problems(dsr["seen"], dsr["client"], dsr["node_ip"], dsr["expected"], dsr["why"])
+    assert not problems, f"DSR/SNAT (the agent reports NodePort mode {dsr['mode']}): " + "; ".join(problems)

@@ -1,0 +1,116 @@
+"""externalTrafficPolicy=Local: only a node with a local backend serves the Service from outside, the backend sees the
+client's own address, in-cluster access is unaffected, and the agent's health-check NodePort tells load balancers
+which nodes have a backend.
+
+One backend pod (``etp-backend``, on a node other than the client node) behind two Services: ``etp-local`` (type
+LoadBalancer, externalTrafficPolicy Local, so Kubernetes allocates a healthCheckNodePort) and ``etp-cluster``
+(NodePort, Cluster). Traffic from outside looks up a frontend's external scope, which for Local holds only the node's
+own backends; east-west lookups use the internal scope (cilium/cilium bpf/lib/lb.h lb4_lookup_service;
+pytest_kpr.datapath SRC_ETP_SCOPES, SRC_ETP_NO_LOCAL). Outside is a raw SYN from a host-network pod on the client node
+to the other nodes' InternalIPs (it leaves through the native device), and an HTTP GET from the runner where it has a
+route to the nodes. The health server: pytest_kpr.datapath SRC_HEALTHSERVER. Evidence: etp.json.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+import pytest
+
+from pytest_kpr.checks import client_address_problems, etp_reach_problems, health_check_problems
+from pytest_kpr.cluster.provider import ClusterHandle
+from pytest_kpr.datapath import backend_sees
+from pytest_kpr.evidence import Evidence
+from pytest_kpr.lab import Lab
+from pytest_kpr.wait import eventually
+
+pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("nodeport")]
+PROPERTY = "eTP=Local"
+PROBE_TIMEOUT = 2.0
+
+
+def _node_port(lab: Lab, name: str) -> int:
+    svc = lab.kube.get("Service", name, lab.ns) or {}
+    return int(svc["spec"]["ports"][0]["nodePort"])
+
+
+@pytest.fixture(scope="module")
+def etp(lab: Lab, evidence: Evidence, kpr_cluster: ClusterHandle) -> dict[str, Any]:
+    client, with_backend = lab.client_node, lab.remote_node()
+    others = [n.name for n in lab.facts.nodes if n.name not in (client, with_backend)]
+    lab._create(lab.web_pod("etp-backend", {"app": "etp-backend"}, with_backend))
+    local = lab.service("etp-local", {"app": "etp-backend"}, "LoadBalancer")
+    local["spec"]["externalTrafficPolicy"] = "Local"
+    lab._create(local)
+    lab._create(lab.service("etp-cluster", {"app": "etp-backend"}, "NodePort"))
+    lab.deploy_host_probe()
+    lab.deploy_probe()
+    eventually(lambda: lab.endpointslice_ready("etp-local"), until=lambda es: len(es) == 1, timeout=lab.t.PODS_READY,
+               what="the etp-backend pod ready behind etp-local", describe=lambda es: f"{len(es)} ready", progress=lab.progress)
+    for i, node in enumerate([client, with_backend, *others]):
+        for name in ("etp-local", "etp-cluster"):
+            lab.wait_programmed(node, lab.frontend(name), f"the agent on {node} to program {name}", first_look=i == 0 and name == "etp-local")
+    ports = {name: _node_port(lab, name) for name in ("etp-local", "etp-cluster")}
+    outside_nodes = [with_backend, *others]  # a raw SYN from the client node to its own address would not leave it
+    raw: dict[str, dict[str, str]] = {name: {} for name in ports}
+    for name, port in ports.items():
+        for node in outside_nodes:
+            raw[name][node] = lab.probe("syn", f"{lab.node_ip(node)}:{port}", PROBE_TIMEOUT, pod="hostprobe").verdict
+    cluster_ip = lab.probe("connect", f"{lab.cluster_ip('etp-local')}:80", PROBE_TIMEOUT).verdict
+    svc = lab.kube.get("Service", "etp-local", lab.ns) or {}
+    hc_port = int(svc["spec"].get("healthCheckNodePort") or 0)
+    health: dict[str, tuple[int, Any]] = {}
+    for node in [client, with_backend, *others]:
+        code, body = lab.http_body(f"http://{lab.node_ip(node)}:{hc_port}/", 5.0)
+        try:
+            health[node] = (code, json.loads(body) if body.strip() else None)
+        except ValueError:
+            health[node] = (code, None)
+    outside: dict[str, Any] | None = None
+    ip = lab.node_ip(with_backend)
+    if kpr_cluster.outside is not None and kpr_cluster.outside.reaches(ip):
+        token = secrets.token_hex(6)
+        r = kpr_cluster.outside.http(f"http://{ip}:{ports['etp-local']}/?kpr={token}", 5.0)
+        served = lab.who_served(["etp-backend"], token)
+        outside = {"client": kpr_cluster.outside.source_address(ip), "node_ip": ip, "http_code": r.http_code,
+                   "served_by": served[0] if served else None, "seen": served[1] if served else None}
+    data = {"nodes": {"client": client, "with_backend": with_backend, "without_backend": others}, "node_ports": ports,
+            "raw_syn": raw, "cluster_ip_connect": cluster_ip, "health_check_node_port": hc_port,
+            "health": {n: {"http_code": c, "body": b} for n, (c, b) in health.items()}, "outside": outside}
+    evidence.write("etp.json", data)
+    seen = f"backend saw {outside['seen']}" if outside else "no outside view"
+    evidence.figure(PROPERTY, f"served by {sum(v == 'accepted' for v in raw['etp-local'].values())} of {len(outside_nodes)} nodes from outside "
+                              f"(Cluster: {sum(v == 'accepted' for v in raw['etp-cluster'].values())}); {seen}")
+    return {**data, "health_raw": health}
+
+
+def test_only_the_node_with_a_local_backend_serves_it_from_outside(etp: dict[str, Any]) -> None:
+    if not etp["nodes"]["without_backend"]:
+        pytest.skip("needs a third node (neither the client node nor the backend's) to send to from outside")
+    problems = etp_reach_problems(etp["raw_syn"]["etp-local"], etp["raw_syn"]["etp-cluster"], etp["nodes"]["with_backend"])
+    assert not problems, "eTP=Local (from outside): " + "; ".join(problems)
+
+
+def test_the_backend_sees_the_clients_own_address(etp: dict[str, Any], kpr_facts: Any) -> None:
+    o = etp["outside"]
+    if o is None:
+        pytest.skip("the test runner has no specific route to the nodes; no outside view")
+    assert o["http_code"] == 200, f"eTP=Local from outside: {o['node_ip']} (with the backend) answered {o['http_code']}"
+    rule = backend_sees(kpr_facts.nodeport_mode, True, True)
+    problems = client_address_problems(o["seen"], o["client"], o["node_ip"], rule.sees, rule.why)
+    assert not problems, "eTP=Local (client address): " + "; ".join(problems)
+
+
+def test_in_cluster_cluster_ip_access_is_unaffected(etp: dict[str, Any]) -> None:
+    v = etp["cluster_ip_connect"]
+    assert v == "connected", (f"eTP=Local (ClusterIP from a pod on {etp['nodes']['client']}, which has no local backend): {v}; "
+                              "externalTrafficPolicy must not apply to in-cluster traffic")
+
+
+def test_the_health_check_node_port_reports_each_nodes_local_endpoints(etp: dict[str, Any], lab: Lab) -> None:
+    with_backend = etp["nodes"]["with_backend"]
+    local = {n: (1 if n == with_backend else 0) for n in etp["health_raw"]}
+    problems = health_check_problems(etp["health_raw"], local, (lab.ns, "etp-local"))
+    assert not problems, f"eTP=Local (health-check NodePort {etp['health_check_node_port']}): " + "; ".join(problems)

@@ -1,0 +1,114 @@
+"""hostPort without portmap: a pod's hostPort answers on its node's InternalIP with no listening socket and no
+iptables/nftables rule naming the port, the agent lists a HostPort frontend for it, and a second pod asking for the
+same hostPort on the same node is not admitted there.
+
+``hp-a`` (the web server, hostPort 18780 -> 8080) is bound by its nodeSelector to the client node; the host-network
+probe on that node connects to <node InternalIP>:18780. KPR serves a hostPort as a HostPort frontend on the pod's node
+(cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go, bpf/bpf_sock.c sock4_skip_xlate; pytest_kpr.datapath
+SRC_HOSTPORT), where the CNI portmap plugin would add DNAT rules. ``hp-b`` asks for the same hostPort on the same node:
+the scheduler's NodePorts filter keeps it off that node (kubernetes pkg/scheduler/framework/plugins/nodeports;
+SRC_HOSTPORT_SCHED); what Kubernetes did is recorded. Evidence: hostport.json.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, TypeVar
+
+import pytest
+
+from pytest_kpr.checks import (
+    hostport_admission_problems,
+    hostport_frontend_problems,
+    nodeport_listener_problems,
+    rule_line_problems,
+    rule_view_problems,
+)
+from pytest_kpr.evidence import Evidence
+from pytest_kpr.lab import Lab
+from pytest_kpr.wait import WaitTimeout, eventually
+
+# the hostPort is node-wide: one worker runs this module
+pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("host-port"), pytest.mark.xdist_group("kpr-hostport")]
+PROPERTY = "hostPort"
+T = TypeVar("T")
+HOST_PORT = 18780
+
+
+@pytest.fixture(scope="module")
+def hostport(lab: Lab, evidence: Evidence) -> dict[str, Any]:
+    node = lab.client_node
+    node_ip = lab.node_ip(node)
+    lab._create(lab.web_pod("hp-a", {"app": "hp-a"}, node, host_port=HOST_PORT))
+    lab.deploy_host_probe()
+    eventually(lambda: lab.kube.get("Pod", "hp-a", lab.ns) or {}, until=lambda p: (p.get("status") or {}).get("phase") == "Running" and
+               any(c.get("type") == "Ready" and c.get("status") == "True" for c in p["status"].get("conditions") or []),
+               timeout=lab.t.PODS_READY, what="hp-a Running and Ready", describe=lambda p: (p.get("status") or {}).get("phase", "absent"),
+               progress=lab.progress)
+    agent = lab.agent(node)
+    # whether it lists the frontend is a test's to judge, not a precondition: wait for it, then take what is there
+    services = _settled(lambda: eventually(agent.services, until=lambda ss: not hostport_frontend_problems(ss, HOST_PORT),
+                                           timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {node} to list a HostPort frontend",
+                                           progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK).value, agent.services)
+    connect = lab.probe("connect", f"{node_ip}:{HOST_PORT}", 2.0, pod="hostprobe")
+    http = lab.curl(f"http://{node_ip}:{HOST_PORT}/", 5.0, pod="hostprobe")
+    rules, listeners = lab.node(node).rules_and_listeners(HOST_PORT)
+    lab._create(lab.web_pod("hp-b", {"app": "hp-b"}, node, host_port=HOST_PORT))
+    get_b = lambda: lab.kube.get("Pod", "hp-b", lab.ns) or {}  # noqa: E731
+    second = _settled(lambda: eventually(get_b, until=_decided, timeout=lab.t.PODS_READY, what="the scheduler's decision on hp-b",
+                                         describe=lambda p: _pod_view(p)["phase"], progress=lab.progress).value, get_b)
+    hp = [s for s in services if s.frontend.port == HOST_PORT]
+    data = {"node": node, "node_ip": node_ip, "host_port": HOST_PORT, "connect": connect.verdict, "http_code": http.http_code,
+            "curl_exit": http.exit_code, "listen_sockets": len([s for s in listeners if s.local_port == HOST_PORT]),
+            "rule_lines": {view: d.count_token(str(HOST_PORT)) if d is not None else "unreadable" for view, d in rules.items()},
+            "frontends": [{"frontend": str(s.frontend), "type": s.type, "id": s.id} for s in hp], "second_pod": _pod_view(second)}
+    evidence.write("hostport.json", data)
+    evidence.figure(PROPERTY, f"HTTP {data['http_code']} on {node_ip}:{HOST_PORT}, {data['listen_sockets']} listeners, "
+                              f"{len(hp)} HostPort frontends; second pod {data['second_pod']['phase']}")
+    return {"data": data, "services": services, "rules": {node: rules}, "listeners": listeners}
+
+
+def _settled(wait: Callable[[], T], look: Callable[[], T]) -> T:
+    """What ``wait`` waited for, or, when it never came, what is there now (the tests judge it)."""
+    try:
+        return wait()
+    except WaitTimeout:
+        return look()
+
+
+def _pod_view(p: dict[str, Any]) -> dict[str, Any]:
+    st = p.get("status") or {}
+    sched = next((c for c in st.get("conditions") or [] if c.get("type") == "PodScheduled"), {})
+    return {"phase": st.get("phase", "absent"), "node": (p.get("spec") or {}).get("nodeName"), "scheduled": sched.get("status"),
+            "reason": sched.get("reason"), "message": sched.get("message")}
+
+
+def _decided(p: dict[str, Any]) -> bool:
+    v = _pod_view(p)
+    return v["phase"] in ("Running", "Failed") or v["reason"] == "Unschedulable"
+
+
+def test_the_host_port_answers_on_the_nodes_address(hostport: dict[str, Any]) -> None:
+    d = hostport["data"]
+    assert d["connect"] == "connected" and d["http_code"] == 200, \
+        f"hostPort: {d['node_ip']}:{d['host_port']} from the node: connect {d['connect']}, HTTP {d['http_code']} (curl exit {d['curl_exit']})"
+
+
+def test_nobody_listens_on_the_host_port(hostport: dict[str, Any]) -> None:
+    problems = nodeport_listener_problems(hostport["listeners"], HOST_PORT)
+    assert not problems, "hostPort: " + "; ".join(problems)
+
+
+def test_no_rule_names_the_host_port(hostport: dict[str, Any]) -> None:
+    problems = rule_view_problems(hostport["rules"]) + rule_line_problems(hostport["rules"], str(HOST_PORT), "the hostPort")
+    assert not problems, "hostPort: rules name the port, so portmap (not BPF) serves it: " + "; ".join(problems)
+
+
+def test_the_agent_lists_a_host_port_frontend(hostport: dict[str, Any]) -> None:
+    problems = hostport_frontend_problems(hostport["services"], HOST_PORT)
+    assert not problems, f"hostPort: on {hostport['data']['node']}: " + "; ".join(problems)
+
+
+def test_a_second_pod_is_not_admitted_on_the_same_host_port(hostport: dict[str, Any]) -> None:
+    d = hostport["data"]
+    problems = hostport_admission_problems(d["second_pod"], d["node"])
+    assert not problems, "hostPort: " + "; ".join(problems)
