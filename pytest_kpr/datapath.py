@@ -275,4 +275,39 @@ def external_backends(etp_local: bool, backends: "list[Any]", node: str) -> "lis
     return [b for b in backends if b.node == node] if etp_local else list(backends)
 
 
-ALL_RULES: tuple[PlaneRule | NoBackendRule | FormatRule | SourceRule, ...] = PLANE_RULES + NO_BACKEND_RULES + FORMAT_RULES + SOURCE_RULES
+
+# -- Maglev -----------------------------------------------------------------------------------------------------------
+
+SRC_MAGLEV_HASH = ("cilium/cilium bpf/lib/hash.h hash_from_tuple_v4: jhash of (saddr, dport<<16|sport, nexthdr) -- the daddr is "
+                   "excluded \"to allow for backend selection to choose the same backend even on different service VIPs\"; "
+                   "bpf/lib/lb.h lb4_select_backend_id (LB_SELECTION_MAGLEV): backend_ids[hash % LB_MAGLEV_LUT_SIZE]")
+SRC_MAGLEV_SCOPE = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go useMaglev: no table for a wildcard (0.0.0.0) "
+                    "frontend, nor for ClusterIP unless bpf-lb-external-clusterip; NodePort, LoadBalancer, HostPort and "
+                    "ExternalIPs frontends get one; bpf/bpf_sock.c picks a slot at random at connect() (the socket plane "
+                    "never uses Maglev)")
+SRC_MAGLEV_SEED = ("cilium/cilium pkg/maglev/maglev.go: bpf-lb-maglev-hash-seed (DefaultHashSeed \"JLfvgnHc2kaSUFaI\" when unset), "
+                   "Documentation/network/kubernetes/kubeproxy-free.rst: \"Every Cilium agent in the cluster must use the same hash "
+                   "seed for Maglev to work\"; cilium-dbg/cmd/build-config.go: each agent's resolved configuration (cilium-config, "
+                   "then CiliumNodeConfig overrides) is written to /tmp/cilium/config-map/<key>")
+SRC_MAGLEV_DUMP = ("cilium/cilium pkg/loadbalancer/maps/test_utils.go DumpLBMaps (lb/maps-dump): \"MAGLEV: ID=<rev NAT ID> "
+                   "INNER=[<backend ID>(<slots>), ...]\", backend IDs local to each agent (BE lines give their addresses)")
+SRC_MAGLEV_REMAP = ("cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst (Maglev): with a table size M over 100 "
+                    "times the backends, at most about 1% of the table changes beyond the removed backend's share on a "
+                    "backend change (default M = 16381)")
+
+#: where each agent's resolved Maglev seed is, and the seed it uses when none is set
+MAGLEV_SEED_FILE = "/tmp/cilium/config-map/bpf-lb-maglev-hash-seed"
+MAGLEV_DEFAULT_SEED = "JLfvgnHc2kaSUFaI"
+
+MAGLEV_RULES: tuple[FormatRule, ...] = (
+    FormatRule("maglev-dump", "cilium-dbg shell -- lb/maps-dump", "MAGLEV: ID=<rev NAT ID> INNER=[<backend ID>(<slots>), ...] per Maglev "
+               "frontend, most slots first", SRC_MAGLEV_DUMP),
+    FormatRule("maglev-seed", f"cat {MAGLEV_SEED_FILE}", "the agent's resolved seed (no file: the built-in default)", SRC_MAGLEV_SEED),
+    FormatRule("maglev-scope", "(which frontends get a table)", "NodePort/LoadBalancer/HostPort/ExternalIPs with an address; not the "
+               "0.0.0.0 NodePort, not ClusterIP", SRC_MAGLEV_SCOPE),
+    FormatRule("maglev-hash", "(which backend a packet gets)", "the table slot of hash(saddr, sport, dport, proto): the same for a flow "
+               "through any node", SRC_MAGLEV_HASH),
+)
+
+ALL_RULES: tuple[PlaneRule | NoBackendRule | FormatRule | SourceRule, ...] = \
+    PLANE_RULES + NO_BACKEND_RULES + FORMAT_RULES + SOURCE_RULES + MAGLEV_RULES

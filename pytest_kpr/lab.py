@@ -342,6 +342,18 @@ class Lab:
         body, _, code = (r.stdout or "").rpartition("\n")
         return (int(code) if code.strip().isdigit() else 0), body
 
+    def who_served_many(self, pods: list[str], tokens: list[str]) -> dict[str, tuple[str, str]]:
+        """:meth:`who_served` for many requests, each pod's log read once: token -> (pod, address it saw)."""
+        wanted, out = set(tokens), {}
+        for name in pods:
+            for line in self.kube.logs(self.ns, name).splitlines():
+                if " - - [" not in line or "kpr=" not in line:
+                    continue
+                token = line.split("kpr=", 1)[1].split(" ", 1)[0].split("&", 1)[0]
+                if token in wanted:
+                    out[token] = (name, line.split(" ", 1)[0])
+        return out
+
     def who_served(self, pods: list[str], token: str) -> tuple[str, str] | None:
         """(pod, client address it saw) of the request whose path carries ``token``, from the pods' http.server logs
         ('<client> - - [date] "GET /?kpr=<token> HTTP/1.1" 200 -'), or None if no pod logged it."""

@@ -32,6 +32,7 @@ import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, TextIO
+from urllib.parse import urlsplit
 
 
 class Verdict(str, enum.Enum):
@@ -237,8 +238,11 @@ def connect_probe(host: str, port: int, timeout: float = 2.0, source_port: int |
         s.close()
 
 
-def http_probe(url: str, timeout: float = 5.0) -> ProbeResult:
-    """An HTTP GET. A response of any status is ``http`` with ``http_code``; no response is classified like connect()."""
+def http_probe(url: str, timeout: float = 5.0, source_port: int | None = None) -> ProbeResult:
+    """An HTTP GET. A response of any status is ``http`` with ``http_code``; no response is classified like connect().
+    With ``source_port`` the connection leaves from that port (SO_REUSEADDR, so the same flow can be sent again)."""
+    if source_port is not None:
+        return _http_from_port(url, timeout, source_port)
     start = time.monotonic()
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - the URL is the probe's target
@@ -294,3 +298,36 @@ def hold(host: str, port: int, source_port: int, out: TextIO, stop: Callable[[fl
     finally:
         s.close()
     return 0
+
+
+def _http_from_port(url: str, timeout: float, source_port: int) -> ProbeResult:
+    import http.client
+
+    parts = urlsplit(url)
+    start = time.monotonic()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.settimeout(timeout)
+        sock.bind(("0.0.0.0", source_port))
+        sock.connect((parts.hostname or "", parts.port or 80))
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        sock.sendall(f"GET {path} HTTP/1.0\r\nHost: {parts.hostname}\r\n\r\n".encode())
+        r = http.client.HTTPResponse(sock)
+        r.begin()
+        r.read(1 << 16)
+        return ProbeResult("http", url, Verdict.HTTP, _ms(start), http_code=r.status)
+    except (TimeoutError, socket.timeout) as e:
+        return ProbeResult("http", url, Verdict.TIMEOUT, _ms(start), detail=str(e))
+    except OSError as e:
+        err = e.errno
+        if err in _REFUSED:
+            return ProbeResult("http", url, Verdict.REFUSED, _ms(start), errno=err, errno_name=errno.errorcode.get(err))
+        if err in _UNREACHABLE:
+            v = Verdict.NO_ROUTE if err == errno.ENETUNREACH else Verdict.UNREACHABLE
+            return ProbeResult("http", url, v, _ms(start), errno=err, errno_name=errno.errorcode.get(err or 0))
+        return ProbeResult("http", url, Verdict.INCONCLUSIVE, _ms(start), detail=str(e))
+    except http.client.HTTPException as e:
+        return ProbeResult("http", url, Verdict.INCONCLUSIVE, _ms(start), detail=f"not HTTP: {e!r}")
+    finally:
+        sock.close()

@@ -22,6 +22,7 @@ SV = "test_shared_vip.py::"
 ETP = "test_etp.py::"
 HP = "test_hostport.py::"
 DSR = "test_dsr.py::"
+MAG = "test_maglev.py::"
 
 FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     # -- iptables -------------------------------------------------------------------------------------
@@ -76,6 +77,21 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     ("dsr-reported-node-seen", "nodeport_mode='DSR', faults=Faults(nodeport_mode_mismatch=True)",
      {DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises"},
      ["*DSR/SNAT (the agent reports NodePort mode DSR): the backend saw 172.18.0.3 (the receiving node's address), expected 172.18.0.1 (the client: DSR*"]),
+    # -- Maglev (the agent reports Maglev) ------------------------------------------------------------------
+    ("maglev-ignored", "lb_algorithm='Maglev', faults=Faults(maglev_ignored=True)",
+     {MAG + "test_a_flow_reaches_the_same_backend_through_every_node", MAG + "test_removing_a_backend_moves_only_its_flows"},
+     ["*Maglev (the same flow through different nodes): * of 24 flows did not reach one backend through fake-control-plane and fake-worker*",
+      "*Maglev (after deleting mag-*, flows sent through fake-worker2): * of * flows on the surviving backends moved (*; allowed 1)*"]),
+    ("maglev-seed-per-node", "lb_algorithm='Maglev', faults=Faults(maglev_seed_per_node=True)",
+     {MAG + "test_every_agent_uses_the_same_hash_seed", MAG + "test_a_flow_reaches_the_same_backend_through_every_node",
+      MAG + "test_removing_a_backend_moves_only_its_flows"},
+     ["*Maglev (/tmp/cilium/config-map/bpf-lb-maglev-hash-seed): the agents use 3 different hash seeds: *"]),
+    ("maglev-no-table", "lb_algorithm='Maglev', faults=Faults(maglev_no_table=True)",
+     {MAG + "test_every_agent_has_a_balanced_table_over_the_backends", MAG + "test_a_flow_reaches_the_same_backend_through_every_node",
+      MAG + "test_removing_a_backend_moves_only_its_flows"},
+     ["*Maglev (lb/maps-dump tables): fake-control-plane has no Maglev table for its NodePort frontend*"]),
+    ("maglev-cluster-ip", "lb_algorithm='Maglev', faults=Faults(maglev_cluster_ip=True)", {MAG + "test_cluster_ip_traffic_is_not_maglevd"},
+     ["*Maglev (ClusterIP): the ClusterIP frontend has a Maglev table on fake-control-plane, fake-worker, fake-worker2*"]),
     # -- kube-proxy --------------------------------------------------------------------------------------
     ("kube-proxy-daemonset", "faults=Faults(kube_proxy_daemonset=True)", {KP + "test_no_kube_proxy_daemonset_runs_beside_the_replacement"},
      ["*kube-proxy: a second authority for Services: DaemonSet kube-system/kube-proxy runs kube-proxy (3/3 pods ready)*"

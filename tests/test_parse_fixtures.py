@@ -367,3 +367,18 @@ def test_lbipam_pool_api_versions_match_the_fixtures(cilium_fixtures: Path) -> N
     assert v116["kind"] == v118["kind"] == "CiliumLoadBalancerIPPool"
     conds = json.loads(read(cilium_fixtures, "lbipam/v1.18-docs-svc-status-conditions-lb-ipam.json"))
     assert [(c["reason"], c["status"]) for c in conds] == [("no_pool", "False"), ("satisfied", "True")]
+
+
+def test_lb_maps_dump_maglev_lines() -> None:
+    """MAGLEV lines as Cilium's own reconciler tests expect them (cilium/cilium pkg/loadbalancer/reconciler/
+    bpf_reconciler_test.go, NodePort cases: "MAGLEV: ID=2 INNER=[1(511), 2(510)]"; format from pkg/loadbalancer/maps/
+    test_utils.go DumpLBMaps): the INNER list keeps its spaces, which the KEY=VALUE split of the other kinds would break."""
+    from pytest_kpr.parse.errors import ParseError
+    from pytest_kpr.parse.statedb import maglev_slots
+
+    (e,) = parse_lb_maps_dump("MAGLEV: ID=2 INNER=[1(511), 2(510)]\n")
+    assert (e.kind, e.fields["ID"], maglev_slots(e)) == ("MAGLEV", "2", {"1": 511, "2": 510})
+    (sanitized,) = parse_lb_maps_dump("MAGLEV: ID=<non-zero> INNER=[<non-zero>(1021)]\n")
+    assert maglev_slots(sanitized) == {"<non-zero>": 1021}
+    with pytest.raises(ParseError, match="bad MAGLEV line"):
+        parse_lb_maps_dump("MAGLEV: ID=2 INNER=1(511)\n")

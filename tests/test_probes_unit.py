@@ -91,3 +91,37 @@ def test_probe_pod_gets_net_raw_only() -> None:
     (c,) = pod["spec"]["containers"]
     assert c["securityContext"] == {"privileged": False, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"], "add": ["NET_RAW"]}}
     assert c["imagePullPolicy"] == "IfNotPresent" and pod["spec"]["nodeName"] == "kpr-worker"
+
+
+def test_http_from_a_fixed_source_port_repeats_the_same_flow() -> None:
+    """``http_probe(source_port=)`` (the Maglev suite's flows): the server sees that port, and the same flow can be sent
+    again at once (SO_REUSEADDR); a refused one is classified like connect()."""
+    import http.server
+
+    seen: list[tuple[str, int]] = []
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            seen.append(self.client_address)
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        from pytest_kpr.probes import http_probe
+
+        url = f"http://127.0.0.1:{srv.server_address[1]}/?kpr=x"
+        sport = 42911
+        assert [http_probe(url, 2.0, source_port=sport).http_code for _ in range(2)] == [204, 204]
+        assert [p for _, p in seen] == [sport, sport]
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    from pytest_kpr.probes import http_probe
+
+    assert http_probe(url, 1.0, source_port=sport).verdict is Verdict.REFUSED

@@ -12,7 +12,7 @@ import socket
 import struct
 from pathlib import Path
 
-from ..probes import ProbeResult, http_probe, syn_probe
+from ..probes import ProbeResult, http_probe, route_source, syn_probe
 
 CAP_NET_RAW = 13
 
@@ -44,8 +44,8 @@ class LocalOutside:
     def reaches(self, ip: str) -> bool:
         return specific_route(ip) is not None
 
-    def http(self, url: str, timeout: float) -> ProbeResult:
-        return http_probe(url, timeout)
+    def http(self, url: str, timeout: float, source_port: int | None = None) -> ProbeResult:
+        return http_probe(url, timeout, source_port=source_port)
 
     def can_send_raw(self, status_file: Path = Path("/proc/self/status")) -> bool:
         return has_capability(CAP_NET_RAW, status_file)
@@ -53,14 +53,7 @@ class LocalOutside:
     def source_address(self, ip: str) -> str | None:
         """The source address the kernel picks for ``ip`` (a connected UDP socket: no packet is sent), over a specific
         route only."""
-        if not self.reaches(ip):
-            return None
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            try:
-                s.connect((ip, 9))
-                return str(s.getsockname()[0])
-            except OSError:
-                return None
+        return route_source(ip)[0] if self.reaches(ip) else None
 
     def raw_syn(self, ip: str, port: int, timeout: float) -> ProbeResult:
         if not self.reaches(ip):  # never through the default route

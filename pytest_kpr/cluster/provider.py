@@ -32,8 +32,8 @@ class OutsideClient(Protocol):
     def reaches(self, ip: str) -> bool:
         """Whether packets to ``ip`` take a specific route from here (not the default route)."""
 
-    def http(self, url: str, timeout: float) -> Any:
-        """An HTTP GET; a :class:`~pytest_kpr.probes.ProbeResult`."""
+    def http(self, url: str, timeout: float, source_port: int | None = None) -> Any:
+        """An HTTP GET (from ``source_port``, if given: one flow, repeatable); a :class:`~pytest_kpr.probes.ProbeResult`."""
 
     def can_send_raw(self) -> bool:
         """Whether this host may send a crafted packet (CAP_NET_RAW)."""

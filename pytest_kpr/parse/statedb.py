@@ -156,6 +156,13 @@ def parse_frontends_json(text: str) -> list[Frontend]:
 
 _DUMP = re.compile(r"(BE|REV|SVC|AFF|SRCRANGE|MAGLEV): (.*)")
 _KV = re.compile(r"([A-Za-z]+)=(\S*)")
+_MAGLEV = re.compile(r"ID=(\S+) INNER=\[((?:[^()\s,]+\(\d+\)(?:, )?)*)\]")
+_INNER = re.compile(r"([^()\s,]+)\((\d+)\)")
+
+
+def maglev_slots(entry: "MapsDumpEntry") -> dict[str, int]:
+    """A MAGLEV entry's backend IDs with their slot counts."""
+    return {i: int(n) for i, n in _INNER.findall(entry.fields.get("INNER", ""))}
 
 
 @dataclass(frozen=True)
@@ -173,6 +180,12 @@ def parse_lb_maps_dump(text: str) -> list[MapsDumpEntry]:
         m = _DUMP.fullmatch(line.rstrip())
         if m is None:
             raise ParseError("lb-maps-dump", lineno, line)
+        if m.group(1) == "MAGLEV":  # "ID=<rev NAT ID> INNER=[<backend ID>(<slots>), ...]" (pkg/loadbalancer/maps DumpLBMaps)
+            mg = _MAGLEV.fullmatch(m.group(2))
+            if mg is None:
+                raise ParseError("lb-maps-dump", lineno, line, "bad MAGLEV line")
+            out.append(MapsDumpEntry("MAGLEV", {"ID": mg.group(1), "INNER": mg.group(2)}))
+            continue
         parts = m.group(2).split(" ")
         fields: dict[str, str] = {}
         for part in parts:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import render
+from ..datapath import MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE
+from . import maglev, render
 from .view import ClusterView, FakeFrontend
 
 NOT_READY = (
@@ -46,6 +47,9 @@ class FakeAgent:
             return self._batch(argv[2])
         if argv and argv[0] in ("bpftool", "tc"):  # the agent image ships them; it runs in the host netns
             return self.cluster.node_tools.handle(self.node, argv)
+        if argv == ["cat", MAGLEV_SEED_FILE]:  # the agent's resolved configuration (datapath.SRC_MAGLEV_SEED)
+            seed = self.seed_setting()
+            return (0, seed, "") if seed is not None else (1, "", f"cat: {MAGLEV_SEED_FILE}: No such file or directory\n")
         if not argv or argv[0] != cfg.agent_binary:
             name = argv[0] if argv else ""
             return 127, "", f'exec: "{name}": executable file not found in $PATH'
@@ -204,6 +208,23 @@ class FakeAgent:
                 return 0, render.endpoint_json(ep), ""
         return 1, "", f"Error: Cannot get endpoint {ident}: [GET /endpoint/{{id}}][404] getEndpointIdNotFound\n"
 
+    def seed_setting(self) -> str | None:
+        """bpf-lb-maglev-hash-seed as this agent resolved it (the maglev_seed_per_node fault: a different one per node)."""
+        cfg = self.cluster.cfg
+        if cfg.faults.maglev_seed_per_node:
+            return f"{cfg.maglev_seed or MAGLEV_DEFAULT_SEED}-{self.node}"
+        return cfg.maglev_seed
+
+    def seed(self) -> str:
+        return self.seed_setting() or MAGLEV_DEFAULT_SEED
+
+    def has_maglev_table(self, fe: Any) -> bool:
+        """datapath.SRC_MAGLEV_SCOPE: with Maglev selected, frontends reachable from outside that have an address."""
+        cfg = self.cluster.cfg
+        if cfg.lb_algorithm != "Maglev" or fe.ip == "0.0.0.0" or not fe.backends or cfg.faults.maglev_no_table:
+            return False
+        return fe.type != "ClusterIP" or cfg.faults.maglev_cluster_ip
+
     def _maps_dump(self) -> tuple[int, str, str]:
         """``shell -- lb/maps-dump`` (v1.18+): BE, REV and SVC lines as in ../shared/fixtures/cilium/statedb-lb/
         v1.18-lb-maps-dump-from-clusterip-txtar.txt (docs/cilium-formats.md: "documented as not stable")."""
@@ -220,7 +241,12 @@ class FakeAgent:
                 beid = lb.backend_id(be.ip, be.port, fe.proto)
                 lines.add(f"BE: ID={beid} ADDR={be.ip}:{be.port}/{fe.proto} STATE=active")
                 lines.add(f"SVC: ID={fe.id} ADDR={addr} SLOT={slot} BEID={beid} COUNT=0 QCOUNT=0 FLAGS={flags}")
-        order = {"BE": 0, "REV": 1, "SVC": 2}
+            if self.has_maglev_table(fe):
+                counts = maglev.slot_counts(self.seed(), tuple(f"{b.ip}:{b.port}" for b in fe.backends))
+                ids = sorted(((lb.backend_id(hp.rsplit(":", 1)[0], int(hp.rsplit(":", 1)[1]), fe.proto), n) for hp, n in counts.items()),
+                             key=lambda x: (-x[1], x[0]))  # most slots first, then by ID (DumpLBMaps)
+                lines.add(f"MAGLEV: ID={fe.id} INNER=[{', '.join(f'{i}({n})' for i, n in ids)}]")
+        order = {"BE": 0, "MAGLEV": 1, "REV": 2, "SVC": 3}
         return 0, "".join(x + "\n" for x in sorted(lines, key=lambda x: (order[x.split(":")[0]], x))), ""
 
     def _frontends(self) -> tuple[int, str, str]:

@@ -63,6 +63,10 @@ class Faults:
     hostport_portmap: bool = False  # the CNI portmap plugin's iptables DNAT rules serve the hostPort instead of BPF
     hostport_listener: bool = False  # a process listens on each hostPort in the node's host namespace (a userspace forwarder)
     hostport_double_admit: bool = False  # a second pod asking for a hostPort already taken on its node is admitted there
+    maglev_seed_per_node: bool = False  # every agent resolves its own Maglev hash seed (a CiliumNodeConfig override per node)
+    maglev_no_table: bool = False  # the agents report Maglev but program no lookup table (selection falls back to random)
+    maglev_ignored: bool = False  # the agents report Maglev but pick a random backend per connection
+    maglev_cluster_ip: bool = False  # ClusterIP frontends get a Maglev table too (as with bpf-lb-external-clusterip)
     affinity_no_timeout: bool = False  # sessionAffinity ClientIP never expires: timeoutSeconds is ignored
     # -- during an upgrade (pytest_kpr.testing.upgrade) --
     upgrade_renumbers_ids: bool = False  # the new agents give services and backends new IDs (not restored: PR #18119)
@@ -84,6 +88,8 @@ class FakeConfig:
     socket_lb_hostns_only: bool = False
     nodeport_mode: str = "SNAT"
     lb_algorithm: str = "Random"
+    #: bpf-lb-maglev-hash-seed as the agents resolve it (None: unset, the built-in default)
+    maglev_seed: str | None = None
     attach_mode: str = "tcx"
     no_backend_response: str = "reject"
     #: the CVE-2020-8554 ExternalIP mitigation (agent: DisableExternalIPMitigation = not this). The kind values

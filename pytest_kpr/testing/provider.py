@@ -28,14 +28,15 @@ class FakeOutside:
     def source_address(self, ip: str) -> str | None:
         return self.ADDRESS if self.reaches(ip) else None
 
-    def http(self, url: str, timeout: float) -> ProbeResult:
+    def http(self, url: str, timeout: float, source_port: int | None = None) -> ProbeResult:
         import re
 
         m = re.fullmatch(r"http://([0-9.]+):(\d+)(/.*)?", url)
         assert m, url
         ip, port = m.group(1), int(m.group(2))
         node = next(n for n in self.cluster.node_names() if self.cluster.node_ip(n) == ip)
-        outcome = reach(self.cluster, node, host_network=True, access="connect", ip=ip, port=port, outside=True)
+        flow = (self.ADDRESS, source_port) if source_port else None
+        outcome = reach(self.cluster, node, host_network=True, access="connect", ip=ip, port=port, outside=True, flow=flow)
         code, secs, rc, err = curl_result(outcome, ip, port, timeout)
         if rc == 0:
             self.cluster.workloads.served(outcome, self.ADDRESS, m.group(3) or "/")

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from ..datapath import Plane, coverage_name, no_backend, plane_for
 from ..versions import Version, in_range
-from .view import ClusterView, FakeBackend
+from . import maglev
+from .view import ClusterView, FakeBackend, FakeFrontend
 
 #: connect() fails with EPERM instead of EHOSTUNREACH (cilium/cilium#45184; fixed in 1.19.4 by #45673)
 EPERM_RANGE = ">=1.19.2, <1.19.4"
@@ -68,7 +69,8 @@ def _coverage(c: ClusterView, client: str, access: str, frontend: str) -> str:
     return cov
 
 
-def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str, port: int, outside: bool = False) -> Outcome:
+def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str, port: int, outside: bool = False,
+          flow: tuple[str, int] | None = None) -> Outcome:
     """A ``connect`` or a ``raw`` SYN to ``ip:port`` from a pod on ``node`` (its own namespace, or the host's
     for a host-network pod), or, with ``outside``, from a machine that reaches the nodes (the runner)."""
     kind, target_node = classify(c, ip)
@@ -91,7 +93,8 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
     # traffic from outside looks up the external scope; east-west lookups the internal one (datapath.SRC_ETP_SCOPES)
     backends = fe.backends if client == "outside" or fe.internal is None else fe.internal
     if backends:
-        return Outcome("answered", rule.plane, frontend=kind, backend=random.choice(backends), handler=handler, service=fe.service)
+        return Outcome("answered", rule.plane, frontend=kind, backend=_select(c, handler, fe, backends, client, port, flow), handler=handler,
+                       service=fe.service)
     faults, response = c.cfg.faults, c.cfg.no_backend_response
     if rule.plane is Plane.SOCKET:
         if faults.socket_lb_honours_drop and response == "drop":
@@ -113,6 +116,18 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
     if icmp == (3, 3):
         return Outcome("refused", rule.plane, "ECONNREFUSED", icmp=icmp, frontend=kind, delay_ms=late)
     return Outcome("unreachable", rule.plane, "EHOSTUNREACH", icmp=icmp, frontend=kind, delay_ms=late)
+
+
+def _select(c: ClusterView, handler: str, fe: FakeFrontend, backends: list[FakeBackend], client: str, port: int,
+            flow: tuple[str, int] | None) -> FakeBackend:
+    """The backend the handling node's plane picks: the Maglev table's slot for a flow from outside through a frontend
+    that has a table (datapath.SRC_MAGLEV_HASH, SRC_MAGLEV_SCOPE; the maglev_ignored fault picks at random), else at
+    random (bpf/lib/lb.h LB_SELECTION_RANDOM, bpf_sock.c)."""
+    agent = c.agents[handler]
+    if client == "outside" and flow is not None and agent.has_maglev_table(fe) and not c.cfg.faults.maglev_ignored:
+        by_addr = {f"{b.ip}:{b.port}": b for b in backends}
+        return by_addr[maglev.pick(agent.seed(), tuple(by_addr), flow[0], flow[1], port, fe.proto)]
+    return random.choice(backends)
 
 
 ERRNO = {"ECONNREFUSED": 111, "EHOSTUNREACH": 113, "EPERM": 1}

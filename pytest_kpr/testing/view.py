@@ -80,6 +80,7 @@ class ClusterView(Protocol):
     def node_tools(self) -> NodeToolsView: ...
     ct: dict[str, list[dict[str, Any]]]
     upgrades: Any  # pytest_kpr.testing.upgrade.FakeUpgrades
+    agents: dict[str, Any]  # node -> pytest_kpr.testing.agent.FakeAgent
 
     @property
     def version(self) -> Version: ...
