@@ -530,3 +530,37 @@ def maglev_remap_problems(before: "Mapping[int, str | None]", after: "Mapping[in
         out.append(f"{len(moved)} of {len(survivors)} flows on the surviving backends moved ({frac:.0%}; allowed {allowed}): Maglev moves "
                    f"about 1% beyond the removed backend's share, a random pick {(n_backends - 2) / max(1, n_backends - 1):.0%}")
     return out
+
+
+# -- the service map's capacity ----------------------------------------------------------------------------------------
+
+#: a service map this small is filled on purpose by the map-pressure suite (the small-maps profile's 512); a larger one is
+#: probed with a few Services only
+MAP_FILL_LIMIT, MAP_PROBE_SERVICES, MAP_FILL_MARGIN = 4096, 20, 16
+
+
+def service_map_problems(missing: "Sequence[str]", created: int, entries: int, map_max: int) -> list[str]:
+    """Services in Kubernetes that have no entry in the agent's service map (``lb/maps-dump``): named, with how full the
+    map is, so a full map fails as such and not as a timeout somewhere else."""
+    if not missing:
+        return []
+    sample = ", ".join(list(missing)[:3]) + (", ..." if len(missing) > 3 else "")
+    return [f"service map full ({entries} of {map_max} entries): {len(missing)} of the run's {created} Services are in Kubernetes but "
+            f"not in the BPF maps ({sample}); raise bpf.lbMapMax (bpf-lb-map-max) or remove Services"]
+
+
+def map_visibility_problems(missing_frontends: "Mapping[str, tuple[str | None, str | None]]", health: "Sequence[Any]", marker: str) -> list[str]:
+    """A Service that did not fit is visible as such (datapath.SRC_MAP_FULL): its frontend's status is Error with the
+    map's error (``marker``), and the load-balancer reconciler's health is Degraded. ``missing_frontends``: Service ->
+    (status, error) in ``db/show frontends``; ``health``: the ``db/show health`` rows."""
+    out = []
+    silent = sorted(n for n, (status, error) in missing_frontends.items() if status != "Error" or marker not in (error or ""))
+    if silent:
+        st = missing_frontends[silent[0]]
+        out.append(f"{len(silent)} of {len(missing_frontends)} Services missing from the map show no error for it (e.g. {silent[0]}: "
+                   f"status {st[0]}, error {st[1]!r})")
+    rows = [h for h in health if str(getattr(h, "module", "")).endswith("loadbalancer-reconciler")]
+    if not any(getattr(h, "level", "") == "Degraded" for h in rows):
+        levels = sorted({str(getattr(h, "level", "")) for h in rows}) or ["no row"]
+        out.append(f"the loadbalancer-reconciler's health is {', '.join(levels)}, not Degraded")
+    return out

@@ -311,3 +311,35 @@ MAGLEV_RULES: tuple[FormatRule, ...] = (
 
 ALL_RULES: tuple[PlaneRule | NoBackendRule | FormatRule | SourceRule, ...] = \
     PLANE_RULES + NO_BACKEND_RULES + FORMAT_RULES + SOURCE_RULES + MAGLEV_RULES
+
+
+# -- the service map's capacity -----------------------------------------------------------------------------------------
+
+SRC_MAP_FULL = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go upsertService: an update that fails with E2BIG (a full hash "
+                "map) is returned as \"Unable to update service entry ...: Unable to update element for LB bpf map: You can resize it "
+                "with the flag \\\"--bpf-lb-map-max\\\". The resizing might break existing connections to services\"; Update logs "
+                "\"Updating frontend failed\"; cilium/statedb reconciler/incremental.go: the frontend's status becomes Error with that "
+                "text and is retried; reconciler/reconciler.go: module health Degraded \"<n> error(s)\" with the joined errors "
+                "(module loadbalancer-reconciler, pkg/loadbalancer/reconciler/cell.go)")
+SRC_MAP_SIZE = ("cilium/cilium pkg/loadbalancer: bpf-lb-map-max (Helm bpf.lbMapMax, default 65536, DefaultLBMapMaxEntries) sizes the "
+                "load-balancing maps, bpf-lb-service-map-max (0: the same) the service map; each frontend takes one entry plus one per "
+                "backend slot (bpf_reconciler.go updateFrontend); the resolved values are in /tmp/cilium/config-map")
+SRC_MAP_PRESSURE = ("cilium/cilium pkg/loadbalancer/maps/pressure_metrics.go: cilium_bpf_map_pressure for the LB hash maps is computed "
+                    "only every lb-pressure-metrics-interval (a timer job), so it lags a run; the suite reads the maps themselves")
+
+#: Cilium's default size of the load-balancing maps (DefaultLBMapMaxEntries)
+LB_MAP_MAX_DEFAULT = 65536
+LB_MAP_FILES = ("/tmp/cilium/config-map/bpf-lb-service-map-max", "/tmp/cilium/config-map/bpf-lb-map-max")
+#: the stable part of the reconciler's error for a full service map
+MAP_FULL_ERROR = "Unable to update element for LB bpf map"
+
+MAP_RULES: tuple[FormatRule, ...] = (
+    FormatRule("service-map-full", "cilium-dbg shell -- db/show frontends / db/show health",
+               "a frontend that does not fit: Status Error, Error naming the LB bpf map and --bpf-lb-map-max; health of "
+               "loadbalancer-reconciler Degraded '<n> error(s)'", SRC_MAP_FULL),
+    FormatRule("service-map-size", "cat /tmp/cilium/config-map/bpf-lb-map-max", "the map size the agent resolved (no file: 65536)",
+               SRC_MAP_SIZE),
+    FormatRule("service-map-pressure", "(metrics)", "cilium_bpf_map_pressure, every lb-pressure-metrics-interval", SRC_MAP_PRESSURE),
+)
+
+ALL_RULES = ALL_RULES + MAP_RULES

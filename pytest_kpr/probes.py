@@ -27,6 +27,7 @@ import os
 import random
 import select
 import socket
+import struct
 import time
 import urllib.error
 import urllib.request
@@ -240,7 +241,8 @@ def connect_probe(host: str, port: int, timeout: float = 2.0, source_port: int |
 
 def http_probe(url: str, timeout: float = 5.0, source_port: int | None = None) -> ProbeResult:
     """An HTTP GET. A response of any status is ``http`` with ``http_code``; no response is classified like connect().
-    With ``source_port`` the connection leaves from that port (SO_REUSEADDR, so the same flow can be sent again)."""
+    With ``source_port`` the connection leaves from that port and is closed with a reset (SO_REUSEADDR, SO_LINGER 0), so
+    the same flow can be sent again at once."""
     if source_port is not None:
         return _http_from_port(url, timeout, source_port)
     start = time.monotonic()
@@ -308,6 +310,8 @@ def _http_from_port(url: str, timeout: float, source_port: int) -> ProbeResult:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # closed with a reset: no TIME_WAIT on this side, so the same flow (4-tuple) can be sent again at once
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         sock.settimeout(timeout)
         sock.bind(("0.0.0.0", source_port))
         sock.connect((parts.hostname or "", parts.port or 80))

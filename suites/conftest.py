@@ -92,3 +92,9 @@ def ghost(lab: Lab, probe: Lab) -> Ghost:
 def web_np(lab: Lab, web: Observation[Convergence]) -> int:
     """web-np: NodePort service for web (--kpr-nodeport, 30780 by default)."""
     return lab.deploy_nodeport()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A module that sets ``RUN_LAST = True`` (the map-pressure suite, which may fill the service map) runs after every
+    other suite, so no other suite's Services meet a full map."""
+    items.sort(key=lambda item: bool(getattr(getattr(item, "module", None), "RUN_LAST", False)))

@@ -31,3 +31,22 @@ def _hypothesis_profiles() -> None:
 
 
 _hypothesis_profiles()
+
+
+def _import_what_the_inner_runs_import() -> None:
+    """pytester's inner runs forget every module they imported (a sys.modules snapshot is restored after each run), and
+    with PYTHONDONTWRITEBYTECODE pytest re-rewrites and recompiles them every time: 0.7 s per run of the suites. Imported
+    here once, they stay."""
+    import importlib
+    import pkgutil
+
+    import hypothesis.strategies  # noqa: F401 - the shared-VIP suite's
+
+    import pytest_kpr
+
+    for mod in pkgutil.walk_packages(pytest_kpr.__path__, "pytest_kpr."):
+        if not mod.name.endswith(".__main__"):  # that one runs the CLI
+            importlib.import_module(mod.name)
+
+
+_import_what_the_inner_runs_import()

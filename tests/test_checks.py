@@ -552,3 +552,37 @@ def test_the_fakes_maglev_tables_have_the_properties_the_suite_checks() -> None:
     after = [maglev.pick("s", bes[:3], "172.18.0.1", p, 30000) for p in range(42000, 42400)]
     moved = sum(1 for a, b in zip(flows, after, strict=True) if a != bes[3] and a != b)
     assert moved <= 0.02 * sum(1 for a in flows if a != bes[3])
+
+
+# -- map pressure -----------------------------------------------------------------------------------------------------
+
+from pytest_kpr.checks import map_visibility_problems, service_map_problems  # noqa: E402
+from pytest_kpr.datapath import MAP_FULL_ERROR  # noqa: E402
+from pytest_kpr.parse.health import HealthStatus  # noqa: E402
+
+
+def test_service_map_judgement_names_how_full_the_map_is() -> None:
+    assert service_map_problems([], 20, 20, 65536) == []
+    assert service_map_problems(["a", "b", "c", "d"], 528, 512, 512) == [
+        "service map full (512 of 512 entries): 4 of the run's 528 Services are in Kubernetes but not in the BPF maps (a, b, c, ...); "
+        "raise bpf.lbMapMax (bpf-lb-map-max) or remove Services"]
+
+
+def _h(module: str, level: str) -> HealthStatus:
+    return HealthStatus(module, "job-reconcile", level, "1 error(s)", "", "", "", 1)
+
+
+@pytest.mark.parametrize(("shown", "health", "fragments"), [
+    ({"a": ("Error", f"x: {MAP_FULL_ERROR}: y")}, [_h("agent.controlplane.loadbalancer-reconciler", "Degraded")], []),
+    ({"a": ("Done", None)}, [_h("agent.controlplane.loadbalancer-reconciler", "Degraded")],
+     ["1 of 1 Services missing from the map show no error for it (e.g. a: status Done, error None)"]),
+    ({"a": ("Error", "some other error")}, [_h("agent.controlplane.loadbalancer-reconciler", "Degraded")], ["show no error for it"]),
+    ({"a": (None, None)}, [_h("agent.controlplane.loadbalancer-reconciler", "Degraded")], ["status None"]),
+    ({"a": ("Error", MAP_FULL_ERROR)}, [_h("agent.controlplane.loadbalancer-reconciler", "OK")],
+     ["the loadbalancer-reconciler's health is OK, not Degraded"]),
+    ({"a": ("Error", MAP_FULL_ERROR)}, [_h("agent.controlplane.loadbalancer-reflectors", "Degraded")],
+     ["the loadbalancer-reconciler's health is no row, not Degraded"]),
+])
+def test_map_visibility_judgement(shown: dict, health: list, fragments: list[str]) -> None:
+    problems = map_visibility_problems(shown, health, MAP_FULL_ERROR)
+    assert len(problems) == len(fragments) and all(f in p for f, p in zip(fragments, problems, strict=True)), problems

@@ -23,6 +23,7 @@ ETP = "test_etp.py::"
 HP = "test_hostport.py::"
 DSR = "test_dsr.py::"
 MAG = "test_maglev.py::"
+MAPS = "test_maps.py::"
 
 FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     # -- iptables -------------------------------------------------------------------------------------
@@ -92,6 +93,20 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
      ["*Maglev (lb/maps-dump tables): fake-control-plane has no Maglev table for its NodePort frontend*"]),
     ("maglev-cluster-ip", "lb_algorithm='Maglev', faults=Faults(maglev_cluster_ip=True)", {MAG + "test_cluster_ip_traffic_is_not_maglevd"},
      ["*Maglev (ClusterIP): the ClusterIP frontend has a Maglev table on fake-control-plane, fake-worker, fake-worker2*"]),
+    # -- map pressure ------------------------------------------------------------------------------------------
+    ("service-map-full-unexpectedly", "faults=Faults(service_map_capacity=104)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
+     ["*map pressure: service map full (104 of 65536 entries): 8 of the run's 20 Services are in Kubernetes but not in the BPF maps (mp-12, *"]),
+    ("map-larger-than-reported", "lb_map_max=512, faults=Faults(service_map_capacity=100000)",
+     {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
+     ["*map pressure: 528 Services for a service map of 512 entries (/tmp/cilium/config-map/bpf-lb-map-max), yet none is missing*"]),
+    ("map-full-silent", "lb_map_max=512, faults=Faults(map_full_silent=True)", {MAPS + "test_a_full_map_is_not_silent"},
+     ["*map pressure (how the agent shows a full map): * of * Services missing from the map show no error for it (e.g. mp-*: status Done*"
+      "the loadbalancer-reconciler's health is no row, not Degraded*"]),
+    # a leaked frontend also outlives the shared-VIP suite's deletions, which its model comparisons see
+    ("map-entries-leak", "lb_map_max=512, faults=Faults(map_entries_leak=True)",
+     {MAPS + "test_cleanup_removes_every_service_and_its_entries", SV + "test_claim_before_release_in_one_window_ends_as_the_model_predicts",
+      SV + "test_generated_upserts_and_deletes_end_as_the_model_predicts", SV + "test_the_release_first_handoff_recovers_a_port_swap"},
+     ["*map pressure (cleanup): 0 of the suite's Services still in Kubernetes, * frontends still in the service map (10.96.*"]),
     # -- kube-proxy --------------------------------------------------------------------------------------
     ("kube-proxy-daemonset", "faults=Faults(kube_proxy_daemonset=True)", {KP + "test_no_kube_proxy_daemonset_runs_beside_the_replacement"},
      ["*kube-proxy: a second authority for Services: DaemonSet kube-system/kube-proxy runs kube-proxy (3/3 pods ready)*"

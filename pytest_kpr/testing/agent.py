@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..datapath import MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE
+from ..datapath import LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE
 from . import maglev, render
 from .view import ClusterView, FakeFrontend
 
@@ -47,9 +47,9 @@ class FakeAgent:
             return self._batch(argv[2])
         if argv and argv[0] in ("bpftool", "tc"):  # the agent image ships them; it runs in the host netns
             return self.cluster.node_tools.handle(self.node, argv)
-        if argv == ["cat", MAGLEV_SEED_FILE]:  # the agent's resolved configuration (datapath.SRC_MAGLEV_SEED)
-            seed = self.seed_setting()
-            return (0, seed, "") if seed is not None else (1, "", f"cat: {MAGLEV_SEED_FILE}: No such file or directory\n")
+        if argv[:1] == ["cat"] and len(argv) == 2:  # the agent's resolved configuration (/tmp/cilium/config-map/<key>)
+            value = {MAGLEV_SEED_FILE: self.seed_setting(), LB_MAP_FILES[1]: str(cfg.lb_map_max) if cfg.lb_map_max else None}.get(argv[1])
+            return (0, value, "") if value is not None else (1, "", f"cat: {argv[1]}: No such file or directory\n")
         if not argv or argv[0] != cfg.agent_binary:
             name = argv[0] if argv else ""
             return 127, "", f'exec: "{name}": executable file not found in $PATH'
@@ -132,6 +132,10 @@ class FakeAgent:
                          # fault: status counts no degraded module although the health table has one
                          "hidden_from_tally": self.cluster.cfg.faults.error_without_degraded,
                          "last_ok": render.NEVER if level == "Degraded" else render.HEALTH_TIME})
+        errors_ = [fe.error for fe in self.frontends() if not fe.in_map and fe.error]
+        if errors_:  # cilium/statedb reconciler.go: Degraded "<n> error(s)" with the joined errors (datapath.SRC_MAP_FULL)
+            rows.append({"module": "agent.controlplane.loadbalancer-reconciler", "component": "job-reconcile", "level": "Degraded",
+                         "message": f"{len(errors_)} error(s)", "error": "\n".join(errors_), "count": 1, "last_ok": render.HEALTH_TIME})
         return rows
 
     def _health_table(self) -> tuple[int, str, str]:
@@ -233,6 +237,8 @@ class FakeAgent:
         lb = self.cluster.lb
         lines: set[str] = set()
         for fe in self.frontends():
+            if not fe.in_map:
+                continue
             flags = fe.type + ("+non-routable" if fe.type == "ClusterIP" else "")
             addr = f"{fe.ip}:{fe.port}/{fe.proto}"
             lines.add(f"REV: ID={fe.id} ADDR={fe.ip}:{fe.port}")

@@ -67,6 +67,10 @@ class Faults:
     maglev_no_table: bool = False  # the agents report Maglev but program no lookup table (selection falls back to random)
     maglev_ignored: bool = False  # the agents report Maglev but pick a random backend per connection
     maglev_cluster_ip: bool = False  # ClusterIP frontends get a Maglev table too (as with bpf-lb-external-clusterip)
+    #: the service map holds only this many entries, whatever size the agents report (other users filled it)
+    service_map_capacity: int | None = None
+    map_full_silent: bool = False  # frontends that do not fit in the service map show Done, no error, and health stays OK
+    map_entries_leak: bool = False  # a deleted Service's entries stay in the service map (and its frontend in the agent)
     affinity_no_timeout: bool = False  # sessionAffinity ClientIP never expires: timeoutSeconds is ignored
     # -- during an upgrade (pytest_kpr.testing.upgrade) --
     upgrade_renumbers_ids: bool = False  # the new agents give services and backends new IDs (not restored: PR #18119)
@@ -88,6 +92,8 @@ class FakeConfig:
     socket_lb_hostns_only: bool = False
     nodeport_mode: str = "SNAT"
     lb_algorithm: str = "Random"
+    #: bpf-lb-map-max as the agents resolve it (None: unset, Cilium's default 65536)
+    lb_map_max: int | None = None
     #: bpf-lb-maglev-hash-seed as the agents resolve it (None: unset, the built-in default)
     maglev_seed: str | None = None
     attach_mode: str = "tcx"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from ..datapath import external_backends
+from ..datapath import LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, external_backends
 from ..lbmodel import Event, LbModel, Op, Variant
 from .view import ClusterView, FakeBackend, FakeFrontend
 
@@ -62,6 +62,8 @@ class LbState:
         self._id_offset = 0
         #: every backend a service port ever had (the stale_slots fault keeps them all)
         self._ever: dict[tuple[str, str, int], list[FakeBackend]] = {}
+        #: node -> every frontend it ever listed (the map_entries_leak fault)
+        self._seen: dict[str, dict[tuple[str, int, str], FakeFrontend]] = {}
 
     @staticmethod
     def addr(ip: str, port: int, proto: str) -> str:
@@ -181,6 +183,7 @@ class LbState:
         out += self.hostport_frontends(node)
         for fe in out:
             fe.id = self._id(fe.key)
+        out = self._leaks(node, out)
         # a deleted frontend frees its ID; a NodePort's per-node frontend (<node IP>:port) lives while its 0.0.0.0 one does,
         # whichever node's agent is being read
         live = {fe.key for fe in out}
@@ -188,7 +191,44 @@ class LbState:
         node_ips = {c.node_ip(n) for n in c.node_names()}
         for key in [k for k in self._ids if k not in live and not (k[0] in node_ips and (k[1], k[2]) in wildcard)]:
             del self._ids[key]
-        return sorted(out, key=lambda f: f.id)
+        return self._fit(sorted(out, key=lambda f: f.id))
+
+    #: what the service map holds per frontend: its master entry and one per backend slot (datapath.SRC_MAP_SIZE)
+    @staticmethod
+    def entries(fe: FakeFrontend) -> int:
+        return 1 + len(fe.backends)
+
+    def capacity(self) -> int:
+        cfg = self.cluster.cfg
+        return cfg.faults.service_map_capacity or cfg.lb_map_max or LB_MAP_MAX_DEFAULT
+
+    def _fit(self, fes: list[FakeFrontend]) -> list[FakeFrontend]:
+        """Frontends in the order they were reconciled (by ID) take the service map's entries until it is full; the
+        rest are not in it and carry the reconciler's error (datapath.SRC_MAP_FULL; the map_full_silent fault hides it)."""
+        room = self.capacity()
+        for fe in fes:
+            need = self.entries(fe)
+            if need <= room:
+                room -= need
+                continue
+            fe.in_map = False
+            if not self.cluster.cfg.faults.map_full_silent:
+                fe.status = "Error"
+                fe.error = (f"Unable to update service entry {{Address:{fe.ip} Port:{fe.port} BackendSlot:0 Scope:0}} => "
+                            f"{{BackendID:0 Count:{len(fe.backends)} RevNat:{fe.id}}}: {MAP_FULL_ERROR}: You can resize it with the flag "
+                            '"--bpf-lb-map-max". The resizing might break existing connections to services')
+        return fes
+
+    def _leaks(self, node: str, out: list[FakeFrontend]) -> list[FakeFrontend]:
+        """The map_entries_leak fault: frontends of deleted Services stay (in the map and in the agent's lists)."""
+        if not self.cluster.cfg.faults.map_entries_leak:
+            return out
+        seen = self._seen.setdefault(node, {})
+        live = {fe.key for fe in out}
+        gone = [fe for key, fe in seen.items() if key not in live]
+        for fe in out:
+            seen[fe.key] = fe
+        return out + gone
 
     def hostport_frontends(self, node: str) -> list[FakeFrontend]:
         """HostPort frontends of the running pods on ``node``: ``0.0.0.0:<hostPort>`` and ``<node IP>:<hostPort>``, on that
@@ -212,7 +252,8 @@ class LbState:
         return out
 
     def find(self, node: str, ip: str, port: int, proto: str = "TCP") -> FakeFrontend | None:
+        """The frontend the datapath finds: one that has its entry in the service map."""
         for fe in self.frontends(node):
-            if fe.key == (ip, port, proto):
+            if fe.key == (ip, port, proto) and fe.in_map:
                 return fe
         return None

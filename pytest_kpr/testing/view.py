@@ -39,6 +39,8 @@ class FakeFrontend:
     #: the internal scope's backends when they differ from the external scope's (externalTrafficPolicy=Local): what
     #: east-west lookups (socket plane, pods) pick from; ``backends`` is what traffic from outside sees
     internal: list[FakeBackend] | None = None
+    #: False: the service map was full when this frontend was reconciled (it has no entry; datapath.SRC_MAP_FULL)
+    in_map: bool = True
 
     @property
     def key(self) -> tuple[str, int, str]:

@@ -1,0 +1,148 @@
+"""Map pressure: every Service of the run has its entry in the agent's service map, and a full map is not silent.
+
+The service map's size is what the agent resolved (/tmp/cilium/config-map/bpf-lb-service-map-max, else
+bpf-lb-map-max, else Cilium's 65536: pytest_kpr.datapath SRC_MAP_SIZE). A map of at most 4096 entries (the profile
+``small-maps`` sets 512) is filled on purpose: the suite creates one backendless ClusterIP Service more than the map
+has entries, plus a margin (each takes at least its master entry); a larger map is probed with 20 Services. Then, on
+the client node's agent: which Services have no master entry in ``lb/maps-dump``, and how the agent shows it -- each
+such frontend's status and error in ``db/show frontends``, the loadbalancer-reconciler's health (SRC_MAP_FULL). The
+agent also logs "Updating frontend failed"; cilium_bpf_map_pressure is refreshed only every
+lb-pressure-metrics-interval (SRC_MAP_PRESSURE), so neither is judged. When the map was filled on purpose, the missing
+Services are the expected outcome and the inventory test is an expected failure that names them; a map that filled
+without being filled on purpose fails it. The Services are deleted at the end and their entries must be gone.
+
+Runs after every other suite (RUN_LAST): while the map is full no new Service can be programmed. Filling is refused
+under pytest-xdist (another worker's Services would meet the full map). Evidence: maps.json.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_kpr.checks import MAP_FILL_LIMIT, MAP_FILL_MARGIN, MAP_PROBE_SERVICES, map_visibility_problems, service_map_problems
+from pytest_kpr.datapath import LB_MAP_FILES, LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR
+from pytest_kpr.evidence import Evidence
+from pytest_kpr.lab import WEB_PORT, Lab
+from pytest_kpr.wait import WaitTimeout, eventually
+
+pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("lb-statedb"), pytest.mark.xdist_group("kpr-maps")]
+PROPERTY = "map pressure"
+RUN_LAST = True
+
+
+def _map_max(lab: Lab) -> tuple[int, str]:
+    """(entries, where the number came from) for the client node's agent."""
+    agent = lab.agent(lab.client_node)
+    for path, r in zip(LB_MAP_FILES, agent.exec_many(*[("cat", p) for p in LB_MAP_FILES]), strict=True):
+        value = (r.stdout or "").strip()
+        if r.returncode == 0 and value.isdigit() and int(value) > 0:
+            return int(value), path
+    return LB_MAP_MAX_DEFAULT, "Cilium's default (no file)"
+
+
+def _settled(lab: Lab, frontends: dict[str, str]) -> dict[str, Any]:
+    """The client agent's view once every created Service's frontend has been reconciled (Done or Error, not Pending)."""
+    agent = lab.agent(lab.client_node)
+
+    def observe() -> dict[str, Any]:
+        fes, dump, health = agent.read("frontends", "maps_dump", "db_health")
+        by_addr = {f"{f.address.ip}:{f.address.port}": f for f in fes}
+        return {"frontends": {name: by_addr.get(addr) for name, addr in frontends.items()}, "dump": dump, "health": health}
+
+    def settled(v: dict[str, Any]) -> bool:
+        return all(f is not None and f.status in ("Done", "Error") for f in v["frontends"].values())
+
+    try:
+        return eventually(observe, until=settled, timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {lab.client_node} to reconcile "
+                          f"{len(frontends)} Services", describe=lambda v: f"{sum(1 for f in v['frontends'].values() if f is not None and f.status in ('Done', 'Error'))} "
+                          f"of {len(frontends)} reconciled", progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK).value
+    except WaitTimeout:
+        return observe()  # what is there is judged (a frontend the agent never lists is missing from the map too)
+
+
+@pytest.fixture(scope="module")
+def maps(lab: Lab, evidence: Evidence, request: pytest.FixtureRequest) -> dict[str, Any]:
+    map_max, source = _map_max(lab)
+    fill = map_max <= MAP_FILL_LIMIT
+    if fill and hasattr(request.config, "workerinput"):  # a pytest-xdist worker
+        pytest.skip(f"the service map holds {map_max} entries and would be filled; run this suite without pytest-xdist (-n), where no "
+                    "other worker creates Services meanwhile")
+    count = map_max + MAP_FILL_MARGIN if fill else MAP_PROBE_SERVICES
+    names = [f"mp-{i}" for i in range(count)]
+    created: list[str] = []
+    try:
+        for i, name in enumerate(names):
+            lab._create(lab.service(name, {"app": "kpr-map-pressure-none"}))
+            created.append(name)
+            if i and i % 100 == 0:
+                lab.progress(f"map pressure: {i} of {count} Services created")
+        frontends = {name: f"{lab.cluster_ip(name)}:{WEB_PORT}" for name in names}
+        seen = _settled(lab, frontends)
+    finally:  # the map is left as it was found, also when creating or reading failed
+        remaining = _clean_up(lab, created, {f"{lab.cluster_ip(n)}:{WEB_PORT}" for n in created if lab.kube.get("Service", n, lab.ns)})
+    in_map = {e.fields.get("ADDR", "").rsplit("/", 1)[0] for e in seen["dump"] if e.kind == "SVC" and e.fields.get("SLOT") == "0"}
+    entries = sum(1 for e in seen["dump"] if e.kind == "SVC")
+    missing = [name for name, addr in frontends.items() if addr not in in_map]
+    fes = seen["frontends"]
+    shown = {name: ((fes[name].status, fes[name].error) if fes[name] is not None else (None, None)) for name in missing}
+    reconciler = [h for h in seen["health"] if h.module.endswith("loadbalancer-reconciler")]
+    data: dict[str, Any] = {
+        "map_max": map_max, "map_max_source": source, "filled_on_purpose": fill, "services": count, "entries": entries,
+        "missing": missing, "shown": {n: {"status": s, "error": e} for n, (s, e) in list(shown.items())[:20]},
+        "frontend_errors": sum(1 for s, e in shown.values() if s == "Error" and MAP_FULL_ERROR in (e or "")),
+        "reconciler_health": [{"level": h.level, "message": h.message, "error": h.error[:500]} for h in reconciler],
+        "not_judged": {"log": "'Updating frontend failed' (pkg/loadbalancer/reconciler/bpf_reconciler.go Update)",
+                       "metrics": "cilium_bpf_map_pressure, every lb-pressure-metrics-interval (pkg/loadbalancer/maps/pressure_metrics.go)"},
+        "after_cleanup": {"kubernetes": sum(1 for n in names if lab.kube.get("Service", n, lab.ns) is not None), "in_map": remaining},
+    }
+    evidence.write("maps.json", data)
+    evidence.figure(PROPERTY, f"{len(missing)} of {count} Services not in a map of {map_max} entries ({entries} used)"
+                              f"{' (filled on purpose)' if fill else ''}; {len(remaining)} left after cleanup")
+    return {"data": data, "health": seen["health"], "shown": shown}
+
+
+def _clean_up(lab: Lab, names: list[str], addrs: set[str]) -> list[str]:
+    """Delete the suite's Services; the frontends of theirs still in the client agent's map once it settled."""
+    for i, name in enumerate(names):
+        lab.kube.delete("Service", name, lab.ns)
+        lab.created.discard(f"Service/{name}")
+        if i and i % 100 == 0:
+            lab.progress(f"map pressure: {i} of {len(names)} Services deleted")
+    agent = lab.agent(lab.client_node)
+
+    def left() -> list[str]:
+        (dump,) = agent.read("maps_dump")
+        return sorted({e.fields.get("ADDR", "").rsplit("/", 1)[0] for e in dump if e.kind == "SVC"} & addrs)
+
+    try:
+        return eventually(left, until=lambda x: not x, timeout=lab.t.DATAPATH_CONVERGENCE, what="the suite's Services to leave the map",
+                          describe=lambda x: f"{len(x)} left", progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK).value
+    except WaitTimeout:
+        return left()
+
+
+def test_every_service_of_the_run_is_in_the_bpf_maps(maps: Any) -> None:
+    d = maps["data"]
+    problems = service_map_problems(d["missing"], d["services"], d["entries"], d["map_max"])
+    if d["filled_on_purpose"]:
+        if problems:
+            pytest.xfail("map pressure (filled on purpose): " + "; ".join(problems))
+        pytest.fail(f"map pressure: {d['services']} Services for a service map of {d['map_max']} entries ({d['map_max_source']}), yet none "
+                    "is missing: the map is larger than the agent says, or entries are not where lb/maps-dump shows them")
+    assert not problems, "map pressure: " + "; ".join(problems)
+
+
+def test_a_full_map_is_not_silent(maps: Any) -> None:
+    if not maps["shown"]:
+        pytest.skip("no Service was missing from the map, so there was nothing to show")
+    problems = map_visibility_problems(maps["shown"], maps["health"], MAP_FULL_ERROR)
+    assert not problems, "map pressure (how the agent shows a full map): " + "; ".join(problems)
+
+
+def test_cleanup_removes_every_service_and_its_entries(maps: Any) -> None:
+    after = maps["data"]["after_cleanup"]
+    assert after["kubernetes"] == 0 and not after["in_map"], (
+        f"map pressure (cleanup): {after['kubernetes']} of the suite's Services still in Kubernetes, {len(after['in_map'])} frontends "
+        f"still in the service map ({', '.join(after['in_map'][:3])}{', ...' if len(after['in_map']) > 3 else ''})")
