@@ -24,6 +24,7 @@ HP = "test_hostport.py::"
 DSR = "test_dsr.py::"
 MAG = "test_maglev.py::"
 MAPS = "test_maps.py::"
+KPI = "test_kube_proxy_installed.py::"
 
 FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     # -- iptables -------------------------------------------------------------------------------------
@@ -113,6 +114,11 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
       "kubectl -n kube-system delete ds kube-proxy*"]),
     ("ipvs-services", "faults=Faults(ipvs_services=True)", {KP + "test_no_node_has_ipvs_services"},
      ["*kube-proxy: a second authority for Services, IPVS virtual services on the nodes*fake-worker: * IPVS virtual services (TCP 0A600001:01BB*"]),
+    ("installed-kube-proxy-programs-nothing", "faults=Faults(kube_proxy_no_rules=True)", {KPI + "test_the_rule_check_finds_its_chains_on_every_node"},
+     ["*kube-proxy installed: its chains never showed on fake-control-plane, fake-worker, fake-worker2, so the iptables check was not exercised*"]),
+    ("kube-proxy-cleanup-fails", "faults=Faults(kube_proxy_cleanup_fails=True)", {KPI + "test_kube_proxy_cleanup_leaves_no_chains"},
+     ["*kube-proxy installed: after deleting the DaemonSet and kube-proxy --cleanup on every node (*), rules remain: fake-control-plane "
+      "(iptables-nft): kube-proxy chains {'KUBE-SERVICES': *"]),
     ("unreadable-rule-view", "faults=Faults(unreadable_rule_view='iptables-legacy')",
      {IPT + "test_every_node_can_be_read_in_each_rule_view", NP + "test_no_rule_names_the_nodeport", HP + "test_no_rule_names_the_host_port"},
      ["*iptables: the rule views are not all readable*fake-worker: the iptables-legacy view could not be read*",

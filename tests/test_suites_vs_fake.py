@@ -50,7 +50,7 @@ def evidence(pytester: pytest.Pytester, name: str) -> dict:
 # Maglev suite's five tests (the agent reports Random selection); the map-pressure suite's visibility test (nothing was
 # missing from a 65536-entry map);
 # the two xfails: the known gap frontend-conflict-requeue, one per way
-ALL = {"passed": 50, "skipped": 7, "xfailed": 2}
+ALL = {"passed": 53, "skipped": 7, "xfailed": 2}
 
 
 def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -> None:
@@ -75,7 +75,7 @@ def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -
     art = pytester.path / "artifacts" / "fake"
     assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(
         ["cluster.json", "iptables.json", "svc.json", "scale.json", "ct.json", "prog.json", "nodeport.json", "ghost.json", "sharedvip.json", "report.txt",
-         "results.json", "kubeproxy.json", "affinity.json", "etp.json", "hostport.json", "dsr.json", "maps.json"])
+         "results.json", "kubeproxy.json", "affinity.json", "etp.json", "hostport.json", "dsr.json", "maps.json", "kubeproxy-installed.json"])
 
 
 NO_BACKEND_PASS = {"passed": 5, "skipped": 1}  # Full coverage: the pod's raw SYN is recorded only
@@ -147,7 +147,7 @@ def test_the_reject_is_measured_where_the_per_packet_plane_runs(pytester: pytest
 
 def test_a_fault_in_one_suite_does_not_fail_the_others(pytester: pytest.Pytester) -> None:
     result = run_suites(pytester, "faults=Faults(nodeport_listener=True)")
-    result.assert_outcomes(passed=49, failed=1, skipped=7, xfailed=2)
+    result.assert_outcomes(passed=52, failed=1, skipped=7, xfailed=2)
     result.stdout.fnmatch_lines_random(["FAIL  NodePort *", "pass  iptables *", "pass  socket LB *"])
 
 
@@ -377,7 +377,7 @@ def test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_
     art = pytester.path / "artifacts" / "fake"
     assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(
         ["cluster.json", "iptables.json", "svc.json", "scale.json", "ct.json", "prog.json", "nodeport.json", "ghost.json", "sharedvip.json", "report.txt",
-         "results.json", "kubeproxy.json", "affinity.json", "etp.json", "hostport.json", "dsr.json", "maps.json"])
+         "results.json", "kubeproxy.json", "affinity.json", "etp.json", "hostport.json", "dsr.json", "maps.json", "kubeproxy-installed.json"])
     report = dict(line.split("=", 1) for line in (art / "report.txt").read_text().splitlines())
     assert not [k for k, v in report.items() if v.startswith("n/a")], f"every value was read by some worker: {report}"
     cluster = json.loads((art / "cluster.json").read_text())

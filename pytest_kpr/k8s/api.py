@@ -23,6 +23,8 @@ API_VERSIONS: dict[str, str] = {
     "EndpointSlice": "discovery.k8s.io/v1",
     "CiliumEndpoint": "cilium.io/v2",
     "CiliumLoadBalancerIPPool": "cilium.io/v2",
+    "ServiceAccount": "v1",
+    "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
 }
 
 

@@ -71,6 +71,8 @@ class Faults:
     service_map_capacity: int | None = None
     map_full_silent: bool = False  # frontends that do not fit in the service map show Done, no error, and health stays OK
     map_entries_leak: bool = False  # a deleted Service's entries stay in the service map (and its frontend in the agent)
+    kube_proxy_no_rules: bool = False  # a kube-proxy installed into the cluster runs but never programs its rules
+    kube_proxy_cleanup_fails: bool = False  # kube-proxy --cleanup exits 0 and leaves its rules on the node
     affinity_no_timeout: bool = False  # sessionAffinity ClientIP never expires: timeoutSeconds is ignored
     # -- during an upgrade (pytest_kpr.testing.upgrade) --
     upgrade_renumbers_ids: bool = False  # the new agents give services and backends new IDs (not restored: PR #18119)

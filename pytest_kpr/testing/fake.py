@@ -98,6 +98,10 @@ class FakeCluster:
         self.node_nft_tables: dict[str, str] = {}
         self._endpoint_ids: dict[str, int] = {}
         self.ct: dict[str, list[dict[str, Any]]] = {}
+        #: nodes where a kube-proxy installed into the cluster left its rules (until kube-proxy --cleanup ran there)
+        self.kube_proxy_nodes: set[str] = set()
+        #: nodes where kube-proxy --cleanup ran since (the kube_proxy_rules faults' rules are gone there too)
+        self.kube_proxy_cleaned: set[str] = set()
         self.workloads = FakeWorkloads(self)
         self.upgrades = FakeUpgrades(self)
 
@@ -196,11 +200,15 @@ class FakeCluster:
         """Controllers: Deployments -> pods, pods -> Ready after pod_ready_ticks."""
         for dep in list(self._objects.get("Deployment", {}).values()):
             self._reconcile_deployment(dep)
+        for ds in list(self._objects.get("DaemonSet", {}).values()):
+            if ds["metadata"].get("namespace") != "kube-system":  # the kube_proxy_daemonset fault's has its pods already
+                self._reconcile_daemonset(ds)
         for pod in self._objects.get("Pod", {}).values():
             st = pod.setdefault("status", {})
             if st.get("phase") == "Pending" and pod["spec"].get("nodeName") and self.tick - pod["metadata"]["creationTick"] >= self.cfg.pod_ready_ticks:
                 st["phase"] = "Running"
                 st["conditions"] = [{"type": "Ready", "status": "True"}]
+        self._kube_proxy_effects()
         if hasattr(self, "workloads"):
             self.workloads.reconcile()
         if hasattr(self, "upgrades"):
@@ -252,6 +260,36 @@ class FakeCluster:
         del pod["spec"]["nodeName"]
         pod["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                                                              "message": message.format(n=n, m=n - 1)}]}
+
+    def _reconcile_daemonset(self, ds: Obj) -> None:
+        """A pod per node (tolerations are not modelled: every node takes one), Running after pod_ready_ticks."""
+        ns, name = ds["metadata"]["namespace"], ds["metadata"]["name"]
+        mine = {p["spec"].get("nodeName"): p for p in self.pods(ns) if (p["metadata"].get("ownerReferences") or [{}])[0].get("name") == name}
+        for node in self.node_names():
+            if node not in mine:
+                mine[node] = self._new_pod(ns, f"{name}-{secrets.token_hex(3)[:5]}", ds["spec"]["template"], node, owner=name)
+        ready = sum(1 for p in mine.values() if p["status"].get("phase") == "Running")
+        ds["status"] = {"desiredNumberScheduled": len(self.node_names()), "numberReady": ready, "currentNumberScheduled": len(mine)}
+
+    def _kube_proxy_effects(self) -> None:
+        """A running kube-proxy programs its rules on its node (and they stay after it is gone, as kube-proxy leaves them:
+        Cilium's kubeproxy-free.rst removes them with iptables-save | grep -v KUBE | iptables-restore); a ``kube-proxy
+        --cleanup`` pod removes them and exits (kube-proxy's --cleanup flag). Faults: kube_proxy_no_rules,
+        kube_proxy_cleanup_fails."""
+        for pod in self._objects.get("Pod", {}).values():
+            cmd = ((pod["spec"].get("containers") or [{}])[0].get("command") or [])[:1]
+            node = pod["spec"].get("nodeName")
+            if cmd != ["kube-proxy"] or node is None or pod["status"].get("phase") != "Running":
+                continue
+            args = (pod["spec"].get("containers") or [{}])[0].get("command") or []
+            if "--cleanup" in args:
+                if not self.cfg.faults.kube_proxy_cleanup_fails:  # it removes kube-proxy's rules, whoever left them
+                    self.kube_proxy_nodes.discard(node)
+                    self.kube_proxy_cleaned.add(node)
+                pod["status"]["phase"] = "Succeeded"
+                pod["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+            elif not self.cfg.faults.kube_proxy_no_rules:
+                self.kube_proxy_nodes.add(node)
 
     def _pod_ip(self, node: str) -> str:
         idx = self.node_names().index(node)
@@ -548,7 +586,7 @@ class FakeCluster:
                     if k == "Service":
                         self.lb.service_changed(f"{name}/{key[1]}", None)
                     del objs[key]
-        if kind == "Deployment":
+        if kind in ("Deployment", "DaemonSet"):
             for p in self.pods(namespace):
                 if (p["metadata"].get("ownerReferences") or [{}])[0].get("name") == name:
                     del self._objects["Pod"][(namespace, p["metadata"]["name"])]

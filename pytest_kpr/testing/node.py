@@ -140,6 +140,10 @@ class FakeNodeTools:
 
     def _tables(self, node: str, backend: str) -> dict[str, list[str]]:
         mode = self.cluster.cfg.faults.kube_proxy_rules
+        if node in self.cluster.kube_proxy_cleaned and node not in self.cluster.kube_proxy_nodes:
+            mode = None  # kube-proxy --cleanup ran here
+        if mode is None and node in self.cluster.kube_proxy_nodes:
+            mode = "nft"  # a kube-proxy installed into the cluster ran here (iptables mode, kind's iptables-nft)
         kube_proxy = {"sep-only": self._sep_only_rules, "nodeports": self._nodeport_rules}.get(mode or "", self._kube_proxy_rules)
         if backend == "legacy":
             nat: list[str] = kube_proxy() if mode == "legacy" else []
@@ -236,7 +240,7 @@ class FakeNodeTools:
                 out.append("\t}")
             out.append("}")
         extra = self.cluster.node_nft_tables.get(node, "")
-        if self.cluster.cfg.faults.kube_proxy_rules == "nftables":
+        if self.cluster.cfg.faults.kube_proxy_rules == "nftables" and node not in self.cluster.kube_proxy_cleaned:
             extra += self._kube_proxy_nft_table()
         return "\n".join(out) + "\n" + extra
 

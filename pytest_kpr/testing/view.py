@@ -74,6 +74,8 @@ class ClusterView(Protocol):
     node_exec_handlers: dict[str, Callable[[str, list[str]], tuple[int, str, str]]]
     node_listeners: dict[str, list[int]]
     node_nft_tables: dict[str, str]
+    kube_proxy_nodes: set[str]
+    kube_proxy_cleaned: set[str]
 
     @property
     def lb(self) -> LbView: ...

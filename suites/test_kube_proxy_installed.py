@@ -1,0 +1,142 @@
+"""Mixed kube-proxy, made for real: install kube-proxy beside the replacement, show that the checks find it, remove it.
+
+Disruptive (kpr_disruptive: it runs only on a cluster this run created, or with --kpr-allow-disruptive) and run last
+(RUN_LAST): while kube-proxy runs, two authorities program every Service. A ServiceAccount bound to Kubernetes'
+``system:node-proxier`` ClusterRole and a DaemonSet ``kube-proxy`` (label k8s-app=kube-proxy, host network, privileged,
+iptables mode) with the node image's own kube-proxy (``registry.k8s.io/kube-proxy:<the cluster's version>``, which kind
+node images carry, so nothing is pulled). Once every node shows kube-proxy's chains, the mixed kube-proxy and iptables
+suites' judgements must name it. Then the way off it: the DaemonSet deleted (kube-proxy leaves its rules behind, which
+is why Cilium's kubeproxy-free.rst removes them by hand) and ``kube-proxy --cleanup`` run once on every node (a pod in
+the host network), after which no rule view may hold a kube-proxy chain. Evidence: kubeproxy-installed.json.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_kpr.checks import kube_proxy_daemonset_problems, kube_proxy_rule_problems
+from pytest_kpr.cluster.facts import ClusterFacts
+from pytest_kpr.evidence import Evidence
+from pytest_kpr.lab import Lab
+from pytest_kpr.session import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, KprSession
+from pytest_kpr.wait import WaitTimeout, eventually
+
+pytestmark = [pytest.mark.kpr, pytest.mark.kpr_disruptive, pytest.mark.xdist_group("kpr-kube-proxy-installed")]
+PROPERTY = "kube-proxy installed"
+RUN_LAST = True
+
+
+def _daemonset(lab: Lab, image: str, account: str) -> dict[str, Any]:
+    ctr = {"name": "kube-proxy", "image": image, "imagePullPolicy": "IfNotPresent",
+           "command": ["kube-proxy", "--hostname-override=$(NODE_NAME)", "--proxy-mode=iptables", "--cluster-cidr=10.244.0.0/16",
+                       "--v=1"],
+           "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+           "securityContext": {"privileged": True},
+           "volumeMounts": [{"name": "xtables-lock", "mountPath": "/run/xtables.lock"}, {"name": "lib-modules", "mountPath": "/lib/modules",
+                                                                                          "readOnly": True}]}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "kube-proxy", "namespace": lab.ns, "labels": {"k8s-app": "kube-proxy"}},
+            "spec": {"selector": {"matchLabels": {"k8s-app": "kube-proxy", "kpr-installed": "yes"}},
+                     "template": {"metadata": {"labels": {"k8s-app": "kube-proxy", "kpr-installed": "yes"}},
+                                  "spec": {"hostNetwork": True, "serviceAccountName": account, "priorityClassName": "system-node-critical",
+                                           "tolerations": [{"operator": "Exists"}], "terminationGracePeriodSeconds": 1,
+                                           "containers": [ctr],
+                                           "volumes": [{"name": "xtables-lock", "hostPath": {"path": "/run/xtables.lock", "type": "FileOrCreate"}},
+                                                       {"name": "lib-modules", "hostPath": {"path": "/lib/modules"}}]}}}}
+
+
+def _cleanup_pod(lab: Lab, node: str, image: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"kube-proxy-cleanup-{node}"[:63], "namespace": lab.ns},
+            "spec": {"nodeName": node, "hostNetwork": True, "restartPolicy": "Never", "tolerations": [{"operator": "Exists"}],
+                     "containers": [{"name": "cleanup", "image": image, "imagePullPolicy": "IfNotPresent", "command": ["kube-proxy", "--cleanup"],
+                                     "securityContext": {"privileged": True},
+                                     "volumeMounts": [{"name": "lib-modules", "mountPath": "/lib/modules", "readOnly": True}]}],
+                     "volumes": [{"name": "lib-modules", "hostPath": {"path": "/lib/modules"}}]}}
+
+
+def _rules(lab: Lab, nodes: list[str]) -> dict[str, Any]:
+    return {n: lab.node(n).rules_and_listeners(None)[0] for n in nodes}
+
+
+@pytest.fixture(scope="module")
+def installed(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kpr_session: KprSession) -> dict[str, Any]:
+    nodes = [n.name for n in kpr_facts.nodes]
+    image = f"registry.k8s.io/kube-proxy:{kpr_facts.kubernetes_version}"
+    account = "kpr-kube-proxy"
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": f"kpr-kube-proxy-{kpr_session.run_id}", "labels": {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id}},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node-proxier"},
+               "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": lab.ns}]}
+    lab._create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": lab.ns}})
+    kpr_session.track_cluster_object(binding)
+    lab.kube.create(binding)
+    data: dict[str, Any] = {"image": image, "nodes": nodes}
+    try:
+        lab._create(_daemonset(lab, image, account))
+
+        def ds() -> dict[str, Any]:
+            return (lab.kube.get("DaemonSet", "kube-proxy", lab.ns) or {}).get("status") or {}
+
+        status = eventually(ds, until=lambda st: st.get("desiredNumberScheduled", 0) > 0 and st.get("numberReady") == st.get("desiredNumberScheduled"),
+                            timeout=lab.t.PODS_READY, what=f"kube-proxy ({image}) ready on every node",
+                            describe=lambda st: f"{st.get('numberReady', 0)}/{st.get('desiredNumberScheduled', '?')} ready",
+                            progress=lab.progress).value
+        data["daemonset"] = status
+        try:
+            before = eventually(lambda: _rules(lab, nodes), until=lambda r: all(kube_proxy_rule_problems({n: v}) for n, v in r.items()),
+                                timeout=lab.t.DATAPATH_CONVERGENCE, what="kube-proxy's chains on every node", progress=lab.progress).value
+        except WaitTimeout:
+            before = _rules(lab, nodes)
+        found = [d for d in lab.kube.list("DaemonSet", None, "k8s-app=kube-proxy")]
+        data["detected"] = {
+            "daemonset": kube_proxy_daemonset_problems([{"namespace": d["metadata"]["namespace"], "name": d["metadata"]["name"],
+                                                         "desired": (d.get("status") or {}).get("desiredNumberScheduled", 0),
+                                                         "ready": (d.get("status") or {}).get("numberReady", 0)} for d in found]),
+            "rules": kube_proxy_rule_problems(before),
+            "nodes_with_rules": sorted(n for n, v in before.items() if kube_proxy_rule_problems({n: v})),
+        }
+    finally:  # the way off it, also when installing failed half-way
+        lab.kube.delete("DaemonSet", "kube-proxy", lab.ns)
+        eventually(lambda: lab.pods("k8s-app=kube-proxy,kpr-installed=yes"), until=lambda ps: not ps, timeout=lab.t.PODS_READY,
+                   what="kube-proxy's pods gone", describe=lambda ps: f"{len(ps)} left", progress=lab.progress)
+        for node in nodes:
+            lab._create(_cleanup_pod(lab, node, image))
+        names = [_cleanup_pod(lab, n, image)["metadata"]["name"] for n in nodes]
+
+        def phases() -> dict[str, str]:
+            return {n: ((lab.kube.get("Pod", n, lab.ns) or {}).get("status") or {}).get("phase", "absent") for n in names}
+
+        try:
+            data["cleanup_pods"] = eventually(phases, until=lambda ph: all(p in ("Succeeded", "Failed") for p in ph.values()),
+                                              timeout=lab.t.PODS_READY, what="kube-proxy --cleanup on every node", progress=lab.progress).value
+        except WaitTimeout:
+            data["cleanup_pods"] = phases()
+        for n in names:
+            lab.kube.delete("Pod", n, lab.ns)
+        lab.kube.delete("ClusterRoleBinding", binding["metadata"]["name"])
+    after = _rules(lab, nodes)
+    data["after_cleanup"] = kube_proxy_rule_problems(after)
+    evidence.write("kubeproxy-installed.json", data)
+    evidence.figure(PROPERTY, f"found on {len(data['detected']['nodes_with_rules'])} of {len(nodes)} nodes; "
+                              f"{len(data['after_cleanup'])} rule views with its chains after kube-proxy --cleanup")
+    return data
+
+
+def test_the_daemonset_check_names_an_installed_kube_proxy(installed: dict[str, Any]) -> None:
+    found = installed["detected"]["daemonset"]
+    assert any("runs kube-proxy" in p for p in found), (
+        f"kube-proxy installed: the DaemonSet check found nothing while kube-proxy ran ({installed['daemonset']}): {found}")
+
+
+def test_the_rule_check_finds_its_chains_on_every_node(installed: dict[str, Any]) -> None:
+    missing = sorted(set(installed["nodes"]) - set(installed["detected"]["nodes_with_rules"]))
+    assert not missing, (f"kube-proxy installed: its chains never showed on {', '.join(missing)}, so the iptables check was not "
+                         f"exercised there (kube-proxy ran: {installed['daemonset']})")
+
+
+def test_kube_proxy_cleanup_leaves_no_chains(installed: dict[str, Any]) -> None:
+    left = installed["after_cleanup"]
+    assert not left, (f"kube-proxy installed: after deleting the DaemonSet and kube-proxy --cleanup on every node "
+                      f"({installed['cleanup_pods']}), rules remain: " + "; ".join(left))
