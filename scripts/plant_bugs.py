@@ -3,7 +3,7 @@
 fail at least one test. Prints one line per bug (caught by which tests, or SURVIVED) and exits 1 if any
 survives. Run it after changing a judgement, the model, the parsers or the suites (about 2 minutes):
 
-    .venv/bin/python scripts/plant_bugs.py
+    .venv/bin/python scripts/plant_bugs.py [WORD ...]   (only the bugs whose names contain a WORD)
 """
 
 from __future__ import annotations
@@ -127,6 +127,44 @@ BUGS = [
         "        for part in parts:\n", "        for part in parts[:1]:\n",
         ("tests/test_suites_vs_fake.py::test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_once",)),
     Bug("node commands not counted", "pytest_kpr/cost.py", "        self._cost.node_commands += 1\n", "        pass\n", ("tests/test_cost.py",)),
+    # -- issue 15: eTP=Local, hostPort, DSR/SNAT, affinity timeout, Maglev, map pressure, kube-proxy installed --------
+    Bug("a node without a local backend allowed to serve an eTP=Local Service", "pytest_kpr/checks.py",
+        'for node, v in sorted(local.items()) if node != with_backend and v == "accepted"]',
+        'for node, v in sorted(local.items()) if node != with_backend and v == "SYN-ACK"]',
+        ("tests/test_checks.py", "tests/test_faults.py::test_each_fault_fails_exactly_the_tests_that_check_it[etp-local-ignored]")),
+    Bug("the external scope of an eTP=Local frontend holding every backend", "pytest_kpr/datapath.py",
+        "    return [b for b in backends if b.node == node] if etp_local else list(backends)\n", "    return list(backends)\n",
+        ("tests/test_datapath_rules.py", "tests/test_suites_vs_fake.py::test_every_suite_passes_on_a_conforming_cluster")),
+    Bug("the health-check NodePort expected to answer 200 on a node without endpoints", "pytest_kpr/checks.py",
+        "        want_code = 200 if want else 503\n", "        want_code = 200\n", ("tests/test_checks.py",)),
+    Bug("SNAT mode expected to keep the client's address", "pytest_kpr/datapath.py",
+        'SourceRule("SNAT", False, False, "node",', 'SourceRule("SNAT", False, False, "client",',
+        ("tests/test_datapath_rules.py", "tests/test_faults.py::test_each_fault_fails_exactly_the_tests_that_check_it[snat-reported-client-seen]")),
+    Bug("the client-address judgement always expecting the client", "pytest_kpr/checks.py",
+        '    want = client if expect == "client" else node_ip\n', "    want = client\n", ("tests/test_checks.py",)),
+    Bug("a second hostPort pod admitted on another node counted as a double admission", "pytest_kpr/checks.py",
+        '    if pod.get("node") == node and pod.get("phase") in ("Running", "Succeeded"):', '    if pod.get("phase") in ("Running", "Succeeded"):',
+        ("tests/test_checks.py",)),
+    Bug("an affinity that never expires accepted", "pytest_kpr/checks.py",
+        "    if len(backends) > 1 and len(peers) >= 2 and not missing and len(hit) == 1:", "    if len(backends) > 1 and len(peers) >= 2 and not missing and len(hit) == 0:",
+        ("tests/test_checks.py", "tests/test_faults.py::test_each_fault_fails_exactly_the_tests_that_check_it[affinity-no-timeout]")),
+    Bug("Maglev remapping allowed to move every surviving flow", "pytest_kpr/checks.py",
+        "    allowed = max(1, int(tolerance * len(survivors)))\n", "    allowed = max(1, len(survivors))\n",
+        ("tests/test_checks.py", "tests/test_faults.py::test_each_fault_fails_exactly_the_tests_that_check_it[maglev-ignored]")),
+    Bug("an unset Maglev seed not read as the built-in default", "pytest_kpr/checks.py",
+        "    used = {node: s or default for node, s in seeds.items()}\n", "    used = dict(seeds)\n", ("tests/test_checks.py",)),
+    Bug("a full map accepted when the reconciler's health stays OK", "pytest_kpr/checks.py",
+        '    if not any(getattr(h, "level", "") == "Degraded" for h in rows):', "    if False:",
+        ("tests/test_checks.py",)),
+    Bug("a small map that did not fill passed as expected", "suites/test_maps.py",
+        '        pytest.fail(f"map pressure: {d[\'services\']} Services', '        return\n        pytest.fail(f"map pressure: {d[\'services\']} Services',
+        ("tests/test_faults.py::test_each_fault_fails_exactly_the_tests_that_check_it[map-larger-than-reported]",)),
+    Bug("the MAGLEV line's backend counts lost", "pytest_kpr/parse/statedb.py",
+        '    return {i: int(n) for i, n in _INNER.findall(entry.fields.get("INNER", ""))}\n', "    return {}\n",
+        ("tests/test_parse_fixtures.py", "tests/test_checks.py")),
+    Bug("the kube-proxy rule check never exercised on a node", "suites/test_kube_proxy_installed.py",
+        '    missing = sorted(set(installed["nodes"]) - set(installed["detected"]["nodes_with_rules"]))\n', "    missing: list[str] = []\n",
+        ("tests/test_faults.py::test_each_fault_fails_exactly_the_tests_that_check_it[installed-kube-proxy-programs-nothing]",)),
 ]
 
 
@@ -141,7 +179,9 @@ def main() -> int:
     env = {**os.environ, "KPR_SHARED_DIR": os.environ.get("KPR_SHARED_DIR", str(REPO.parent / "shared"))}
     env.pop("CI", None)
     survived = 0
-    for bug in BUGS:
+    wanted = [a.lower() for a in sys.argv[1:]]  # optional: only the bugs whose names contain one of these words
+    bugs = [b for b in BUGS if not wanted or any(w in b.name.lower() for w in wanted)]
+    for bug in bugs:
         with tempfile.TemporaryDirectory(prefix="kpr-plant-") as tmp:
             root = Path(tmp)
             copy_tree(root)
@@ -162,7 +202,7 @@ def main() -> int:
                 survived += 1
             else:
                 print(f"caught        {bug.name}: {failed[0]}", flush=True)
-    print(f"{len(BUGS) - survived} of {len(BUGS)} planted bugs caught")
+    print(f"{len(bugs) - survived} of {len(bugs)} planted bugs caught")
     return 1 if survived else 0
 
 
