@@ -30,7 +30,10 @@ RUN_LAST = True
 
 def _daemonset(lab: Lab, image: str, account: str) -> dict[str, Any]:
     ctr = {"name": "kube-proxy", "image": image, "imagePullPolicy": "IfNotPresent",
+           # --conntrack-*=0 leaves the kernel's conntrack settings alone (nf_conntrack_max is global to the host kind runs on:
+           # kind's own kube-proxy config sets conntrack.maxPerCore: 0 for the same reason)
            "command": ["kube-proxy", "--hostname-override=$(NODE_NAME)", "--proxy-mode=iptables", "--cluster-cidr=10.244.0.0/16",
+                       "--conntrack-max-per-core=0", "--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
                        "--v=1"],
            "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
            "securityContext": {"privileged": True},

@@ -71,17 +71,16 @@ def maps(lab: Lab, evidence: Evidence, request: pytest.FixtureRequest) -> dict[s
                     "other worker creates Services meanwhile")
     count = map_max + MAP_FILL_MARGIN if fill else MAP_PROBE_SERVICES
     names = [f"mp-{i}" for i in range(count)]
-    created: list[str] = []
+    frontends: dict[str, str] = {}  # Service -> its ClusterIP frontend, from the create call's answer
     try:
         for i, name in enumerate(names):
-            lab._create(lab.service(name, {"app": "kpr-map-pressure-none"}))
-            created.append(name)
+            svc = lab._create(lab.service(name, {"app": "kpr-map-pressure-none"}))
+            frontends[name] = f"{svc['spec']['clusterIP']}:{WEB_PORT}"
             if i and i % 100 == 0:
                 lab.progress(f"map pressure: {i} of {count} Services created")
-        frontends = {name: f"{lab.cluster_ip(name)}:{WEB_PORT}" for name in names}
         seen = _settled(lab, frontends)
     finally:  # the map is left as it was found, also when creating or reading failed
-        remaining = _clean_up(lab, created, {f"{lab.cluster_ip(n)}:{WEB_PORT}" for n in created if lab.kube.get("Service", n, lab.ns)})
+        remaining = _clean_up(lab, list(frontends), set(frontends.values()))
     in_map = {e.fields.get("ADDR", "").rsplit("/", 1)[0] for e in seen["dump"] if e.kind == "SVC" and e.fields.get("SLOT") == "0"}
     entries = sum(1 for e in seen["dump"] if e.kind == "SVC")
     missing = [name for name, addr in frontends.items() if addr not in in_map]
