@@ -269,3 +269,34 @@ def test_lb_list_cut_off_is_an_error_never_a_wrong_value(rows: list[tuple[str, s
 @given(rows=lb_rows(), where=st.integers(0, 10**6), ch=st.sampled_from(GARBLE))
 def test_lb_list_garbled_is_an_error(rows: list[tuple[str, str]], where: int, ch: str) -> None:
     check_garble(render.lb_list(rows), where, ch, _lb_as_rows)
+
+
+# -- lb/maps-dump MAGLEV lines ---------------------------------------------------------------------------------------
+
+backend_ids = st.one_of(st.integers(1, 2**32 - 1).map(str), st.just("<non-zero>"))
+
+
+@SETTINGS
+@given(rev=st.integers(1, 65535), counts=st.dictionaries(backend_ids, st.integers(1, 131071), max_size=12))
+def test_a_maglev_line_parses_back_to_its_slot_counts(rev: int, counts: dict[str, int]) -> None:
+    """A MAGLEV line as DumpLBMaps writes it (most slots first, ", "-joined) gives back every backend ID's count."""
+    from pytest_kpr.parse.statedb import maglev_slots, parse_lb_maps_dump
+
+    inner = ", ".join(f"{i}({n})" for i, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    (entry,) = parse_lb_maps_dump(f"MAGLEV: ID={rev} INNER=[{inner}]\n")
+    assert entry.fields["ID"] == str(rev) and maglev_slots(entry) == counts
+
+
+@SETTINGS
+@given(text=st.text(alphabet=st.sampled_from(list("MAGLEV: ID=INNER[](),0123456789 <>-zro\n")), max_size=60))
+def test_any_maps_dump_text_parses_or_is_a_parse_error(text: str) -> None:
+    """Whatever the dump holds, lb/maps-dump parsing ends in entries or a ParseError, never another exception."""
+    from pytest_kpr.parse.statedb import maglev_slots, parse_lb_maps_dump
+
+    try:
+        entries = parse_lb_maps_dump(text)
+    except ParseError:
+        return
+    for e in entries:
+        if e.kind == "MAGLEV":
+            assert all(n >= 0 for n in maglev_slots(e).values())
