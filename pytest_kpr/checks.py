@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 if TYPE_CHECKING:
     from .datapath import NoBackendRule
     from .parse import RuleDump, Service, Socket
+    from .parse.health import HealthStatus
 
 
 @dataclass(frozen=True)
@@ -423,7 +424,7 @@ def client_address_problems(seen: str | None, client: str, node_ip: str, expect:
 
 def hostport_frontend_problems(services: "Sequence[Any]", port: int) -> list[str]:
     """The agent on the pod's node lists a HostPort frontend on the hostPort (datapath.SRC_HOSTPORT)."""
-    if any(getattr(s, "type", "") == "HostPort" and s.frontend.port == port for s in services):
+    if any(s.type == "HostPort" and s.frontend.port == port for s in services):
         return []
     types = sorted({s.type for s in services if s.frontend.port == port})
     return [f"the agent lists no HostPort frontend on port {port}" + (f" (only {types})" if types else "")]
@@ -448,8 +449,8 @@ def maglev_table(entries: "Sequence[Any]", frontend: str) -> dict[str, int] | No
     None when the frontend has no table (or is not there)."""
     from .parse.statedb import maglev_slots
 
-    ids = {e.fields.get("ID") for e in entries if e.kind == "SVC" and e.fields.get("ADDR") == frontend and e.fields.get("SLOT") == "0"}
-    addrs = {e.fields.get("ID"): (e.fields.get("ADDR") or "").rsplit("/", 1)[0] for e in entries if e.kind == "BE"}
+    ids = {e.fields.get("ID") for e in entries if e.kind == "SVC" and e.fields.get("ADDR") == frontend}  # every slot carries the ID
+    addrs = {e.fields.get("ID"): (e.fields.get("ADDR") or "").partition("/")[0] for e in entries if e.kind == "BE"}
     for e in entries:
         if e.kind == "MAGLEV" and e.fields.get("ID") in ids:
             return {addrs.get(i, f"backend ID {i}"): n for i, n in maglev_slots(e).items()}
@@ -549,18 +550,19 @@ def service_map_problems(missing: "Sequence[str]", created: int, entries: int, m
             f"not in the BPF maps ({sample}); raise bpf.lbMapMax (bpf-lb-map-max) or remove Services"]
 
 
-def map_visibility_problems(missing_frontends: "Mapping[str, tuple[str | None, str | None]]", health: "Sequence[Any]", marker: str) -> list[str]:
+def map_visibility_problems(missing_frontends: "Mapping[str, tuple[str | None, str | None]]", health: "Sequence[HealthStatus]",
+                            marker: str) -> list[str]:
     """A Service that did not fit is visible as such (datapath.SRC_MAP_FULL): its frontend's status is Error with the
     map's error (``marker``), and the load-balancer reconciler's health is Degraded. ``missing_frontends``: Service ->
     (status, error) in ``db/show frontends``; ``health``: the ``db/show health`` rows."""
     out = []
-    silent = sorted(n for n, (status, error) in missing_frontends.items() if status != "Error" or marker not in (error or ""))
+    silent = sorted(n for n, (status, error) in missing_frontends.items() if status != "Error" or error is None or marker not in error)
     if silent:
         st = missing_frontends[silent[0]]
         out.append(f"{len(silent)} of {len(missing_frontends)} Services missing from the map show no error for it (e.g. {silent[0]}: "
                    f"status {st[0]}, error {st[1]!r})")
-    rows = [h for h in health if str(getattr(h, "module", "")).endswith("loadbalancer-reconciler")]
-    if not any(getattr(h, "level", "") == "Degraded" for h in rows):
-        levels = sorted({str(getattr(h, "level", "")) for h in rows}) or ["no row"]
+    rows = [h for h in health if h.module.endswith("loadbalancer-reconciler")]
+    if not any(h.level == "Degraded" for h in rows):
+        levels = sorted({h.level for h in rows}) or ["no row"]
         out.append(f"the loadbalancer-reconciler's health is {', '.join(levels)}, not Degraded")
     return out

@@ -586,3 +586,54 @@ def _h(module: str, level: str) -> HealthStatus:
 def test_map_visibility_judgement(shown: dict, health: list, fragments: list[str]) -> None:
     problems = map_visibility_problems(shown, health, MAP_FULL_ERROR)
     assert len(problems) == len(fragments) and all(f in p for f, p in zip(fragments, problems, strict=True)), problems
+
+
+# -- issue 15's judgements: the exact words and the edges (mutation survivors) ------------------------------------------
+
+def test_issue_15_judgements_in_full() -> None:
+    from types import SimpleNamespace as NS
+
+    from pytest_kpr.parse import L3n4
+
+    # health check: a node missing from the local-endpoint map has none; the Service named as namespace/name
+    assert health_check_problems({"c": (503, {"service": {"namespace": "ns", "name": "s"}, "localEndpoints": 0})}, {}, ("ns", "s")) == []
+    assert health_check_problems({"b": (200, {"service": {"namespace": "x", "name": "y"}, "localEndpoints": 1})}, {"b": 1}, ("ns", "s")) == [
+        "b answered for {'namespace': 'x', 'name': 'y'}, not ns/s"]
+    assert client_address_problems(None, "1.1.1.1", "2.2.2.2", "client", "w") == ["no backend logged the request, so what it saw is unknown"]
+    # hostPort: a finished pod ran there too; a frontend of another type on the port is no HostPort frontend
+    assert hostport_admission_problems({"phase": "Succeeded", "node": "w"}, "w") == [
+        "a second pod asking for the same hostPort was admitted on w (Succeeded): two pods hold one port"]
+    assert hostport_frontend_problems([NS(type="HostPort", frontend=L3n4("1.2.3.4", 9, "TCP"))], 9) == []
+    # affinity timeout: two backends and two connections are enough to judge
+    assert affinity_timeout_problems(["a", "a"], ["a", "b"], 2.5, 1) == [
+        "all 2 connections, 2.5 s apart (past the 1 s timeout), reached a: the affinity never expired (chance if it does: 5.0e-01)"]
+    # Maglev
+    dump = parse_lb_maps_dump("MAGLEV: ID=4 INNER=[99(3)]\nSVC: ID=4 ADDR=1.1.1.1:1/TCP SLOT=0 LBALG=undef AFFTimeout=0 COUNT=0 QCOUNT=0 FLAGS=NodePort\n")
+    assert maglev_table(dump, "1.1.1.1:1/TCP") == {"backend ID 99": 3}
+    assert maglev_table_problems({"a": {"x": 3, "y": 1}}, ["x", "y"]) == ["a's table is unbalanced: {'x': 3, 'y': 1}"]
+    assert maglev_scope_problems({"a": True, "b": True, "c": False}) == [
+        "the ClusterIP frontend has a Maglev table on a, b: in-cluster traffic would be Maglev'd (only with bpf-lb-external-clusterip)"]
+    five = maglev_flow_problems({"n1": {p: "x" for p in range(5)}, "n2": {p: "y" for p in range(5)}, "n3": {p: "x" for p in range(5)}})
+    assert five == ["5 of 5 flows did not reach one backend through n1 and n2, n3: flow from :0 reached x through n1, y through n2, x through n3; "
+                    "flow from :1 reached x through n1, y through n2, x through n3; flow from :2 reached x through n1, y through n2, x through n3; "
+                    "flow from :3 reached x through n1, y through n2, x through n3; ..."]
+    four = maglev_flow_problems({"n1": {p: "x" for p in range(4)}, "n2": {p: None for p in range(4)}, "n3": {p: None for p in range(4)}})
+    assert four[0].endswith("flow from :3 was not served through n2, n3")
+    before = {p: ("d" if p < 10 else "abc"[p % 3]) for p in range(40)}  # 30 flows on the survivors: 3 may move
+    movable = [p for p in range(10, 40) if before[p] != "a"]
+
+    def moving(k: int) -> dict[int, str]:  # the removed backend's flows go to "a", and k of the others too
+        return {p: ("a" if before[p] == "d" or p in movable[:k] else before[p]) for p in range(40)}
+
+    assert maglev_remap_problems(before, moving(3), "d", 4) == []
+    four_moved = moving(4)
+    assert maglev_remap_problems(before, four_moved, "d", 4) == [
+        "4 of 30 flows on the surviving backends moved (13%; allowed 3): Maglev moves about 1% beyond the removed backend's share, "
+        "a random pick 67%"]
+    # service map: three names in full, a fourth as "..."
+    assert service_map_problems(["a", "b", "c"], 3, 9, 9)[0].startswith("service map full (9 of 9 entries): 3 of the run's 3 Services are in "
+                                                                       "Kubernetes but not in the BPF maps (a, b, c); ")
+    health = [_h("agent.controlplane.loadbalancer-reconciler", "OK"), _h("agent.x.loadbalancer-reconciler", "Stopped")]
+    assert map_visibility_problems({"a": ("Error", None)}, health, MAP_FULL_ERROR) == [
+        "1 of 1 Services missing from the map show no error for it (e.g. a: status Error, error None)",
+        "the loadbalancer-reconciler's health is OK, Stopped, not Degraded"]
