@@ -308,6 +308,20 @@ KUBE_PROXY_REMOVAL = ("kubectl -n kube-system delete ds kube-proxy; kubectl -n k
                       "then on each node: iptables-save | grep -v KUBE | iptables-restore")
 
 
+def runs_kube_proxy(daemonset: "Mapping[str, Any]") -> bool:
+    """A DaemonSet that runs kube-proxy: kubeadm's and kind's label (k8s-app=kube-proxy), or, as distributions may
+    ship it under other names and labels, a container of kube-proxy's image or command."""
+    if ((daemonset.get("metadata") or {}).get("labels") or {}).get("k8s-app") == "kube-proxy":
+        return True
+    spec = (((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {})
+    for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+        repo = str(c.get("image") or "").split("@", 1)[0].rsplit(":", 1)[0]
+        cmd = [str(x) for x in c.get("command") or []][:1]
+        if repo.rsplit("/", 1)[-1] == "kube-proxy" or (cmd and cmd[0].rsplit("/", 1)[-1] == "kube-proxy"):
+            return True
+    return False
+
+
 def kube_proxy_daemonset_problems(daemonsets: "Sequence[Mapping[str, Any]]") -> list[str]:
     """A kube-proxy DaemonSet beside KubeProxyReplacement: two authorities program Services (double NAT, rules that
     come back). Named with its pods' count and what to do."""

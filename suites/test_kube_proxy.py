@@ -2,8 +2,8 @@
 
 kube-proxy left running next to KubeProxyReplacement programs the same Services again (double NAT, rules that
 come back after a cleanup). The iptables suite checks for kube-proxy's chains and nftables table; this one looks
-for kube-proxy itself and for its IPVS mode: a kube-proxy DaemonSet (in any namespace, by the k8s-app=kube-proxy
-label kubeadm and kind give it, or by its name in kube-system), and IPVS virtual services on any node
+for kube-proxy itself and for its IPVS mode: a kube-proxy DaemonSet (in any namespace: by the k8s-app=kube-proxy
+label kubeadm and kind give it, by kube-proxy's image or command in its pod template, or by its name in kube-system), and IPVS virtual services on any node
 (/proc/net/ip_vs). A failure names what it found and the way off it Cilium documents for an existing installation
 (Documentation/network/kubernetes/kubeproxy-free.rst). Evidence: kubeproxy.json.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import KUBE_PROXY_REMOVAL, ipvs_problems, kube_proxy_daemonset_problems
+from pytest_kpr.checks import KUBE_PROXY_REMOVAL, ipvs_problems, kube_proxy_daemonset_problems, runs_kube_proxy
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab
@@ -27,7 +27,7 @@ PROPERTY = "kube-proxy"
 def seen(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts) -> dict[str, Any]:
     kube = lab.kube
     found: dict[str, dict[str, Any]] = {}
-    for d in kube.list("DaemonSet", None, "k8s-app=kube-proxy") + [x for x in [kube.get("DaemonSet", "kube-proxy", "kube-system")] if x]:
+    for d in [d for d in kube.list("DaemonSet") if runs_kube_proxy(d)] + [x for x in [kube.get("DaemonSet", "kube-proxy", "kube-system")] if x]:
         md, st = d["metadata"], d.get("status") or {}
         found[f"{md.get('namespace')}/{md['name']}"] = {"namespace": md.get("namespace"), "name": md["name"],
                                                          "desired": st.get("desiredNumberScheduled", 0), "ready": st.get("numberReady", 0)}

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import kube_proxy_daemonset_problems, kube_proxy_rule_problems
+from pytest_kpr.checks import kube_proxy_daemonset_problems, kube_proxy_rule_problems, runs_kube_proxy
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab
@@ -92,7 +92,7 @@ def installed(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kpr_session
                                 timeout=lab.t.DATAPATH_CONVERGENCE, what="kube-proxy's chains on every node", progress=lab.progress).value
         except WaitTimeout:
             before = _rules(lab, nodes)
-        found = [d for d in lab.kube.list("DaemonSet", None, "k8s-app=kube-proxy")]
+        found = [d for d in lab.kube.list("DaemonSet") if runs_kube_proxy(d)]
         data["detected"] = {
             "daemonset": kube_proxy_daemonset_problems([{"namespace": d["metadata"]["namespace"], "name": d["metadata"]["name"],
                                                          "desired": (d.get("status") or {}).get("desiredNumberScheduled", 0),

@@ -637,3 +637,21 @@ def test_issue_15_judgements_in_full() -> None:
     assert map_visibility_problems({"a": ("Error", None)}, health, MAP_FULL_ERROR) == [
         "1 of 1 Services missing from the map show no error for it (e.g. a: status Error, error None)",
         "the loadbalancer-reconciler's health is OK, Stopped, not Degraded"]
+
+
+@pytest.mark.parametrize(("ds", "runs"), [
+    ({"metadata": {"labels": {"k8s-app": "kube-proxy"}}}, True),  # kubeadm, kind
+    ({"spec": {"template": {"spec": {"containers": [{"image": "registry.k8s.io/kube-proxy:v1.34.0"}]}}}}, True),
+    ({"spec": {"template": {"spec": {"containers": [{"image": "registry.k8s.io/kube-proxy@sha256:abc"}]}}}}, True),
+    ({"spec": {"template": {"spec": {"containers": [{"image": "example.com/k8s/kube-proxy"}]}}}}, True),
+    ({"spec": {"template": {"spec": {"containers": [{"image": "x/hyperkube:v1", "command": ["/usr/local/bin/kube-proxy", "--v=2"]}]}}}}, True),
+    ({"spec": {"template": {"spec": {"initContainers": [{"image": "registry.k8s.io/kube-proxy:v1"}]}}}}, True),
+    ({"metadata": {"labels": {"k8s-app": "cilium"}}, "spec": {"template": {"spec": {"containers": [{"image": "quay.io/cilium/cilium:v1.20.2",
+                                                                                                   "command": ["cilium-agent"]}]}}}}, False),
+    ({"spec": {"template": {"spec": {"containers": [{"image": "example.com/kube-proxy-exporter:1"}]}}}}, False),
+    ({}, False),
+])
+def test_a_kube_proxy_daemonset_is_known_by_label_image_or_command(ds: dict, runs: bool) -> None:
+    from pytest_kpr.checks import runs_kube_proxy
+
+    assert runs_kube_proxy(ds) is runs

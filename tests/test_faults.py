@@ -112,6 +112,9 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     ("kube-proxy-daemonset", "faults=Faults(kube_proxy_daemonset=True)", {KP + "test_no_kube_proxy_daemonset_runs_beside_the_replacement"},
      ["*kube-proxy: a second authority for Services: DaemonSet kube-system/kube-proxy runs kube-proxy (3/3 pods ready)*"
       "kubectl -n kube-system delete ds kube-proxy*"]),
+    ("kube-proxy-daemonset-unlabelled", "faults=Faults(kube_proxy_daemonset_as='kube-network/proxy')",
+     {KP + "test_no_kube_proxy_daemonset_runs_beside_the_replacement"},
+     ["*kube-proxy: a second authority for Services: DaemonSet kube-network/proxy runs kube-proxy (3/3 pods ready)*"]),
     ("ipvs-services", "faults=Faults(ipvs_services=True)", {KP + "test_no_node_has_ipvs_services"},
      ["*kube-proxy: a second authority for Services, IPVS virtual services on the nodes*fake-worker: * IPVS virtual services (TCP 0A600001:01BB*"]),
     ("installed-kube-proxy-programs-nothing", "faults=Faults(kube_proxy_no_rules=True)", {KPI + "test_the_rule_check_finds_its_chains_on_every_node"},

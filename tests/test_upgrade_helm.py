@@ -14,6 +14,7 @@ from pytest_kpr.cluster.tools import Tool
 from pytest_kpr.errors import ProvisioningError
 from pytest_kpr.settings import resolve
 from pytest_kpr.testing import FakeCluster, FakeConfig
+from pytest_kpr.testing.fake import STATIC
 from pytest_kpr.wait import Timeouts
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,7 +33,9 @@ def ready_preflight(fake: FakeCluster, ready: int) -> None:
     template = {"metadata": {"labels": {"app": "preflight"}}, "spec": {"containers": [{"name": "check"}]}}
     fake.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": cilium.PREFLIGHT_CHECK, "namespace": "kube-system"},
                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "preflight"}}, "template": template}})
-    fake.create({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": cilium.PREFLIGHT_CHECK, "namespace": "kube-system"},
+    # its readiness is the test's to set: the fake's DaemonSet controller leaves an object marked static alone
+    fake.create({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": cilium.PREFLIGHT_CHECK, "namespace": "kube-system",
+                                                                             "annotations": {STATIC: "true"}},
                  "spec": {"template": template}})
     (ds,) = fake.find("DaemonSet", cilium.PREFLIGHT_CHECK, "kube-system")  # the stored object (get returns a copy)
     ds["status"] = {"numberReady": ready}

@@ -50,6 +50,9 @@ class Faults:
     affinity_ignored: bool = False  # sessionAffinity ClientIP is not honoured: every connect() picks a random backend
     lb_always_first: bool = False  # the socket LB always picks the first backend slot (no spreading without affinity)
     kube_proxy_daemonset: bool = False  # kube-proxy runs as a DaemonSet in kube-system beside the replacement
+    #: "namespace/name" of a kube-proxy DaemonSet as a distribution may ship it: its own name, no k8s-app label, only
+    #: kube-proxy's image and command tell what it is
+    kube_proxy_daemonset_as: str | None = None
     ipvs_services: bool = False  # every node has IPVS virtual services (kube-proxy's IPVS mode or its leftovers)
     #: the external scope of an externalTrafficPolicy=Local Service keeps every backend: a node without a local backend serves it
     etp_local_ignored: bool = False

@@ -41,6 +41,10 @@ from .view import Obj
 __all__ = ["FakeCluster", "FakeConfig", "Faults"]
 
 
+#: marks an object the fake made as it is and does not reconcile
+STATIC = "fake.pytest-kpr/static"
+
+
 def _labels_match(selector: dict[str, str] | None, labels: dict[str, str] | None) -> bool:
     if not selector:
         return False
@@ -86,6 +90,8 @@ class FakeCluster:
         self._install_cilium()
         if self.cfg.faults.kube_proxy_daemonset:
             self._install_kube_proxy()
+        if self.cfg.faults.kube_proxy_daemonset_as:
+            self._install_kube_proxy(self.cfg.faults.kube_proxy_daemonset_as)
         self.agents: dict[str, FakeAgent] = {}
         for node in self.node_names():
             if node != self.cfg.faults.missing_agent_on:
@@ -159,17 +165,22 @@ class FakeCluster:
                 }
             )
 
-    def _install_kube_proxy(self) -> None:
-        """The kube_proxy_daemonset fault: kube-proxy's DaemonSet (as kubeadm and kind name and label it) with a pod per node."""
+    def _install_kube_proxy(self, where: str = "kube-system/kube-proxy") -> None:
+        """The kube_proxy_daemonset faults: kube-proxy's DaemonSet with a pod per node, as kubeadm and kind name and label
+        it, or (``where`` given) under another name and without the k8s-app label."""
         nodes = self.node_names()
+        ns, name = where.split("/", 1)
+        labels = {"k8s-app": "kube-proxy"} if where == "kube-system/kube-proxy" else {"app": name}
+        ctr = {"name": "kube-proxy", "image": f"registry.k8s.io/kube-proxy:{self.cfg.kubernetes_version}",
+               "command": ["/usr/local/bin/kube-proxy", "--config=/var/lib/kube-proxy/config.conf"]}
         self._put({"apiVersion": "apps/v1", "kind": "DaemonSet",
-                   "metadata": {"name": "kube-proxy", "namespace": "kube-system", "labels": {"k8s-app": "kube-proxy"}},
-                   "spec": {"selector": {"matchLabels": {"k8s-app": "kube-proxy"}}},
+                   "metadata": {"name": name, "namespace": ns, "labels": labels, "annotations": {STATIC: "true"}},
+                   "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {"containers": [ctr]}}},
                    "status": {"desiredNumberScheduled": len(nodes), "numberReady": len(nodes)}})
         for i, node in enumerate(nodes):
             self._put({"apiVersion": "v1", "kind": "Pod",
-                       "metadata": {"name": f"kube-proxy-{secrets.token_hex(3)[:5]}", "namespace": "kube-system", "labels": {"k8s-app": "kube-proxy"}},
-                       "spec": {"nodeName": node, "hostNetwork": True, "containers": [{"name": "kube-proxy"}]},
+                       "metadata": {"name": f"{name}-{secrets.token_hex(3)[:5]}", "namespace": ns, "labels": labels},
+                       "spec": {"nodeName": node, "hostNetwork": True, "containers": [ctr]},
                        "status": {"phase": "Running", "podIP": f"172.18.0.{i + 2}", "conditions": [{"type": "Ready", "status": "True"}]}})
 
     def node_ip(self, node: str) -> str:
@@ -201,7 +212,7 @@ class FakeCluster:
         for dep in list(self._objects.get("Deployment", {}).values()):
             self._reconcile_deployment(dep)
         for ds in list(self._objects.get("DaemonSet", {}).values()):
-            if ds["metadata"].get("namespace") != "kube-system":  # the kube_proxy_daemonset fault's has its pods already
+            if not ds["metadata"].get("annotations", {}).get(STATIC):  # the kube_proxy_daemonset faults' have their pods already
                 self._reconcile_daemonset(ds)
         for pod in self._objects.get("Pod", {}).values():
             st = pod.setdefault("status", {})
