@@ -57,7 +57,8 @@ kernel-deps:
 	fi
 
 test: $(STAMP) kernel-deps
-	$(BIN)/pytest -n $(TEST_WORKERS) --maxprocesses=4 $(TEST_ARGS)
+	$(BIN)/pytest tests -n $(TEST_WORKERS) --maxprocesses=4 -m "not timing" $(TEST_ARGS)
+	$(BIN)/pytest tests -p no:xdist -m timing $(TEST_ARGS)
 
 # Debian packages for booting other kernels under qemu (make test-kernels); the kernels themselves are
 # Debian's linux-image packages, fetched by scripts/kernel_cells.py into .kernels/.

@@ -92,8 +92,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def _selects_kpr(config: pytest.Config) -> bool:
-    """kpr suites run only when a ``-m`` expression selects them; plain ``pytest`` never provisions."""
-    return bool(config.option.markexpr)
+    """kpr suites run only when a ``-m`` expression names a kpr marker (``-m kpr``, ``-m "kpr and not kpr_disruptive"``);
+    plain ``pytest`` and ``pytest -m "not slow"`` never provision a cluster."""
+    import re
+
+    return re.search(r"(?<![\w-])kpr\w*", config.option.markexpr or "") is not None
 
 
 @pytest.hookimpl(tryfirst=True)

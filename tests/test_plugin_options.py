@@ -106,3 +106,16 @@ def test_real_image_references_are_accepted(ref: str) -> None:
     from pytest_kpr.settings import _image
 
     assert _image(ref) == ref
+
+
+@pytest.mark.parametrize(("markexpr", "selects"), [
+    ("", False), ("kpr", True), ("kpr and not kpr_disruptive", True), ("not timing", False), ("kpr_upgrade", True),
+    ("netns or timing", False), ("not kpr", True),  # names kpr: the user chose about the suites
+])
+def test_only_a_marker_expression_naming_kpr_selects_the_suites(markexpr: str, selects: bool) -> None:
+    """A ``-m`` that does not name a kpr marker (make test's ``-m "not timing"``) must not provision a cluster."""
+    from types import SimpleNamespace
+
+    from pytest_kpr.plugin import _selects_kpr
+
+    assert _selects_kpr(SimpleNamespace(option=SimpleNamespace(markexpr=markexpr))) is selects  # type: ignore[arg-type]
