@@ -56,9 +56,11 @@ kernel-deps:
 		fi; \
 	fi
 
+# The timing tests (flow gaps measured in wall time) run after the rest, among themselves only: they mostly sleep, so
+# several at once do not starve each other, while the CPU-bound self-tests would.
 test: $(STAMP) kernel-deps
 	$(BIN)/pytest tests -n $(TEST_WORKERS) --maxprocesses=4 -m "not timing" $(TEST_ARGS)
-	$(BIN)/pytest tests -p no:xdist -m timing $(TEST_ARGS)
+	$(BIN)/pytest tests -n $(TEST_WORKERS) -m timing $(TEST_ARGS)
 
 # Debian packages for booting other kernels under qemu (make test-kernels); the kernels themselves are
 # Debian's linux-image packages, fetched by scripts/kernel_cells.py into .kernels/.

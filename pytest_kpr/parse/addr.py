@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -39,8 +40,9 @@ class L3n4:
         return s
 
 
+@functools.lru_cache(maxsize=4096)
 def valid_ip(text: str) -> str | None:
-    """The canonical form of an IP address, or None."""
+    """The canonical form of an IP address, or None (cached: agents print the same addresses in every table)."""
     try:
         return str(ipaddress.ip_address(text))
     except ValueError:
