@@ -23,6 +23,10 @@ from pytest_kpr.parse.formats import FORMATS
 
 BINARY = bytes(range(256)) * 4
 
+# one worker runs this module: its module fixture starts every example as a process (about 40 at once), and under
+# pytest-xdist every worker that got one of its tests would start them all again
+pytestmark = pytest.mark.xdist_group("bad-input")
+
 # (argv, stdin or a file's content as {"file": bytes}, words the one line must contain)
 EXAMPLES: list[tuple[list[str], Any, str]] = [
     (["probe", "syn", "127.0.0.1:70000"], None, "port must be an integer from 1 to 65535, got '70000'"),
@@ -90,6 +94,7 @@ import pytest_kpr.flow as flow
 flow.flow = flow.echo_server = refuse
 socket.getaddrinfo = no_dns
 from pytest_kpr.cli import main
+
 sys.exit(main(sys.argv[1:]))
 """
 ISOLATED = ["unshare", "--net"] if os.geteuid() == 0 and shutil.which("unshare") else []
