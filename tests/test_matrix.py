@@ -16,13 +16,14 @@ import pytest
 
 from pytest_kpr.cli import main
 
+# one worker runs this module: its module fixture makes three runs against the fake, and under pytest-xdist every
+# worker that got one of its tests would make them again
+pytestmark = pytest.mark.xdist_group("matrix")
+
 SUITES = Path(__file__).resolve().parent.parent / "suites"
 CONFTEST = """
 from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider, Faults
 
-# one worker runs this module: its module fixture makes three runs against the fake, and under pytest-xdist every
-# worker that got one of its tests would make them again
-pytestmark = pytest.mark.xdist_group("matrix")
 PROVIDER = FakeProvider(FakeCluster(FakeConfig(pod_ready_ticks=2, cilium_version={version!r}, kernel={kernel!r}, faults=Faults({faults}))))
 def pytest_kpr_provider(config, settings, timeouts, kube_factory):
     return PROVIDER
