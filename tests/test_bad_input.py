@@ -23,10 +23,6 @@ from pytest_kpr.parse.formats import FORMATS
 
 BINARY = bytes(range(256)) * 4
 
-# one worker runs this module: its module fixture starts every example as a process (about 40 at once), and under
-# pytest-xdist every worker that got one of its tests would start them all again
-pytestmark = pytest.mark.xdist_group("bad-input")
-
 # (argv, stdin or a file's content as {"file": bytes}, words the one line must contain)
 EXAMPLES: list[tuple[list[str], Any, str]] = [
     (["probe", "syn", "127.0.0.1:70000"], None, "port must be an integer from 1 to 65535, got '70000'"),
@@ -100,36 +96,29 @@ sys.exit(main(sys.argv[1:]))
 ISOLATED = ["unshare", "--net"] if os.geteuid() == 0 and shutil.which("unshare") else []
 
 
-@pytest.fixture(scope="module")
-def example_runs(tmp_path_factory: pytest.TempPathFactory) -> list[subprocess.CompletedProcess[bytes]]:
-    """All examples as processes, started together (two cores; each is mostly interpreter start-up)."""
-    work = tmp_path_factory.mktemp("bad-input")
-    procs = []
-    for i, (argv, data, _) in enumerate(EXAMPLES):
-        if isinstance(data, dict):
-            path = work / f"input-{i}"
-            path.write_bytes(data["file"])
-            argv = [str(path) if a == "FILE" else a for a in argv]
-            data = None
-        p = subprocess.Popen([*ISOLATED, sys.executable, "-c", NO_SEND, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        procs.append((p, data))
-    runs = []
+def example_run(index: int, work: Path) -> subprocess.CompletedProcess[bytes]:
+    """One example as a process (its own, so the exit status is the CLI's). Each test starts only its own: under
+    pytest-xdist a module fixture that started them all ran once per worker (4 x 40 processes)."""
+    argv, data, _ = EXAMPLES[index]
+    if isinstance(data, dict):
+        path = work / f"input-{index}"
+        path.write_bytes(data["file"])
+        argv = [str(path) if a == "FILE" else a for a in argv]
+        data = None
+    p = subprocess.Popen([*ISOLATED, sys.executable, "-c", NO_SEND, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        for p, data in procs:
-            out, err = p.communicate(data or b"", timeout=60)
-            runs.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+        out, err = p.communicate(data or b"", timeout=60)
     finally:  # a hung example must not outlive the test
-        for p, _ in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    return runs
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
 @pytest.mark.parametrize("index", range(len(EXAMPLES)), ids=[" ".join(a[:3]) + f"#{i}" for i, (a, _, _) in enumerate(EXAMPLES)])
-def test_bad_input_is_one_line_exit_2_and_nothing_on_stdout(example_runs: list[subprocess.CompletedProcess[bytes]], index: int) -> None:
+def test_bad_input_is_one_line_exit_2_and_nothing_on_stdout(index: int, tmp_path: Path) -> None:
     argv, _, words = EXAMPLES[index]
-    run = example_runs[index]
+    run = example_run(index, tmp_path)
     err = run.stderr.decode()
     assert run.returncode == 2, f"kpr {' '.join(argv)}: exit {run.returncode}, stderr {err!r}"
     assert run.stdout == b"", f"kpr {' '.join(argv)} wrote to stdout: {run.stdout[:200]!r}"

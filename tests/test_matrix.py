@@ -16,10 +16,6 @@ import pytest
 
 from pytest_kpr.cli import main
 
-# one worker runs this module: its module fixture makes three runs against the fake, and under pytest-xdist every
-# worker that got one of its tests would make them again
-pytestmark = pytest.mark.xdist_group("matrix")
-
 SUITES = Path(__file__).resolve().parent.parent / "suites"
 CONFTEST = """
 from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider, Faults
@@ -37,8 +33,24 @@ RUNS = {  # name: (Cilium, kernel, fault)
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Three runs' artifact directories (the iptables and NodePort suites against the fake)."""
-    out = tmp_path_factory.mktemp("matrix")
+    """Three runs' artifact directories (the iptables and NodePort suites against the fake), made once per session:
+    under pytest-xdist the workers share the base temporary directory's parent, and the first one to take the lock
+    makes them (each worker that got a test of this module made all three before: 7 s each)."""
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else tmp_path_factory.getbasetemp()
+    out = shared / "matrix-runs"
+    with open(shared / "matrix-runs.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / ".done").exists():
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
+            _make_runs(out)
+            (out / ".done").write_text("")
+    return out
+
+
+def _make_runs(out: Path) -> None:
     for name, (version, kernel, fault) in RUNS.items():
         work = Path(tempfile.mkdtemp(prefix=f"kpr-matrix-{name}-", dir=out))
         shutil.copytree(SUITES, work / "suites")
@@ -49,11 +61,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
                              "--kpr-timeout-scale=0.004"], cwd=work, capture_output=True, text=True, timeout=120)
         assert cp.returncode in (0, 1), cp.stdout[-2000:] + cp.stderr[-2000:]
         assert (out / name / "fake" / "results.json").is_file(), cp.stdout[-2000:]
-    return out
 
 
 def test_the_matrix_puts_each_run_in_a_column_and_marks_the_regression(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = runs / "out"
+    out = runs / f"out-{os.getpid()}"  # the runs are shared by the workers; the pages are each test's own
     out.mkdir(exist_ok=True)
     rc = main(["matrix", *(str(runs / n) for n in RUNS), "--json", str(out / "m.json"), "--markdown", str(out / "m.md"),
                "--html", str(out / "m.html")])
