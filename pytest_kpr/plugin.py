@@ -37,13 +37,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """With pytest-xdist (``-n N``): group tests by ``xdist_group`` unless ``--dist`` was chosen (the suites need
-    it, :func:`pytest_collection_modifyitems`), and give the run an id the controller knows too, for the
-    workers' shared cluster (pytest_kpr.shared_run)."""
+    """With pytest-xdist (``-n N``) and the suites selected: keep each suite module in one worker unless ``--dist``
+    was chosen (``--dist loadscope``: its module fixtures make the workloads once, and the modules with cluster-wide
+    state -- a fixed NodePort or hostPort, the shared VIP, the service map -- never run in two workers at once), and
+    give the run an id the controller knows too, for the workers' shared cluster (pytest_kpr.shared_run).
+
+    Not ``loadgroup``: pytest-xdist 3.8 marks a group by rewriting ``item._nodeid``, which pytest 9.2's ``nodeid`` no
+    longer reads, so every test was scheduled on its own (seen here: a suite module split over two workers)."""
     if not getattr(config.option, "numprocesses", None) or getattr(config, "workerinput", None) is not None:
         return
-    if getattr(config.option, "dist", "no") == "no" and not getattr(config.option, "distload", False):
-        config.option.dist = "loadgroup"
+    if getattr(config.option, "dist", "no") == "no" and not getattr(config.option, "distload", False) and _selects_kpr(config):
+        config.option.dist = "loadscope"
     if getattr(config.option, "testrunuid", None) is None:
         config.option.testrunuid = uuid.uuid4().hex
 

@@ -8,6 +8,7 @@ the tests that check it.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -363,8 +364,14 @@ def test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_
     into one summary, one report.txt and one cluster.json, and removes the run's lock directory."""
     shutil.copytree(SUITES, pytester.path / "suites")
     pytester.makeconftest(XDIST_CONFTEST)
-    result = pytester.runpytest_subprocess("suites", "-m", "kpr", "-n", "2", "--kpr-artifacts=artifacts", "-p", "no:cacheprovider", *FAST)
+    result = pytester.runpytest_subprocess("suites", "-m", "kpr", "-n", "2", "--kpr-artifacts=artifacts", "-p", "no:cacheprovider", "-v", *FAST)
     result.assert_outcomes(**ALL)
+    ran_on: dict[str, set[str]] = {}
+    for line in result.stdout.lines:  # "[gw1] [ 12%] PASSED suites/test_affinity.py::test_..."
+        m = re.match(r"\[(gw\d+)\] .*?(?:PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR) (suites/test_\w+\.py)::", line)
+        if m:
+            ran_on.setdefault(m.group(2), set()).add(m.group(1))
+    assert len(ran_on) >= 10 and all(len(w) == 1 for w in ran_on.values()), f"each suite module in one worker: {ran_on}"
     events = sorted((pytester.path / "provider-events.log").read_text().split("\n")[:-1])
     kinds = [e.split()[0] for e in events]
     assert sorted(kinds) == ["attach", "provision", "teardown"], events
