@@ -322,6 +322,13 @@ def runs_kube_proxy(daemonset: "Mapping[str, Any]") -> bool:
     return False
 
 
+def daemonset_summary(daemonset: "Mapping[str, Any]") -> dict[str, Any]:
+    """What :func:`kube_proxy_daemonset_problems` names of a DaemonSet: where it is and how many of its pods are ready."""
+    md, st = daemonset.get("metadata") or {}, daemonset.get("status") or {}
+    return {"namespace": md.get("namespace"), "name": md.get("name"), "desired": st.get("desiredNumberScheduled", 0),
+            "ready": st.get("numberReady", 0)}
+
+
 def kube_proxy_daemonset_problems(daemonsets: "Sequence[Mapping[str, Any]]") -> list[str]:
     """A kube-proxy DaemonSet beside KubeProxyReplacement: two authorities program Services (double NAT, rules that
     come back). Named with its pods' count and what to do."""

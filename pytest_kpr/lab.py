@@ -162,11 +162,18 @@ class Lab:
         self._create(self.service("web", {"app": "web"}))
         return self.wait_converged(replicas)
 
-    def cluster_ip(self, service: str) -> str:
+    def _service_spec(self, service: str) -> dict[str, Any]:
         svc = self.kube.get("Service", service, self.ns)
         if svc is None:
             raise LabError(f"service {self.ns}/{service} does not exist")
-        return str(svc["spec"]["clusterIP"])
+        return dict(svc["spec"])
+
+    def cluster_ip(self, service: str) -> str:
+        return str(self._service_spec(service)["clusterIP"])
+
+    def allocated_node_port(self, service: str) -> int:
+        """The NodePort Kubernetes allocated to the Service's (first) port."""
+        return int(self._service_spec(service)["ports"][0]["nodePort"])
 
     def frontend(self, service: str) -> L3n4:
         return L3n4(self.cluster_ip(service), WEB_PORT, "TCP" if self.minor >= (1, 17) else None)
@@ -355,13 +362,9 @@ class Lab:
         return out
 
     def who_served(self, pods: list[str], token: str) -> tuple[str, str] | None:
-        """(pod, client address it saw) of the request whose path carries ``token``, from the pods' http.server logs
-        ('<client> - - [date] "GET /?kpr=<token> HTTP/1.1" 200 -'), or None if no pod logged it."""
-        for name in pods:
-            for line in self.kube.logs(self.ns, name).splitlines():
-                if token in line and " - - [" in line:
-                    return name, line.split(" ", 1)[0]
-        return None
+        """(pod, client address it saw) of the request whose path carries ``token`` (``?kpr=<token>``), from the pods'
+        http.server logs ('<client> - - [date] "GET /?kpr=<token> HTTP/1.1" 200 -'), or None if no pod logged it."""
+        return self.who_served_many(pods, [token]).get(token)
 
     def wait_programmed(self, node: str, fe: L3n4, what: str, first_look: bool = True) -> Service:
         """Until the agent on ``node`` lists ``fe``; the first read after ``LB_FIRST_LOOK`` (just after a change)."""
@@ -378,8 +381,7 @@ class Lab:
         is for its ClusterIP frontend on both: the NodePort frontend is what the suite judges."""
         self._create(self.service("ghost", {"app": "ghost"}, "NodePort"))
         fe = self.frontend("ghost")
-        svc = self.kube.get("Service", "ghost", self.ns) or {}
-        node_port = int(svc["spec"]["ports"][0]["nodePort"])
+        node_port = self.allocated_node_port("ghost")
         for i, node in enumerate((self.client_node, self.remote_node())):
             self.wait_programmed(node, fe, f"the agent on {node} to program ghost's frontend {fe}", first_look=i == 0)
         return Ghost(fe, node_port)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, fields, replace
-from typing import Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 from tenacity import (
     RetryError,
@@ -169,6 +169,15 @@ def eventually(
     except _Abort as e:
         raise WaitTimeout(f"gave up waiting for {what}: {e}") from None
     return Observation(value, time.monotonic() - start, attempts)
+
+
+def eventually_or_now(observe: Callable[[], T], **kw: Any) -> T:
+    """:func:`eventually`'s value, or, when the wait ran out, what ``observe()`` shows now: for waits whose outcome a
+    test judges (a missing frontend, a pod the scheduler refused), where running out is a finding, not an error."""
+    try:
+        return eventually(observe, **kw).value
+    except WaitTimeout:
+        return observe()
 
 
 class _NotYet(Exception):

@@ -41,8 +41,7 @@ def dsr(lab: Lab, evidence: Evidence, kpr_cluster: ClusterHandle, kpr_facts: Clu
     eventually(lambda: lab.endpointslice_ready("dsr"), until=lambda es: len(es) == 1, timeout=lab.t.PODS_READY,
                what="the dsr-backend pod ready behind dsr", describe=lambda es: f"{len(es)} ready", progress=lab.progress)
     lab.wait_programmed(receiving, lab.frontend("dsr"), f"the agent on {receiving} to program dsr")
-    svc = lab.kube.get("Service", "dsr", lab.ns) or {}
-    port = int(svc["spec"]["ports"][0]["nodePort"])
+    port = lab.allocated_node_port("dsr")
     token = secrets.token_hex(6)
     r = outside.http(f"http://{ip}:{port}/?kpr={token}", 5.0)
     served = lab.who_served(["dsr-backend"], token)

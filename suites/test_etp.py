@@ -31,11 +31,6 @@ PROPERTY = "eTP=Local"
 PROBE_TIMEOUT = 2.0
 
 
-def _node_port(lab: Lab, name: str) -> int:
-    svc = lab.kube.get("Service", name, lab.ns) or {}
-    return int(svc["spec"]["ports"][0]["nodePort"])
-
-
 @pytest.fixture(scope="module")
 def etp(lab: Lab, evidence: Evidence, kpr_cluster: ClusterHandle) -> dict[str, Any]:
     client, with_backend = lab.client_node, lab.remote_node()
@@ -52,7 +47,7 @@ def etp(lab: Lab, evidence: Evidence, kpr_cluster: ClusterHandle) -> dict[str, A
     for i, node in enumerate([client, with_backend, *others]):
         for name in ("etp-local", "etp-cluster"):
             lab.wait_programmed(node, lab.frontend(name), f"the agent on {node} to program {name}", first_look=i == 0 and name == "etp-local")
-    ports = {name: _node_port(lab, name) for name in ("etp-local", "etp-cluster")}
+    ports = {name: lab.allocated_node_port(name) for name in ("etp-local", "etp-cluster")}
     outside_nodes = [with_backend, *others]  # a raw SYN from the client node to its own address would not leave it
     raw: dict[str, dict[str, str]] = {name: {} for name in ports}
     for name, port in ports.items():

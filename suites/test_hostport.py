@@ -12,7 +12,7 @@ SRC_HOSTPORT_SCHED); what Kubernetes did is recorded. Evidence: hostport.json.
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 import pytest
 
@@ -25,12 +25,11 @@ from pytest_kpr.checks import (
 )
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab
-from pytest_kpr.wait import WaitTimeout, eventually
+from pytest_kpr.wait import eventually, eventually_or_now
 
 # the hostPort is node-wide: one worker runs this module
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("host-port"), pytest.mark.xdist_group("kpr-hostport")]
 PROPERTY = "hostPort"
-T = TypeVar("T")
 HOST_PORT = 18780
 
 
@@ -46,16 +45,15 @@ def hostport(lab: Lab, evidence: Evidence) -> dict[str, Any]:
                progress=lab.progress)
     agent = lab.agent(node)
     # whether it lists the frontend is a test's to judge, not a precondition: wait for it, then take what is there
-    services = _settled(lambda: eventually(agent.services, until=lambda ss: not hostport_frontend_problems(ss, HOST_PORT),
-                                           timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {node} to list a HostPort frontend",
-                                           progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK).value, agent.services)
+    services = eventually_or_now(agent.services, until=lambda ss: not hostport_frontend_problems(ss, HOST_PORT),
+                                 timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {node} to list a HostPort frontend",
+                                 progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK)
     connect = lab.probe("connect", f"{node_ip}:{HOST_PORT}", 2.0, pod="hostprobe")
     http = lab.curl(f"http://{node_ip}:{HOST_PORT}/", 5.0, pod="hostprobe")
     rules, listeners = lab.node(node).rules_and_listeners(HOST_PORT)
     lab._create(lab.web_pod("hp-b", {"app": "hp-b"}, node, host_port=HOST_PORT))
-    get_b = lambda: lab.kube.get("Pod", "hp-b", lab.ns) or {}  # noqa: E731
-    second = _settled(lambda: eventually(get_b, until=_decided, timeout=lab.t.PODS_READY, what="the scheduler's decision on hp-b",
-                                         describe=lambda p: _pod_view(p)["phase"], progress=lab.progress).value, get_b)
+    second = eventually_or_now(lambda: lab.kube.get("Pod", "hp-b", lab.ns) or {}, until=_decided, timeout=lab.t.PODS_READY,
+                               what="the scheduler's decision on hp-b", describe=lambda p: _pod_view(p)["phase"], progress=lab.progress)
     hp = [s for s in services if s.frontend.port == HOST_PORT]
     data = {"node": node, "node_ip": node_ip, "host_port": HOST_PORT, "connect": connect.verdict, "http_code": http.http_code,
             "curl_exit": http.exit_code, "listen_sockets": len([s for s in listeners if s.local_port == HOST_PORT]),
@@ -65,14 +63,6 @@ def hostport(lab: Lab, evidence: Evidence) -> dict[str, Any]:
     evidence.figure(PROPERTY, f"HTTP {data['http_code']} on {node_ip}:{HOST_PORT}, {data['listen_sockets']} listeners, "
                               f"{len(hp)} HostPort frontends; second pod {data['second_pod']['phase']}")
     return {"data": data, "services": services, "rules": {node: rules}, "listeners": listeners}
-
-
-def _settled(wait: Callable[[], T], look: Callable[[], T]) -> T:
-    """What ``wait`` waited for, or, when it never came, what is there now (the tests judge it)."""
-    try:
-        return wait()
-    except WaitTimeout:
-        return look()
 
 
 def _pod_view(p: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import KUBE_PROXY_REMOVAL, ipvs_problems, kube_proxy_daemonset_problems, runs_kube_proxy
+from pytest_kpr.checks import KUBE_PROXY_REMOVAL, daemonset_summary, ipvs_problems, kube_proxy_daemonset_problems, runs_kube_proxy
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab
@@ -28,9 +28,8 @@ def seen(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts) -> dict[str, Any
     kube = lab.kube
     found: dict[str, dict[str, Any]] = {}
     for d in [d for d in kube.list("DaemonSet") if runs_kube_proxy(d)] + [x for x in [kube.get("DaemonSet", "kube-proxy", "kube-system")] if x]:
-        md, st = d["metadata"], d.get("status") or {}
-        found[f"{md.get('namespace')}/{md['name']}"] = {"namespace": md.get("namespace"), "name": md["name"],
-                                                         "desired": st.get("desiredNumberScheduled", 0), "ready": st.get("numberReady", 0)}
+        summary = daemonset_summary(d)
+        found[f"{summary['namespace']}/{summary['name']}"] = summary
     ipvs = {n.name: lab.node(n.name).ipvs_services() for n in kpr_facts.nodes}
     data = {"daemonsets": list(found.values()), "ipvs": ipvs,
             "kube_proxy_pods": len(kube.list("Pod", None, "k8s-app=kube-proxy"))}

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import kube_proxy_daemonset_problems, kube_proxy_rule_problems, runs_kube_proxy
+from pytest_kpr.checks import daemonset_summary, kube_proxy_daemonset_problems, kube_proxy_rule_problems, runs_kube_proxy
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab
 from pytest_kpr.session import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, KprSession
-from pytest_kpr.wait import WaitTimeout, eventually
+from pytest_kpr.wait import eventually, eventually_or_now
 
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_disruptive, pytest.mark.xdist_group("kpr-kube-proxy-installed")]
 PROPERTY = "kube-proxy installed"
@@ -87,16 +87,11 @@ def installed(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kpr_session
                             describe=lambda st: f"{st.get('numberReady', 0)}/{st.get('desiredNumberScheduled', '?')} ready",
                             progress=lab.progress).value
         data["daemonset"] = status
-        try:
-            before = eventually(lambda: _rules(lab, nodes), until=lambda r: all(kube_proxy_rule_problems({n: v}) for n, v in r.items()),
-                                timeout=lab.t.DATAPATH_CONVERGENCE, what="kube-proxy's chains on every node", progress=lab.progress).value
-        except WaitTimeout:
-            before = _rules(lab, nodes)
-        found = [d for d in lab.kube.list("DaemonSet") if runs_kube_proxy(d)]
+        before = eventually_or_now(lambda: _rules(lab, nodes), until=lambda r: all(kube_proxy_rule_problems({n: v}) for n, v in r.items()),
+                                   timeout=lab.t.DATAPATH_CONVERGENCE, what="kube-proxy's chains on every node", progress=lab.progress)
+        found = [daemonset_summary(d) for d in lab.kube.list("DaemonSet") if runs_kube_proxy(d)]
         data["detected"] = {
-            "daemonset": kube_proxy_daemonset_problems([{"namespace": d["metadata"]["namespace"], "name": d["metadata"]["name"],
-                                                         "desired": (d.get("status") or {}).get("desiredNumberScheduled", 0),
-                                                         "ready": (d.get("status") or {}).get("numberReady", 0)} for d in found]),
+            "daemonset": kube_proxy_daemonset_problems(found),
             "rules": kube_proxy_rule_problems(before),
             "nodes_with_rules": sorted(n for n, v in before.items() if kube_proxy_rule_problems({n: v})),
         }
@@ -111,11 +106,8 @@ def installed(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kpr_session
         def phases() -> dict[str, str]:
             return {n: ((lab.kube.get("Pod", n, lab.ns) or {}).get("status") or {}).get("phase", "absent") for n in names}
 
-        try:
-            data["cleanup_pods"] = eventually(phases, until=lambda ph: all(p in ("Succeeded", "Failed") for p in ph.values()),
-                                              timeout=lab.t.PODS_READY, what="kube-proxy --cleanup on every node", progress=lab.progress).value
-        except WaitTimeout:
-            data["cleanup_pods"] = phases()
+        data["cleanup_pods"] = eventually_or_now(phases, until=lambda ph: all(p in ("Succeeded", "Failed") for p in ph.values()),
+                                                 timeout=lab.t.PODS_READY, what="kube-proxy --cleanup on every node", progress=lab.progress)
         for n in names:
             lab.kube.delete("Pod", n, lab.ns)
         lab.kube.delete("ClusterRoleBinding", binding["metadata"]["name"])

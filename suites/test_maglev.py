@@ -80,8 +80,7 @@ def maglev(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kpr_cluster: C
     eventually(lambda: lab.endpointslice_ready("mag"), until=lambda es: len(es) == BACKENDS, timeout=lab.t.PODS_READY,
                what=f"{BACKENDS} ready mag endpoints", describe=lambda es: f"{len(es)} ready", progress=lab.progress)
     _wait_backends(lab, BACKENDS)
-    svc = lab.kube.get("Service", "mag", lab.ns) or {}
-    port = int(svc["spec"]["ports"][0]["nodePort"])
+    port = lab.allocated_node_port("mag")
     cluster_ip = lab.cluster_ip("mag")
     backends = sorted(lab.endpointslice_ready("mag"))
     nodes = [n.name for n in kpr_facts.nodes]

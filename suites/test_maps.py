@@ -25,7 +25,7 @@ from pytest_kpr.checks import MAP_FILL_LIMIT, MAP_FILL_MARGIN, MAP_PROBE_SERVICE
 from pytest_kpr.datapath import LB_MAP_FILES, LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import WEB_PORT, Lab
-from pytest_kpr.wait import WaitTimeout, eventually
+from pytest_kpr.wait import eventually_or_now
 
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("lb-statedb"), pytest.mark.xdist_group("kpr-maps")]
 PROPERTY = "map pressure"
@@ -54,12 +54,10 @@ def _settled(lab: Lab, frontends: dict[str, str]) -> dict[str, Any]:
     def settled(v: dict[str, Any]) -> bool:
         return all(f is not None and f.status in ("Done", "Error") for f in v["frontends"].values())
 
-    try:
-        return eventually(observe, until=settled, timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {lab.client_node} to reconcile "
-                          f"{len(frontends)} Services", describe=lambda v: f"{sum(1 for f in v['frontends'].values() if f is not None and f.status in ('Done', 'Error'))} "
-                          f"of {len(frontends)} reconciled", progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK).value
-    except WaitTimeout:
-        return observe()  # what is there is judged (a frontend the agent never lists is missing from the map too)
+    # what is there is judged (a frontend the agent never lists is missing from the map too)
+    return eventually_or_now(observe, until=settled, timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {lab.client_node} to reconcile "
+                             f"{len(frontends)} Services", describe=lambda v: f"{sum(1 for f in v['frontends'].values() if f is not None and f.status in ('Done', 'Error'))} "
+                             f"of {len(frontends)} reconciled", progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK)
 
 
 @pytest.fixture(scope="module")
@@ -115,11 +113,8 @@ def _clean_up(lab: Lab, names: list[str], addrs: set[str]) -> list[str]:
         (dump,) = agent.read("maps_dump")
         return sorted({e.fields.get("ADDR", "").rsplit("/", 1)[0] for e in dump if e.kind == "SVC"} & addrs)
 
-    try:
-        return eventually(left, until=lambda x: not x, timeout=lab.t.DATAPATH_CONVERGENCE, what="the suite's Services to leave the map",
-                          describe=lambda x: f"{len(x)} left", progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK).value
-    except WaitTimeout:
-        return left()
+    return eventually_or_now(left, until=lambda x: not x, timeout=lab.t.DATAPATH_CONVERGENCE, what="the suite's Services to leave the map",
+                             describe=lambda x: f"{len(x)} left", progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK)
 
 
 def test_every_service_of_the_run_is_in_the_bpf_maps(maps: Any) -> None:

@@ -115,8 +115,7 @@ class FakeWorkloads:
         if be is None or handler is None:
             return
         cfg = self.c.cfg
-        ns, _, name = (outcome.service or "/").partition("/")
-        svc = next((s for s in self.c.services() if (s["metadata"]["namespace"], s["metadata"]["name"]) == (ns, name)), {})
+        svc = self._service(outcome.service or "")
         etp_local = (svc.get("spec") or {}).get("externalTrafficPolicy") == "Local"
         seen = client if backend_sees(cfg.nodeport_mode, etp_local, be.node == handler).sees == "client" else self.c.node_ip(handler)
         if cfg.faults.etp_snat and etp_local:
@@ -143,6 +142,10 @@ class FakeWorkloads:
             body = {"service": {"namespace": svc["metadata"]["namespace"], "name": svc["metadata"]["name"]}, "localEndpoints": n}
             return (200 if n else 503), body
         return None
+
+    def _service(self, key: str) -> Obj:
+        """The Service ``namespace/name`` (an empty dict if there is none)."""
+        return next((s for s in self.c.services() if f"{s['metadata']['namespace']}/{s['metadata']['name']}" == key), {})
 
     def pod_logs(self, namespace: str, pod: str) -> str:
         return "".join(line + "\n" for line in self.logs.get((namespace, pod), []))
@@ -222,8 +225,7 @@ class FakeWorkloads:
         if fe is None or not fe.backends:
             return None
         faults = self.c.cfg.faults
-        ns, name = fe.service.split("/", 1)
-        svc = next((s for s in self.c.services() if (s["metadata"]["namespace"], s["metadata"]["name"]) == (ns, name)), {})
+        svc = self._service(fe.service)
         spec = svc.get("spec", {})
         sticky = spec.get("sessionAffinity") == "ClientIP" and not faults.affinity_ignored
         timeout = int(((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get("timeoutSeconds") or 10800)
