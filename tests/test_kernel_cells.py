@@ -34,6 +34,7 @@ def stand_in(tmp_path: Path) -> dict[str, Path]:
     pids = tmp_path / "qemu.pids"
     (bin_dir / "qemu-system-x86_64").write_text(QEMU.format(pids=pids))
     (bin_dir / "busybox").write_text("#!/bin/sh\n")
+    (bin_dir / "depmod").write_text("#!/bin/sh\n")  # kmod's, which only make test-kernels installs: a fresh machine has none
     for f in bin_dir.iterdir():
         f.chmod(0o755)
     (cache / KERNEL / "boot").mkdir(parents=True)
