@@ -83,7 +83,8 @@ def no_backend_problems(a: NoBackendAttempt, rule: "NoBackendRule", response: st
             p.append(f"{where}: connect() gave {a.verdict}{' (' + a.errno + ')' if a.errno else ''} after {a.seconds:.2f}s; "
                      f"expected {' or '.join(sorted(rule.connect))} {want_fast}: {why}")
         elif rule.errnos and a.errno not in rule.errnos:
-            p.append(f"{where}: connect() failed with {a.errno}, expected {' or '.join(sorted(rule.errnos))}: {why}")
+            note = f" ({rule.errno_note})" if rule.errno_note and a.errno == "EPERM" else ""
+            p.append(f"{where}: connect() failed with {a.errno}, expected {' or '.join(sorted(rule.errnos))}{note}: {why}")
     elif a.tool == "raw":
         if rule.raw is None:
             p.append(f"{where}: a raw packet cannot reach the {rule.plane} plane; this attempt was misclassified")
@@ -431,15 +432,20 @@ def health_check_problems(answers: "Mapping[str, tuple[int, Any]]", local_backen
     return out
 
 
-def client_address_problems(seen: str | None, client: str, node_ip: str, expect: str, why: str) -> list[str]:
+def client_address_problems(seen: str | None, client: str, node_ip: str, expect: str, why: str, internal_ip: str = "") -> list[str]:
     """The address a backend logged for a request from outside, against the sourced rule (datapath.backend_sees):
-    ``expect`` is ``client`` (the runner's own address) or ``node`` (the receiving node's, after SNAT)."""
-    want = client if expect == "client" else node_ip
+    ``expect`` is ``client`` (the runner's own address), ``node`` (the receiving node's InternalIP, SNAT in native
+    routing) or ``cilium-internal-ip`` (the receiving node's cilium_host address ``internal_ip``, SNAT in tunnel routing)."""
+    names = {"client": "the client", "node": "the receiving node's InternalIP", "cilium-internal-ip": "the receiving node's CiliumInternalIP"}
+    want = {"client": client, "node": node_ip, "cilium-internal-ip": internal_ip}[expect]
     if seen is None:
         return ["no backend logged the request, so what it saw is unknown"]
+    if not want:
+        return [f"the backend saw {seen}, but {names[expect]} is unknown (CiliumNode not readable), so the SNAT rule cannot be checked"]
     if seen != want:
-        name = {client: "the client's address", node_ip: "the receiving node's address"}.get(seen, "neither the client's nor the node's address")
-        return [f"the backend saw {seen} ({name}), expected {want} ({'the client' if expect == 'client' else 'the node'}: {why})"]
+        by_addr = {a: n for n, a in ((names["cilium-internal-ip"], internal_ip), (names["node"], node_ip), ("the client's address", client)) if a}
+        name = by_addr.get(seen, "neither the client's nor the node's address")
+        return [f"the backend saw {seen} ({name}), expected {want} ({names[expect]}: {why})"]
     return []
 
 

@@ -110,6 +110,26 @@ PLANE_RULES: tuple[PlaneRule, ...] = (
 )
 
 
+SRC_SOCK_RETVAL = ("cilium/cilium bpf/include/bpf/helpers.h (the copy in the code index) try_set_retval: `#ifdef HAVE_SET_RETVAL "
+                   "return set_retval(retval); #else return 0;` (PR #47737 later made it a load-time bpf_core_enum_value_exists); "
+                   "bpf/bpf_sock.c cil_sock4_connect rejects after it: without the helper connect() fails with the kernel's EPERM. "
+                   "cgroup sock_addr programs may call bpf_set_retval from Linux 6.1 (clusters/kernels.yaml sock_addr_set_retval)")
+SRC_NO_SVC_ROUTABLE = ("cilium/cilium bpf/lib/lb.h@e61549c7 (index copy) handle_nonroutable_endpoints_v4: eTP/iTP Local -> "
+                       "`return DROP_NO_SERVICE;`, otherwise `/* continue via the slowpath */ return CTX_ACT_OK;`, reached only "
+                       "`if (!CONFIG(enable_no_service_endpoints_routable))`; pkg/svcrouteconfig/cell.go DefaultConfig "
+                       "`EnableNoServiceEndpointsRoutable: true`: the host stack answers a SYN to a NodePort nothing listens on with a RST")
+
+#: the agent's resolved options as files (cilium-dbg/cmd/build-config.go writes each key of its configuration to
+#: /tmp/cilium/config-map/<key>; SRC_MAGLEV_SEED)
+NO_BACKEND_RESPONSE_FILE = "/tmp/cilium/config-map/service-no-backend-response"
+ROUTABLE_FILE = "/tmp/cilium/config-map/enable-no-service-endpoints-routable"
+
+#: the kernel from which connect4/6 may set connect()'s errno (clusters/kernels.yaml sock_addr_set_retval)
+SET_RETVAL_KERNEL = (6, 1)
+#: the Cilium releases whose socket plane fails connect() with EPERM on every kernel (SRC_EPERM_BUG)
+EPERM_REGRESSION = ">=1.19.2, <1.19.4"
+
+
 @dataclass(frozen=True)
 class NoBackendRule:
     """What a client sees from a plane when the service has no backends."""
@@ -124,18 +144,33 @@ class NoBackendRule:
     icmp: tuple[int, int] | None  # (type, code) of the answer to a raw SYN
     why: str
     source: str
+    #: enable-no-service-endpoints-routable as the agent resolved it, or * (the rule holds either way)
+    routable: bool | str = ANY
+    #: what a wrong errno means (a known regression), named in the failure
+    errno_note: str = ""
 
 
 NO_BACKEND_RULES: tuple[NoBackendRule, ...] = (
-    NoBackendRule(Plane.SOCKET, ANY, frozenset({"unreachable"}), frozenset({"EHOSTUNREACH", "EPERM"}), 7, True, None, None,
-                  "the socket hook fails connect() at once whatever ServiceNoBackendResponse says (EPERM in 1.19.2-1.19.3 and on "
-                  "kernels without bpf_set_retval)", SRC_SOCK_FWD + "; " + SRC_EPERM_BUG),
+    NoBackendRule(Plane.SOCKET, ANY, frozenset({"unreachable"}), frozenset({"EHOSTUNREACH"}), 7, True, None, None,
+                  "the socket hook fails connect() at once whatever ServiceNoBackendResponse says, with EHOSTUNREACH on a kernel "
+                  "that lets it set the errno (6.1+)", SRC_SOCK_FWD + "; " + SRC_SOCK_RETVAL,
+                  errno_note="EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (Cilium 1.19.2 and 1.19.3: "
+                             "bpf_set_retval compiled out; fixed by #45185, in 1.19.4)"),
+    NoBackendRule(Plane.PER_PACKET, ANY, frozenset({"refused"}), frozenset({"ECONNREFUSED"}), 7, True, "reset", None,
+                  "enable-no-service-endpoints-routable is false: the per-packet plane lets the packet continue to the node's "
+                  "stack, which answers a TCP reset", SRC_NO_SVC_ROUTABLE, routable=False),
     NoBackendRule(Plane.PER_PACKET, "reject", frozenset({"refused"}), frozenset({"ECONNREFUSED"}), 7, True, "icmp-unreachable", (3, 3),
                   "the per-packet plane answers ICMP port unreachable; the client's TCP stack turns it into ECONNREFUSED",
                   SRC_NO_SERVICE_ICMP),
     NoBackendRule(Plane.PER_PACKET, "drop", frozenset({"timeout"}), frozenset(), 28, False, "timeout", None,
                   "the per-packet plane drops the packet; the client waits for its limit", SRC_NO_SERVICE_DROP),
 )
+
+#: the socket plane's rule below 6.1: the hook cannot set the errno, so connect() fails with EPERM
+SOCKET_NO_BACKEND_OLD_KERNEL = NoBackendRule(
+    Plane.SOCKET, ANY, frozenset({"unreachable"}), frozenset({"EPERM"}), 7, True, None, None,
+    "the socket hook fails connect() at once whatever ServiceNoBackendResponse says; below kernel 6.1 it cannot set the errno, "
+    "so connect() fails with the kernel's EPERM", SRC_SOCK_FWD + "; " + SRC_SOCK_RETVAL)
 
 
 @dataclass(frozen=True)
@@ -197,9 +232,14 @@ def plane_for(client: str, access: str, frontend: str, coverage: str, mitigation
                  f"ExternalIP mitigation {mitigation})")
 
 
-def no_backend(plane: Plane, response: str) -> NoBackendRule:
+def no_backend(plane: Plane, response: str, routable: bool = True, kernel: "tuple[int, ...] | None" = None) -> NoBackendRule:
+    """The rule for a backendless Cluster-policy service on ``plane``. ``routable``: the agent's
+    enable-no-service-endpoints-routable; ``kernel``: the client node's kernel (the socket plane's errno depends on it;
+    None: 6.1 or newer)."""
+    if plane is Plane.SOCKET and kernel is not None and kernel < SET_RETVAL_KERNEL:
+        return SOCKET_NO_BACKEND_OLD_KERNEL
     for rule in NO_BACKEND_RULES:
-        if rule.plane is plane and rule.response in (ANY, response):
+        if rule.plane is plane and rule.response in (ANY, response) and rule.routable in (ANY, routable):
             return rule
     raise NoRule(f"no sourced rule for a backendless service on the {plane} plane with ServiceNoBackendResponse={response}")
 
@@ -224,10 +264,17 @@ SRC_HEALTHSERVER = ("cilium/cilium pkg/loadbalancer/healthserver/healthserver.go
                     "externalTrafficPolicy Local (KPR on, enable-health-check-nodeport on by default) each agent listens on "
                     ":<healthCheckNodePort> and answers 200 with {\"service\":{\"namespace\",\"name\"},\"localEndpoints\":N} (the "
                     "active backends on its node), 503 when N is 0")
-SRC_SNAT_DSR = ("cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst (Direct Server Return): in the default SNAT mode a "
-                "node sends a request for a backend on another node after SNAT, so the backend sees the node; in DSR mode the client's "
-                "source IP is preserved (hybrid: DSR for TCP); bpf/lib/nodeport.h nodeport_lb4: a backend on the receiving node is "
-                "delivered to without SNAT")
+SRC_SNAT_DSR = ("cilium/cilium bpf/lib/nodeport.h@00155816 nodeport_lb4: `if (nodeport_uses_dsr4(&tuple))` tail-calls "
+                "CILIUM_CALL_IPV4_NODEPORT_DSR (the client's address is kept), else CILIUM_CALL_IPV4_NODEPORT_NAT_EGRESS (SNAT); "
+                "`if (backend_local) { ... return CTX_ACT_OK; }` delivers to a backend on the receiving node without SNAT; "
+                "nodeport_uses_dsr: `ENABLE_DSR && ENABLE_DSR_HYBRID`: `if (nexthdr == IPPROTO_TCP) return true;`")
+SRC_SNAT_ADDRESS = ("cilium/cilium bpf/lib/nodeport.h@00155816 tail_nodeport_nat_egress_ipv4: the target starts as "
+                    "`.addr = IPV4_DIRECT_ROUTING,` and, `#ifdef TUNNEL_MODE`, `if (info && info->tunnel_endpoint != 0)` becomes "
+                    "`target.addr = IPV4_GATEWAY;`; pkg/datapath/linux/config/config.go@00025c98: `ipv4GW := cfg.CiliumInternalIPv4` "
+                    "... `cDefinesMap[\"IPV4_GATEWAY\"]` (the node's cilium_host address, CiliumNode spec.addresses type "
+                    "CiliumInternalIP: pkg/node/addressing/addresstype.go@e326b838); IPV4_DIRECT_ROUTING is the direct-routing "
+                    "device's address, the node's InternalIP on kind; routing mode: status -o json routing.inter-host-routing-mode "
+                    "Native|Tunnel (api/v1/models/routing.go@015ff256)")
 SRC_HOSTPORT = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go Update: a HostPort frontend without hostIP is expanded to "
                 "the node's addresses (on the agent of the pod's node); bpf/bpf_sock.c sock4_skip_xlate: a HostPort frontend is "
                 "translated for a non-loopback address only when that address is the host's own (HOST_ID)")
@@ -243,30 +290,36 @@ class SourceRule:
     mode: str  # the agent's NodePort mode (SNAT | DSR | Hybrid) or *
     etp_local: bool | str  # externalTrafficPolicy=Local, or *
     backend_on_receiving_node: bool | str  # or *
-    sees: str  # client | node (the receiving node's address)
+    routing: str  # the agent's inter-host routing mode (Tunnel | Native) or *
+    sees: str  # client | node (the receiving node's InternalIP) | cilium-internal-ip (its cilium_host address)
     why: str
     source: str
 
-    def matches(self, mode: str, etp_local: bool, on_node: bool) -> bool:
-        return self.mode in (ANY, mode) and self.etp_local in (ANY, etp_local) and self.backend_on_receiving_node in (ANY, on_node)
+    def matches(self, mode: str, etp_local: bool, on_node: bool, routing: str) -> bool:
+        return self.mode in (ANY, mode) and self.etp_local in (ANY, etp_local) and self.backend_on_receiving_node in (ANY, on_node) \
+            and self.routing in (ANY, routing)
 
 
 SOURCE_RULES: tuple[SourceRule, ...] = (
-    SourceRule(ANY, True, ANY, "client", "externalTrafficPolicy=Local serves from the receiving node's own backends only", SRC_ETP_SCOPES),
-    SourceRule(ANY, ANY, True, "client", "a backend on the receiving node is delivered to without SNAT", SRC_SNAT_DSR),
-    SourceRule("SNAT", False, False, "node", "SNAT mode: the receiving node forwards the request to another node's backend after SNAT",
-               SRC_SNAT_DSR),
-    SourceRule("DSR", False, False, "client", "DSR mode: the backend answers the client directly and sees its address", SRC_SNAT_DSR),
-    SourceRule("Hybrid", False, False, "client", "hybrid mode: DSR for TCP (SNAT for UDP)", SRC_SNAT_DSR),
+    SourceRule(ANY, True, ANY, ANY, "client", "externalTrafficPolicy=Local serves from the receiving node's own backends only", SRC_ETP_SCOPES),
+    SourceRule(ANY, ANY, True, ANY, "client", "a backend on the receiving node is delivered to without SNAT", SRC_SNAT_DSR),
+    SourceRule("SNAT", False, False, "Tunnel", "cilium-internal-ip",
+               "SNAT mode in tunnel routing: the receiving node SNATs to its cilium_host address (CiliumInternalIP, IPV4_GATEWAY) "
+               "before it tunnels the request to the other node's backend", SRC_SNAT_ADDRESS),
+    SourceRule("SNAT", False, False, "Native", "node",
+               "SNAT mode in native routing: the receiving node SNATs to its direct-routing address (IPV4_DIRECT_ROUTING, its "
+               "InternalIP) before it forwards the request to the other node's backend", SRC_SNAT_ADDRESS),
+    SourceRule("DSR", False, False, ANY, "client", "DSR mode: the backend answers the client directly and sees its address", SRC_SNAT_DSR),
+    SourceRule("Hybrid", False, False, ANY, "client", "hybrid mode: DSR for TCP (SNAT for UDP)", SRC_SNAT_DSR),
 )
 
 
-def backend_sees(mode: str, etp_local: bool, on_node: bool) -> SourceRule:
+def backend_sees(mode: str, etp_local: bool, on_node: bool, routing: str = "") -> SourceRule:
     """Which address the backend sees for a TCP connection from outside, by the sourced rules."""
     for rule in SOURCE_RULES:
-        if rule.matches(mode, etp_local, on_node):
+        if rule.matches(mode, etp_local, on_node, routing):
             return rule
-    raise NoRule(f"no sourced rule for the client address at a backend with NodePort mode {mode!r}")
+    raise NoRule(f"no sourced rule for the client address at a backend with NodePort mode {mode!r} and routing mode {routing!r}")
 
 
 def external_backends(etp_local: bool, backends: "list[Any]", node: str) -> "list[Any]":
@@ -310,7 +363,7 @@ MAGLEV_RULES: tuple[FormatRule, ...] = (
 )
 
 ALL_RULES: tuple[PlaneRule | NoBackendRule | FormatRule | SourceRule, ...] = \
-    PLANE_RULES + NO_BACKEND_RULES + FORMAT_RULES + SOURCE_RULES + MAGLEV_RULES
+    PLANE_RULES + NO_BACKEND_RULES + (SOCKET_NO_BACKEND_OLD_KERNEL,) + FORMAT_RULES + SOURCE_RULES + MAGLEV_RULES
 
 
 # -- the service map's capacity -----------------------------------------------------------------------------------------

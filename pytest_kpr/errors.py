@@ -34,6 +34,10 @@ class NotKubeProxyFree(KprError):
     """The cluster does not run Cilium with kubeProxyReplacement=true."""
 
 
+class FactsError(KprError):
+    """The agent does not report a fact the suites' expectations depend on (never defaulted silently)."""
+
+
 class InfraError(KprError):
     """A transport failure (API server, exec stream, docker exec). Safe to retry; never a verdict."""
 

@@ -4,9 +4,10 @@ node without the backend.
 One backend pod (``dsr-backend``) on a node other than the client node, behind the NodePort Service ``dsr``
 (externalTrafficPolicy Cluster). The runner sends an HTTP GET to the client node's InternalIP:NodePort, so the
 request is forwarded to the other node; the backend's http.server log names the address it saw. The expectation
-comes from the mode the agent reports (status: KubeProxyReplacement NodePort mode): DSR (and hybrid, for TCP) keeps
-the client's address, SNAT shows the receiving node's (cilium/cilium Documentation/network/kubernetes/
-kubeproxy-free.rst, "Direct Server Return"; pytest_kpr.datapath SOURCE_RULES). Needs the runner to reach the nodes
+comes from the mode and routing the agent reports (status -o json: NodePort mode, routing.inter-host-routing-mode):
+DSR (and hybrid, for TCP) keeps the client's address; SNAT shows the receiving node's CiliumInternalIP (its cilium_host
+address) in tunnel routing and its InternalIP in native routing (cilium/cilium bpf/lib/nodeport.h
+tail_nodeport_nat_egress_ipv4; pytest_kpr.datapath SOURCE_RULES, SRC_SNAT_ADDRESS). Needs the runner to reach the nodes
 (kind: the docker network); the profile ``dsr`` sets loadBalancer.mode=dsr. Evidence: dsr.json.
 """
 
@@ -45,10 +46,12 @@ def dsr(lab: Lab, evidence: Evidence, kpr_cluster: ClusterHandle, kpr_facts: Clu
     token = secrets.token_hex(6)
     r = outside.http(f"http://{ip}:{port}/?kpr={token}", 5.0)
     served = lab.who_served(["dsr-backend"], token)
-    rule = backend_sees(kpr_facts.nodeport_mode, False, False)
-    data = {"mode": kpr_facts.nodeport_mode, "receiving_node": receiving, "node_ip": ip, "backend_node": backend_node, "node_port": port,
+    rule = backend_sees(kpr_facts.nodeport_mode, False, False, kpr_facts.routing_mode)
+    facts = kpr_facts.node(receiving)
+    data = {"mode": kpr_facts.nodeport_mode, "routing": kpr_facts.routing_mode, "receiving_node": receiving, "node_ip": ip,
+            "cilium_internal_ip": facts.cilium_internal_ip if facts else "", "backend_node": backend_node, "node_port": port,
             "client": outside.source_address(ip), "http_code": r.http_code, "seen": served[1] if served else None,
-            "expected": rule.sees, "why": rule.why}
+            "expected": rule.sees, "why": rule.why, "rule": rule.source}
     evidence.write("dsr.json", data)
     evidence.figure(PROPERTY, f"{data['mode']}: the backend saw {data['seen']} (client {data['client']}, node {ip})")
     return data
@@ -56,5 +59,5 @@ def dsr(lab: Lab, evidence: Evidence, kpr_cluster: ClusterHandle, kpr_facts: Clu
 
 def test_the_backend_sees_the_address_the_nodeport_mode_promises(dsr: dict[str, Any]) -> None:
     assert dsr["http_code"] == 200, f"DSR/SNAT: {dsr['node_ip']}:{dsr['node_port']} from outside answered {dsr['http_code']}"
-    problems = client_address_problems(dsr["seen"], dsr["client"], dsr["node_ip"], dsr["expected"], dsr["why"])
-    assert not problems, f"DSR/SNAT (the agent reports NodePort mode {dsr['mode']}): " + "; ".join(problems)
+    problems = client_address_problems(dsr["seen"], dsr["client"], dsr["node_ip"], dsr["expected"], dsr["why"], dsr["cilium_internal_ip"])
+    assert not problems, f"DSR/SNAT (the agent reports NodePort mode {dsr['mode']}, routing {dsr['routing'] or '?'}): " + "; ".join(problems)

@@ -93,7 +93,7 @@ def test_the_backend_sees_the_clients_own_address(etp: dict[str, Any], kpr_facts
     if o is None:
         pytest.skip("the test runner has no specific route to the nodes; no outside view")
     assert o["http_code"] == 200, f"eTP=Local from outside: {o['node_ip']} (with the backend) answered {o['http_code']}"
-    rule = backend_sees(kpr_facts.nodeport_mode, True, True)
+    rule = backend_sees(kpr_facts.nodeport_mode, True, True, kpr_facts.routing_mode)
     problems = client_address_problems(o["seen"], o["client"], o["node_ip"], rule.sees, rule.why)
     assert not problems, "eTP=Local (client address): " + "; ".join(problems)
 

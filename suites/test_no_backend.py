@@ -3,12 +3,14 @@
 Which plane answers, and what it answers, are the sourced rules of ``pytest_kpr.datapath`` (read in
 cilium/cilium, cited there):
 
-- a pod's ``connect()`` to the ClusterIP meets the **socket plane** (Full coverage): it fails at once,
-  EHOSTUNREACH (EPERM on 1.19.2-1.19.3), curl exit 7, **whatever ServiceNoBackendResponse says**;
+- a pod's ``connect()`` to the ClusterIP meets the **socket plane** (Full coverage): it fails at once, curl exit 7,
+  **whatever ServiceNoBackendResponse says**, with EHOSTUNREACH on kernel 6.1+ (EPERM there fails and names the
+  regression of Cilium 1.19.2-1.19.3, cilium/cilium#45184) and EPERM below 6.1 (the hook cannot set the errno);
   under Hostns-only coverage it meets ``bpf_lxc``'s per-packet LB instead;
 - a raw SYN to ghost's **NodePort** on another node (from a host-network pod on the client node, and
   from the runner when it may send raw packets over a specific route) arrives at that node's
-  ``bpf_host``: the **per-packet plane** answers ICMP 3/3 under ``reject`` and nothing under ``drop``;
+  ``bpf_host``: the **per-packet plane** answers ICMP 3/3 under ``reject`` and nothing under ``drop``; with
+  ``enable-no-service-endpoints-routable=false`` the packet goes on to the node's stack, which answers a TCP reset;
 - a pod's raw SYN to the ClusterIP is recorded; it is judged only where a rule gives it a plane
   (Hostns-only coverage): under Full coverage nothing in Cilium looks at it.
 
@@ -50,6 +52,7 @@ def _record(a: NoBackendAttempt, plane: Plane, rule_source: str) -> dict[str, An
 @pytest.fixture(scope="module")
 def seen(ghost: Ghost, lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle) -> dict[str, Any]:
     response, coverage = kpr_facts.no_backend_response, kpr_facts.socket_lb_coverage
+    routable, kernel = kpr_facts.no_service_endpoints_routable, kpr_facts.kernel_of(lab.client_node)
     target = f"{ghost.cluster_ip.ip}:{ghost.cluster_ip.port}"
     remote = lab.remote_node()
     remote_ip = lab.node_ip(remote)
@@ -92,6 +95,9 @@ def seen(ghost: Ghost, lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kp
         "node_port": ghost.node_port,
         "backends": len(svc.backends) if svc else None,
         "no_backend_response": response,
+        "no_backend_response_source": kpr_facts.no_backend_response_source,
+        "no_service_endpoints_routable": routable,
+        "client_kernel": ".".join(map(str, kernel)) if kernel else None,
         "socket_lb_coverage": coverage,
         "curl_exit": curl.exit_code,
         "seconds": curl.seconds,
@@ -101,13 +107,14 @@ def seen(ghost: Ghost, lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kp
     icmp = f" ICMP {np_a.icmp[0]}/{np_a.icmp[1]}" if np_a.icmp else ""
     evidence.figure(PROPERTY, f"pod curl exit {curl.exit_code} in {curl.seconds:.2f}s ({connect_plane.plane}), "
                               f"NodePort raw SYN {np_a.verdict}{icmp} ({response})")
-    return {"data": data, "response": response, "coverage": coverage, "curl": curl_a, "connect": conn_a, "pod_raw": pod_raw,
+    return {"data": data, "response": response, "coverage": coverage, "routable": routable, "kernel": kernel, "curl": curl_a, "connect": conn_a, "pod_raw": pod_raw,
             "nodeport_raw": np_a, "runner_raw": runner, "skips": attempts}
 
 
 def _judge(a: NoBackendAttempt, client: str, access: str, frontend: str, seen: dict[str, Any]) -> None:
     plane = plane_for(client, access, frontend, seen["coverage"]).plane
-    problems = no_backend_problems(a, no_backend(plane, seen["response"]), seen["response"])
+    rule = no_backend(plane, seen["response"], seen["routable"], seen["kernel"])
+    problems = no_backend_problems(a, rule, seen["response"] + ("" if seen["routable"] else ", enable-no-service-endpoints-routable=false"))
     assert not problems, "\n".join(problems)
 
 

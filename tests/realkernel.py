@@ -63,13 +63,17 @@ def ip_hex(ip: str) -> str:
     return f"0x{a:02x}{b:02x}{c:02x}{d:02x}"
 
 
-def compile_sock_lb(out_dir: Path, svc: tuple[str, int], backend: tuple[str, int]) -> Path:
+def compile_sock_lb(out_dir: Path, svc: tuple[str, int], backend: tuple[str, int], no_backend: tuple[str, int] | None = None,
+                    set_retval: bool = False) -> Path:
+    """``no_backend``: a second service without backends, rejected at connect(); ``set_retval``: with connect()'s
+    errno set to EHOSTUNREACH through bpf_set_retval (else the kernel's EPERM)."""
     src = Path(__file__).parent / "bpf" / "sock_lb.c"
-    obj = out_dir / "sock_lb.o"
+    obj = out_dir / f"sock_lb{'-nobe' if no_backend else ''}{'-retval' if set_retval else ''}.o"
     arch = os.uname().machine
+    extra = [f"-DNOBE_IP={ip_hex(no_backend[0])}", f"-DNOBE_PORT={no_backend[1]}"] if no_backend else []
     sh("clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{arch}-linux-gnu",
        f"-DSVC_IP={ip_hex(svc[0])}", f"-DSVC_PORT={svc[1]}", f"-DBE_IP={ip_hex(backend[0])}", f"-DBE_PORT={backend[1]}",
-       "-c", str(src), "-o", str(obj), timeout=60)
+       *extra, *(["-DHAVE_SET_RETVAL"] if set_retval else []), "-c", str(src), "-o", str(obj), timeout=60)
     return obj
 
 

@@ -424,16 +424,22 @@ def test_health_check_judgement(answers: dict, fragments: list[str]) -> None:
     assert len(problems) == len(fragments) and all(f in p for f, p in zip(fragments, problems, strict=True)), problems
 
 
-@pytest.mark.parametrize(("seen", "expect", "fragment"), [
-    ("1.1.1.1", "client", None),
-    ("2.2.2.2", "node", None),
-    ("2.2.2.2", "client", "saw 2.2.2.2 (the receiving node's address), expected 1.1.1.1 (the client"),
-    ("1.1.1.1", "node", "saw 1.1.1.1 (the client's address), expected 2.2.2.2 (the node"),
-    ("3.3.3.3", "client", "(neither the client's nor the node's address)"),
-    (None, "client", "no backend logged the request"),
+@pytest.mark.parametrize(("seen", "expect", "internal", "fragment"), [
+    ("1.1.1.1", "client", "10.0.0.1", None),
+    ("2.2.2.2", "node", "10.0.0.1", None),
+    ("10.0.0.1", "cilium-internal-ip", "10.0.0.1", None),
+    ("2.2.2.2", "client", "10.0.0.1", "saw 2.2.2.2 (the receiving node's InternalIP), expected 1.1.1.1 (the client: why)"),
+    ("1.1.1.1", "node", "10.0.0.1", "saw 1.1.1.1 (the client's address), expected 2.2.2.2 (the receiving node's InternalIP: why)"),
+    # tunnel routing: the SNAT address is the cilium_host one; the InternalIP there is the swapped-address fault
+    ("2.2.2.2", "cilium-internal-ip", "10.0.0.1", "saw 2.2.2.2 (the receiving node's InternalIP), expected 10.0.0.1 (the receiving node's "
+                                                  "CiliumInternalIP: why)"),
+    ("10.0.0.1", "node", "10.0.0.1", "saw 10.0.0.1 (the receiving node's CiliumInternalIP), expected 2.2.2.2"),
+    ("3.3.3.3", "client", "10.0.0.1", "(neither the client's nor the node's address)"),
+    ("10.0.0.1", "cilium-internal-ip", "", "the receiving node's CiliumInternalIP is unknown (CiliumNode not readable)"),
+    (None, "client", "10.0.0.1", "no backend logged the request"),
 ])
-def test_client_address_judgement(seen: str | None, expect: str, fragment: str | None) -> None:
-    problems = client_address_problems(seen, "1.1.1.1", "2.2.2.2", expect, "why")
+def test_client_address_judgement(seen: str | None, expect: str, internal: str, fragment: str | None) -> None:
+    problems = client_address_problems(seen, "1.1.1.1", "2.2.2.2", expect, "why", internal)
     assert (fragment is None and not problems) or (fragment is not None and len(problems) == 1 and fragment in problems[0]), problems
 
 

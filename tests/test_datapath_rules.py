@@ -24,7 +24,8 @@ from pytest_kpr.datapath import (
 from pytest_kpr.testing import FakeCluster, FakeConfig, Faults
 from pytest_kpr.testing.reach import Outcome, reach
 
-PKG = Path(__file__).resolve().parent.parent / "pytest_kpr"
+REPO = Path(__file__).resolve().parent.parent
+PKG = REPO / "pytest_kpr"
 _CILIUM_SOURCE = re.compile(r"cilium/cilium (bpf|pkg|daemon|cilium-dbg|Documentation)/\S+|github\.com/cilium/cilium/(issues|pull)/\d+")
 
 
@@ -99,6 +100,39 @@ def test_no_backend_rules(plane: Plane, response: str, curl: int, connect: set[s
     assert "lb.h" in no_backend(Plane.PER_PACKET, "reject").source and "ICMP_PORT_UNREACH" in no_backend(Plane.PER_PACKET, "reject").source
 
 
+@pytest.mark.parametrize(("kernel", "errnos"), [
+    (None, {"EHOSTUNREACH"}),  # unknown kernel: the supported one
+    ((6, 1), {"EHOSTUNREACH"}),  # the hook may set the errno from 6.1
+    ((6, 1, 0), {"EHOSTUNREACH"}),
+    ((6, 12, 107), {"EHOSTUNREACH"}),
+    ((6, 0, 19), {"EPERM"}),  # 5.18-6.0 have bpf_set_retval, but not for cgroup sock_addr hooks
+    ((5, 10), {"EPERM"}),
+])
+def test_the_socket_planes_errno_follows_the_client_nodes_kernel(kernel: tuple[int, ...] | None, errnos: set[str]) -> None:
+    for response in ("reject", "drop"):
+        r = no_backend(Plane.SOCKET, response, kernel=kernel)
+        assert set(r.errnos) == errnos and r.plane is Plane.SOCKET and r.fast and r.curl_exit == 7
+
+
+def test_the_set_retval_kernel_is_the_kernel_tables() -> None:
+    from pytest_kpr.datapath import SET_RETVAL_KERNEL
+    from pytest_kpr.kernels import KernelTable, kernel_tuple
+
+    feat = KernelTable.load(REPO / "clusters" / "kernels.yaml").features["sock_addr_set_retval"]
+    assert kernel_tuple(feat.kernel) == SET_RETVAL_KERNEL and "filter.c" in feat.source
+
+
+@pytest.mark.parametrize(("response", "raw", "connect", "curl"), [
+    ("reject", "reset", {"refused"}, 7),  # the node's stack resets: no ICMP, whatever the response mode
+    ("drop", "reset", {"refused"}, 7),
+])
+def test_a_backendless_service_that_is_not_routable_goes_to_the_nodes_stack(response: str, raw: str, connect: set[str], curl: int) -> None:
+    r = no_backend(Plane.PER_PACKET, response, routable=False)
+    assert (r.raw, set(r.connect), r.curl_exit, r.icmp, r.fast) == (raw, connect, curl, None, True)
+    assert "handle_nonroutable_endpoints_v4" in r.source and "CTX_ACT_OK" in r.source
+    assert no_backend(Plane.SOCKET, response, routable=False).errnos == {"EHOSTUNREACH"}, "the socket plane does not care"
+
+
 def test_no_backend_has_no_rule_for_the_unlooked_up_path() -> None:
     with pytest.raises(NoRule):
         no_backend(Plane.NONE, "reject")
@@ -107,6 +141,8 @@ def test_no_backend_has_no_rule_for_the_unlooked_up_path() -> None:
 # -- the judgement ---------------------------------------------------------------------------------
 
 SOCKET = no_backend(Plane.SOCKET, "drop")
+SOCKET_OLD = no_backend(Plane.SOCKET, "drop", kernel=(5, 15))
+ROUTABLE_OFF = no_backend(Plane.PER_PACKET, "reject", routable=False)
 REJECT = no_backend(Plane.PER_PACKET, "reject")
 DROP = no_backend(Plane.PER_PACKET, "drop")
 
@@ -120,8 +156,15 @@ DROP = no_backend(Plane.PER_PACKET, "drop")
         (NoBackendAttempt("p", "curl", "28", 5.0), DROP, None),
         (NoBackendAttempt("p", "curl", "7", 0.0), DROP, "expected exit 28 at its limit"),
         (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EHOSTUNREACH"), SOCKET, None),
-        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EPERM"), SOCKET, None),
-        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EACCES"), SOCKET, "failed with EACCES, expected EHOSTUNREACH or EPERM"),
+        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EPERM"), SOCKET,
+         "connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (Cilium 1.19.2 "
+         "and 1.19.3"),
+        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EACCES"), SOCKET, "failed with EACCES, expected EHOSTUNREACH: "),
+        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EPERM"), SOCKET_OLD, None),
+        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EHOSTUNREACH"), SOCKET_OLD, "failed with EHOSTUNREACH, expected EPERM: "),
+        (NoBackendAttempt("p", "raw", "reset", 0.001), ROUTABLE_OFF, None),
+        (NoBackendAttempt("p", "raw", "icmp-unreachable", 0.001, None, (3, 3)), ROUTABLE_OFF, "a raw SYN got icmp-unreachable ICMP 3/3"),
+        (NoBackendAttempt("p", "connect", "refused", 0.001, "ECONNREFUSED"), ROUTABLE_OFF, None),
         (NoBackendAttempt("p", "connect", "timeout", 3.0), SOCKET, "connect() gave timeout after 3.00s; expected unreachable at once"),
         (NoBackendAttempt("p", "connect", "refused", 0.0, "ECONNREFUSED"), REJECT, None),
         (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EHOSTUNREACH"), REJECT, "expected refused at once"),
@@ -251,7 +294,7 @@ def test_no_backend_messages_in_full() -> None:
     assert no_backend_problems(NoBackendAttempt("pod curl to ClusterIP 10.96.0.12:80", "curl", "28", 5.0), SOCKET, "drop") == [
         "no backend (pod curl to ClusterIP 10.96.0.12:80; socket plane, ServiceNoBackendResponse=drop): curl exited 28 after 5.00s "
         "(it timed out: the traffic was dropped); expected exit 7 at once (under 1s): the socket hook fails connect() at once whatever "
-        f"ServiceNoBackendResponse says (EPERM in 1.19.2-1.19.3 and on kernels without bpf_set_retval) {cite}"]
+        f"ServiceNoBackendResponse says, with EHOSTUNREACH on a kernel that lets it set the errno (6.1+) {cite}"]
     assert no_backend_problems(NoBackendAttempt("p", "curl", "6", 0.1), SOCKET, "drop")[0].startswith(
         "no backend (p; socket plane, ServiceNoBackendResponse=drop): curl exited 6 after 0.10s; expected exit 7")
     assert no_backend_problems(NoBackendAttempt("p", "curl", "7", 0.0), DROP, "drop")[0].startswith(
@@ -260,7 +303,11 @@ def test_no_backend_messages_in_full() -> None:
     assert no_backend_problems(NoBackendAttempt("p", "connect", "timeout", 3.0), SOCKET, "reject")[0].startswith(
         "no backend (p; socket plane, ServiceNoBackendResponse=reject): connect() gave timeout after 3.00s; expected unreachable at once")
     assert no_backend_problems(NoBackendAttempt("p", "connect", "unreachable", 0.0, "EACCES"), SOCKET, "reject") == [
-        f"no backend (p; socket plane, ServiceNoBackendResponse=reject): connect() failed with EACCES, expected EHOSTUNREACH or EPERM: "
+        f"no backend (p; socket plane, ServiceNoBackendResponse=reject): connect() failed with EACCES, expected EHOSTUNREACH: "
+        f"{SOCKET.why} {cite}"]
+    assert no_backend_problems(NoBackendAttempt("p", "connect", "unreachable", 0.0, "EPERM"), SOCKET, "reject") == [
+        f"no backend (p; socket plane, ServiceNoBackendResponse=reject): connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ "
+        "kernel is the regression of cilium/cilium#45184 (Cilium 1.19.2 and 1.19.3: bpf_set_retval compiled out; fixed by #45185, in 1.19.4)): "
         f"{SOCKET.why} {cite}"]
     assert no_backend_problems(NoBackendAttempt("p", "raw", "timeout", 3.0), REJECT, "reject")[0].startswith(
         "no backend (p; per-packet plane, ServiceNoBackendResponse=reject): a raw SYN got timeout after 3.00s; expected icmp-unreachable ICMP 3/3: "
@@ -292,25 +339,34 @@ def test_defaults_and_the_no_rule_messages() -> None:
         "no backend (p; per-packet plane, ServiceNoBackendResponse=reject): the reject answer is no ICMP type/code, expected ICMP 3/3 (destination")
 
 
-@pytest.mark.parametrize(("mode", "etp_local", "on_node", "sees"), [
-    ("SNAT", False, False, "node"),  # forwarded to another node's backend after SNAT
-    ("SNAT", False, True, "client"),  # a local backend: no SNAT
-    ("SNAT", True, True, "client"),  # eTP=Local: always local
-    ("DSR", False, False, "client"),
-    ("Hybrid", False, False, "client"),  # TCP is DSR in hybrid mode
-    ("DSR", True, True, "client"),
+@pytest.mark.parametrize(("mode", "etp_local", "on_node", "routing", "sees"), [
+    ("SNAT", False, False, "Tunnel", "cilium-internal-ip"),  # SNAT to IPV4_GATEWAY before the tunnel (nodeport.h)
+    ("SNAT", False, False, "Native", "node"),  # SNAT to IPV4_DIRECT_ROUTING
+    ("SNAT", False, True, "Tunnel", "client"),  # a local backend: no SNAT
+    ("SNAT", False, True, "Native", "client"),
+    ("SNAT", True, True, "Tunnel", "client"),  # eTP=Local: always local
+    ("DSR", False, False, "Native", "client"),
+    ("DSR", False, False, "Tunnel", "client"),
+    ("Hybrid", False, False, "Native", "client"),  # TCP is DSR in hybrid mode
+    ("DSR", True, True, "Native", "client"),
 ])
-def test_the_address_a_backend_sees_follows_the_mode_and_the_policy(mode: str, etp_local: bool, on_node: bool, sees: str) -> None:
+def test_the_address_a_backend_sees_follows_the_mode_the_routing_and_the_policy(mode: str, etp_local: bool, on_node: bool, routing: str,
+                                                                                 sees: str) -> None:
     from pytest_kpr.datapath import backend_sees
 
-    assert backend_sees(mode, etp_local, on_node).sees == sees
+    rule = backend_sees(mode, etp_local, on_node, routing)
+    assert rule.sees == sees
+    if sees in ("node", "cilium-internal-ip"):
+        assert "nodeport.h@00155816" in rule.source and "target.addr = IPV4_GATEWAY;" in rule.source
 
 
-def test_an_unknown_nodeport_mode_is_no_rule() -> None:
+def test_an_unknown_nodeport_or_routing_mode_is_no_rule() -> None:
     from pytest_kpr.datapath import backend_sees
 
     with pytest.raises(NoRule, match="NodePort mode ''"):
-        backend_sees("", False, False)
+        backend_sees("", False, False, "Tunnel")
+    with pytest.raises(NoRule, match="routing mode ''"):
+        backend_sees("SNAT", False, False, "")
     assert backend_sees("", True, True).sees == "client", "eTP=Local needs no mode: the backend is local"
 
 
@@ -321,3 +377,24 @@ def test_the_external_scope_of_an_etp_local_service_holds_the_nodes_own_backends
     bes = [FakeBackend("10.0.0.1", 80, "a", "p1"), FakeBackend("10.0.0.2", 80, "b", "p2")]
     assert external_backends(True, bes, "a") == bes[:1] and external_backends(True, bes, "c") == []
     assert external_backends(False, bes, "c") == bes
+
+
+@pytest.mark.parametrize(("config", "file", "want"), [
+    ("reject", None, ("reject", "config -a ServiceNoBackendResponse")),
+    ("drop", "reject", ("drop", "config -a ServiceNoBackendResponse")),  # config -a is what the agent runs with
+    (None, "drop", ("drop", "/tmp/cilium/config-map/service-no-backend-response")),
+    ("Reject ", None, ("reject", "config -a ServiceNoBackendResponse")),
+    ("", "drop", ("drop", "/tmp/cilium/config-map/service-no-backend-response")),
+    (None, None, "neither `cilium-dbg config -a` (field ServiceNoBackendResponse) nor /tmp/cilium/config-map/service-no-backend-response has it;"),
+    ("maybe", None, "has it (config -a ServiceNoBackendResponse: 'maybe');"),
+])
+def test_service_no_backend_response_is_read_never_assumed(config: str | None, file: str | None, want: object) -> None:
+    from pytest_kpr.cluster.cilium import no_backend_response_of
+    from pytest_kpr.errors import FactsError
+
+    if isinstance(want, tuple):
+        assert no_backend_response_of(config, file, "1.20.5") == want
+    else:
+        with pytest.raises(FactsError) as e:
+            no_backend_response_of(config, file, "1.20.5")
+        assert str(e.value).startswith("Cilium 1.20.5 reports no ServiceNoBackendResponse (reject|drop)") and str(want) in str(e.value)

@@ -60,7 +60,7 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     ("etp-local-ignored", "faults=Faults(etp_local_ignored=True)", {ETP + "test_only_the_node_with_a_local_backend_serves_it_from_outside"},
      ["*eTP=Local (from outside): fake-control-plane, which has no local backend, served it from outside (accepted)*"]),
     ("etp-snat", "faults=Faults(etp_snat=True)", {ETP + "test_the_backend_sees_the_clients_own_address"},
-     ["*eTP=Local (client address): the backend saw 172.18.0.4 (the receiving node's address), expected 172.18.0.1 (the client*"]),
+     ["*eTP=Local (client address): the backend saw 172.18.0.4 (the receiving node's InternalIP), expected 172.18.0.1 (the client*"]),
     ("etp-breaks-cluster-ip", "faults=Faults(etp_breaks_cluster_ip=True)", {ETP + "test_in_cluster_cluster_ip_access_is_unaffected"},
      ["*eTP=Local (ClusterIP from a pod on fake-worker, which has no local backend): unreachable*"]),
     ("healthcheck-cluster-count", "faults=Faults(healthcheck_cluster_count=True)",
@@ -79,10 +79,22 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
      ["*hostPort: a second pod asking for the same hostPort was admitted on fake-worker (Running): two pods hold one port*"]),
     # -- NodePort forwarding mode -------------------------------------------------------------------------
     ("snat-reported-client-seen", "faults=Faults(nodeport_mode_mismatch=True)", {DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises"},
-     ["*DSR/SNAT (the agent reports NodePort mode SNAT): the backend saw 172.18.0.1 (the client's address), expected 172.18.0.3 (the node: SNAT*"]),
-    ("dsr-reported-node-seen", "nodeport_mode='DSR', faults=Faults(nodeport_mode_mismatch=True)",
+     ["*DSR/SNAT (the agent reports NodePort mode SNAT, routing Tunnel): the backend saw 172.18.0.1 (the client's address), expected "
+      "10.244.1.118 (the receiving node's CiliumInternalIP: SNAT mode in tunnel routing*"]),
+    ("dsr-reported-node-seen", "nodeport_mode='DSR', routing_mode='Native', faults=Faults(nodeport_mode_mismatch=True)",
      {DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises"},
-     ["*DSR/SNAT (the agent reports NodePort mode DSR): the backend saw 172.18.0.3 (the receiving node's address), expected 172.18.0.1 (the client: DSR*"]),
+     ["*DSR/SNAT (the agent reports NodePort mode DSR, routing Native): the backend saw 172.18.0.3 (the receiving node's InternalIP), "
+      "expected 172.18.0.1 (the client: DSR*"]),
+    # the SNAT source address (bpf/lib/nodeport.h tail_nodeport_nat_egress_ipv4): IPV4_GATEWAY in tunnel routing, the node's
+    # direct-routing address in native routing
+    ("snat-internal-ip-in-tunnel-mode", "faults=Faults(snat_address_swapped=True)",
+     {DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises"},
+     ["*DSR/SNAT (the agent reports NodePort mode SNAT, routing Tunnel): the backend saw 172.18.0.3 (the receiving node's InternalIP), "
+      "expected 10.244.1.118 (the receiving node's CiliumInternalIP: SNAT mode in tunnel routing*"]),
+    ("snat-cilium-internal-ip-in-native-mode", "routing_mode='Native', faults=Faults(snat_address_swapped=True)",
+     {DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises"},
+     ["*DSR/SNAT (the agent reports NodePort mode SNAT, routing Native): the backend saw 10.244.1.118 (the receiving node's "
+      "CiliumInternalIP), expected 172.18.0.3 (the receiving node's InternalIP: SNAT mode in native routing*"]),
     # -- Maglev (the agent reports Maglev) ------------------------------------------------------------------
     ("maglev-ignored", "lb_algorithm='Maglev', faults=Faults(maglev_ignored=True)",
      {MAG + "test_a_flow_reaches_the_same_backend_through_every_node", MAG + "test_removing_a_backend_moves_only_its_flows"},
@@ -193,6 +205,24 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
      {NB + "test_curl_from_a_pod_fails_as_its_plane_says", NB + "test_connect_from_a_pod_fails_as_its_plane_says"},
      ["*no backend (pod curl to ClusterIP *; socket plane, ServiceNoBackendResponse=drop): curl exited 28 after 5.00s (it timed out: "
       "the traffic was dropped); expected exit 7 at once*whatever ServiceNoBackendResponse says*"]),
+    # the socket plane's errno: EHOSTUNREACH from kernel 6.1 (clusters/kernels.yaml sock_addr_set_retval)
+    ("eperm-on-a-6.1-kernel", "faults=Faults(eperm_on_new_kernel=True)", {NB + "test_connect_from_a_pod_fails_as_its_plane_says"},
+     ["*no backend (pod connect() to ClusterIP *; socket plane, ServiceNoBackendResponse=reject): connect() failed with EPERM, expected "
+      "EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (Cilium 1.19.2 and 1.19.3*"]),
+    ("cilium-1.19.3-eperm-regression", "cilium_version='1.19.3'", {NB + "test_connect_from_a_pod_fails_as_its_plane_says"},
+     ["*connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184*"]),
+    # enable-no-service-endpoints-routable is true (the default), yet the per-packet plane lets the SYN through to the stack
+    ("no-backend-not-routable", "faults=Faults(no_backend_not_routable=True)",
+     {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
+      NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
+     ["*no backend (raw SYN from fake-worker's host network to fake-worker2's NodePort *; per-packet plane, ServiceNoBackendResponse=reject): "
+      "a raw SYN got reset after *; expected icmp-unreachable ICMP 3/3*"]),
+    ("icmp-while-not-routable", "no_service_endpoints_routable=False, faults=Faults(not_routable_ignored=True)",
+     {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
+      NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
+     ["*no backend (raw SYN from fake-worker's host network *; per-packet plane, ServiceNoBackendResponse=reject, "
+      "enable-no-service-endpoints-routable=false): a raw SYN got icmp-unreachable ICMP 3/3 after *; expected reset: "
+      "enable-no-service-endpoints-routable is false*"]),
     # -- shared VIP ----------------------------------------------------------------------------------
     ("degraded-without-the-error-text", "faults=Faults(health_without_error=True)",
      {SV + "test_the_conflict_is_visible_in_the_agents_health[external-ips]", SV + "test_the_conflict_is_visible_in_the_agents_health[lb-ipam]",
@@ -297,6 +327,16 @@ def test_a_node_without_an_agent_stops_the_run_before_any_suite(pytester: pytest
     result.stdout.fnmatch_lines(["*waiting for every cilium-agent to report Ok with KubeProxyReplacement True; last observed: 2/3 agents*"])
 
 
+def test_a_missing_service_no_backend_response_stops_the_run_naming_the_field(pytester: pytest.Pytester) -> None:
+    """The no-backend expectations depend on ServiceNoBackendResponse: an agent that reports it nowhere is an error that
+    names the field, the version and where it looked -- never a silent 'reject'."""
+    result = run_suites(pytester, "cilium_version='1.20.5', faults=Faults(no_backend_response_unreported=True)")
+    assert result.ret == 3 and result.parseoutcomes().get("passed") is None
+    result.stdout.fnmatch_lines(["*pytest-kpr: Cilium 1.20.5 reports no ServiceNoBackendResponse (reject|drop): neither `cilium-dbg config -a` "
+                                 "(field ServiceNoBackendResponse) nor /tmp/cilium/config-map/service-no-backend-response has it; the "
+                                 "no-backend expectations depend on it, so pytest-kpr will not assume 'reject'*"])
+
+
 def test_every_fault_flag_has_a_row() -> None:
     """A fault the table does not exercise proves nothing; a new one must get its row."""
     from dataclasses import fields
@@ -309,7 +349,8 @@ def test_every_fault_flag_has_a_row() -> None:
     # and the slow agent, which converges late but converges: its lag is measured, not failed
     # (test_suites_vs_fake.py::test_the_slowest_agent_is_timed_within_the_poll_resolution); the upgrade faults act
     # only in an upgrade run (test_upgrade_vs_fake.py::test_each_upgrade_fault_fails_the_verdict_that_names_it)
-    assert {f.name for f in fields(Faults)} - used == {"kpr_disabled", "missing_agent_on", "late_requeue_s", "slow_agent_on", "slow_agent_s",
+    # (and the missing ServiceNoBackendResponse, which stops the run: test_a_missing_service_no_backend_response_stops_the_run_naming_the_field)
+    assert {f.name for f in fields(Faults)} - used == {"kpr_disabled", "missing_agent_on", "no_backend_response_unreported", "late_requeue_s", "slow_agent_on", "slow_agent_s",
                                                        "upgrade_renumbers_ids", "upgrade_flushes_ct", "upgrade_resets_flow",
                                                        "upgrade_blackhole_flow", "upgrade_regresses_no_backend"}
 

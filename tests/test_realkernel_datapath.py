@@ -9,6 +9,7 @@ a real kernel (including that it fails when the datapath does per-packet NAT ins
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -23,6 +24,7 @@ from pytest_kpr.probes import Verdict, connect_probe, http_probe
 
 pytestmark = pytest.mark.netns
 
+REPO = Path(__file__).resolve().parent.parent
 SERVICE = ("10.96.0.10", 80)
 CT_WATCH = """
 table inet kprt_ctwatch {
@@ -154,3 +156,74 @@ table ip kprt_kubeproxy {{
 def test_a_client_outside_the_cgroup_is_not_load_balanced(topo: Topology, socket_lb: SocketLB) -> None:
     r = in_netns(topo.ns("client"), connect_probe, *SERVICE, 1.0)
     assert r.verdict is Verdict.NO_ROUTE, r.explain()
+
+
+# -- the socket plane's errno for a backendless service, per kernel ----------------------------------------------------
+
+GHOST = ("10.96.0.99", 80)  # a service without backends: the program rejects connect() to it
+
+
+def _ghost_connect(topo: Topology, lb: SocketLB) -> tuple[str, str | None, float]:
+    """(verdict, errno, seconds) of `kpr probe connect` to the backendless service from the client namespace, in the cgroup."""
+    p = spawn_in(lb, topo.ns("client"), [sys.executable, "-m", "pytest_kpr", "probe", "connect", f"{GHOST[0]}:{GHOST[1]}", "--json",
+                                         "--timeout", "2"])
+    out, err = p.communicate(timeout=30)
+    event = json.loads(out.strip().splitlines()[-1])
+    return event["verdict"], event.get("errno_name"), event["elapsed_ms"] / 1000.0
+
+
+def _load(topo: Topology, tmp_path: Path, set_retval: bool) -> SocketLB:
+    if sh("sh", "-c", "command -v clang", check=False).returncode != 0:
+        pytest.skip("clang is not installed (make test installs it when root)")
+    return SocketLB(compile_sock_lb(tmp_path, SERVICE, backend(topo), no_backend=GHOST, set_retval=set_retval))
+
+
+def _judge_ghost(verdict: str, errno: str | None, seconds: float, kernel: tuple[int, ...] | None) -> list[str]:
+    from pytest_kpr.checks import NoBackendAttempt, no_backend_problems
+    from pytest_kpr.datapath import Plane, no_backend
+
+    a = NoBackendAttempt(f"connect() to {GHOST[0]}:{GHOST[1]}", "connect", verdict, seconds, errno)
+    return no_backend_problems(a, no_backend(Plane.SOCKET, "reject", kernel=kernel), "reject")
+
+
+def test_the_socket_planes_no_backend_errno_is_ehostunreach_from_6_1_and_eperm_below(topo: Topology, tmp_path: Path) -> None:
+    """clusters/kernels.yaml says from which kernel a connect4 program may call bpf_set_retval (6.1). This kernel agrees:
+    the program that sets EHOSTUNREACH loads exactly when the table says it may, and connect() then fails the way the
+    suite's rule for this kernel expects; below 6.1 the program without the helper gives EPERM, as the rule says."""
+    from pytest_kpr.kernels import KernelTable, kernel_tuple
+
+    release = os.uname().release
+    expected = KernelTable.load(REPO / "clusters" / "kernels.yaml").expects("sock_addr_set_retval", release)
+    try:
+        lb = _load(topo, tmp_path, set_retval=True)
+    except OSError as e:
+        assert expected is False, f"kernel {release} refused a connect4 program calling bpf_set_retval ({e}), but kernels.yaml says it has it"
+        lb = _load(topo, tmp_path, set_retval=False)
+        want = "EPERM"
+    else:
+        assert expected is True, f"kernel {release} accepted a connect4 program calling bpf_set_retval, but kernels.yaml says it is 6.1+ only"
+        want = "EHOSTUNREACH"
+    try:
+        verdict, errno, seconds = _ghost_connect(topo, lb)
+    finally:
+        lb.close()
+    assert (verdict, errno) == ("unreachable", want), (verdict, errno, seconds)
+    assert _judge_ghost(verdict, errno, seconds, kernel_tuple(release)) == [], "the suite's rule for this kernel accepts it"
+
+
+def test_eperm_on_a_kernel_that_can_set_the_errno_is_flagged_as_the_known_regression(topo: Topology, tmp_path: Path) -> None:
+    """The other side, with the project's own program: built without bpf_set_retval (as Cilium 1.19.2-1.19.3 shipped,
+    cilium/cilium#45184), connect() fails with EPERM; on a 6.1+ kernel the suite's judgement must flag it, naming the issue."""
+    from pytest_kpr.kernels import kernel_tuple
+
+    kernel = kernel_tuple(os.uname().release)
+    if kernel is None or kernel < (6, 1):
+        pytest.skip(f"kernel {os.uname().release}: EPERM is the expected answer below 6.1 (the test above shows it)")
+    lb = _load(topo, tmp_path, set_retval=False)
+    try:
+        verdict, errno, seconds = _ghost_connect(topo, lb)
+    finally:
+        lb.close()
+    assert (verdict, errno) == ("unreachable", "EPERM")
+    problems = _judge_ghost(verdict, errno, seconds, kernel)
+    assert len(problems) == 1 and "connect() failed with EPERM, expected EHOSTUNREACH" in problems[0] and "cilium/cilium#45184" in problems[0]

@@ -91,14 +91,19 @@ NO_BACKEND_ALL_JUDGED = {"passed": 6}  # Hostns-only: bpf_lxc handles the pod's 
         # drop: the socket plane still fails at once; the per-packet plane's answers become timeouts
         ("no_backend_response='drop'", ("no_backend",), NO_BACKEND_PASS),
         ("no_backend_response='drop', socket_lb_hostns_only=True", ("no_backend",), NO_BACKEND_ALL_JUDGED),
-        # connect() fails with EPERM instead of EHOSTUNREACH in 1.19.2-1.19.3 (cilium/cilium#45184)
-        ("cilium_version='1.19.3'", ("no_backend",), NO_BACKEND_PASS),
+        # below kernel 6.1 the socket hook cannot set the errno: connect() fails with EPERM (datapath.SOCKET_NO_BACKEND_OLD_KERNEL)
+        ("kernel='5.15.0-127-generic'", ("no_backend",), NO_BACKEND_PASS),
+        # enable-no-service-endpoints-routable=false: the per-packet plane hands the SYN to the node's stack, which resets
+        ("no_service_endpoints_routable=False", ("no_backend",), NO_BACKEND_PASS),
+        ("no_service_endpoints_routable=False, no_backend_response='drop'", ("no_backend", "etp"), {"passed": 5 + 4, "skipped": 1}),
         # the oldest supported minor, with legacy tc attachments
         ("cilium_version='1.18.14', attach_mode='tc'", (), ALL),
         # NatPort conntrack tail
         ("cilium_version='1.19.8', kernel='6.12.0'", (), ALL),
-        # the dsr profile: the backend sees the outside client's address; eTP=Local and the rest are unchanged
-        ("nodeport_mode='DSR'", ("dsr", "etp", "nodeport"), {"passed": 1 + 4 + 5}),
+        # the dsr profile (native routing): the backend sees the outside client's address; eTP=Local and the rest are unchanged
+        ("nodeport_mode='DSR', routing_mode='Native'", ("dsr", "etp", "nodeport"), {"passed": 1 + 4 + 5}),
+        # SNAT in native routing: the backend sees the receiving node's InternalIP (tunnel, the default: its CiliumInternalIP)
+        ("routing_mode='Native'", ("dsr",), {"passed": 1}),
         # eTP=Local under drop: the node without a local backend drops instead of rejecting; still not served
         ("no_backend_response='drop'", ("etp",), {"passed": 4}),
         # the maglev profile: one seed, balanced tables, the same backend through every node, little remapping
@@ -106,8 +111,8 @@ NO_BACKEND_ALL_JUDGED = {"passed": 6}  # Hostns-only: bpf_lxc handles the pod's 
         # the small-maps profile: the suite fills the 512-entry map on purpose; the overflow is the expected failure, shown
         ("lb_map_max=512", ("maps",), {"passed": 2, "xfailed": 1}),
     ],
-    ids=["hostns-only", "drop", "drop-hostns-only", "cilium-1.19.3-eperm", "cilium-1.18-legacy-tc", "cilium-1.19", "dsr", "etp-drop", "maglev",
-         "small-maps"],
+    ids=["hostns-only", "drop", "drop-hostns-only", "kernel-5.15-eperm", "not-routable", "not-routable-drop", "cilium-1.18-legacy-tc",
+         "cilium-1.19", "dsr", "snat-native", "etp-drop", "maglev", "small-maps"],
 )
 def test_suites_pass_on_other_conforming_configurations(pytester: pytest.Pytester, config: str, suites: tuple[str, ...], outcomes: dict) -> None:
     result = run_suites(pytester, config, *suites)

@@ -6,12 +6,13 @@ Readiness means the datapath is programmed, not that pods are Running: every nod
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..agent import Agent, agent_pods, agents
-from ..errors import CommandError, InfraError, NotKubeProxyFree, ProvisioningError
+from ..datapath import NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE
+from ..errors import ApiError, CommandError, FactsError, InfraError, NotKubeProxyFree, ProvisioningError
 from ..k8s.api import KubeAPI
 from ..parse import ParseError, StatusJSON
 from ..settings import Settings
@@ -148,14 +149,19 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
                 control_plane="node-role.kubernetes.io/control-plane" in labels,
             )
         )
+    internal = _cilium_internal_ips(kube)
+    nodes = [replace(n, cilium_internal_ip=internal.get(n.name, "")) for n in nodes]
     first = states[0]
     agent = Agent(kube, first.node, first.pod, exec_timeout=exec_timeout)
     version, config = agent.read("version", "config")  # one exec
     binary = agent.detect_binary()  # learnt by that read
+    files = dict(zip(AGENT_CONFIG_FILES, (r.stdout.strip() if r.ok else None for r in agent.exec_many(*[("cat", p) for p in AGENT_CONFIG_FILES]))))
     status = first.status
     assert status is not None
     kpr = status.kpr
     cilium_version = (version.daemon or version.client).lstrip("v")
+    response, response_source = no_backend_response_of(config.service_no_backend_response, files[NO_BACKEND_RESPONSE_FILE], cilium_version)
+    routable = files[ROUTABLE_FILE]
     features: set[Feature] = set()
     if kpr.enabled:
         features.add(Feature.KPR)
@@ -188,11 +194,47 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
         nodeport_mode=kpr.nodeport_mode if kpr.nodeport else "",
         lb_algorithm=kpr.lb_algorithm,
         attach_mode=status.attach_mode,
-        no_backend_response=config.service_no_backend_response or "reject",
+        no_backend_response=response,
         external_ip_mitigation=config.external_ip_mitigation,
         features=frozenset(features),
         nodes=tuple(nodes),
+        routing_mode=status.routing_mode,
+        no_service_endpoints_routable=routable is None or routable.lower() != "false",
+        no_backend_response_source=response_source,
     )
+
+
+AGENT_CONFIG_FILES = (NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE)
+
+
+def no_backend_response_of(from_config: str | None, from_file: str | None, cilium_version: str) -> tuple[str, str]:
+    """ServiceNoBackendResponse and where it was read: ``config -a``'s read-only ``ServiceNoBackendResponse`` (cilium/cilium
+    pkg/option/config.go@8e7499ee DaemonConfig: `ServiceNoBackendResponse string`), else the agent's resolved
+    ``service-no-backend-response`` (the chart writes it into cilium-config: `"service-no-backend-response": "reject"`).
+    Neither is an error naming both, never a silent ``reject``: the no-backend expectations depend on it."""
+    for value, where in ((from_config, "config -a ServiceNoBackendResponse"), (from_file, NO_BACKEND_RESPONSE_FILE)):
+        if value is not None and value.strip().lower() in ("reject", "drop"):
+            return value.strip().lower(), where
+    got = ", ".join(f"{w}: {v!r}" for v, w in ((from_config, "config -a ServiceNoBackendResponse"), (from_file, NO_BACKEND_RESPONSE_FILE))
+                    if v is not None)
+    raise FactsError(f"Cilium {cilium_version} reports no ServiceNoBackendResponse (reject|drop): neither `cilium-dbg config -a` "
+                     f"(field ServiceNoBackendResponse) nor {NO_BACKEND_RESPONSE_FILE} has it{' (' + got + ')' if got else ''}; "
+                     "the no-backend expectations depend on it, so pytest-kpr will not assume 'reject'")
+
+
+def _cilium_internal_ips(kube: Any) -> dict[str, str]:
+    """Each node's cilium_host address: CiliumNode spec.addresses of type CiliumInternalIP (cilium/cilium
+    pkg/node/addressing/addresstype.go@e326b838 `NodeCiliumInternalIP AddressType = "CiliumInternalIP"`)."""
+    out: dict[str, str] = {}
+    try:
+        cilium_nodes = kube.list("CiliumNode")
+    except ApiError:  # not readable here: the SNAT rule then says what it could not compare
+        return out
+    for cn in cilium_nodes:
+        for a in (cn.get("spec") or {}).get("addresses") or []:
+            if a.get("type") == "CiliumInternalIP" and a.get("ip") and ":" not in a["ip"]:
+                out.setdefault(cn["metadata"]["name"], a["ip"])
+    return out
 
 
 # -- upgrades (Documentation/operations/upgrade.rst; ../shared/docs/provisioning.md §3) --------------------------

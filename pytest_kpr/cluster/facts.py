@@ -6,6 +6,7 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..kernels import kernel_tuple
 from ..versions import Version
 
 
@@ -32,6 +33,8 @@ class NodeFacts:
     internal_ip: str
     kernel: str
     control_plane: bool = False
+    #: the node's cilium_host address (CiliumNode spec.addresses type CiliumInternalIP); "" when not read
+    cilium_internal_ip: str = ""
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,20 @@ class ClusterFacts:
     external_ip_mitigation: bool | None = None
     features: frozenset[Feature] = field(default_factory=frozenset)
     nodes: tuple[NodeFacts, ...] = ()
+    #: status -o json routing.inter-host-routing-mode: Tunnel | Native ("" when the agent does not report it)
+    routing_mode: str = ""
+    #: enable-no-service-endpoints-routable as the agent resolved it (pkg/svcrouteconfig default true)
+    no_service_endpoints_routable: bool = True
+    #: where no_backend_response was read (config -a or the agent's config-map file)
+    no_backend_response_source: str = "config -a"
+
+    def node(self, name: str) -> NodeFacts | None:
+        return next((n for n in self.nodes if n.name == name), None)
+
+    def kernel_of(self, name: str) -> tuple[int, ...] | None:
+        """The node's kernel as a version tuple (None when unknown or not a version)."""
+        n = self.node(name)
+        return kernel_tuple(n.kernel) if n is not None else None
 
     @property
     def cilium(self) -> Version:
@@ -85,8 +102,9 @@ class ClusterFacts:
             f"Kubernetes {self.kubernetes_version}, {len(self.nodes)} nodes, kernel {', '.join(kernels) or '?'}",
             f"kpr cilium: {self.cilium_version} ({self.agent_binary}), KubeProxyReplacement "
             f"{'True' if self.kube_proxy_replacement else 'False'}, socket LB {self.socket_lb_coverage}, "
-            f"NodePort {self.nodeport_mode or 'off'}, attach {self.attach_mode or '?'}, "
-            f"ServiceNoBackendResponse {self.no_backend_response}",
+            f"NodePort {self.nodeport_mode or 'off'}, routing {self.routing_mode or '?'}, attach {self.attach_mode or '?'}, "
+            f"ServiceNoBackendResponse {self.no_backend_response}"
+            f"{'' if self.no_service_endpoints_routable else ' (enable-no-service-endpoints-routable false)'}",
             f"kpr features: {', '.join(sorted(f.value for f in self.features)) or '(none)'}",
             "kpr nodes: " + ", ".join(f"{n.name} {n.internal_ip}" for n in self.nodes),
         ]

@@ -22,6 +22,7 @@ API_VERSIONS: dict[str, str] = {
     "DaemonSet": "apps/v1",
     "EndpointSlice": "discovery.k8s.io/v1",
     "CiliumEndpoint": "cilium.io/v2",
+    "CiliumNode": "cilium.io/v2",
     "CiliumLoadBalancerIPPool": "cilium.io/v2",
     "ServiceAccount": "v1",
     "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",

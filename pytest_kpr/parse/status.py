@@ -46,6 +46,8 @@ class StatusJSON:
     attach_mode: str  # tc | tcx | ""
     datapath_mode: str
     raw: dict[str, Any]
+    #: routing.inter-host-routing-mode: Native | Tunnel | "" (cilium/cilium api/v1/models/routing.go@015ff256, omitempty)
+    routing_mode: str = ""
 
     @property
     def healthy(self) -> bool:
@@ -88,6 +90,7 @@ def parse_status_json(text: str) -> StatusJSON:
         attach_mode=str(data.get("attach-mode", "")),
         datapath_mode=str(data.get("datapath-mode", "")),
         raw=data,
+        routing_mode=str((data.get("routing") or {}).get("inter-host-routing-mode", "")) if isinstance(data.get("routing"), dict) else "",
     )
 
 

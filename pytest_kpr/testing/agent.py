@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..datapath import LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE
+from ..datapath import LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE
 from . import maglev, render
 from .view import ClusterView, FakeFrontend
 
@@ -48,7 +48,11 @@ class FakeAgent:
         if argv and argv[0] in ("bpftool", "tc"):  # the agent image ships them; it runs in the host netns
             return self.cluster.node_tools.handle(self.node, argv)
         if argv[:1] == ["cat"] and len(argv) == 2:  # the agent's resolved configuration (/tmp/cilium/config-map/<key>)
-            value = {MAGLEV_SEED_FILE: self.seed_setting(), LB_MAP_FILES[1]: str(cfg.lb_map_max) if cfg.lb_map_max else None}.get(argv[1])
+            routable = cfg.no_service_endpoints_routable
+            value = {MAGLEV_SEED_FILE: self.seed_setting(), LB_MAP_FILES[1]: str(cfg.lb_map_max) if cfg.lb_map_max else None,
+                     # the chart writes both into cilium-config (enable-no-service-endpoints-routable: "true" by default)
+                     NO_BACKEND_RESPONSE_FILE: None if cfg.faults.no_backend_response_unreported else cfg.no_backend_response,
+                     ROUTABLE_FILE: None if routable is None else str(routable).lower()}.get(argv[1])
             return (0, value, "") if value is not None else (1, "", f"cat: {argv[1]}: No such file or directory\n")
         if not argv or argv[0] != cfg.agent_binary:
             name = argv[0] if argv else ""
@@ -99,6 +103,7 @@ class FakeAgent:
             algorithm=cfg.lb_algorithm,
             attach_mode=cfg.attach_mode,
             devices=(("eth0", self.cluster.node_ip(self.node)),),
+            routing_mode=cfg.routing_mode,
         )
 
     def _status_text(self, verbose: bool) -> tuple[int, str, str]:
@@ -151,7 +156,7 @@ class FakeAgent:
             "DisableExternalIPMitigation": str(not cfg.external_ip_mitigation).lower(),
             "Devices": "[eth0]",
             "EnableTCX": str(cfg.attach_mode == "tcx").lower(),
-            "ServiceNoBackendResponse": cfg.no_backend_response,
+            **({} if cfg.faults.no_backend_response_unreported else {"ServiceNoBackendResponse": cfg.no_backend_response}),
             "k8s-configuration": "",
             "k8s-endpoint": "",
         }

@@ -41,6 +41,18 @@ class Faults:
     slots_cap: int | None = None  # the agents program at most this many backend slots per frontend (never converge)
     socket_lb_broken: bool = False  # the agent reports socket LB, yet pod connections take the per-packet path
     nodeport_listener: bool = False  # a process listens on every NodePort in the nodes' host namespace
+    #: the backend behind another node sees the other SNAT address than the routing mode gives: the receiving node's
+    #: InternalIP in tunnel routing (instead of its CiliumInternalIP), its CiliumInternalIP in native routing
+    snat_address_swapped: bool = False
+    #: the socket plane's no-backend connect() fails with EPERM on a kernel that lets it set EHOSTUNREACH (6.1+)
+    eperm_on_new_kernel: bool = False
+    #: the per-packet plane hands a backendless Cluster-policy service's traffic to the node's stack (a reset) although the
+    #: agent resolves enable-no-service-endpoints-routable true (the ICMP/drop answer is expected)
+    no_backend_not_routable: bool = False
+    #: the agent resolves enable-no-service-endpoints-routable false, yet the per-packet plane answers as if it were true
+    not_routable_ignored: bool = False
+    #: the agent's `config -a` lacks ServiceNoBackendResponse and its config-map has no service-no-backend-response
+    no_backend_response_unreported: bool = False
     #: a rejected claimant gets its frontend this many (wall-clock) seconds after a Service is deleted: a re-queue
     #: that comes late (the shared-VIP watch must still see it) instead of never (Cilium 1.18) or at once (fixed)
     late_requeue_s: float | None = None
@@ -96,6 +108,10 @@ class FakeConfig:
     socket_lb: bool = True
     socket_lb_hostns_only: bool = False
     nodeport_mode: str = "SNAT"
+    #: the agents' inter-host routing mode (Helm routingMode: the chart's default tunnel; the dsr profile: native)
+    routing_mode: str = "Tunnel"
+    #: enable-no-service-endpoints-routable as the agents resolve it (None: unset, Cilium's default true)
+    no_service_endpoints_routable: bool | None = None
     lb_algorithm: str = "Random"
     #: bpf-lb-map-max as the agents resolve it (None: unset, Cilium's default 65536)
     lb_map_max: int | None = None

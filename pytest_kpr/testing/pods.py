@@ -117,11 +117,16 @@ class FakeWorkloads:
         cfg = self.c.cfg
         svc = self._service(outcome.service or "")
         etp_local = (svc.get("spec") or {}).get("externalTrafficPolicy") == "Local"
-        seen = client if backend_sees(cfg.nodeport_mode, etp_local, be.node == handler).sees == "client" else self.c.node_ip(handler)
+        rule = backend_sees(cfg.nodeport_mode, etp_local, be.node == handler, cfg.routing_mode)
+        node_ip, gateway = self.c.node_ip(handler), self.c.cilium_internal_ip(handler)
+        seen = {"client": client, "node": node_ip, "cilium-internal-ip": gateway}[rule.sees]
+        if cfg.faults.snat_address_swapped and rule.sees in ("node", "cilium-internal-ip"):  # fault: the other SNAT address
+            seen = gateway if seen == node_ip else node_ip
         if cfg.faults.etp_snat and etp_local:
             seen = self.c.node_ip(handler)  # fault: SNAT where the client's address should be kept
         if cfg.faults.nodeport_mode_mismatch and be.node != handler:  # fault: the other forwarding mode than reported
-            seen = client if seen == self.c.node_ip(handler) else self.c.node_ip(handler)
+            snat = gateway if cfg.routing_mode == "Tunnel" else node_ip
+            seen = client if seen in (node_ip, gateway) else snat
         pod = next((p for p in self.c.pods() if p["metadata"]["name"] == be.pod), None)
         if pod is not None:
             key = (pod["metadata"]["namespace"], be.pod)

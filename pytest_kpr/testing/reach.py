@@ -13,13 +13,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ..datapath import Plane, coverage_name, no_backend, plane_for
+from ..datapath import EPERM_REGRESSION, Plane, coverage_name, no_backend, plane_for
+from ..kernels import kernel_tuple
 from ..versions import Version, in_range
 from . import maglev
 from .view import ClusterView, FakeBackend, FakeFrontend
 
-#: connect() fails with EPERM instead of EHOSTUNREACH (cilium/cilium#45184; fixed in 1.19.4 by #45673)
-EPERM_RANGE = ">=1.19.2, <1.19.4"
 
 
 @dataclass(frozen=True)
@@ -99,10 +98,18 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
     if rule.plane is Plane.SOCKET:
         if faults.socket_lb_honours_drop and response == "drop":
             return Outcome("timeout", rule.plane, frontend=kind)
-        nb = no_backend(Plane.SOCKET, response)
-        eperm = in_range(Version.parse(c.cfg.cilium_version), EPERM_RANGE)
+        # below 6.1 the hook cannot set the errno (EPERM); 1.19.2-1.19.3 compiled the helper out (datapath.SRC_EPERM_BUG)
+        nb = no_backend(Plane.SOCKET, response, kernel=kernel_tuple(c.cfg.kernel))
+        eperm = "EPERM" in nb.errnos or in_range(Version.parse(c.cfg.cilium_version), EPERM_REGRESSION) or faults.eperm_on_new_kernel
         return Outcome("unreachable", rule.plane, "EPERM" if eperm else "EHOSTUNREACH", frontend=kind) if nb.fast else \
             Outcome("timeout", rule.plane, frontend=kind)
+    if (c.cfg.no_service_endpoints_routable is False and not faults.not_routable_ignored) or faults.no_backend_not_routable:
+        # datapath.SRC_NO_SVC_ROUTABLE: Local policy drops; Cluster policy continues to the node's stack, which resets
+        spec = next((s.get("spec", {}) for s in c.services() if f"{s['metadata']['namespace']}/{s['metadata']['name']}" == fe.service), {})
+        local = spec.get("externalTrafficPolicy" if client == "outside" else "internalTrafficPolicy") == "Local"
+        if local:
+            return Outcome("timeout", rule.plane, frontend=kind)
+        return Outcome("refused", rule.plane, "ECONNREFUSED", frontend=kind)
     if response == "reject" and faults.no_backend_silent_drop:
         return Outcome("timeout", rule.plane, frontend=kind)
     nb = no_backend(rule.plane, response)

@@ -41,6 +41,7 @@ def status_json(
     algorithm: str = "Random",
     attach_mode: str = "tcx",
     devices: tuple[tuple[str, str], ...] = (("eth0", "172.18.0.2"),),
+    routing_mode: str = "Tunnel",
 ) -> str:
     """``cilium-dbg status -o json``: ``json.MarshalIndent(.., "", "  ")``; disabled features are ``{}``."""
 
@@ -66,6 +67,9 @@ def status_json(
     if not hostns_only:
         del features["bpfSocketLBHostnsOnly"]  # omitempty
     doc = {
+        # api/v1/models/routing.go: inter-host-routing-mode Native|Tunnel, intra-host-routing-mode BPF|Legacy, tunnel-protocol
+        "routing": {"inter-host-routing-mode": routing_mode, "intra-host-routing-mode": "BPF",
+                    **({"tunnel-protocol": "vxlan"} if routing_mode == "Tunnel" else {})},
         "attach-mode": attach_mode,
         "cilium": {"msg": f"{version} (v{version}-2b3dd4e5)", "state": "Ok" if healthy else "Failure"},
         "datapath-mode": "veth",

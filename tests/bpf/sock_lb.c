@@ -3,6 +3,10 @@
 // the original address per socket cookie; cgroup/getpeername4 maps it back, so the application sees
 // the service address while the kernel socket (ss) points at the backend and no NAT happens.
 // Addresses are given at compile time: clang -DSVC_IP=0x0a60000a -DSVC_PORT=80 -DBE_IP=... -DBE_PORT=...
+// With -DNOBE_IP=... -DNOBE_PORT=... a second service has no backend: connect4 rejects it, as bpf_sock.c does, and
+// with -DHAVE_SET_RETVAL it first sets connect()'s errno to EHOSTUNREACH (Cilium's try_set_retval); without it the
+// kernel fails connect() with EPERM. A kernel whose sock_addr hooks may not call bpf_set_retval (below 6.1)
+// refuses to load the HAVE_SET_RETVAL build.
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -19,9 +23,19 @@ struct {
 	__type(value, struct orig);
 } kprt_revnat SEC(".maps");
 
+#define KPRT_EHOSTUNREACH 113
+
 SEC("cgroup/connect4")
 int kprt_connect4(struct bpf_sock_addr *ctx)
 {
+#ifdef NOBE_IP
+	if (ctx->user_ip4 == bpf_htonl(NOBE_IP) && ctx->user_port == bpf_htons(NOBE_PORT)) {
+#ifdef HAVE_SET_RETVAL
+		bpf_set_retval(-KPRT_EHOSTUNREACH);
+#endif
+		return 0; /* reject: no backend */
+	}
+#endif
 	if (ctx->user_ip4 != bpf_htonl(SVC_IP) || ctx->user_port != bpf_htons(SVC_PORT))
 		return 1; /* allow, untouched */
 	struct orig o = { .ip4 = ctx->user_ip4, .port = ctx->user_port };
