@@ -368,28 +368,45 @@ ALL_RULES: tuple[PlaneRule | NoBackendRule | FormatRule | SourceRule, ...] = \
 
 # -- the service map's capacity -----------------------------------------------------------------------------------------
 
-SRC_MAP_FULL = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go upsertService: an update that fails with E2BIG (a full hash "
-                "map) is returned as \"Unable to update service entry ...: Unable to update element for LB bpf map: You can resize it "
-                "with the flag \\\"--bpf-lb-map-max\\\". The resizing might break existing connections to services\"; Update logs "
-                "\"Updating frontend failed\"; cilium/statedb reconciler/incremental.go: the frontend's status becomes Error with that "
-                "text and is retried; reconciler/reconciler.go: module health Degraded \"<n> error(s)\" with the joined errors "
-                "(module loadbalancer-reconciler, pkg/loadbalancer/reconciler/cell.go)")
+SRC_MAP_FULL = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go@01f8c9ec updateFrontend writes the backend slots "
+                "(`ops.upsertService(svcKey, slotVal)`), then `if err := ops.upsertRevNat(feID, svcKey, svcVal); err != nil {` "
+                "(\"upsert reverse nat: %w\"), then `ops.upsertMaster(...)` (\"upsert service master: %w\"); upsertService: E2BIG -> "
+                "\"Unable to update service entry ...: Unable to update element for LB bpf map: You can resize it with the flag "
+                "\\\"--bpf-lb-map-max\\\". The resizing might break existing connections to services\"; upsertRevNat: "
+                "`fmt.Errorf(\"Unable to update reverse NAT %+v => %+v: %w\", ...)`. Either map can fill first; Update logs "
+                "\"Updating frontend failed\"; cilium/statedb reconciler/incremental.go: the frontend's status becomes Error with "
+                "that text and is retried")
+SRC_MAP_HEALTH = ("cilium/statedb reconciler/reconciler.go@6512fa2e loop: after every round `if len(errs) == 0 { health.OK(...) } "
+                  "else { health.Degraded(\"Reconciliation failed\", errors.Join(errs...)) }`: a round without errors (a retry not "
+                  "yet due, another object's change) reports OK again, so Degraded is a moment, not a state "
+                  "(module loadbalancer-reconciler: cilium/cilium pkg/loadbalancer/reconciler/cell.go)")
 SRC_MAP_SIZE = ("cilium/cilium pkg/loadbalancer: bpf-lb-map-max (Helm bpf.lbMapMax, default 65536, DefaultLBMapMaxEntries) sizes the "
-                "load-balancing maps, bpf-lb-service-map-max (0: the same) the service map; each frontend takes one entry plus one per "
-                "backend slot (bpf_reconciler.go updateFrontend); the resolved values are in /tmp/cilium/config-map")
+                "load-balancing maps; pkg/loadbalancer/config.go: `LBRevNatMaxEntries int mapstructure:\"bpf-lb-rev-nat-map-max\"` "
+                "(\"If unset [LBMapEntries is used]\"), likewise bpf-lb-service-map-max for the service map; each frontend takes one "
+                "service entry per backend slot plus its master, and one reverse-NAT entry (bpf_reconciler.go updateFrontend); the "
+                "resolved values are in /tmp/cilium/config-map")
 SRC_MAP_PRESSURE = ("cilium/cilium pkg/loadbalancer/maps/pressure_metrics.go: cilium_bpf_map_pressure for the LB hash maps is computed "
                     "only every lb-pressure-metrics-interval (a timer job), so it lags a run; the suite reads the maps themselves")
 
 #: Cilium's default size of the load-balancing maps (DefaultLBMapMaxEntries)
 LB_MAP_MAX_DEFAULT = 65536
 LB_MAP_FILES = ("/tmp/cilium/config-map/bpf-lb-service-map-max", "/tmp/cilium/config-map/bpf-lb-map-max")
+#: the reverse-NAT map's own size (0 or no file: bpf-lb-map-max's)
+REV_NAT_MAP_FILE = "/tmp/cilium/config-map/bpf-lb-rev-nat-map-max"
 #: the stable part of the reconciler's error for a full service map
 MAP_FULL_ERROR = "Unable to update element for LB bpf map"
+#: the stable part of the reconciler's error for a full reverse-NAT map (written before the service's master entry)
+REV_NAT_FULL_ERROR = "Unable to update reverse NAT"
+#: which map each error names
+MAP_FULL_ERRORS = {MAP_FULL_ERROR: "service map", REV_NAT_FULL_ERROR: "reverse-NAT map"}
 
 MAP_RULES: tuple[FormatRule, ...] = (
-    FormatRule("service-map-full", "cilium-dbg shell -- db/show frontends / db/show health",
-               "a frontend that does not fit: Status Error, Error naming the LB bpf map and --bpf-lb-map-max; health of "
-               "loadbalancer-reconciler Degraded '<n> error(s)'", SRC_MAP_FULL),
+    FormatRule("service-map-full", "cilium-dbg shell -- db/show frontends",
+               "a frontend that does not fit: Status Error, Error 'Unable to update element for LB bpf map' (service map full) or "
+               "'Unable to update reverse NAT' (reverse-NAT map full), whichever fills first", SRC_MAP_FULL),
+    FormatRule("reconciler-health", "cilium-dbg shell -- db/show health",
+               "loadbalancer-reconciler Degraded after a round with errors, OK again after a clean round: judged over the fill "
+               "window, never at one instant", SRC_MAP_HEALTH),
     FormatRule("service-map-size", "cat /tmp/cilium/config-map/bpf-lb-map-max", "the map size the agent resolved (no file: 65536)",
                SRC_MAP_SIZE),
     FormatRule("service-map-pressure", "(metrics)", "cilium_bpf_map_pressure, every lb-pressure-metrics-interval", SRC_MAP_PRESSURE),

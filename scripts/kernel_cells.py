@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make test-kernels`: the real-kernel tier on other kernels, booted here under qemu, plus the host's own.
 
-    sudo .venv/bin/python scripts/kernel_cells.py [--kernel 6.1.0-50-amd64 --kernel 6.12.107+deb12-amd64] [--no-host]
+    sudo .venv/bin/python scripts/kernel_cells.py [--kernel 5.10.0-46-amd64 --kernel 6.1.0-50-amd64 ...] [--no-host]
 
 Each cell boots one of Debian's packaged kernels (``apt-get download linux-image-<version>``, unpacked and cached
 under ``.kernels/`` of the checkout) with a busybox initramfs that mounts the host's root read-only over 9p, a tmpfs
@@ -30,7 +30,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-KERNELS = ["6.1.0-50-amd64", "6.12.107+deb12-amd64"]
+KERNELS = ["5.10.0-46-amd64", "6.1.0-50-amd64", "6.12.107+deb12-amd64"]
+#: kernels that are not in the host's Debian release: fetched from this release's archive with a private apt configuration
+#: under the cache (the host's sources and package lists are left alone). 5.10 is below 6.1: the socket plane's
+#: connect() fails with EPERM there (clusters/kernels.yaml sock_addr_set_retval), and it is Cilium 1.18+'s floor.
+OTHER_RELEASE = {"5.10.0-46-amd64": "bullseye"}
 ARTIFACTS = REPO / "kpr-artifacts" / "kernels"
 #: insmod order for virtio 9p and overlayfs (a module built into the kernel is simply not found, and skipped)
 MODULES = ["virtio", "virtio_ring", "virtio_pci_legacy_dev", "virtio_pci_modern_dev", "virtio_pci", "netfs", "fscache", "9pnet",
@@ -83,16 +87,29 @@ def fetch(kernel: str, cache: Path) -> Path:
         return root
     root.mkdir(parents=True, exist_ok=True)
     print(f"[kernels] downloading Debian's linux-image-{kernel}", flush=True)
-    cp = subprocess.run(["apt-get", "download", f"linux-image-{kernel}"], cwd=root, capture_output=True, text=True, timeout=900)
+    apt = private_apt(cache, OTHER_RELEASE[kernel]) if kernel in OTHER_RELEASE else []
+    cp = subprocess.run(["apt-get", *apt, "download", f"linux-image-{kernel}"], cwd=root, capture_output=True, text=True, timeout=900)
     if cp.returncode != 0:  # stale or missing package lists on a fresh machine: refresh them once
         print("[kernels] refreshing the package lists (apt-get update)", flush=True)
-        sh("apt-get", "update", "-qq", timeout=900)
-        sh("apt-get", "download", f"linux-image-{kernel}", cwd=root, timeout=900)
+        sh("apt-get", *apt, "update", "-qq", timeout=900)
+        sh("apt-get", *apt, "download", f"linux-image-{kernel}", cwd=root, timeout=900)
     (deb,) = list(root.glob("linux-image-*.deb"))
     sh("dpkg-deb", "-x", str(deb), str(root))
     deb.unlink()
     sh("depmod", "-b", str(root), kernel)
     return root
+
+
+def private_apt(cache: Path, release: str) -> list[str]:
+    """apt-get options for Debian ``release``'s archive with its own sources list, package lists and download cache under
+    ``cache`` (the archive key is Debian's keyring, which the host has)."""
+    d = cache / f".apt-{release}"
+    for sub in ("lists/partial", "archives/partial"):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    (d / "sources.list").write_text(f"deb http://deb.debian.org/debian {release} main\n"
+                                    f"deb http://deb.debian.org/debian-security {release}-security main\n")
+    return ["-o", f"Dir::Etc::sourcelist={d / 'sources.list'}", "-o", "Dir::Etc::sourceparts=/dev/null",
+            "-o", f"Dir::State::Lists={d / 'lists'}", "-o", f"Dir::Cache={d}", "-o", f"Dir::Cache::archives={d / 'archives'}"]
 
 
 def initramfs(kernel_root: Path, kernel: str, work: Path) -> Path:

@@ -1,11 +1,14 @@
 """Map pressure: every Service of the run has its entry in the agent's service map, and a full map is not silent.
 
-The service map's size is what the agent resolved (/tmp/cilium/config-map/bpf-lb-service-map-max, else
-bpf-lb-map-max, else Cilium's 65536: pytest_kpr.datapath SRC_MAP_SIZE). A map of at most 4096 entries (the profile
-``small-maps`` sets 512) is filled on purpose: the suite creates one backendless ClusterIP Service more than the map
-has entries, plus a margin (each takes at least its master entry); a larger map is probed with 20 Services. Then, on
-the client node's agent: which Services have no master entry in ``lb/maps-dump``, and how the agent shows it -- each
-such frontend's status and error in ``db/show frontends``, the loadbalancer-reconciler's health (SRC_MAP_FULL). The
+The maps' sizes are what the agent resolved (/tmp/cilium/config-map/bpf-lb-service-map-max and
+bpf-lb-rev-nat-map-max, else bpf-lb-map-max, else Cilium's 65536: pytest_kpr.datapath SRC_MAP_SIZE). The reconciler
+writes a frontend's reverse-NAT entry before its service entry, so either map can fill first (SRC_MAP_FULL). When the
+smaller is at most 4096 entries (the profile ``small-maps`` sets 512) it is filled on purpose: the suite creates one
+backendless ClusterIP Service more than it has entries, plus a margin; a larger map is probed with 20 Services. Then,
+on the client node's agent: which Services have no master entry in ``lb/maps-dump``, and how the agent shows it -- each
+such frontend's status and error in ``db/show frontends`` (the service map's error or the reverse-NAT map's), and the
+loadbalancer-reconciler's health, Degraded at least once while the map filled: it reports OK again after any clean
+round, so one reading proves nothing (SRC_MAP_HEALTH). The
 agent also logs "Updating frontend failed"; cilium_bpf_map_pressure is refreshed only every
 lb-pressure-metrics-interval (SRC_MAP_PRESSURE), so neither is judged. When the map was filled on purpose, the missing
 Services are the expected outcome and the inventory test is an expected failure that names them; a map that filled
@@ -21,8 +24,15 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import MAP_FILL_LIMIT, MAP_FILL_MARGIN, MAP_PROBE_SERVICES, map_visibility_problems, service_map_problems
-from pytest_kpr.datapath import LB_MAP_FILES, LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR
+from pytest_kpr.checks import (
+    MAP_FILL_LIMIT,
+    MAP_FILL_MARGIN,
+    MAP_PROBE_SERVICES,
+    map_visibility_problems,
+    service_map_problems,
+    which_map_filled,
+)
+from pytest_kpr.datapath import LB_MAP_FILES, LB_MAP_MAX_DEFAULT, MAP_FULL_ERRORS, REV_NAT_MAP_FILE
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import WEB_PORT, Lab
 from pytest_kpr.wait import eventually_or_now
@@ -32,24 +42,33 @@ PROPERTY = "map pressure"
 RUN_LAST = True
 
 
-def _map_max(lab: Lab) -> tuple[int, str]:
-    """(entries, where the number came from) for the client node's agent."""
+def _map_max(lab: Lab) -> tuple[int, str, int, str]:
+    """(service map entries, where that came from, reverse-NAT map entries, where that came from) for the client node's
+    agent: each map's own option, else bpf-lb-map-max, else Cilium's default (datapath.SRC_MAP_SIZE)."""
     agent = lab.agent(lab.client_node)
-    for path, r in zip(LB_MAP_FILES, agent.exec_many(*[("cat", p) for p in LB_MAP_FILES]), strict=True):
+    paths = (*LB_MAP_FILES, REV_NAT_MAP_FILE)
+    values: dict[str, int] = {}
+    for path, r in zip(paths, agent.exec_many(*[("cat", p) for p in paths]), strict=True):
         value = (r.stdout or "").strip()
         if r.returncode == 0 and value.isdigit() and int(value) > 0:
-            return int(value), path
-    return LB_MAP_MAX_DEFAULT, "Cilium's default (no file)"
+            values[path] = int(value)
+    default = (values[LB_MAP_FILES[1]], LB_MAP_FILES[1]) if LB_MAP_FILES[1] in values else (LB_MAP_MAX_DEFAULT, "Cilium's default (no file)")
+    svc = (values[LB_MAP_FILES[0]], LB_MAP_FILES[0]) if LB_MAP_FILES[0] in values else default
+    rev = (values[REV_NAT_MAP_FILE], REV_NAT_MAP_FILE) if REV_NAT_MAP_FILE in values else default
+    return svc[0], svc[1], rev[0], rev[1]
 
 
 def _settled(lab: Lab, frontends: dict[str, str]) -> dict[str, Any]:
     """The client agent's view once every created Service's frontend has been reconciled (Done or Error, not Pending)."""
     agent = lab.agent(lab.client_node)
+    seen_health: list[Any] = []  # every reading of the fill window: Degraded is a moment (datapath.SRC_MAP_HEALTH)
 
     def observe() -> dict[str, Any]:
         fes, dump, health = agent.read("frontends", "maps_dump", "db_health")
+        seen_health.extend(health)
         by_addr = {f"{f.address.ip}:{f.address.port}": f for f in fes}
-        return {"frontends": {name: by_addr.get(addr) for name, addr in frontends.items()}, "dump": dump, "health": health}
+        return {"frontends": {name: by_addr.get(addr) for name, addr in frontends.items()}, "dump": dump, "health": health,
+                "health_seen": seen_health}
 
     def settled(v: dict[str, Any]) -> bool:
         return all(f is not None and f.status in ("Done", "Error") for f in v["frontends"].values())
@@ -62,7 +81,8 @@ def _settled(lab: Lab, frontends: dict[str, str]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def maps(lab: Lab, evidence: Evidence, request: pytest.FixtureRequest) -> dict[str, Any]:
-    map_max, source = _map_max(lab)
+    svc_max, source, rev_max, rev_source = _map_max(lab)
+    map_max = min(svc_max, rev_max)  # whichever map fills first (datapath.SRC_MAP_FULL)
     fill = map_max <= MAP_FILL_LIMIT
     if fill and hasattr(request.config, "workerinput"):  # a pytest-xdist worker
         pytest.skip(f"the service map holds {map_max} entries and would be filled; run this suite without pytest-xdist (-n), where no "
@@ -80,16 +100,24 @@ def maps(lab: Lab, evidence: Evidence, request: pytest.FixtureRequest) -> dict[s
     finally:  # the map is left as it was found, also when creating or reading failed
         remaining = _clean_up(lab, list(frontends), set(frontends.values()))
     in_map = {e.fields.get("ADDR", "").rsplit("/", 1)[0] for e in seen["dump"] if e.kind == "SVC" and e.fields.get("SLOT") == "0"}
+    # counted as the reconciler writes them: one service entry per slot and master, wildcard and per-node-address NodePort
+    # frontends included, and one reverse-NAT entry per frontend
     entries = sum(1 for e in seen["dump"] if e.kind == "SVC")
+    rev_entries = sum(1 for e in seen["dump"] if e.kind == "REV")
     missing = [name for name, addr in frontends.items() if addr not in in_map]
     fes = seen["frontends"]
     shown = {name: ((fes[name].status, fes[name].error) if fes[name] is not None else (None, None)) for name in missing}
-    reconciler = [h for h in seen["health"] if h.module.endswith("loadbalancer-reconciler")]
+    reconciler = [h for h in seen["health_seen"] if h.module.endswith("loadbalancer-reconciler")]
     data: dict[str, Any] = {
-        "map_max": map_max, "map_max_source": source, "filled_on_purpose": fill, "services": count, "entries": entries,
+        "map_max": map_max, "map_max_source": source, "service_map_max": svc_max, "rev_nat_map_max": rev_max, "rev_nat_map_max_source": rev_source,
+        "filled_on_purpose": fill, "services": count, "entries": entries, "rev_nat_entries": rev_entries,
         "missing": missing, "shown": {n: {"status": s, "error": e} for n, (s, e) in list(shown.items())[:20]},
-        "frontend_errors": sum(1 for s, e in shown.values() if s == "Error" and MAP_FULL_ERROR in (e or "")),
-        "reconciler_health": [{"level": h.level, "message": h.message, "error": h.error[:500]} for h in reconciler],
+        "full": which_map_filled((e for _, e in shown.values()), MAP_FULL_ERRORS),
+        "frontend_errors": {name: sum(1 for s, e in shown.values() if s == "Error" and marker in (e or ""))
+                            for marker, name in MAP_FULL_ERRORS.items()},
+        "reconciler_health": {"readings": len(reconciler), "degraded": sum(1 for h in reconciler if h.level == "Degraded"),
+                              "sample": [{"level": h.level, "message": h.message, "error": h.error[:500]} for h in reconciler
+                                         if h.level == "Degraded"][:3]},
         "not_judged": {"log": "'Updating frontend failed' (pkg/loadbalancer/reconciler/bpf_reconciler.go Update)",
                        "metrics": "cilium_bpf_map_pressure, every lb-pressure-metrics-interval (pkg/loadbalancer/maps/pressure_metrics.go)"},
         "after_cleanup": {"kubernetes": sum(1 for n in names if lab.kube.get("Service", n, lab.ns) is not None), "in_map": remaining},
@@ -97,7 +125,7 @@ def maps(lab: Lab, evidence: Evidence, request: pytest.FixtureRequest) -> dict[s
     evidence.write("maps.json", data)
     evidence.figure(PROPERTY, f"{len(missing)} of {count} Services not in a map of {map_max} entries ({entries} used)"
                               f"{' (filled on purpose)' if fill else ''}; {len(remaining)} left after cleanup")
-    return {"data": data, "health": seen["health"], "shown": shown}
+    return {"data": data, "health_seen": seen["health_seen"], "shown": shown}
 
 
 def _clean_up(lab: Lab, names: list[str], addrs: set[str]) -> list[str]:
@@ -119,7 +147,7 @@ def _clean_up(lab: Lab, names: list[str], addrs: set[str]) -> list[str]:
 
 def test_every_service_of_the_run_is_in_the_bpf_maps(maps: Any) -> None:
     d = maps["data"]
-    problems = service_map_problems(d["missing"], d["services"], d["entries"], d["map_max"])
+    problems = service_map_problems(d["missing"], d["services"], d["entries"], d["map_max"], d["full"])
     if d["filled_on_purpose"]:
         if problems:
             pytest.xfail("map pressure (filled on purpose): " + "; ".join(problems))
@@ -131,7 +159,7 @@ def test_every_service_of_the_run_is_in_the_bpf_maps(maps: Any) -> None:
 def test_a_full_map_is_not_silent(maps: Any) -> None:
     if not maps["shown"]:
         pytest.skip("no Service was missing from the map, so there was nothing to show")
-    problems = map_visibility_problems(maps["shown"], maps["health"], MAP_FULL_ERROR)
+    problems = map_visibility_problems(maps["shown"], maps["health_seen"], MAP_FULL_ERRORS)
     assert not problems, "map pressure (how the agent shows a full map): " + "; ".join(problems)
 
 

@@ -562,35 +562,47 @@ def test_the_fakes_maglev_tables_have_the_properties_the_suite_checks() -> None:
 
 # -- map pressure -----------------------------------------------------------------------------------------------------
 
-from pytest_kpr.checks import map_visibility_problems, service_map_problems  # noqa: E402
-from pytest_kpr.datapath import MAP_FULL_ERROR  # noqa: E402
+from pytest_kpr.checks import map_visibility_problems, service_map_problems, which_map_filled  # noqa: E402
+from pytest_kpr.datapath import MAP_FULL_ERROR, MAP_FULL_ERRORS, REV_NAT_FULL_ERROR  # noqa: E402
 from pytest_kpr.parse.health import HealthStatus  # noqa: E402
 
 
-def test_service_map_judgement_names_how_full_the_map_is() -> None:
+def test_service_map_judgement_names_how_full_the_map_is_and_which_map_filled() -> None:
     assert service_map_problems([], 20, 20, 65536) == []
     assert service_map_problems(["a", "b", "c", "d"], 528, 512, 512) == [
-        "service map full (512 of 512 entries): 4 of the run's 528 Services are in Kubernetes but not in the BPF maps (a, b, c, ...); "
+        "service map full (512 of 512 service entries): 4 of the run's 528 Services are in Kubernetes but not in the BPF maps (a, b, c, ...); "
         "raise bpf.lbMapMax (bpf-lb-map-max) or remove Services"]
+    assert service_map_problems(["a"], 301, 290, 300, "reverse-NAT map")[0].startswith("reverse-NAT map full (290 of 300 service entries)")
+    assert which_map_filled([None, "upsert reverse nat: Unable to update reverse NAT {Key:5}"], MAP_FULL_ERRORS) == "reverse-NAT map"
+    assert which_map_filled([f"upsert service master: x: {MAP_FULL_ERROR}: y"], MAP_FULL_ERRORS) == "service map"
+    assert which_map_filled([None, "other"], MAP_FULL_ERRORS) == "service map"
 
 
-def _h(module: str, level: str) -> HealthStatus:
-    return HealthStatus(module, "job-reconcile", level, "1 error(s)", "", "", "", 1)
+def _h(module: str, level: str, error: str = f"incremental: x: {MAP_FULL_ERROR}") -> HealthStatus:
+    return HealthStatus(module, "job-reconcile", level, "Reconciliation failed", error, "", "", 1)
+
+
+RECONCILER = "agent.controlplane.loadbalancer-reconciler"
 
 
 @pytest.mark.parametrize(("shown", "health", "fragments"), [
-    ({"a": ("Error", f"x: {MAP_FULL_ERROR}: y")}, [_h("agent.controlplane.loadbalancer-reconciler", "Degraded")], []),
-    ({"a": ("Done", None)}, [_h("agent.controlplane.loadbalancer-reconciler", "Degraded")],
-     ["1 of 1 Services missing from the map show no error for it (e.g. a: status Done, error None)"]),
-    ({"a": ("Error", "some other error")}, [_h("agent.controlplane.loadbalancer-reconciler", "Degraded")], ["show no error for it"]),
-    ({"a": (None, None)}, [_h("agent.controlplane.loadbalancer-reconciler", "Degraded")], ["status None"]),
-    ({"a": ("Error", MAP_FULL_ERROR)}, [_h("agent.controlplane.loadbalancer-reconciler", "OK")],
-     ["the loadbalancer-reconciler's health is OK, not Degraded"]),
+    ({"a": ("Error", f"x: {MAP_FULL_ERROR}: y")}, [_h(RECONCILER, "Degraded")], []),
+    ({"a": ("Error", f"upsert reverse nat: {REV_NAT_FULL_ERROR} {{Key:5}}")}, [_h(RECONCILER, "Degraded", f"incremental: {REV_NAT_FULL_ERROR}")], []),
+    # Degraded once during the fill, OK after a clean round: visible (datapath.SRC_MAP_HEALTH)
+    ({"a": ("Error", MAP_FULL_ERROR)}, [_h(RECONCILER, "Degraded"), _h(RECONCILER, "OK", "")], []),
+    ({"a": ("Done", None)}, [_h(RECONCILER, "Degraded")],
+     ["1 of 1 Services missing from the map show no error for it (e.g. a: status Done, error None; expected Error with 'Unable to update "
+      "element for LB bpf map' (service map full) or 'Unable to update reverse NAT' (reverse-NAT map full))"]),
+    ({"a": ("Error", "some other error")}, [_h(RECONCILER, "Degraded")], ["show no error for it"]),
+    ({"a": (None, None)}, [_h(RECONCILER, "Degraded")], ["status None"]),
+    ({"a": ("Error", MAP_FULL_ERROR)}, [_h(RECONCILER, "OK", ""), _h(RECONCILER, "OK", "")],
+     ["the loadbalancer-reconciler's health was never Degraded with a full map's error while the map filled (2 readings: OK)"]),
+    ({"a": ("Error", MAP_FULL_ERROR)}, [_h(RECONCILER, "Degraded", "incremental: something else")], ["was never Degraded with a full map's error"]),
     ({"a": ("Error", MAP_FULL_ERROR)}, [_h("agent.controlplane.loadbalancer-reflectors", "Degraded")],
-     ["the loadbalancer-reconciler's health is no row, not Degraded"]),
+     ["the loadbalancer-reconciler's health was never Degraded with a full map's error while the map filled (0 readings: no row)"]),
 ])
 def test_map_visibility_judgement(shown: dict, health: list, fragments: list[str]) -> None:
-    problems = map_visibility_problems(shown, health, MAP_FULL_ERROR)
+    problems = map_visibility_problems(shown, health, MAP_FULL_ERRORS)
     assert len(problems) == len(fragments) and all(f in p for f, p in zip(fragments, problems, strict=True)), problems
 
 
@@ -637,12 +649,13 @@ def test_issue_15_judgements_in_full() -> None:
         "4 of 30 flows on the surviving backends moved (13%; allowed 3): Maglev moves about 1% beyond the removed backend's share, "
         "a random pick 67%"]
     # service map: three names in full, a fourth as "..."
-    assert service_map_problems(["a", "b", "c"], 3, 9, 9)[0].startswith("service map full (9 of 9 entries): 3 of the run's 3 Services are in "
+    assert service_map_problems(["a", "b", "c"], 3, 9, 9)[0].startswith("service map full (9 of 9 service entries): 3 of the run's 3 Services are in "
                                                                        "Kubernetes but not in the BPF maps (a, b, c); ")
-    health = [_h("agent.controlplane.loadbalancer-reconciler", "OK"), _h("agent.x.loadbalancer-reconciler", "Stopped")]
-    assert map_visibility_problems({"a": ("Error", None)}, health, MAP_FULL_ERROR) == [
-        "1 of 1 Services missing from the map show no error for it (e.g. a: status Error, error None)",
-        "the loadbalancer-reconciler's health is OK, Stopped, not Degraded"]
+    health = [_h("agent.controlplane.loadbalancer-reconciler", "OK", ""), _h("agent.x.loadbalancer-reconciler", "Stopped")]
+    assert map_visibility_problems({"a": ("Error", None)}, health, MAP_FULL_ERRORS) == [
+        "1 of 1 Services missing from the map show no error for it (e.g. a: status Error, error None; expected Error with 'Unable to update "
+        "element for LB bpf map' (service map full) or 'Unable to update reverse NAT' (reverse-NAT map full))",
+        "the loadbalancer-reconciler's health was never Degraded with a full map's error while the map filled (2 readings: OK, Stopped)"]
 
 
 @pytest.mark.parametrize(("ds", "runs"), [

@@ -112,13 +112,20 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
      ["*Maglev (ClusterIP): the ClusterIP frontend has a Maglev table on fake-control-plane, fake-worker, fake-worker2*"]),
     # -- map pressure ------------------------------------------------------------------------------------------
     ("service-map-full-unexpectedly", "faults=Faults(service_map_capacity=104)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
-     ["*map pressure: service map full (104 of 65536 entries): 8 of the run's 20 Services are in Kubernetes but not in the BPF maps (mp-12, *"]),
-    ("map-larger-than-reported", "lb_map_max=512, faults=Faults(service_map_capacity=100000)",
+     ["*map pressure: service map full (104 of 65536 service entries): 8 of the run's 20 Services are in Kubernetes but not in the BPF maps (mp-12, *"]),
+    # the reverse-NAT entry is written before the master (bpf_reconciler.go updateFrontend): that map can fill first
+    ("rev-nat-map-full-unexpectedly", "faults=Faults(rev_nat_map_capacity=40)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
+     ["*map pressure: reverse-NAT map full (* of 65536 service entries): * of the run's 20 Services are in Kubernetes but not in the BPF maps*"]),
+    ("rev-nat-map-full-silent", "lb_map_max=512, lb_rev_nat_map_max=300, faults=Faults(map_full_silent=True)", {MAPS + "test_a_full_map_is_not_silent"},
+     ["*map pressure (how the agent shows a full map): * of * Services missing from the map show no error for it (e.g. mp-*: status Done, "
+      "error None; expected Error with 'Unable to update element for LB bpf map' (service map full) or 'Unable to update reverse NAT' "
+      "(reverse-NAT map full))*the loadbalancer-reconciler's health was never Degraded with a full map's error while the map filled*"]),
+    ("map-larger-than-reported", "lb_map_max=512, faults=Faults(rev_nat_map_capacity=100000, service_map_capacity=100000)",
      {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
      ["*map pressure: 528 Services for a service map of 512 entries (/tmp/cilium/config-map/bpf-lb-map-max), yet none is missing*"]),
     ("map-full-silent", "lb_map_max=512, faults=Faults(map_full_silent=True)", {MAPS + "test_a_full_map_is_not_silent"},
      ["*map pressure (how the agent shows a full map): * of * Services missing from the map show no error for it (e.g. mp-*: status Done*"
-      "the loadbalancer-reconciler's health is no row, not Degraded*"]),
+      "the loadbalancer-reconciler's health was never Degraded with a full map's error while the map filled (* readings: no row)*"]),
     # a leaked frontend also outlives the shared-VIP suite's deletions, which its model comparisons see
     ("map-entries-leak", "lb_map_max=512, faults=Faults(map_entries_leak=True)",
      {MAPS + "test_cleanup_removes_every_service_and_its_entries", SV + "test_claim_before_release_in_one_window_ends_as_the_model_predicts",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..datapath import LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE
+from ..datapath import LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE, NO_BACKEND_RESPONSE_FILE, REV_NAT_MAP_FILE, ROUTABLE_FILE
 from . import maglev, render
 from .view import ClusterView, FakeFrontend
 
@@ -22,6 +22,8 @@ class FakeAgent:
         #: the load-balancer reflector's health report: None until it first reports (reflectorHealth.report
         #: reports only on a change of its errors), then (level, message, error, count)
         self._reflector: tuple[str, str, str, int] | None = None
+        self._reconciler_reported: set[tuple[str, int, str]] = set()  # failed frontends the reconciler row has reported
+        self._reconciler_rounds = 0
 
     @property
     def ready(self) -> bool:
@@ -50,6 +52,7 @@ class FakeAgent:
         if argv[:1] == ["cat"] and len(argv) == 2:  # the agent's resolved configuration (/tmp/cilium/config-map/<key>)
             routable = cfg.no_service_endpoints_routable
             value = {MAGLEV_SEED_FILE: self.seed_setting(), LB_MAP_FILES[1]: str(cfg.lb_map_max) if cfg.lb_map_max else None,
+                     REV_NAT_MAP_FILE: str(cfg.lb_rev_nat_map_max) if cfg.lb_rev_nat_map_max else None,
                      # the chart writes both into cilium-config (enable-no-service-endpoints-routable: "true" by default)
                      NO_BACKEND_RESPONSE_FILE: None if cfg.faults.no_backend_response_unreported else cfg.no_backend_response,
                      ROUTABLE_FILE: None if routable is None else str(routable).lower()}.get(argv[1])
@@ -137,10 +140,19 @@ class FakeAgent:
                          # fault: status counts no degraded module although the health table has one
                          "hidden_from_tally": self.cluster.cfg.faults.error_without_degraded,
                          "last_ok": render.NEVER if level == "Degraded" else render.HEALTH_TIME})
-        errors_ = [fe.error for fe in self.frontends() if not fe.in_map and fe.error]
-        if errors_:  # cilium/statedb reconciler.go: Degraded "<n> error(s)" with the joined errors (datapath.SRC_MAP_FULL)
-            rows.append({"module": "agent.controlplane.loadbalancer-reconciler", "component": "job-reconcile", "level": "Degraded",
-                         "message": f"{len(errors_)} error(s)", "error": "\n".join(errors_), "count": 1, "last_ok": render.HEALTH_TIME})
+        # datapath.SRC_MAP_HEALTH: a round with errors reports Degraded, the next clean one OK again. Here a reading right
+        # after frontends failed is that round; the failed ones are retried with backoff, so the readings after it see
+        # clean rounds (other objects' changes) and OK
+        failed = {fe.key: fe.error for fe in self.frontends() if not fe.in_map and fe.error}
+        new = {k: e for k, e in failed.items() if k not in self._reconciler_reported}
+        self._reconciler_reported = set(failed)
+        if new or self._reconciler_rounds:
+            self._reconciler_rounds += 1
+            level = "Degraded" if new else "OK"
+            rows.append({"module": "agent.controlplane.loadbalancer-reconciler", "component": "job-reconcile", "level": level,
+                         "message": "Reconciliation failed" if new else f"OK, {len(self.frontends())} objects",
+                         "error": "incremental: " + "\n".join(new.values()) if new else "", "count": self._reconciler_rounds,
+                         "last_ok": render.HEALTH_TIME})
         return rows
 
     def _health_table(self) -> tuple[int, str, str]:
@@ -242,11 +254,12 @@ class FakeAgent:
         lb = self.cluster.lb
         lines: set[str] = set()
         for fe in self.frontends():
-            if not fe.in_map:
-                continue
             flags = fe.type + ("+non-routable" if fe.type == "ClusterIP" else "")
             addr = f"{fe.ip}:{fe.port}/{fe.proto}"
-            lines.add(f"REV: ID={fe.id} ADDR={fe.ip}:{fe.port}")
+            if fe.rev_in_map:  # written before the master, so it stays when the master did not fit (datapath.SRC_MAP_FULL)
+                lines.add(f"REV: ID={fe.id} ADDR={fe.ip}:{fe.port}")
+            if not fe.in_map:
+                continue
             lines.add(f"SVC: ID={fe.id} ADDR={addr} SLOT=0 LBALG=undef AFFTimeout=0 COUNT={len(fe.backends)} QCOUNT=0 FLAGS={flags}")
             for slot, be in enumerate(fe.backends, 1):
                 beid = lb.backend_id(be.ip, be.port, fe.proto)

@@ -84,6 +84,8 @@ class Faults:
     maglev_cluster_ip: bool = False  # ClusterIP frontends get a Maglev table too (as with bpf-lb-external-clusterip)
     #: the service map holds only this many entries, whatever size the agents report (other users filled it)
     service_map_capacity: int | None = None
+    #: the reverse-NAT map holds only this many entries, whatever size the agents report (it fills before the service map)
+    rev_nat_map_capacity: int | None = None
     map_full_silent: bool = False  # frontends that do not fit in the service map show Done, no error, and health stays OK
     map_entries_leak: bool = False  # a deleted Service's entries stay in the service map (and its frontend in the agent)
     kube_proxy_no_rules: bool = False  # a kube-proxy installed into the cluster runs but never programs its rules
@@ -115,6 +117,8 @@ class FakeConfig:
     lb_algorithm: str = "Random"
     #: bpf-lb-map-max as the agents resolve it (None: unset, Cilium's default 65536)
     lb_map_max: int | None = None
+    #: bpf-lb-rev-nat-map-max as the agents resolve it (None: unset, bpf-lb-map-max's size)
+    lb_rev_nat_map_max: int | None = None
     #: bpf-lb-maglev-hash-seed as the agents resolve it (None: unset, the built-in default)
     maglev_seed: str | None = None
     attach_mode: str = "tcx"

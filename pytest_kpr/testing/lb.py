@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import time
 
-from ..datapath import LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, external_backends
+from ..datapath import LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, REV_NAT_FULL_ERROR, external_backends
 from ..lbmodel import Event, LbModel, Op, Variant
 from .view import ClusterView, FakeBackend, FakeFrontend
+
+#: upsertService's words for E2BIG (datapath.SRC_MAP_FULL)
+SERVICE_MAP_FULL = (f"{MAP_FULL_ERROR}: You can resize it with the flag \"--bpf-lb-map-max\". The resizing might break existing "
+                    "connections to services")
 
 __all__ = ["FakeBackend", "FakeFrontend", "LbState", "StealingModel"]
 
@@ -193,30 +197,42 @@ class LbState:
             del self._ids[key]
         return self._fit(sorted(out, key=lambda f: f.id))
 
-    #: what the service map holds per frontend: its master entry and one per backend slot (datapath.SRC_MAP_SIZE)
-    @staticmethod
-    def entries(fe: FakeFrontend) -> int:
-        return 1 + len(fe.backends)
-
     def capacity(self) -> int:
         cfg = self.cluster.cfg
         return cfg.faults.service_map_capacity or cfg.lb_map_max or LB_MAP_MAX_DEFAULT
 
+    def rev_nat_capacity(self) -> int:
+        cfg = self.cluster.cfg
+        return cfg.faults.rev_nat_map_capacity or cfg.lb_rev_nat_map_max or cfg.lb_map_max or LB_MAP_MAX_DEFAULT
+
     def _fit(self, fes: list[FakeFrontend]) -> list[FakeFrontend]:
-        """Frontends in the order they were reconciled (by ID) take the service map's entries until it is full; the
-        rest are not in it and carry the reconciler's error (datapath.SRC_MAP_FULL; the map_full_silent fault hides it)."""
-        room = self.capacity()
+        """Frontends in the order they were reconciled (by ID) are written as bpf_reconciler.go updateFrontend writes them
+        (datapath.SRC_MAP_FULL): the backend slots, then the reverse-NAT entry, then the master entry; the first write that
+        does not fit ends the frontend with that map's error (the map_full_silent fault hides it). What was written before
+        stays: a frontend whose master did not fit still holds its reverse-NAT entry."""
+        room, rev_room = self.capacity(), self.rev_nat_capacity()
         for fe in fes:
-            need = self.entries(fe)
-            if need <= room:
-                room -= need
-                continue
-            fe.in_map = False
+            master = f"{{Address:{fe.ip} Port:{fe.port} BackendSlot:0 Scope:0}} => {{BackendID:0 Count:{len(fe.backends)} RevNat:{fe.id}}}"
+            if len(fe.backends) > room:
+                fe.in_map = fe.rev_in_map = fe.slots_in_map = False
+                err = f"upsert service: Unable to update service entry {master}: {SERVICE_MAP_FULL}"
+            else:
+                room -= len(fe.backends)
+                if rev_room < 1:
+                    fe.in_map = fe.rev_in_map = False
+                    # the format of upsertRevNat; the wrapped map error's own words are the kernel's E2BIG
+                    err = (f"upsert reverse nat: {REV_NAT_FULL_ERROR} {{Key:{fe.id}}} => {{Address:{fe.ip} Port:{fe.port}}}: "
+                           "update map cilium_lb4_reverse_nat: argument list too long")
+                else:
+                    rev_room -= 1
+                    if room < 1:
+                        fe.in_map = False
+                        err = f"upsert service master: Unable to update service entry {master}: {SERVICE_MAP_FULL}"
+                    else:
+                        room -= 1
+                        continue
             if not self.cluster.cfg.faults.map_full_silent:
-                fe.status = "Error"
-                fe.error = (f"Unable to update service entry {{Address:{fe.ip} Port:{fe.port} BackendSlot:0 Scope:0}} => "
-                            f"{{BackendID:0 Count:{len(fe.backends)} RevNat:{fe.id}}}: {MAP_FULL_ERROR}: You can resize it with the flag "
-                            '"--bpf-lb-map-max". The resizing might break existing connections to services')
+                fe.status, fe.error = "Error", err
         return fes
 
     def _leaks(self, node: str, out: list[FakeFrontend]) -> list[FakeFrontend]:

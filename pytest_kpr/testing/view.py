@@ -41,6 +41,10 @@ class FakeFrontend:
     internal: list[FakeBackend] | None = None
     #: False: the service map was full when this frontend was reconciled (it has no entry; datapath.SRC_MAP_FULL)
     in_map: bool = True
+    #: its reverse-NAT entry was written (before the master: it stays when the master entry did not fit)
+    rev_in_map: bool = True
+    #: its backend slots were written (they come first)
+    slots_in_map: bool = True
 
     @property
     def key(self) -> tuple[str, int, str]:
