@@ -62,9 +62,20 @@ def test_a_node_kernel_below_the_targets_floor_is_refused(kernels: dict[str, str
     ({"loadBalancer": {"algorithm": "maglev"}}, "1.19.8", []),
     ({"extraConfig": {"enable-node-port": "true"}}, "1.19.8", ["extraConfig.enable-node-port, an agent option Cilium 1.19 removed"]),
     ({"extraConfig": {"enable-node-port": "true"}}, "1.18.14", []),  # still there in 1.18
+    # 1.20 removed what the 1.19 notes announced
+    ({"encryption": {"strictMode": {"enabled": True, "cidr": "10.0.0.0/8"}}}, "1.20.5",
+     ["encryption.strictMode.enabled, which Cilium 1.20 removed; instead: encryption.strictMode.egress.enabled",
+      "encryption.strictMode.cidr, which Cilium 1.20 removed"]),
+    ({"encryption": {"strictMode": {"allowRemoteNodeIdentities": True}}}, "1.20.5", ["encryption.strictMode.allowRemoteNodeIdentities"]),
+    ({"encryption": {"strictMode": {"egress": {"enabled": True, "cidr": "10.0.0.0/8"}}}}, "1.20.5", []),  # the replacement
+    ({"encryption": {"ipsec": {"encryptedOverlay": True}}}, "1.20.5", ["encryption.ipsec.encryptedOverlay, which Cilium 1.20 removed"]),
+    ({"clustermesh": {"enableMCSAPISupport": True}}, "1.20.5", ["clustermesh.enableMCSAPISupport, which Cilium 1.20 removed; instead: "
+                                                                 "clustermesh.mcsapi.enabled"]),
+    ({"clustermesh": {"enableMCSAPISupport": True}}, "1.19.8", []),  # deprecated, still there in 1.19
+    ({"extraConfig": {"enable-encryption-strict-mode": "true"}}, "1.20.5", ["extraConfig.enable-encryption-strict-mode, an agent option Cilium 1.20"]),
 ])
 def test_values_that_set_a_removed_option_are_refused(values: dict[str, Any], to: str, refused: list[str]) -> None:
-    frm = {"1.19.8": "1.18.14", "1.18.14": "1.18.10"}[to]
+    frm = {"1.20.5": "1.19.8", "1.19.8": "1.18.14", "1.18.14": "1.18.10"}[to]
     got = preflight_refusals(frm, to, {"n1": "6.1.0"}, values, FLOORS, REMOVED)
     assert len(got) == len(refused) and all(want in line for want, line in zip(refused, got, strict=True)), got
     assert all("(" in line and ")" in line for line in got), "every refusal cites its source"
@@ -156,3 +167,15 @@ def test_the_summary_line_names_the_longest_gap_and_its_restart() -> None:
          "diff": {"service_ids": [], "backend_ids": []}}
     assert summary_line(t, 1.0) == ("upgrade 1.19.8 -> 1.20.2: 0/2 flows broken, longest gap 0.41 s (pod->NodePort, during cilium-abcde "
                                     "restart), service IDs stable, 0 backend IDs changed")
+
+
+def test_every_removed_option_and_floor_quotes_its_source() -> None:
+    """A removal or floor cites cilium/cilium (a path, PR or issue); the 1.20 removals quote the 1.19 notes' sentence that
+    announced them, and no floor quotes the sentence that is in no Cilium copy of the 1.19 notes."""
+    for r in REMOVED:
+        assert "cilium/cilium" in r.source, r
+        if r.since == (1, 20):
+            assert "will be removed in Cilium 1.20" in r.source, r
+    for f in FLOORS:
+        assert "cilium/cilium" in f.source or "#" in f.source, f
+        assert "This Cilium version now requires" not in f.source.split("--")[0], f

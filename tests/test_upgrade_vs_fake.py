@@ -81,7 +81,7 @@ def test_an_unsupported_upgrade_is_refused_before_anything_changes(pytester: pyt
     shutil.copytree(SUITES.parent / "clusters", clusters)
     kernels = clusters / "kernels.yaml"
     kernels.write_text(kernels.read_text().replace('- cilium: "1.20"\n    kernel: "5.10"', '- cilium: "1.20"\n    kernel: "6.6"'))
-    assert 'kernel: "6.6"\n    source: "no change' in kernels.read_text()
+    assert 'kernel: "6.6"\n    source: "unchanged from 1.18' in kernels.read_text()
     result = run(pytester, config, provider, f"--kpr-clusters-dir={clusters}")
     assert result.ret == 3
     result.stdout.fnmatch_lines(["*the upgrade is refused, nothing was changed:*", f"*  - {line}"])
