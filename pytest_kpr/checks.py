@@ -330,9 +330,24 @@ def daemonset_summary(daemonset: "Mapping[str, Any]") -> dict[str, Any]:
             "ready": st.get("numberReady", 0)}
 
 
+#: refusing kube-proxy beside the replacement is this project's policy; Cilium documents co-existence
+#: (cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst@011b4940, the co-existence warning)
+KUBE_PROXY_POLICY = ("refusing kube-proxy beside the replacement is pytest-kpr's policy, not Cilium's: Cilium documents co-existence (\"When "
+                     "deploying the eBPF kube-proxy replacement under co-existence with kube-proxy on the system, be aware that both "
+                     "mechanisms operate independent of each other.\", kubeproxy-free.rst); to accept it on purpose, run with "
+                     "--kpr-allow-kube-proxy")
+
+
+def kube_proxy_accepted(problems: "Sequence[str]", allow: bool) -> str | None:
+    """The skip reason when kube-proxy's presence is accepted on purpose (--kpr-allow-kube-proxy) and was found; else None."""
+    if problems and allow:
+        return "kube-proxy beside the replacement, accepted on purpose (--kpr-allow-kube-proxy): " + "; ".join(problems)
+    return None
+
+
 def kube_proxy_daemonset_problems(daemonsets: "Sequence[Mapping[str, Any]]") -> list[str]:
     """A kube-proxy DaemonSet beside KubeProxyReplacement: two authorities program Services (double NAT, rules that
-    come back). Named with its pods' count and what to do."""
+    come back). Named with its pods' count and what to do (KUBE_PROXY_POLICY says whose rule this is)."""
     return [f"DaemonSet {d.get('namespace')}/{d.get('name')} runs kube-proxy ({d.get('ready', 0)}/{d.get('desired', 0)} pods ready) while "
             f"KubeProxyReplacement is on: remove it the way Cilium documents ({KUBE_PROXY_REMOVAL})" for d in daemonsets]
 

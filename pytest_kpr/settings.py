@@ -227,7 +227,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("upgrade_to", _version, "Upgrade Cilium to this version under live traffic once the cluster is ready at --kpr-cilium-version (the from version), "
            "measure every flow and diff the datapath (upgrade.json); then the suites run against the upgraded cluster. One minor at a time", metavar="VERSION"),
     Option("downgrade", _bool, "With --kpr-upgrade-to: roll back to the from version afterwards and measure again (N-1 -> N -> N-1)", False, kind="flag"),
-    Option("max_gap", _positive_float, "Longest gap (seconds) a flow may see during an upgrade or downgrade. Default: 1", "1", metavar="SECONDS"),
+    Option("upgrade_max_gap", _positive_float, "Longest gap (seconds) a flow may see during an upgrade or downgrade: pytest-kpr's policy, not a "
+           "bound Cilium promises (its upgrade guide promises none). Default: 1", "1", metavar="SECONDS"),
+    Option("allow_kube_proxy", _bool, "Accept kube-proxy running beside the replacement on purpose (Cilium documents co-existence; refusing it "
+           "is pytest-kpr's policy): the kube-proxy checks are skipped with that reason, not failed", False, kind="flag"),
     Option("seed", _seed, "Seed of the shared-VIP suite's generated event sequence (printed; reuse it to replay a failure). Default: random", metavar="N"),
     Option("node_shell_image", _image, "Image of the privileged per-node pod that runs node commands on an existing cluster. Default: busybox:1.36.1", "busybox:1.36.1", metavar="IMAGE"),
     Option("clusters_dir", _path, "Directory with kind configs, Helm values and versions.yaml. Default: ./clusters of the checkout", metavar="DIR"),
@@ -268,7 +271,8 @@ class Settings:
     profile: str = "default"
     upgrade_to: str | None = None
     downgrade: bool = False
-    max_gap: float = 1.0
+    upgrade_max_gap: float = 1.0
+    allow_kube_proxy: bool = False
     node_shell_image: str = "busybox:1.36.1"
     clusters_dir: Path | None = None
     # where each value came from ("cli", "ini", "default", "pins"), for the report header

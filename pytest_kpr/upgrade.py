@@ -180,13 +180,18 @@ def attribute(gap: dict[str, Any], timeline: Sequence[dict[str, Any]], nodes: Se
     return best[1] if best else None
 
 
+#: the gap bound is this project's policy: Cilium's upgrade guide promises no bound ("Upgrades are designed to have minimal
+#: impact on your running deployment", Documentation/operations/upgrade.rst, Upgrade Impact)
+GAP_POLICY = "pytest-kpr policy (--kpr-upgrade-max-gap), not a Cilium promise"
+
+
 def flow_problems(name: str, report: dict[str, Any], max_gap_s: float) -> dict[str, list[str]]:
     """What a flow did wrong, by verdict: ``broken`` (a reset, a close, a stall) and ``gap`` (longer than allowed)."""
     broken = [f"{n} {w}" for n, w in ((report.get("resets", 0), "resets"), (report.get("closed", 0), "closed"),
                                       (report.get("stalls", 0), "stalls")) if n]
     gap = []
     if report.get("max_gap_ms", 0.0) > max_gap_s * 1000.0:
-        gap.append(f"{name}: longest gap {report['max_gap_ms'] / 1000.0:.2f} s > {max_gap_s:g} s")
+        gap.append(f"{name}: longest gap {report['max_gap_ms'] / 1000.0:.2f} s > {max_gap_s:g} s ({GAP_POLICY})")
     if report.get("sent", 0) == 0:
         broken.append("sent nothing (the flow never connected)")
     return {"broken": [f"{name}: {'; '.join(broken)}"] if broken else [], "gap": gap}
@@ -240,5 +245,5 @@ def summary_line(transition: dict[str, Any], max_gap_s: float) -> str:
         gap = f"longest gap {f['report'].get('max_gap_ms', 0.0) / 1000.0:.2f} s ({name}{f', during {during} restart' if during else ''})"
     diff = transition["diff"]
     svc = "service IDs stable" if not diff["service_ids"] else f"{len(diff['service_ids'])} service ID changes"
-    return (f"{transition['kind']} {transition['from']} -> {transition['to']}: {broken}/{len(flows)} flows broken, {gap}, {svc}, "
-            f"{len(diff['backend_ids'])} backend IDs changed")
+    return (f"{transition['kind']} {transition['from']} -> {transition['to']}: {broken}/{len(flows)} flows broken, {gap} of {max_gap_s:g} s "
+            f"allowed (pytest-kpr policy), {svc}, {len(diff['backend_ids'])} backend IDs changed")

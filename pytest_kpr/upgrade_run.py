@@ -28,6 +28,7 @@ from .errors import KprError
 from .kernels import load_floors
 from .lab import Lab, LabError
 from .upgrade import (
+    GAP_POLICY,
     FlowPath,
     RollWatch,
     attribute,
@@ -210,7 +211,7 @@ class UpgradeRun:
             flows[p.name] = {"path": {"client": p.client_pod, "host_network": p.host_network, "target": p.target, "nodes": list(p.nodes),
                                       "proto": p.proto, "plane": self.planes.get(p.name)},
                              "report": r, "gaps": gaps, "longest_gap_during": longest["during"] if longest else None,
-                             "problems": flow_problems(p.name, r, self.s.max_gap),
+                             "problems": flow_problems(p.name, r, self.s.upgrade_max_gap),
                              "ct_survived": after["flow_ct"].get(p.name) if before["flow_ct"].get(p.name) else None}
         diff = {"service_ids": id_problems(before["services"], after["services"], "frontend"),
                 "backend_ids": id_problems(before["backends"], after["backends"], "backend"),
@@ -218,7 +219,7 @@ class UpgradeRun:
                 "regressions": regression_problems(before["properties"], after["properties"])}
         out: dict[str, Any] = {"kind": kind, "from": from_version, "to": to_version, "started": round(started, 3),
                                "agents_ready": len(states), "timeline": timeline, "flows": flows, "diff": diff, "before": before, "after": after}
-        line = summary_line(out, self.s.max_gap)
+        line = summary_line(out, self.s.upgrade_max_gap)
         out["summary"] = line
         lab.progress(line)
         return out
@@ -232,7 +233,7 @@ class UpgradeRun:
         transitions = [self.transition("upgrade", from_version, to_version)]
         if downgrade:
             transitions.append(self.transition("downgrade", to_version, from_version))
-        return {"from": from_version, "to": to_version, "max_gap_s": self.s.max_gap, "planes": self.planes,
+        return {"from": from_version, "to": to_version, "max_gap_s": self.s.upgrade_max_gap, "max_gap_policy": GAP_POLICY, "planes": self.planes,
                 "transitions": transitions}
 
 

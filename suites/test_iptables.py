@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import KUBE_PROXY_MARKS, kube_proxy_rule_problems, rule_line_problems, rule_view_problems
+from pytest_kpr.checks import KUBE_PROXY_MARKS, KUBE_PROXY_POLICY, kube_proxy_accepted, kube_proxy_rule_problems, rule_line_problems, rule_view_problems
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab
@@ -55,10 +55,13 @@ def test_every_node_can_be_read_in_each_rule_view(rules: Dumps) -> None:
     assert not problems, "iptables: the rule views are not all readable, so the emptiness checks would be blind: " + "; ".join(problems)
 
 
-def test_no_node_has_kube_proxy_service_rules(rules: Dumps) -> None:
+def test_no_node_has_kube_proxy_service_rules(rules: Dumps, kpr_session: Any) -> None:
     problems = kube_proxy_rule_problems(rules)
+    reason = kube_proxy_accepted(problems, kpr_session.settings.allow_kube_proxy)
+    if reason:
+        pytest.skip(reason)
     assert not problems, "iptables: kube-proxy's service rules are on the nodes (expected none of its chains or its nft table in any view): " + \
-        "; ".join(problems)
+        "; ".join(problems) + f" ({KUBE_PROXY_POLICY})"
 
 
 def test_no_rule_names_the_web_cluster_ip(rules: Dumps, lab: Lab) -> None:

@@ -5,7 +5,9 @@ come back after a cleanup). The iptables suite checks for kube-proxy's chains an
 for kube-proxy itself and for its IPVS mode: a kube-proxy DaemonSet (in any namespace: by the k8s-app=kube-proxy
 label kubeadm and kind give it, by kube-proxy's image or command in its pod template, or by its name in kube-system), and IPVS virtual services on any node
 (/proc/net/ip_vs). A failure names what it found and the way off it Cilium documents for an existing installation
-(Documentation/network/kubernetes/kubeproxy-free.rst). Evidence: kubeproxy.json.
+(Documentation/network/kubernetes/kubeproxy-free.rst). Refusing kube-proxy beside the replacement is pytest-kpr's policy:
+Cilium documents co-existence (checks.KUBE_PROXY_POLICY quotes it); --kpr-allow-kube-proxy accepts it on purpose (the
+checks then skip, naming what they found). Evidence: kubeproxy.json.
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import KUBE_PROXY_REMOVAL, daemonset_summary, ipvs_problems, kube_proxy_daemonset_problems, runs_kube_proxy
+from pytest_kpr.checks import (
+    KUBE_PROXY_POLICY,
+    KUBE_PROXY_REMOVAL,
+    daemonset_summary,
+    ipvs_problems,
+    kube_proxy_accepted,
+    kube_proxy_daemonset_problems,
+    runs_kube_proxy,
+)
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab
@@ -39,12 +49,22 @@ def seen(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts) -> dict[str, Any
     return data
 
 
-def test_no_kube_proxy_daemonset_runs_beside_the_replacement(seen: dict[str, Any]) -> None:
+def _accepted(problems: list[str], kpr_session: Any) -> None:
+    """With --kpr-allow-kube-proxy a kube-proxy beside the replacement is accepted on purpose: skipped, with what was found."""
+    reason = kube_proxy_accepted(problems, kpr_session.settings.allow_kube_proxy)
+    if reason:
+        pytest.skip(reason)
+
+
+def test_no_kube_proxy_daemonset_runs_beside_the_replacement(seen: dict[str, Any], kpr_session: Any) -> None:
     problems = kube_proxy_daemonset_problems(seen["daemonsets"])
-    assert not problems, "kube-proxy: a second authority for Services: " + "; ".join(problems)
+    _accepted(problems, kpr_session)
+    assert not problems, "kube-proxy: a second authority for Services: " + "; ".join(problems) + f" ({KUBE_PROXY_POLICY})"
 
 
-def test_no_node_has_ipvs_services(seen: dict[str, Any]) -> None:
+def test_no_node_has_ipvs_services(seen: dict[str, Any], kpr_session: Any) -> None:
     problems = ipvs_problems(seen["ipvs"])
+    _accepted(problems, kpr_session)
     assert not problems, ("kube-proxy: a second authority for Services, IPVS virtual services on the nodes (kube-proxy's IPVS mode or its "
-                          f"leftovers): {'; '.join(problems)}; remove kube-proxy ({KUBE_PROXY_REMOVAL}) and clear IPVS (ipvsadm --clear)")
+                          f"leftovers): {'; '.join(problems)}; remove kube-proxy ({KUBE_PROXY_REMOVAL}) and clear IPVS (ipvsadm --clear) "
+                          f"({KUBE_PROXY_POLICY})")

@@ -674,3 +674,16 @@ def test_a_kube_proxy_daemonset_is_known_by_label_image_or_command(ds: dict, run
     from pytest_kpr.checks import runs_kube_proxy
 
     assert runs_kube_proxy(ds) is runs
+
+
+@pytest.mark.parametrize(("problems", "allow", "reason"), [
+    ([], True, None),  # nothing found: nothing to accept
+    (["DaemonSet a/b runs kube-proxy"], False, None),  # found, not accepted: the check fails
+    (["DaemonSet a/b runs kube-proxy", "x"], True, "kube-proxy beside the replacement, accepted on purpose (--kpr-allow-kube-proxy): "
+                                                   "DaemonSet a/b runs kube-proxy; x"),
+])
+def test_kube_proxy_is_accepted_only_on_purpose(problems: list[str], allow: bool, reason: str | None) -> None:
+    from pytest_kpr.checks import KUBE_PROXY_POLICY, kube_proxy_accepted
+
+    assert kube_proxy_accepted(problems, allow) == reason
+    assert "pytest-kpr's policy, not Cilium's" in KUBE_PROXY_POLICY and "--kpr-allow-kube-proxy" in KUBE_PROXY_POLICY

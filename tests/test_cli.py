@@ -23,7 +23,7 @@ def test_kpr_version_prints_plugin_and_pins(capsys) -> None:  # type: ignore[no-
     assert main(["version"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("pytest-kpr ")
-    assert out[1].startswith("pinned Cilium 1.20.2 (matrix 1.18.14, 1.19.8, 1.20.2), kind v0.30.0")
+    assert out[1].startswith("pinned Cilium 1.20.5 (matrix 1.18.14, 1.19.8, 1.20.5), kind v0.30.0")
 
 
 @pytest.mark.parametrize("argv", [[], ["probe"], ["lbmodel"]])

@@ -134,7 +134,9 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     # -- kube-proxy --------------------------------------------------------------------------------------
     ("kube-proxy-daemonset", "faults=Faults(kube_proxy_daemonset=True)", {KP + "test_no_kube_proxy_daemonset_runs_beside_the_replacement"},
      ["*kube-proxy: a second authority for Services: DaemonSet kube-system/kube-proxy runs kube-proxy (3/3 pods ready)*"
-      "kubectl -n kube-system delete ds kube-proxy*"]),
+      "kubectl -n kube-system delete ds kube-proxy*(refusing kube-proxy beside the replacement is pytest-kpr's policy, not Cilium's: "
+      "Cilium documents co-existence (\"When deploying the eBPF kube-proxy replacement under co-existence with kube-proxy*"
+      "to accept it on purpose, run with --kpr-allow-kube-proxy)*"]),
     ("kube-proxy-daemonset-unlabelled", "faults=Faults(kube_proxy_daemonset_as='kube-network/proxy')",
      {KP + "test_no_kube_proxy_daemonset_runs_beside_the_replacement"},
      ["*kube-proxy: a second authority for Services: DaemonSet kube-network/proxy runs kube-proxy (3/3 pods ready)*"]),
@@ -342,6 +344,14 @@ def test_a_missing_service_no_backend_response_stops_the_run_naming_the_field(py
     result.stdout.fnmatch_lines(["*pytest-kpr: Cilium 1.20.5 reports no ServiceNoBackendResponse (reject|drop): neither `cilium-dbg config -a` "
                                  "(field ServiceNoBackendResponse) nor /tmp/cilium/config-map/service-no-backend-response has it; the "
                                  "no-backend expectations depend on it, so pytest-kpr will not assume 'reject'*"])
+
+
+def test_kube_proxy_accepted_on_purpose_is_skipped_naming_what_was_found(pytester: pytest.Pytester) -> None:
+    """--kpr-allow-kube-proxy: co-existence is Cilium-documented, so a user may accept it; the checks then skip, naming it."""
+    result = run_suites(pytester, "faults=Faults(kube_proxy_daemonset=True, ipvs_services=True)", "kube_proxy", args=("--kpr-allow-kube-proxy", "-rs"))
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*kube-proxy beside the replacement, accepted on purpose (--kpr-allow-kube-proxy): DaemonSet kube-system/kube-proxy "
+                                 "runs kube-proxy (3/3 pods ready)*"])
 
 
 def test_every_fault_flag_has_a_row() -> None:

@@ -94,7 +94,7 @@ def test_command_line_overrides_ini(pytester: pytest.Pytester) -> None:
 def test_header_shows_the_configuration(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_nothing(): pass")
     result = pytester.runpytest("--kpr-cluster-name=ci")
-    result.stdout.fnmatch_lines(["kpr: provider kind (kind cluster ci), Cilium 1.20.2 (pinned in clusters/versions.yaml), profile default, artifacts *"])
+    result.stdout.fnmatch_lines(["kpr: provider kind (kind cluster ci), Cilium 1.20.5 (pinned in clusters/versions.yaml), profile default, artifacts *"])
 
 
 @pytest.mark.parametrize("ref", [

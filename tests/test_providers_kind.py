@@ -94,7 +94,7 @@ def test_kind_cluster_is_created_from_the_repo_config_then_deleted(pytester: pyt
     assert config["networking"]["kubeProxyMode"] == "none"
     assert "--wait" not in " ".join(create) or "--wait=0s" in create, "no waiting for Ready before the CNI exists"
     assert kind[-1][:2] == ["delete", "cluster"] and "--name=kpr-stub" in kind[-1]
-    result.stdout.fnmatch_lines(["[[]kpr[]] creating kind cluster kpr-stub *", "[[]kpr[]] installing Cilium 1.20.2 (cilium/cilium) with helm"])
+    result.stdout.fnmatch_lines(["[[]kpr[]] creating kind cluster kpr-stub *", "[[]kpr[]] installing Cilium 1.20.5 (cilium/cilium) with helm"])
 
 
 def test_helm_installs_cilium_with_kpr_values_for_the_requested_version(pytester: pytest.Pytester, stubbed: Path, tmp_path: Path) -> None:

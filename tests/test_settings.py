@@ -21,7 +21,7 @@ def _resolve(cli: dict | None = None, ini: dict | None = None):
 def test_defaults_come_from_the_versions_file() -> None:
     s = _resolve()
     assert s.provider is ProviderName.KIND
-    assert s.cilium_version == "1.20.2" and s.sources["cilium_version"] == "pins"
+    assert s.cilium_version == "1.20.5" and s.sources["cilium_version"] == "pins"
     assert s.node_image.startswith("kindest/node:v1.34.0@sha256:")
     assert s.kind_config == REPO / "clusters/kind/kpr.yaml"
     assert s.artifacts == REPO / "kpr-artifacts"
@@ -70,6 +70,6 @@ def test_a_cilium_version_below_the_oldest_supported_minor_is_refused(cli: dict,
     from pytest_kpr.settings import SettingsError
 
     with pytest.raises(SettingsError, match=rf"^{where}: Cilium 1\.1[67]\.\d+ is older than the oldest supported minor 1\.18 "
-                                            r"\(clusters/versions.yaml; supported: 1\.18\.14, 1\.19\.8, 1\.20\.2\)$"):
+                                            r"\(clusters/versions.yaml; supported: 1\.18\.14, 1\.19\.8, 1\.20\.5\)$"):
         _resolve(cli, ini)
     assert _resolve({"cilium_version": "1.18.0"}).cilium_version == "1.18.0"

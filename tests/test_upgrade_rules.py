@@ -124,8 +124,10 @@ def test_a_gap_is_tied_to_the_restart_on_the_paths_nodes(gap: dict[str, Any], no
 @pytest.mark.parametrize(("report", "broken", "gap"), [
     ({"sent": 100, "resets": 0, "closed": 0, "stalls": 0, "max_gap_ms": 12.0}, [], []),
     ({"sent": 100, "resets": 1, "closed": 0, "stalls": 0, "max_gap_ms": 300.0}, ["f: 1 resets"], []),
-    ({"sent": 100, "resets": 0, "closed": 0, "stalls": 0, "max_gap_ms": 3000.0}, [], ["f: longest gap 3.00 s > 1 s"]),
-    ({"sent": 100, "resets": 0, "closed": 0, "stalls": 1, "max_gap_ms": 3000.0}, ["f: 1 stalls"], ["f: longest gap 3.00 s > 1 s"]),
+    ({"sent": 100, "resets": 0, "closed": 0, "stalls": 0, "max_gap_ms": 3000.0}, [],
+     ["f: longest gap 3.00 s > 1 s (pytest-kpr policy (--kpr-upgrade-max-gap), not a Cilium promise)"]),
+    ({"sent": 100, "resets": 0, "closed": 0, "stalls": 1, "max_gap_ms": 3000.0}, ["f: 1 stalls"],
+     ["f: longest gap 3.00 s > 1 s (pytest-kpr policy (--kpr-upgrade-max-gap), not a Cilium promise)"]),
     ({"sent": 0, "max_gap_ms": 0.0}, ["f: sent nothing (the flow never connected)"], []),
 ])
 def test_flow_verdicts(report: dict[str, Any], broken: list[str], gap: list[str]) -> None:
@@ -166,7 +168,7 @@ def test_the_summary_line_names_the_longest_gap_and_its_restart() -> None:
     t = {"kind": "upgrade", "from": "1.19.8", "to": "1.20.2", "flows": {"pod->ClusterIP": ok, "pod->NodePort": slow},
          "diff": {"service_ids": [], "backend_ids": []}}
     assert summary_line(t, 1.0) == ("upgrade 1.19.8 -> 1.20.2: 0/2 flows broken, longest gap 0.41 s (pod->NodePort, during cilium-abcde "
-                                    "restart), service IDs stable, 0 backend IDs changed")
+                                    "restart) of 1 s allowed (pytest-kpr policy), service IDs stable, 0 backend IDs changed")
 
 
 def test_every_removed_option_and_floor_quotes_its_source() -> None:
