@@ -89,7 +89,7 @@ test-browser: $(STAMP)
 	fi
 	KPR_REQUIRE_NETNS=0 KPR_REQUIRE_BROWSER=1 $(BIN)/pytest -p no:cacheprovider tests/test_matrix.py -k browser
 
-# The real-kernel tier on Debian's 6.1 and 6.12 kernels under qemu, and on the host's kernel: a table of cells.
+# The real-kernel tier on Debian's 5.10 (bullseye), 6.1 and 6.12 kernels under qemu, and on the host's kernel: a table of cells.
 test-kernels: $(STAMP) kernel-deps qemu-deps
 	$(BIN)/python scripts/kernel_cells.py $(KERNEL_ARGS)
 
