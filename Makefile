@@ -19,7 +19,7 @@ KERNEL_DEBS := iproute2 iptables nftables conntrack clang libbpf-dev bpftool lib
 
 PROBE_IMAGE ?= pytest-kpr-probe:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
-.PHONY: kpr test test-kernels test-browser venv kernel-deps qemu-deps probe-image clean help mutation
+.PHONY: kpr test test-kernels test-browser test-package venv kernel-deps qemu-deps probe-image clean help mutation
 
 help:
 	@echo "make kpr    run the kpr conformance suites against kind (pytest -m kpr)"
@@ -61,6 +61,11 @@ kernel-deps:
 test: $(STAMP) kernel-deps
 	$(BIN)/pytest tests -n $(TEST_WORKERS) --maxprocesses=4 -m "not timing" $(TEST_ARGS)
 	$(BIN)/pytest tests -n $(TEST_WORKERS) -m timing $(TEST_ARGS)
+
+# What `pip install pytest-kpr` gets: the wheel in a fresh virtualenv, a dry run in an empty directory, the preflight
+# without Docker, and `pip install -e .` without the test extra (scripts/check_package.sh; about 2 minutes).
+test-package: $(STAMP)
+	PYTHON=$(PYTHON) scripts/check_package.sh
 
 # Debian packages for booting other kernels under qemu (make test-kernels); the kernels themselves are
 # Debian's linux-image packages, fetched by scripts/kernel_cells.py into .kernels/.

@@ -36,10 +36,13 @@ class Column:
     profile: str
     evidence: Path
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: where the cluster came from (cluster.json provider): a "fake" column tested no real datapath, and says so
+    provider: str = ""
 
     @property
     def key(self) -> str:
-        return f"Cilium {self.cilium} / kernel {self.kernel} / {self.profile}"
+        fake = " (fake cluster: no real datapath)" if self.provider == "fake" else ""
+        return f"Cilium {self.cilium} / kernel {self.kernel} / {self.profile}{fake}"
 
     def sort_key(self) -> tuple[Any, ...]:
         try:
@@ -60,7 +63,8 @@ def _min_kernel(nodes: list[dict[str, Any]]) -> str:
 
 def read_column(evidence: Path) -> Column:
     facts = json.loads((evidence / "cluster.json").read_text())
-    col = Column(str(facts.get("cilium_version", "?")), _min_kernel(facts.get("nodes") or []), str(facts.get("profile") or "default"), evidence)
+    col = Column(str(facts.get("cilium_version", "?")), _min_kernel(facts.get("nodes") or []), str(facts.get("profile") or "default"), evidence,
+                 provider=str(facts.get("provider") or ""))
     results = evidence / "results.json"
     if results.is_file():
         for prop, r in json.loads(results.read_text()).get("properties", {}).items():
@@ -122,7 +126,8 @@ def properties(cols: list[Column]) -> list[str]:
 
 def to_json(cols: list[Column]) -> dict[str, Any]:
     reg = regressions(cols)
-    return {"columns": [{"key": c.key, "cilium": c.cilium, "kernel": c.kernel, "profile": c.profile, "evidence": str(c.evidence)} for c in cols],
+    return {"columns": [{"key": c.key, "cilium": c.cilium, "kernel": c.kernel, "profile": c.profile, "provider": c.provider,
+                         "evidence": str(c.evidence)} for c in cols],
             "properties": {p: {c.key: {**c.cells[p], **({"regressed_from": reg[(c.key, p)]} if (c.key, p) in reg else {})}
                                for c in cols if p in c.cells} for p in properties(cols)}}
 

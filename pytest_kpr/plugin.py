@@ -65,6 +65,31 @@ def pytest_configure(config: pytest.Config) -> None:
     except SettingsError as e:
         raise pytest.UsageError(f"pytest-kpr: {e}") from None
     config.stash[KPR_SESSION] = KprSession(config, settings)
+    _add_packaged_suites(config)
+
+
+def _add_packaged_suites(config: pytest.Config) -> None:
+    """``pytest -m kpr`` with no paths given runs the suites installed with the plugin (and the rootdir's own tests, which
+    get the same fixtures). Named paths are the user's choice; a path that already holds the suites is not added twice."""
+    import sys
+    from pathlib import Path
+
+    from .resources import packaged_dir
+
+    from .settings import Suites
+
+    if not _selects_kpr(config) or config.args_source is pytest.Config.ArgsSource.ARGS or kpr_session(config).settings.suites is Suites.NONE:
+        return
+    suites = packaged_dir("suites")
+    if suites is None:
+        return
+    suites = suites.resolve()
+    in_venv = suites.is_relative_to(Path(sys.prefix).resolve())  # pytest does not recurse into a virtualenv
+    for arg in config.args:
+        a = Path(arg.split("::", 1)[0]).resolve()
+        if a == suites or (not in_venv and suites.is_relative_to(a)):
+            return
+    config.args.append(str(suites))
 
 
 #: pytest-kind's own options (pytest_kind/plugin.py), with their defaults, and the option to use instead.
@@ -105,6 +130,9 @@ def _selects_kpr(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    # a module that sets RUN_LAST = True (the map-pressure suite, which may fill the service map) runs after every other
+    # suite, so no other suite's Services meet a full map
+    items.sort(key=lambda item: bool(getattr(getattr(item, "module", None), "RUN_LAST", False)))
     _group_kpr_modules(items)
     try:
         _attach_requirements(items)
@@ -189,6 +217,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if config.option.collectonly or kpr_session(config).collection_failed or session.testsfailed:
         return
     selected = sum(1 for item in session.items if item.get_closest_marker(markers.KPR))
+    if not selected and _selects_kpr(config) and not session.items:
+        from .resources import packaged_dir
+
+        config.get_terminal_writer().line(
+            f"pytest-kpr: no kpr suite was collected; the suites installed with the plugin are in {packaged_dir('suites')} "
+            "(run `pytest -m kpr` without paths to run them, or name them)")
     if selected:
         kpr_session(config).selected_kpr = selected
         kpr_session(config).start()

@@ -1,4 +1,6 @@
-"""Where the project's data files live: ``clusters/`` (kind configs, Helm values, version matrices)."""
+"""Where the project's data files live: ``clusters/`` (kind configs, Helm values, version matrices) and ``suites/`` (the
+conformance suites). A checkout keeps both at its top level; the wheel ships them inside the package
+(``pytest_kpr/clusters``, ``pytest_kpr/suites``: pyproject.toml maps them there)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,21 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_DIR = PACKAGE_DIR.parent
 
 
+def packaged_dir(name: str) -> Path | None:
+    """``suites`` or ``clusters`` as installed: inside the package (a wheel), else at the top of the checkout this package
+    runs from (a checkout, an editable install)."""
+    for c in (PACKAGE_DIR / name, REPO_DIR / name):
+        if c.is_dir():
+            return c
+    return None
+
+
 def find_clusters_dir(rootdir: Path | None = None, explicit: Path | None = None) -> Path | None:
-    """The ``clusters/`` directory: an explicit one, else the rootdir's, else the checkout this package runs from."""
+    """The ``clusters/`` directory: an explicit one, else the rootdir's, else the one installed with the package."""
     candidates = [explicit] if explicit else []
     if rootdir is not None:
         candidates.append(rootdir / "clusters")
-    candidates.append(REPO_DIR / "clusters")
+    candidates += [PACKAGE_DIR / "clusters", REPO_DIR / "clusters"]
     for c in candidates:
         if c is not None and (c / "versions.yaml").is_file():
             return c

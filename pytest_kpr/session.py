@@ -101,6 +101,10 @@ class KprSession:
         )
         if custom is not None:
             return custom  # type: ignore[no-any-return]
+        if self.settings.provider is ProviderName.FAKE:
+            from .testing import fake_provider
+
+            return fake_provider(self.settings)
         if self.settings.provider is ProviderName.EXISTING:
             from .cluster.existing import ExistingProvider
 
@@ -403,6 +407,11 @@ class KprSession:
     def header(self) -> list[str]:
         s = self.settings
         src = " (pinned in clusters/versions.yaml)" if s.sources.get("cilium_version") == "pins" else ""
+        if s.provider is ProviderName.FAKE:
+            faults = ", ".join(f"{n}={v!r}" if v is not True else n for n, v in s.fake_faults) or "none"
+            return [f"kpr: provider fake (an in-memory cluster), Cilium {s.cilium_version}, profile {s.profile}, faults: {faults}, "
+                    f"artifacts {s.artifacts}",
+                    "kpr: THIS IS A DRY RUN: the fake cluster answers from pytest-kpr's own rules; nothing about a real datapath is tested"]
         where = f"kubeconfig {s.kubeconfig or '$KUBECONFIG'}" if s.provider is ProviderName.EXISTING else f"kind cluster {s.cluster_name}"
         cilium = "" if s.provider is ProviderName.EXISTING else f", Cilium {s.cilium_version}{src}"
         return [f"kpr: provider {s.provider} ({where}){cilium}, profile {s.profile}, artifacts {s.artifacts}"]

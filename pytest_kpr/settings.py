@@ -23,6 +23,17 @@ from .resources import Pins, find_clusters_dir
 class ProviderName(str, enum.Enum):
     KIND = "kind"
     EXISTING = "existing"
+    FAKE = "fake"  # the in-memory cluster (pytest_kpr.testing): a dry run, no real datapath
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Suites(str, enum.Enum):
+    """Which suites ``pytest -m kpr`` adds when no paths are named."""
+
+    PACKAGED = "packaged"  # the conformance suites installed with the plugin (and the rootdir's own tests)
+    NONE = "none"  # only the rootdir's (or the named paths') tests
 
     def __str__(self) -> str:
         return self.value
@@ -36,6 +47,34 @@ class IfUnavailable(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+def _fake_faults(text: str) -> tuple[tuple[str, Any], ...]:
+    """``NAME[,NAME=VALUE...]`` -> ((name, value), ...), checked against the fake's faults (pytest_kpr.testing.Faults)."""
+    import ast
+    from dataclasses import MISSING, fields
+
+    from .testing.config import Faults
+
+    known = {f.name: f for f in fields(Faults)}
+    out = []
+    for part in [p.strip() for p in text.split(",") if p.strip()]:
+        name, _, raw = part.partition("=")
+        name = name.strip().replace("-", "_")
+        if name not in known:
+            raise SettingsError(f"no fake fault {name!r} (known: {', '.join(sorted(known))})")
+        default = known[name].default if known[name].default is not MISSING else None
+        if not raw:
+            if not isinstance(default, bool):
+                raise SettingsError(f"fake fault {name} needs a value ({name}=VALUE)")
+            value: Any = True
+        else:
+            try:
+                value = ast.literal_eval(raw.strip())
+            except (ValueError, SyntaxError):
+                value = raw.strip()
+        out.append((name, value))
+    return tuple(out)
 
 
 def _choice(enum_type: type[enum.Enum]) -> Callable[[str], Any]:
@@ -197,7 +236,11 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("provider", _choice(ProviderName), "Where the cluster comes from: kind (create one) or existing (a kubeconfig). Default: kind", "kind", metavar="NAME"),
+    Option("provider", _choice(ProviderName), "Where the cluster comes from: kind (create one), existing (a kubeconfig) or fake (an "
+           "in-memory cluster: a dry run that shows what a run and a failure look like; nothing about a real datapath is tested). "
+           "Default: kind", "kind", metavar="NAME"),
+    Option("fake_faults", _fake_faults, "With --kpr-provider=fake: faults to give the fake cluster, NAME[,NAME...] (NAME=VALUE for the "
+           "valued ones); each breaks one property, so its suite fails. An unknown NAME is refused with the list of names", (), metavar="NAMES"),
     Option("kubeconfig", _path, "Kubeconfig of an existing cluster. Default: $KUBECONFIG or ~/.kube/config", metavar="PATH"),
     Option("context", _nonempty, "Kubeconfig context of an existing cluster. Default: the current context", metavar="NAME"),
     Option("cluster_name", _cluster_name, "Name of the kind cluster. Default: kpr", "kpr", metavar="NAME"),
@@ -233,6 +276,9 @@ OPTIONS: tuple[Option, ...] = (
            "is pytest-kpr's policy): the kube-proxy checks are skipped with that reason, not failed", False, kind="flag"),
     Option("seed", _seed, "Seed of the shared-VIP suite's generated event sequence (printed; reuse it to replay a failure). Default: random", metavar="N"),
     Option("node_shell_image", _image, "Image of the privileged per-node pod that runs node commands on an existing cluster. Default: busybox:1.36.1", "busybox:1.36.1", metavar="IMAGE"),
+    Option("suites", _choice(Suites), "Which suites `pytest -m kpr` runs when no paths are named: packaged (the conformance suites "
+           "installed with the plugin, beside the rootdir's own tests) or none (only the rootdir's). Default: packaged", "packaged",
+           metavar="packaged|none"),
     Option("clusters_dir", _path, "Directory with kind configs, Helm values and versions.yaml. Default: ./clusters of the checkout", metavar="DIR"),
 )
 
@@ -244,6 +290,7 @@ class Settings:
     """The resolved configuration of one pytest run. Built once by :func:`resolve`; never mutated."""
 
     provider: ProviderName = ProviderName.KIND
+    fake_faults: tuple[tuple[str, Any], ...] = ()
     kubeconfig: Path | None = None
     context: str | None = None
     cluster_name: str = "kpr"
@@ -275,6 +322,7 @@ class Settings:
     allow_kube_proxy: bool = False
     node_shell_image: str = "busybox:1.36.1"
     clusters_dir: Path | None = None
+    suites: Suites = Suites.PACKAGED
     # where each value came from ("cli", "ini", "default", "pins"), for the report header
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -387,6 +435,15 @@ def resolve(
             raise SettingsError(f"{_where('upgrade_to', sources)}: {why}")
     if values["context"] and values["provider"] is not ProviderName.EXISTING:
         raise SettingsError(f"{OPTIONS_BY_NAME['context'].flag} needs --kpr-provider=existing")
+    for name, providers in PROVIDER_ONLY.items():
+        if sources.get(name) in ("cli", "ini") and values["provider"] not in providers:
+            raise SettingsError(f"{_where(name, sources)} means nothing with --kpr-provider={values['provider']}; it is for "
+                                f"--kpr-provider={' or '.join(str(p) for p in providers)}")
+    if values["provider"] is ProviderName.FAKE and sources["timeout_scale"] == "default":
+        # the fake answers at once: a fault that never converges runs into the named timeouts, scaled to about a second
+        values["timeout_scale"], sources["timeout_scale"] = FAKE_TIMEOUT_SCALE, "fake"
+    if values["provider"] is ProviderName.FAKE and sources["settle"] == "default":
+        values["settle"], sources["settle"] = FAKE_SETTLE, "fake"
     for p in values["helm_values"]:
         if not p.is_file():
             raise SettingsError(f"{OPTIONS_BY_NAME['helm_values'].flag}: no such file: {p}")
@@ -396,6 +453,27 @@ def resolve(
         if why:
             raise SettingsError(f"{_where('artifacts', sources)}: cannot create {values['artifacts']}: {why}")
     return Settings(**values, sources=sources)
+
+
+#: options that mean something for some providers only: given with another, they are refused, never silently ignored
+PROVIDER_ONLY: dict[str, tuple[ProviderName, ...]] = {
+    "fake_faults": (ProviderName.FAKE,),
+    "kubeconfig": (ProviderName.EXISTING,),
+    "node_shell_image": (ProviderName.EXISTING,),
+    "cluster_name": (ProviderName.KIND,),
+    "keep_cluster": (ProviderName.KIND,),
+    "reuse_cluster": (ProviderName.KIND,),
+    "kind_config": (ProviderName.KIND,),
+    "node_image": (ProviderName.KIND,),
+    "cilium_chart": (ProviderName.KIND,),
+    "helm_values": (ProviderName.KIND,),
+    "kind_bin": (ProviderName.KIND,),
+    "docker_bin": (ProviderName.KIND,),
+}
+
+#: with the fake provider: the named timeouts x 0.004 (pods and convergence in about a second) and a 50 ms settle window
+FAKE_TIMEOUT_SCALE = 0.004
+FAKE_SETTLE = 0.05
 
 
 def _where(name: str, sources: dict[str, str]) -> str:

@@ -13,7 +13,8 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     asserts; that is expected here and silenced. Hypothesis's plugin costs 0.6 s per inner session and
     is not used there.
     """
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-W ignore::pytest.PytestAssertRewriteWarning -p no:hypothesispytest")
+    # --kpr-suites=none: an inner run with kpr tests of its own does not get the packaged suites added
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-W ignore::pytest.PytestAssertRewriteWarning -p no:hypothesispytest --kpr-suites=none")
     return pytester
 
 

@@ -69,6 +69,15 @@ elif tool == "docker":
             sys.exit(1)
         print("28.2.2")
 elif tool == "helm":
+    if argv[:2] == ["show", "chart"]:
+        if (d / "helm-no-repo").exists():
+            print('Error: repo cilium not found', file=sys.stderr)
+            sys.exit(1)
+        if "--version" in argv and argv[argv.index("--version") + 1].startswith("1.99"):
+            print('Error: chart "cilium" matching ' + argv[argv.index("--version") + 1] + ' not found in cilium index. '
+                  "(try 'helm repo update'): no chart version found for cilium-" + argv[argv.index("--version") + 1], file=sys.stderr)
+            sys.exit(1)
+        print("apiVersion: v2\nname: cilium\nversion: " + argv[argv.index("--version") + 1])
     if argv[:3] == ["get", "values", "cilium"]:
         print((d / "helm-values").read_text() if (d / "helm-values").exists() else "kubeProxyReplacement: true")
     for i, a in enumerate(argv):

@@ -71,8 +71,10 @@ def test_the_matrix_puts_each_run_in_a_column_and_marks_the_regression(runs: Pat
     assert rc == 0
     data = json.loads((out / "m.json").read_text())
     keys = [c["key"] for c in data["columns"]]
-    assert keys == ["Cilium 1.19.8 / kernel 6.1.0-50-amd64 / default", "Cilium 1.20.2 / kernel 6.1.0-50-amd64 / default",
-                    "Cilium 1.20.2 / kernel 6.12.107+deb12-amd64 / default"]
+    fake = " (fake cluster: no real datapath)"  # these runs are the fake's, and every column says so
+    assert keys == [f"Cilium 1.19.8 / kernel 6.1.0-50-amd64 / default{fake}", f"Cilium 1.20.2 / kernel 6.1.0-50-amd64 / default{fake}",
+                    f"Cilium 1.20.2 / kernel 6.12.107+deb12-amd64 / default{fake}"]
+    assert {c["provider"] for c in data["columns"]} == {"fake"}
     ipt = data["properties"]["iptables"]
     assert [ipt[k]["verdict"] for k in keys] == ["pass", "fail", "pass"]
     assert ipt[keys[1]]["regressed_from"] == keys[0] and "regressed_from" not in ipt[keys[2]]
@@ -86,7 +88,8 @@ def test_the_matrix_puts_each_run_in_a_column_and_marks_the_regression(runs: Pat
 def test_compare_is_the_regression_gate(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["matrix", "--compare", str(runs / "a-1.19-k6.1"), str(runs / "b-1.20-k6.1")]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("iptables: passed in Cilium 1.19.8 / kernel 6.1.0-50-amd64 / default, fails in Cilium 1.20.2 / kernel 6.1.0-50-amd64")
+    assert out.startswith("iptables: passed in Cilium 1.19.8 / kernel 6.1.0-50-amd64 / default (fake cluster: no real datapath), fails in "
+                          "Cilium 1.20.2 / kernel 6.1.0-50-amd64")
     assert "NodePort" not in out
     assert main(["matrix", "--compare", str(runs / "a-1.19-k6.1"), str(runs / "c-1.20-k6.12")]) == 0
     assert "no property passed in" in capsys.readouterr().out

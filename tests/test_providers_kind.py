@@ -102,7 +102,8 @@ def test_helm_installs_cilium_with_kpr_values_for_the_requested_version(pytester
     extra.write_text("loadBalancer:\n  algorithm: maglev\n")
     result = run_offline(pytester, "--kpr-cluster-name=kpr-stub", "--kpr-cilium-version=1.19.8", f"--kpr-helm-values={extra}")
     result.assert_outcomes(passed=1)
-    (helm,) = calls(stubbed, "helm")
+    show, helm = calls(stubbed, "helm")
+    assert show == ["show", "chart", "cilium/cilium", "--version", "1.19.8"], "the version is asked about in the preflight"
     assert helm[:8] == ["upgrade", "--install", "cilium", "cilium/cilium", "--version", "1.19.8", "--namespace", "kube-system"]
     values = [helm[i + 1] for i, a in enumerate(helm) if a == "--values"]
     assert values == [str(REPO / "clusters/cilium/values-kpr.yaml"), str(REPO / "clusters/cilium/values-1.19.yaml"),
@@ -201,3 +202,22 @@ def test_a_missing_probe_image_is_one_clear_line_before_any_cluster_is_made(pyte
     assert result.ret == 4
     result.stdout.fnmatch_lines(["*probe image pytest-kpr-probe:* is not in the local Docker: build it with `make probe-image`*"])
     assert not calls(stubbed, "kind")
+
+
+def test_an_unknown_cilium_version_is_refused_before_any_cluster_exists(pytester: pytest.Pytester, stubbed: Path) -> None:
+    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub", "--kpr-cilium-version=1.99.0")
+    assert result.ret == 4
+    result.stdout.fnmatch_lines(["*the chart cilium/cilium has no version 1.99.0 (`helm show chart cilium/cilium --version 1.99.0`: Error: chart "
+                                 "\"cilium\" matching 1.99.0 not found in cilium index*"])
+    assert not calls(stubbed, "kind"), "nothing was created"
+
+
+def test_every_missing_piece_is_reported_in_one_round(pytester: pytest.Pytester, stubbed: Path) -> None:
+    """The probe image, the chart repository and the version are all asked about, not one per run."""
+    (stubbed / "no-probe-image").touch()
+    (stubbed / "helm-no-repo").touch()
+    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub")
+    assert result.ret == 4
+    result.stdout.fnmatch_lines(["*probe image pytest-kpr-probe:* is not in the local Docker*",
+                                 "*helm knows no repository 'cilium' for the chart cilium/cilium: `helm repo add cilium https://helm.cilium.io`*",
+                                 "*pytest-kpr: cannot run the kpr suites here (2 problems above)*"])

@@ -20,6 +20,30 @@ from .provider import ClusterHandle, Progress
 KubeFactory = Callable[[Path | None, str | None], KubeAPI]
 
 
+def kubeconfig_problem(path: Path, context: str | None) -> str | None:
+    """What is wrong with a kubeconfig before any client reads it, in one line: not YAML (with the line), not a
+    kubeconfig, or without the requested (or a current) context. None when it looks usable."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        return f"kubeconfig {path} cannot be read: {e.strerror or e}"
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        return f"kubeconfig {path} is not valid YAML{where}: {getattr(e, 'problem', None) or e}"
+    if not isinstance(data, dict) or not isinstance(data.get("contexts"), list):
+        return f"kubeconfig {path} is not a kubeconfig (no 'contexts' list)"
+    names = [c.get("name") for c in data["contexts"] if isinstance(c, dict)]
+    want = context or data.get("current-context")
+    if not want:
+        return f"kubeconfig {path} has no current-context; pass --kpr-context (contexts: {', '.join(map(str, names)) or 'none'})"
+    if want not in names:
+        return f"kubeconfig {path} has no context {want!r} (contexts: {', '.join(map(str, names)) or 'none'})"
+    return None
+
+
 class ExistingProvider:
     name = "existing"
 
@@ -36,6 +60,9 @@ class ExistingProvider:
                 f"no kubeconfig for --kpr-provider=existing ({self.kubeconfig or 'KUBECONFIG unset, no ~/.kube/config'}); "
                 "pass --kpr-kubeconfig=PATH [--kpr-context=NAME]"
             )
+        why = kubeconfig_problem(self.kubeconfig, self.settings.context)
+        if why:
+            raise Unavailable(why)
         self.kube = self.kube_factory(self.kubeconfig, self.settings.context)
         try:
             self.kube.server_version()

@@ -66,6 +66,29 @@ class DockerNodeRunner:
         return ExecResult(tuple(argv), r.returncode, r.stdout, r.stderr, f"node {node}")
 
 
+def chart_version_problem(helm: Tool, chart: str, version: str) -> str | None:
+    """Whether the chart repository has the Cilium version, asked before any cluster exists (`helm show chart --version`).
+    A local chart directory is not asked about; a repository helm does not know is a problem with its fix."""
+    if Path(chart).exists():
+        return None
+    r = helm.run(["show", "chart", chart, "--version", version], timeout=60)
+    if r.ok:
+        return None
+    err = (r.stderr or r.stdout).strip().splitlines()
+    last = err[-1] if err else f"exit {r.returncode}"
+    repo = chart.split("/", 1)[0]
+    if "no chart version" in last or "matching" in last:
+        return (f"the chart {chart} has no version {version} (`helm show chart {chart} --version {version}`: {last}); "
+                f"pass an existing --kpr-cilium-version (or `helm repo update`)")
+    if "repo" in last and "not found" in last and "/" in chart:
+        return (f"helm knows no repository {repo!r} for the chart {chart}: `helm repo add {repo} https://helm.cilium.io` "
+                f"(`make kpr` does it), or pass --kpr-cilium-chart")
+    if "not found" in last:
+        return (f"the chart {chart} has no version {version} (`helm show chart {chart} --version {version}`: {last}); "
+                f"pass an existing --kpr-cilium-version (or `helm repo update`)")
+    return f"`helm show chart {chart} --version {version}` failed: {last}"
+
+
 class KindProvider:
     name = "kind"
 
@@ -92,7 +115,7 @@ class KindProvider:
                 docker_daemon_answers(self._tools["docker"])
             except Unavailable as e:
                 problems.insert(0, str(e))
-        if "docker" in self._tools and not problems:
+        if "docker" in self._tools and not any(p.startswith("no Docker daemon") for p in problems):
             r = self._tools["docker"].run(["image", "inspect", "--format", "{{.Id}}", s.probe_image], timeout=30)
             if not r.ok:
                 problems.append(
@@ -103,6 +126,10 @@ class KindProvider:
             problems.append(f"kind config {s.kind_config} not found (pass --kpr-kind-config)")
         if not s.cilium_version:
             problems.append("no Cilium version: clusters/versions.yaml is missing and --kpr-cilium-version was not given")
+        elif "helm" in self._tools:
+            why = chart_version_problem(self._tools["helm"], s.cilium_chart, s.cilium_version)
+            if why:
+                problems.append(why)
         if problems:
             raise Unavailable("; ".join(problems), problems)
 

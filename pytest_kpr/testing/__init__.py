@@ -8,4 +8,26 @@ from .config import FakeConfig, Faults
 from .fake import FakeCluster
 from .provider import FakeProvider
 
-__all__ = ["FakeCluster", "FakeConfig", "FakeProvider", "Faults"]
+__all__ = ["FakeCluster", "FakeConfig", "FakeProvider", "Faults", "PROFILE_CONFIG", "fake_provider"]
+
+#: what each cluster profile (clusters/profiles/*.yaml) sets, as the fake's configuration
+PROFILE_CONFIG: dict[str, dict[str, object]] = {
+    "default": {},
+    "hostns-only": {"socket_lb_hostns_only": True},
+    "drop": {"no_backend_response": "drop"},
+    "maglev": {"lb_algorithm": "Maglev", "maglev_seed": "a3ByLW1hZ2xldnNk"},
+    "dsr": {"nodeport_mode": "DSR", "routing_mode": "Native"},
+    "small-maps": {"lb_map_max": 512},
+}
+
+
+def fake_provider(settings: object) -> FakeProvider:
+    """``--kpr-provider=fake``: the in-memory cluster at the requested Cilium version and profile, with the faults of
+    ``--kpr-fake-faults``."""
+    from dataclasses import replace
+
+    s = settings  # a pytest_kpr.settings.Settings (not imported: this package stays below the plugin)
+    faults = replace(Faults(), **dict(getattr(s, "fake_faults", ())))
+    cfg = FakeConfig(cilium_version=str(getattr(s, "cilium_version", "") or FakeConfig.cilium_version), faults=faults,
+                     **PROFILE_CONFIG.get(str(getattr(s, "profile", "default")), {}))  # type: ignore[arg-type]
+    return FakeProvider(FakeCluster(cfg))

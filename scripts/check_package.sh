@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# make test-package: what a user gets from `pip install pytest-kpr`. Builds the wheel, installs it with its
+# dependencies into a fresh virtualenv, and in an empty directory:
+#   pytest -m kpr --kpr-provider=fake                                       every packaged suite passes
+#   pytest -m kpr --kpr-provider=fake --kpr-fake-faults=snat_address_swapped the DSR/SNAT suite fails (exit 1)
+#   pytest -m kpr  (no Docker/kind here)                                    the preflight, one report, exit 4
+# Then `pip install -e .` without the test extra and the dry run again. Everything lives in a temporary directory
+# that is removed at the end, also on failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/kpr-package-$$-XXXX")"
+trap 'rm -rf "$work"' EXIT
+step() { echo "[package] $*"; }
+
+step "building the wheel and the sdist"
+.venv/bin/python -m build --outdir "$work/dist" . >"$work/build.log" 2>&1 || { tail -20 "$work/build.log"; exit 1; }
+.venv/bin/python -m twine check --strict "$work"/dist/*
+
+step "installing the wheel into a fresh virtualenv"
+"$PYTHON" -m venv "$work/venv"
+"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$work"/dist/pytest_kpr-*.whl 2>&1 | grep -v "is ignored: it is neither" || true
+
+mkdir "$work/empty"
+cd "$work/empty"
+step "a dry run in an empty directory"
+"$work/venv/bin/pytest" -m kpr --kpr-provider=fake -p no:cacheprovider -q >"$work/dry.log" 2>&1 || { tail -30 "$work/dry.log"; exit 1; }
+grep -q "53 passed, 7 skipped, .* 2 xfailed" "$work/dry.log" || { echo "unexpected outcome:"; tail -3 "$work/dry.log"; exit 1; }
+tail -1 "$work/dry.log"
+
+step "a dry run with a fault fails its suite"
+rc=0; "$work/venv/bin/pytest" -m kpr --kpr-provider=fake --kpr-fake-faults=snat_address_swapped -p no:cacheprovider -q >"$work/fault.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -q "^FAIL  DSR/SNAT" "$work/fault.log" || { echo "expected the DSR/SNAT suite to fail (exit 1), got $rc"; tail -20 "$work/fault.log"; exit 1; }
+grep "^FAIL" "$work/fault.log"
+
+step "the kind provider without its tools: the preflight in one report, exit 4"
+rc=0; PATH="$work/venv/bin:/usr/bin:/bin" "$work/venv/bin/pytest" -m kpr --kpr-docker-bin=/nonexistent -p no:cacheprovider -q >"$work/pre.log" 2>&1 || rc=$?
+[ "$rc" = 4 ] && ! grep -q "collected 0 items" "$work/pre.log" && ! grep -q Traceback "$work/pre.log" \
+  || { echo "expected exit 4 with the preflight, got $rc"; tail -20 "$work/pre.log"; exit 1; }
+grep -m3 "pytest-kpr" "$work/pre.log"
+
+cd - >/dev/null
+step "pip install -e . without the test extra, then the dry run"
+"$PYTHON" -m venv "$work/venv-e"
+"$work/venv-e/bin/python" -m pip install --quiet --disable-pip-version-check -e . 2>&1 | grep -v "is ignored: it is neither" || true
+cd "$work/empty"
+"$work/venv-e/bin/pytest" -m kpr --kpr-provider=fake -p no:cacheprovider -q >"$work/dry-e.log" 2>&1 || { tail -30 "$work/dry-e.log"; exit 1; }
+tail -1 "$work/dry-e.log"
+step "ok"

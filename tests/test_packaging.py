@@ -1,0 +1,102 @@
+"""What `pip install pytest-kpr` gets: the wheel holds the plugin, the suites and the cluster files, and its metadata
+passes twine's check; `pytest -m kpr --kpr-provider=fake` in an empty directory runs the packaged suites.
+
+(The wheel installed into a fresh virtualenv, with its dependencies, is `make test-package`: scripts/check_package.sh,
+run by .ci/run; here the package is the one this checkout installed.)"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    r = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(REPO)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    return out
+
+
+def test_the_wheel_ships_the_plugin_the_suites_and_the_cluster_files(dist: Path) -> None:
+    (wheel,) = dist.glob("pytest_kpr-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    suites = sorted(p.name for p in (REPO / "suites").glob("test_*.py"))
+    assert suites and all(f"pytest_kpr/suites/{n}" in names for n in suites), "every suite"
+    clusters = sorted(str(p.relative_to(REPO / "clusters")) for p in (REPO / "clusters").rglob("*") if p.is_file())
+    missing = [c for c in clusters if f"pytest_kpr/clusters/{c}" not in names]
+    assert not missing, f"cluster files not in the wheel: {missing}"
+    modules = sorted(str(p.relative_to(REPO)) for p in (REPO / "pytest_kpr").rglob("*.py"))
+    assert not [m for m in modules if m not in names], "every module of the plugin (a subpackage missing from pyproject's packages)"
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert not any(n.startswith(("tests/", "suites/", "clusters/")) for n in names), "nothing at the top of site-packages"
+
+
+def test_twine_check_passes_and_the_metadata_is_complete(dist: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, sorted(dist.iterdir()))],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (wheel,) = dist.glob("pytest_kpr-*.whl")
+    meta = next(zipfile.ZipFile(wheel).read(n).decode() for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".dist-info/METADATA"))
+    assert "License-Expression: GPL-2.0-or-later" in meta and "Project-URL: Changelog" in meta and "Classifier: Framework :: Pytest" in meta
+    assert "Requires-Dist: hypothesis" in meta, "the shared-VIP suite imports hypothesis: a runtime dependency"
+
+
+def test_runtime_dependencies_cover_what_the_suites_import() -> None:
+    """Every third-party module a suite imports is a runtime dependency (not only in the [test] extra)."""
+    import tomllib
+
+    deps = " ".join(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]).lower()
+    third = set()
+    for f in (REPO / "suites").glob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                third.add(node.module.split(".")[0])
+            elif isinstance(node, ast.Import):
+                third.update(a.name.split(".")[0] for a in node.names)
+    third -= set(sys.stdlib_module_names) | {"pytest_kpr", "__future__"}
+    assert third and all(m.replace("_", "-") in deps or m in deps for m in third), (third, deps)
+
+
+def test_the_changelog_and_the_license_are_there() -> None:
+    head = (REPO / "LICENSE").read_text().split()[:6]
+    assert head == ["GNU", "GENERAL", "PUBLIC", "LICENSE", "Version", "2,"], head
+    assert "## 0.1.0" in (REPO / "CHANGELOG.md").read_text()
+
+
+def test_a_dry_run_in_an_empty_directory_runs_the_packaged_suites(pytester: pytest.Pytester) -> None:
+    """No suites, no clusters/ and no conftest in the directory: the plugin brings them."""
+    result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "--kpr-suites=packaged", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=53, skipped=7, xfailed=2)
+    result.stdout.fnmatch_lines(["kpr: THIS IS A DRY RUN: the fake cluster answers from pytest-kpr's own rules; nothing about a real "
+                                 "datapath is tested"])
+    import json
+
+    art = pytester.path / "kpr-artifacts" / "fake"
+    assert json.loads((art / "cluster.json").read_text())["provider"] == "fake"
+
+
+def test_a_fake_fault_fails_the_suite_that_checks_it(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "--kpr-suites=packaged", "--kpr-fake-faults=snat_address_swapped",
+                                "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=52, failed=1, skipped=7, xfailed=2)
+    result.stdout.fnmatch_lines(["FAIL  DSR/SNAT *"])
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["--kpr-provider=fake", "--kpr-fake-faults=nope"], "ERROR: pytest-kpr: --kpr-fake-faults: no fake fault 'nope' (known: affinity_ignored, *"),
+    (["--kpr-fake-faults=snat_address_swapped"], "ERROR: pytest-kpr: --kpr-fake-faults means nothing with --kpr-provider=kind; it is for --kpr-provider=fake"),
+    (["--kpr-provider=fake", "--kpr-fake-faults=kube_proxy_rules"], "ERROR: pytest-kpr: --kpr-fake-faults: fake fault kube_proxy_rules needs a value*"),
+])
+def test_bad_fake_options_are_one_line_and_exit_4(pytester: pytest.Pytester, args: list[str], line: str) -> None:
+    result = pytester.runpytest("-m", "kpr", *args)
+    assert result.ret == 4
+    result.stderr.fnmatch_lines([line])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
