@@ -457,18 +457,10 @@ def resolve(
 
 #: options that mean something for some providers only: given with another, they are refused, never silently ignored
 PROVIDER_ONLY: dict[str, tuple[ProviderName, ...]] = {
-    "fake_faults": (ProviderName.FAKE,),
-    "kubeconfig": (ProviderName.EXISTING,),
-    "node_shell_image": (ProviderName.EXISTING,),
-    "cluster_name": (ProviderName.KIND,),
-    "keep_cluster": (ProviderName.KIND,),
-    "reuse_cluster": (ProviderName.KIND,),
-    "kind_config": (ProviderName.KIND,),
-    "node_image": (ProviderName.KIND,),
-    "cilium_chart": (ProviderName.KIND,),
-    "helm_values": (ProviderName.KIND,),
-    "kind_bin": (ProviderName.KIND,),
-    "docker_bin": (ProviderName.KIND,),
+    **dict.fromkeys(("fake_faults",), (ProviderName.FAKE,)),
+    **dict.fromkeys(("kubeconfig", "node_shell_image"), (ProviderName.EXISTING,)),
+    **dict.fromkeys(("cluster_name", "keep_cluster", "reuse_cluster", "kind_config", "node_image", "cilium_chart", "helm_values",
+                     "kind_bin", "docker_bin"), (ProviderName.KIND,)),
 }
 
 #: with the fake provider: the named timeouts x 0.004 (pods and convergence in about a second) and a 50 ms settle window
