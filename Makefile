@@ -36,8 +36,10 @@ probe-image:
 	docker build -t $(PROBE_IMAGE) -f clusters/images/probe/Dockerfile .
 
 kpr: $(STAMP)
-	@if docker info >/dev/null 2>&1 && ! docker image inspect $(PROBE_IMAGE) >/dev/null 2>&1; then \
-		echo "[kpr] building the probe image $(PROBE_IMAGE)"; $(MAKE) --no-print-directory probe-image; \
+	@if [ -z "$$(sed -n 's/^  image: "\(.*\)"/\1/p' clusters/versions.yaml)" ] && docker info >/dev/null 2>&1 \
+		&& ! docker image inspect $(PROBE_IMAGE) >/dev/null 2>&1; then \
+		echo "[kpr] no published probe image is pinned yet (clusters/versions.yaml probe.image): building $(PROBE_IMAGE) locally"; \
+		$(MAKE) --no-print-directory probe-image; \
 	fi
 	@if command -v helm >/dev/null 2>&1 && ! helm repo list 2>/dev/null | grep -q '^cilium[[:space:]]'; then \
 		echo "[kpr] adding the Cilium Helm chart repository (helm repo add cilium https://helm.cilium.io)"; \

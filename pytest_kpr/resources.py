@@ -44,6 +44,7 @@ class Pins:
     node_image: str
     kind_version: str
     oldest: str = "1.18"  # the oldest supported Cilium minor
+    probe_image: str = ""  # the published probe image, pinned by digest ("" until the first release)
 
     @classmethod
     def load(cls, clusters_dir: Path) -> "Pins":
@@ -56,4 +57,5 @@ class Pins:
             node_image=str(kind["node_image"]),
             kind_version=str(kind["version"]),
             oldest=str(cilium.get("oldest", "1.18")),
+            probe_image=str((data.get("probe") or {}).get("image") or ""),
         )

@@ -33,6 +33,9 @@ OWNER_LABEL = "app.kubernetes.io/managed-by"
 OWNER_VALUE = "pytest-kpr"
 RUN_LABEL = "kpr.cilium.io/run"
 NAMESPACE_PREFIX = "kpr-"
+#: the test namespaces whose pods need Pod Security level privileged: the datapath probes (CAP_NET_RAW, a host-network
+#: probe) and the node shells (privileged, host network and PID); every other namespace of a run is baseline
+PRIVILEGED_NAMESPACES = frozenset({"datapath", "nodeshell"})
 
 
 class KprSession:
@@ -138,9 +141,14 @@ class KprSession:
         try:
             handle = self._provision_or_attach(provider)
             handle.kube = CountingKube(handle.kube, self.cost)  # type: ignore[assignment]
+            if self.settings.image_pull_secret:
+                handle.kube = PullSecretKube(handle.kube, self.settings.image_pull_secret.split("/", 1)[1])  # type: ignore[assignment]
             handle.nodes = CountingNodes(handle.nodes, self.cost)  # type: ignore[assignment]
             self.handle = handle
-            self.progress("waiting for the Cilium datapath (every agent Ok, KubeProxyReplacement True)")
+            from .agent import locate_agents
+
+            where = locate_agents(self.handle.kube, self.settings.cilium_namespace)
+            self.progress(f"waiting for the Cilium datapath (every agent of {where} Ok, KubeProxyReplacement True)")
             states = cilium.wait_ready(self.handle.kube, self.timeouts, self.progress)
             self.facts = cilium.read_facts(self.handle, states, self.timeouts.EXEC)
             self._write_cluster_json()
@@ -346,15 +354,32 @@ class KprSession:
         assert self.handle is not None
         stem = purpose.lower().strip("-")[: 63 - len(NAMESPACE_PREFIX) - len(self.run_id) - 1].rstrip("-")
         name = f"{NAMESPACE_PREFIX}{stem}-{self.run_id}"
+        # Pod Security Admission: privileged only where a pod needs it (the datapath probes take NET_RAW and a host-network
+        # probe; the node shells are privileged host pods), baseline elsewhere
+        level = "privileged" if stem in PRIVILEGED_NAMESPACES else "baseline"
         self.handle.kube.create(
             {
                 "apiVersion": "v1",
                 "kind": "Namespace",
-                "metadata": {"name": name, "labels": {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: self.run_id}},
+                "metadata": {"name": name, "labels": {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: self.run_id,
+                                                      "pod-security.kubernetes.io/enforce": level}},
             }
         )
         self.namespaces.append(name)
+        if self.settings.image_pull_secret:
+            self._copy_pull_secret(name)
         return name
+
+    def _copy_pull_secret(self, namespace: str) -> None:
+        """--kpr-image-pull-secret: the Secret, copied into a namespace of this run (pods name it: :class:`PullSecretKube`)."""
+        assert self.handle is not None and self.settings.image_pull_secret
+        src_ns, src = self.settings.image_pull_secret.split("/", 1)
+        secret = self.handle.kube.get("Secret", src, src_ns)
+        if secret is None:
+            raise KprError(f"--kpr-image-pull-secret: no Secret {src_ns}/{src}")
+        self.handle.kube.create({"apiVersion": "v1", "kind": "Secret", "type": secret.get("type", "kubernetes.io/dockerconfigjson"),
+                                 "metadata": {"name": src, "namespace": namespace, "labels": {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: self.run_id}},
+                                 "data": secret.get("data") or {}})
 
     def track_cluster_object(self, obj: dict[str, Any]) -> None:
         """Delete this cluster-scoped object at the end (it must carry this run's labels)."""
@@ -418,3 +443,29 @@ class KprSession:
 
     def describe(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "namespaces": list(self.namespaces)}
+
+
+class PullSecretKube:
+    """--kpr-image-pull-secret: every pod the run creates in its own namespaces (``kpr-*``), directly or through a
+    Deployment, DaemonSet or Job, names the Secret that :meth:`KprSession._copy_pull_secret` put there."""
+
+    POD_TEMPLATES = {"Pod": ("spec",), "Deployment": ("spec", "template", "spec"), "DaemonSet": ("spec", "template", "spec"),
+                     "Job": ("spec", "template", "spec")}
+
+    def __init__(self, inner: Any, secret: str):
+        self._inner = inner
+        self._secret = secret
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def create(self, obj: dict[str, Any]) -> Any:
+        path = self.POD_TEMPLATES.get(obj.get("kind", ""))
+        if path and str((obj.get("metadata") or {}).get("namespace", "")).startswith(NAMESPACE_PREFIX):
+            spec = obj
+            for key in path:
+                spec = spec.setdefault(key, {})
+            secrets_ = spec.setdefault("imagePullSecrets", [])
+            if {"name": self._secret} not in secrets_:
+                secrets_.append({"name": self._secret})
+        return self._inner.create(obj)

@@ -49,6 +49,13 @@ class IfUnavailable(str, enum.Enum):
         return self.value
 
 
+def _ns_name(text: str) -> str:
+    ns, _, name = text.strip().partition("/")
+    if not ns or not name or "/" in name:
+        raise SettingsError(f"{text!r} is not NAMESPACE/NAME")
+    return f"{ns}/{name}"
+
+
 def _fake_faults(text: str) -> tuple[tuple[str, Any], ...]:
     """``NAME[,NAME=VALUE...]`` -> ((name, value), ...), checked against the fake's faults (pytest_kpr.testing.Faults)."""
     import ast
@@ -275,6 +282,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("allow_kube_proxy", _bool, "Accept kube-proxy running beside the replacement on purpose (Cilium documents co-existence; refusing it "
            "is pytest-kpr's policy): the kube-proxy checks are skipped with that reason, not failed", False, kind="flag"),
     Option("seed", _seed, "Seed of the shared-VIP suite's generated event sequence (printed; reuse it to replay a failure). Default: random", metavar="N"),
+    Option("cilium_namespace", _nonempty, "Namespace of the cilium-agent DaemonSet (found there by the chart's labels, k8s-app=cilium or "
+           "app.kubernetes.io/name=cilium-agent). Default: kube-system", "kube-system", metavar="NAME"),
+    Option("image_pull_secret", _ns_name, "NAMESPACE/NAME of a Secret the plugin's pods pull their images with: copied into each test "
+           "namespace it creates and named in every pod it creates", metavar="NS/NAME"),
     Option("node_shell_image", _image, "Image of the privileged per-node pod that runs node commands on an existing cluster. Default: busybox:1.36.1", "busybox:1.36.1", metavar="IMAGE"),
     Option("suites", _choice(Suites), "Which suites `pytest -m kpr` runs when no paths are named: packaged (the conformance suites "
            "installed with the plugin, beside the rootdir's own tests) or none (only the rootdir's). Default: packaged", "packaged",
@@ -322,6 +333,8 @@ class Settings:
     allow_kube_proxy: bool = False
     node_shell_image: str = "busybox:1.36.1"
     clusters_dir: Path | None = None
+    cilium_namespace: str = "kube-system"
+    image_pull_secret: str | None = None
     suites: Suites = Suites.PACKAGED
     # where each value came from ("cli", "ini", "default", "pins"), for the report header
     sources: dict[str, str] = field(default_factory=dict, compare=False)
@@ -416,6 +429,8 @@ def resolve(
 
         values["seed"] = random.randrange(1, 2**31)
         sources["seed"] = "random"
+    if not values["probe_image"] and pins is not None and pins.probe_image:
+        values["probe_image"], sources["probe_image"] = pins.probe_image, "pins"  # the published image, pinned by digest
     if not values["probe_image"]:
         from . import __version__
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import textwrap
 
 import pytest
-from helpers import events, use_fake_cluster
+from helpers import FAKE_CONFTEST, events, use_fake_cluster
 
 KPR_TESTS = """
 import pytest
@@ -82,7 +83,7 @@ def test_readiness_polls_until_every_agent_is_ok_and_prints_progress(pytester: p
     pytester.makepyfile("import pytest\n@pytest.mark.kpr\ndef test_x(kpr_facts): assert kpr_facts.kube_proxy_replacement\n")
     result = pytester.runpytest("-m", "kpr", "-s")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["[[]kpr[]] waiting for the Cilium datapath (every agent Ok, KubeProxyReplacement True)"])
+    result.stdout.fnmatch_lines(["[[]kpr[]] waiting for the Cilium datapath (every agent of kube-system/cilium Ok, KubeProxyReplacement True)"])
 
 
 def test_cilium_without_kpr_is_refused_clearly(pytester: pytest.Pytester) -> None:
@@ -226,3 +227,77 @@ def test_a_known_gap_is_strict_xfail_only_on_the_versions_it_lists(pytester: pyt
     )
     result = pytester.runpytest("-m", "kpr")
     result.assert_outcomes(failed=1)
+
+
+def _fake_kube(**kw: object) -> object:
+    from pytest_kpr.testing import FakeCluster, FakeConfig
+
+    f = FakeCluster(FakeConfig(pod_ready_ticks=0))
+    return f
+
+
+@pytest.mark.parametrize(("namespace", "extra", "words"), [
+    ("kube-system", None, None),
+    ("cilium", None, "no cilium-agent DaemonSet in namespace cilium (labels k8s-app=cilium or app.kubernetes.io/name=cilium-agent); "
+                     "pass --kpr-cilium-namespace if Cilium runs elsewhere"),
+    ("kube-system", "cilium-canary", "2 DaemonSets in namespace kube-system look like cilium-agent (cilium, cilium-canary); pytest-kpr needs exactly one"),
+])
+def test_the_agents_are_found_by_their_daemonset_in_one_namespace(namespace: str, extra: str | None, words: str | None) -> None:
+    import pytest_kpr.agent as agent
+    from pytest_kpr.agent import NoAgent, locate_agents
+
+    kube = _fake_kube()
+    if extra:
+        kube.create({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": extra, "namespace": "kube-system",
+                                                                               "labels": {"app.kubernetes.io/name": "cilium-agent"}},
+                     "spec": {"selector": {"matchLabels": {"app": extra}}, "template": {"metadata": {"labels": {"app": extra}},
+                                                                                      "spec": {"containers": [{"name": "x"}]}}}})
+    saved = (agent.CILIUM_NAMESPACE, agent.AGENT_SELECTOR)
+    try:
+        if words is None:
+            assert locate_agents(kube, namespace) == "kube-system/cilium"
+            assert (agent.CILIUM_NAMESPACE, agent.AGENT_SELECTOR) == ("kube-system", "k8s-app=cilium")
+            assert len(agent.agent_pods(kube)) == 3
+        else:
+            with pytest.raises(NoAgent) as e:
+                locate_agents(kube, namespace)
+            assert str(e.value) == words
+    finally:
+        agent.CILIUM_NAMESPACE, agent.AGENT_SELECTOR = saved
+
+
+def test_test_namespaces_carry_the_pod_security_level_their_pods_need(pytester: pytest.Pytester) -> None:
+    """privileged only for the datapath probes (NET_RAW, a host-network probe) and the node shells; baseline elsewhere."""
+    from pytest_kpr.session import PRIVILEGED_NAMESPACES
+
+    assert PRIVILEGED_NAMESPACES == {"datapath", "nodeshell"}
+    use_fake_cluster(pytester, "pod_ready_ticks=0")
+    pytester.makepyfile(textwrap.dedent("""
+        import pytest
+        pytestmark = pytest.mark.kpr
+
+        def test_levels(kpr_session, kpr_cluster, lab, kpr_namespace):
+            kube = kpr_cluster.kube
+            level = lambda ns: kube.get("Namespace", ns)["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+            assert level(lab.ns) == "privileged" and level(kpr_namespace) == "baseline"
+    """))
+    pytester.runpytest("-m", "kpr", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_an_image_pull_secret_is_copied_and_named_by_every_pod(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(textwrap.dedent(FAKE_CONFTEST.format(config="pod_ready_ticks=0", created=True, unavailable=None)) + textwrap.dedent("""
+
+        FAKE.create({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+                     "metadata": {"name": "regcred", "namespace": "default"}, "data": {".dockerconfigjson": "e30="}})
+    """))
+    pytester.makepyfile(textwrap.dedent("""
+        import pytest
+        pytestmark = pytest.mark.kpr
+
+        def test_pull_secret(kpr_cluster, lab, probe):
+            kube = kpr_cluster.kube
+            assert kube.get("Secret", "regcred", lab.ns)["data"] == {".dockerconfigjson": "e30="}
+            pods = kube.list("Pod", lab.ns)
+            assert pods and all(p["spec"]["imagePullSecrets"] == [{"name": "regcred"}] for p in pods)
+    """))
+    pytester.runpytest("-m", "kpr", "--kpr-image-pull-secret=default/regcred", "-p", "no:cacheprovider").assert_outcomes(passed=1)

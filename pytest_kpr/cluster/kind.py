@@ -117,6 +117,8 @@ class KindProvider:
                 problems.insert(0, str(e))
         if "docker" in self._tools and not any(p.startswith("no Docker daemon") for p in problems):
             r = self._tools["docker"].run(["image", "inspect", "--format", "{{.Id}}", s.probe_image], timeout=30)
+            if not r.ok and "@sha256:" in s.probe_image:  # a published image, pinned by digest: pull it for `kind load`
+                r = self._tools["docker"].run(["pull", s.probe_image], timeout=600)
             if not r.ok:
                 problems.append(
                     f"probe image {s.probe_image} is not in the local Docker: build it with `make probe-image` "

@@ -25,6 +25,7 @@ API_VERSIONS: dict[str, str] = {
     "CiliumNode": "cilium.io/v2",
     "CiliumLoadBalancerIPPool": "cilium.io/v2",
     "ServiceAccount": "v1",
+    "Secret": "v1",
     "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
 }
 

@@ -148,6 +148,13 @@ class FakeCluster:
             self._put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {}}, "status": {"phase": "Active"}})
 
     def _install_cilium(self) -> None:
+        # the chart's agent DaemonSet (pytest_kpr.agent.locate_agents finds the agents by it); its pods are made below
+        labels = {"k8s-app": "cilium", "app.kubernetes.io/name": "cilium-agent"}
+        self._put({"apiVersion": "apps/v1", "kind": "DaemonSet",
+                   "metadata": {"name": "cilium", "namespace": "kube-system", "labels": dict(labels), "annotations": {STATIC: "true"}},
+                   "spec": {"selector": {"matchLabels": {"k8s-app": "cilium"}},
+                            "template": {"metadata": {"labels": dict(labels)}, "spec": {"containers": [{"name": "cilium-agent"}]}}},
+                   "status": {"desiredNumberScheduled": len(self.node_names()), "numberReady": len(self.node_names())}})
         for i, node in enumerate(self.node_names()):
             if node == self.cfg.faults.missing_agent_on:
                 continue  # fault: this node runs no cilium-agent
