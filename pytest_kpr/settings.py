@@ -372,6 +372,7 @@ def resolve(
     """
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
+    bad: list[str] = []
     for opt in OPTIONS:
         raw = cli.get(opt.dest)
         source = "cli"
@@ -394,9 +395,12 @@ def resolve(
                 value = opt.parse(raw)
         except SettingsError as e:
             where = opt.flag if source == "cli" else f"ini key {opt.ini}"
-            raise SettingsError(f"{where}: {e}") from None
+            bad.append(f"{where}: {e}")  # every bad value, in one report
+            value = opt.default
         values[opt.name] = value
         sources[opt.name] = source
+    if bad:
+        raise SettingsError("; ".join(bad))
 
     explicit = values["clusters_dir"]
     if explicit is not None:  # never fall back to another directory when one was named

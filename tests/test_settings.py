@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kpr.markers import parse_requires
-from pytest_kpr.settings import IfUnavailable, ProviderName, resolve
+from pytest_kpr.settings import IfUnavailable, ProviderName, SettingsError, resolve
 from pytest_kpr.versions import Version, parse_min_version
 
 REPO = Path(__file__).resolve().parent.parent
@@ -73,3 +73,11 @@ def test_a_cilium_version_below_the_oldest_supported_minor_is_refused(cli: dict,
                                             r"\(clusters/versions.yaml; supported: 1\.18\.14, 1\.19\.8, 1\.20\.5\)$"):
         _resolve(cli, ini)
     assert _resolve({"cilium_version": "1.18.0"}).cilium_version == "1.18.0"
+
+
+def test_every_bad_value_is_reported_in_one_round() -> None:
+    with pytest.raises(SettingsError) as e:
+        resolve({"kpr_provider": "minikube", "kpr_nodeport": "99999", "kpr_timeout_scale": "-1"}, lambda k: None, REPO)
+    msg = str(e.value)
+    assert msg.startswith("--kpr-provider: 'minikube' is not one of: kind, existing, fake; ") and "--kpr-nodeport" in msg and \
+        "--kpr-timeout-scale" in msg and "\n" not in msg
