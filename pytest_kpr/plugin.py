@@ -334,3 +334,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     s.stop()
     if session.config.pluginmanager.getplugin("dsession") is not None and getattr(session.config.option, "testrunuid", None):
         s.merge_workers(session.config.option.testrunuid)  # the xdist controller: after every worker finished
+    _nothing_judged(session, s)
+
+
+#: the exit status of a kpr run that judged no property (pytest's own "no tests ran")
+EXIT_NOTHING_JUDGED = 5
+
+
+def _nothing_judged(session: pytest.Session, s: KprSession) -> None:
+    """A kpr run in which no property was judged -- every kpr test skipped or deselected -- is not a pass: it exits 5
+    with one line, unless --kpr-allow-all-skipped. (A worker leaves it to the controller, which has every outcome.)"""
+    if getattr(session.config, "workerinput", None) is not None or not _selects_kpr(session.config) or session.exitstatus != 0:
+        return
+    judged = sum(1 for outs in s.outcomes.values() for o in outs if o in ("passed", "failed", "xfailed"))
+    if judged or s.settings.allow_all_skipped:
+        return
+    skipped = sum(len(outs) for outs in s.outcomes.values())
+    session.config.get_terminal_writer().line(
+        f"pytest-kpr: no property was judged ({skipped} kpr tests skipped, {s.deselected_kpr} deselected): that is not a pass; "
+        "exit status 5 (--kpr-allow-all-skipped accepts it)", red=True)
+    session.exitstatus = EXIT_NOTHING_JUDGED

@@ -18,7 +18,7 @@ from .cluster import cilium
 from .cluster.facts import ClusterFacts
 from .cluster.provider import ClusterHandle, Provider, SharedProvider
 from .cost import Cost, CountingKube, CountingNodes
-from .errors import InfraError, KprError, Unavailable
+from .errors import InfraError, KprError, ProvisioningError, Unavailable
 from .k8s.api import KubeAPI
 from .settings import IfUnavailable, ProviderName, Settings
 from .shared_run import SharedRun, read_parts, run_dir
@@ -153,6 +153,7 @@ class KprSession:
             self.facts = cilium.read_facts(self.handle, states, self.timeouts.EXEC)
             self._write_cluster_json()
             self._refuse_kernels_below_the_floor(self.facts)
+            self._refuse_a_profile_that_did_not_take(self.facts)
         except KprError as e:
             self.failed = str(e)
             self.stop()
@@ -178,6 +179,14 @@ class KprSession:
 
         self.joined = self.shared.join(provision, attach)
         return got[0]
+
+    def _refuse_a_profile_that_did_not_take(self, facts: ClusterFacts) -> None:
+        """The profile's promised settings are read back from the agents; one that does not show stops the run."""
+        from .cluster.facts import profile_problems
+
+        problems = profile_problems(self.settings.profile, facts)
+        if problems:
+            raise ProvisioningError("; ".join(problems) + " (clusters/profiles/" + self.settings.profile + ".yaml did not take effect)")
 
     def _refuse_kernels_below_the_floor(self, facts: ClusterFacts) -> None:
         """A node whose kernel is below the Cilium version's floor (clusters/kernels.yaml) stops the run: one line per node."""

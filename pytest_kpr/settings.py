@@ -279,6 +279,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("downgrade", _bool, "With --kpr-upgrade-to: roll back to the from version afterwards and measure again (N-1 -> N -> N-1)", False, kind="flag"),
     Option("upgrade_max_gap", _positive_float, "Longest gap (seconds) a flow may see during an upgrade or downgrade: pytest-kpr's policy, not a "
            "bound Cilium promises (its upgrade guide promises none). Default: 1", "1", metavar="SECONDS"),
+    Option("allow_all_skipped", _bool, "Accept a kpr run in which no property was judged (every kpr test skipped or deselected); "
+           "without it such a run exits 5", False, kind="flag"),
     Option("allow_kube_proxy", _bool, "Accept kube-proxy running beside the replacement on purpose (Cilium documents co-existence; refusing it "
            "is pytest-kpr's policy): the kube-proxy checks are skipped with that reason, not failed", False, kind="flag"),
     Option("seed", _seed, "Seed of the shared-VIP suite's generated event sequence (printed; reuse it to replay a failure). Default: random", metavar="N"),
@@ -331,6 +333,7 @@ class Settings:
     downgrade: bool = False
     upgrade_max_gap: float = 1.0
     allow_kube_proxy: bool = False
+    allow_all_skipped: bool = False
     node_shell_image: str = "busybox:1.36.1"
     clusters_dir: Path | None = None
     cilium_namespace: str = "kube-system"

@@ -58,7 +58,7 @@ def test_an_unknown_profile_is_a_usage_error_listing_the_profiles() -> None:
 def test_the_profile_is_recorded_in_cluster_json_and_the_header(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(textwrap.dedent("""
         from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
-        PROVIDER = FakeProvider(FakeCluster(FakeConfig()))
+        PROVIDER = FakeProvider(FakeCluster(FakeConfig(lb_algorithm="Maglev")))  # what the maglev profile sets
         def pytest_kpr_provider(config, settings, timeouts, kube_factory):
             return PROVIDER
     """))
@@ -68,3 +68,39 @@ def test_the_profile_is_recorded_in_cluster_json_and_the_header(pytester: pytest
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["kpr: provider kind*, profile maglev, artifacts *"])
     assert json.loads((pytester.path / "artifacts" / "fake" / "cluster.json").read_text())["profile"] == "maglev"
+
+
+@pytest.mark.parametrize("profile", ["default", "hostns-only", "drop", "maglev", "dsr", "small-maps"])
+def test_every_profile_promises_what_its_values_set_and_the_dry_run_shows_it(pytester: pytest.Pytester, profile: str) -> None:
+    """The promises are read back after provisioning; the fake, configured by the profile, shows them (no refusal)."""
+    from pytest_kpr.cluster.facts import PROFILE_PROMISES
+    from pytest_kpr.testing import PROFILE_CONFIG
+
+    assert set(PROFILE_PROMISES) == set(PROFILE_CONFIG) == {p.stem for p in PROFILES.glob("*.yaml")}
+    pytester.makepyfile("import pytest\n\n@pytest.mark.kpr\ndef test_x(kpr_facts):\n    pass\n")
+    result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", f"--kpr-profile={profile}", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_a_profile_that_did_not_take_effect_stops_the_run_before_the_suites(pytester: pytest.Pytester) -> None:
+    """The cluster runs the default configuration although the drop profile was asked for (a mistyped Helm key is
+    ignored by the chart): exit 3, one line naming the setting, no suite runs."""
+    from helpers import use_fake_cluster
+
+    use_fake_cluster(pytester, "pod_ready_ticks=0")
+    pytester.makepyfile("import pytest\n\n@pytest.mark.kpr\ndef test_x(kpr_facts):\n    pass\n")
+    result = pytester.runpytest("-m", "kpr", "--kpr-profile=drop", "-p", "no:cacheprovider")
+    assert result.ret == 3 and result.parseoutcomes().get("passed") is None
+    result.stdout.fnmatch_lines(["*pytest-kpr: the profile 'drop' promises no_backend_response 'drop', but the agents report 'reject' "
+                                 "(clusters/profiles/drop.yaml did not take effect)*"])
+
+
+def test_a_run_that_judged_nothing_exits_5_unless_asked(pytester: pytest.Pytester) -> None:
+    from helpers import use_fake_cluster
+
+    use_fake_cluster(pytester, "pod_ready_ticks=0")
+    pytester.makepyfile("import pytest\n\n@pytest.mark.kpr\ndef test_x(kpr_facts):\n    pytest.skip('not here')\n")
+    result = pytester.runpytest("-m", "kpr", "-p", "no:cacheprovider")
+    assert result.ret == 5
+    result.stdout.fnmatch_lines(["*pytest-kpr: no property was judged (1 kpr tests skipped, 0 deselected): that is not a pass; exit status 5*"])
+    assert pytester.runpytest("-m", "kpr", "--kpr-allow-all-skipped", "-p", "no:cacheprovider").ret == 0

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..agent import Agent, agent_pods, agents
-from ..datapath import NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE
+from ..datapath import LB_MAP_FILES, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE
 from ..errors import ApiError, CommandError, FactsError, InfraError, NotKubeProxyFree, ProvisioningError
 from ..k8s.api import KubeAPI
 from ..parse import ParseError, StatusJSON
@@ -201,10 +201,11 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
         routing_mode=status.routing_mode,
         no_service_endpoints_routable=routable is None or routable.lower() != "false",
         no_backend_response_source=response_source,
+        lb_map_max=int(files[LB_MAP_FILES[1]]) if (files[LB_MAP_FILES[1]] or "").isdigit() else None,
     )
 
 
-AGENT_CONFIG_FILES = (NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE)
+AGENT_CONFIG_FILES = (NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE, LB_MAP_FILES[1])
 
 
 def no_backend_response_of(from_config: str | None, from_file: str | None, cilium_version: str) -> tuple[str, str]:

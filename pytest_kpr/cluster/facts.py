@@ -61,6 +61,8 @@ class ClusterFacts:
     no_service_endpoints_routable: bool = True
     #: where no_backend_response was read (config -a or the agent's config-map file)
     no_backend_response_source: str = "config -a"
+    #: bpf-lb-map-max as the agent resolved it (None: unset, Cilium's default)
+    lb_map_max: int | None = None
 
     def node(self, name: str) -> NodeFacts | None:
         return next((n for n in self.nodes if n.name == name), None)
@@ -109,3 +111,23 @@ class ClusterFacts:
             "kpr nodes: " + ", ".join(f"{n.name} {n.internal_ip}" for n in self.nodes),
         ]
         return lines
+
+
+#: what each cluster profile (clusters/profiles/<name>.yaml) promises, as the facts read back from the agents show it.
+#: A profile whose Helm values did not take effect (a mistyped key is ignored by the chart, not refused) fails the run
+#: before the suites, instead of the suites judging the wrong configuration.
+PROFILE_PROMISES: dict[str, dict[str, Any]] = {
+    "default": {},
+    "hostns-only": {"socket_lb_coverage": "Hostns-only"},
+    "drop": {"no_backend_response": "drop"},
+    "maglev": {"lb_algorithm": "Maglev"},
+    "dsr": {"nodeport_mode": "DSR", "routing_mode": "Native"},
+    "small-maps": {"lb_map_max": 512},
+}
+
+
+def profile_problems(profile: str, facts: ClusterFacts) -> list[str]:
+    """Each promised setting of ``profile`` that the agents do not show, one line each (an unknown profile promises
+    nothing checkable here)."""
+    return [f"the profile {profile!r} promises {key} {want!r}, but the agents report {getattr(facts, key)!r}"
+            for key, want in PROFILE_PROMISES.get(profile, {}).items() if getattr(facts, key) != want]
