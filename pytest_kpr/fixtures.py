@@ -150,15 +150,8 @@ def web_np(lab: Lab, web: Observation[Convergence]) -> int:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _kpr_upgrade_first(request: pytest.FixtureRequest) -> None:
+def _kpr_upgrade_first(request: pytest.FixtureRequest, kpr_session: KprSession) -> None:
     """With --kpr-upgrade-to and kpr tests selected: the upgrade (upgrade_phase) happens before any other session fixture,
     so the suites' facts and workloads are the upgraded cluster's. A run without the option is untouched."""
-    session = request.config.stash[_session_key()]
-    if session.settings.upgrade_to and session.selected_kpr:
+    if kpr_session.settings.upgrade_to and kpr_session.selected_kpr:
         request.getfixturevalue("upgrade_phase")
-
-
-def _session_key() -> Any:
-    from .plugin import KPR_SESSION
-
-    return KPR_SESSION

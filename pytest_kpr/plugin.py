@@ -75,7 +75,6 @@ def _add_packaged_suites(config: pytest.Config) -> None:
     from pathlib import Path
 
     from .resources import packaged_dir
-
     from .settings import Suites
 
     if not _selects_kpr(config) or config.args_source is pytest.Config.ArgsSource.ARGS or kpr_session(config).settings.suites is Suites.NONE:

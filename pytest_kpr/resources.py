@@ -28,7 +28,7 @@ def find_clusters_dir(rootdir: Path | None = None, explicit: Path | None = None)
     candidates = [explicit] if explicit else []
     if rootdir is not None:
         candidates.append(rootdir / "clusters")
-    candidates += [PACKAGE_DIR / "clusters", REPO_DIR / "clusters"]
+    candidates.append(packaged_dir("clusters"))
     for c in candidates:
         if c is not None and (c / "versions.yaml").is_file():
             return c

@@ -77,13 +77,10 @@ def chart_version_problem(helm: Tool, chart: str, version: str) -> str | None:
     err = (r.stderr or r.stdout).strip().splitlines()
     last = err[-1] if err else f"exit {r.returncode}"
     repo = chart.split("/", 1)[0]
-    if "no chart version" in last or "matching" in last:
-        return (f"the chart {chart} has no version {version} (`helm show chart {chart} --version {version}`: {last}); "
-                f"pass an existing --kpr-cilium-version (or `helm repo update`)")
-    if "repo" in last and "not found" in last and "/" in chart:
+    if f"repo {repo} not found" in last and "/" in chart:  # helm: `Error: repo cilium not found`
         return (f"helm knows no repository {repo!r} for the chart {chart}: `helm repo add {repo} https://helm.cilium.io` "
                 f"(`make kpr` does it), or pass --kpr-cilium-chart")
-    if "not found" in last:
+    if "not found" in last or "no chart version" in last:
         return (f"the chart {chart} has no version {version} (`helm show chart {chart} --version {version}`: {last}); "
                 f"pass an existing --kpr-cilium-version (or `helm repo update`)")
     return f"`helm show chart {chart} --version {version}` failed: {last}"

@@ -355,6 +355,10 @@ class FakeCluster:
     def services(self) -> list[Obj]:
         return [s for _, s in sorted(self._objects.get("Service", {}).items())]
 
+    def service(self, key: str) -> Obj:
+        """The Service ``namespace/name`` (an empty dict if there is none)."""
+        return next((s for s in self.services() if f"{s['metadata']['namespace']}/{s['metadata']['name']}" == key), {})
+
     def endpoints_of(self, svc: Obj) -> list[Obj]:
         """Pods selected by a Service, in pod-name order (ready or not)."""
         sel = svc.get("spec", {}).get("selector")

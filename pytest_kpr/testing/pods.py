@@ -115,7 +115,7 @@ class FakeWorkloads:
         if be is None or handler is None:
             return
         cfg = self.c.cfg
-        svc = self._service(outcome.service or "")
+        svc = self.c.service(outcome.service or "")
         etp_local = (svc.get("spec") or {}).get("externalTrafficPolicy") == "Local"
         rule = backend_sees(cfg.nodeport_mode, etp_local, be.node == handler, cfg.routing_mode)
         node_ip, gateway = self.c.node_ip(handler), self.c.cilium_internal_ip(handler)
@@ -147,10 +147,6 @@ class FakeWorkloads:
             body = {"service": {"namespace": svc["metadata"]["namespace"], "name": svc["metadata"]["name"]}, "localEndpoints": n}
             return (200 if n else 503), body
         return None
-
-    def _service(self, key: str) -> Obj:
-        """The Service ``namespace/name`` (an empty dict if there is none)."""
-        return next((s for s in self.c.services() if f"{s['metadata']['namespace']}/{s['metadata']['name']}" == key), {})
 
     def pod_logs(self, namespace: str, pod: str) -> str:
         return "".join(line + "\n" for line in self.logs.get((namespace, pod), []))
@@ -230,7 +226,7 @@ class FakeWorkloads:
         if fe is None or not fe.backends:
             return None
         faults = self.c.cfg.faults
-        svc = self._service(fe.service)
+        svc = self.c.service(fe.service)
         spec = svc.get("spec", {})
         sticky = spec.get("sessionAffinity") == "ClientIP" and not faults.affinity_ignored
         timeout = int(((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get("timeoutSeconds") or 10800)

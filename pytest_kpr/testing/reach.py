@@ -105,7 +105,7 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
             Outcome("timeout", rule.plane, frontend=kind)
     if (c.cfg.no_service_endpoints_routable is False and not faults.not_routable_ignored) or faults.no_backend_not_routable:
         # datapath.SRC_NO_SVC_ROUTABLE: Local policy drops; Cluster policy continues to the node's stack, which resets
-        spec = next((s.get("spec", {}) for s in c.services() if f"{s['metadata']['namespace']}/{s['metadata']['name']}" == fe.service), {})
+        spec = c.service(fe.service).get("spec", {})
         local = spec.get("externalTrafficPolicy" if client == "outside" else "internalTrafficPolicy") == "Local"
         if local:
             return Outcome("timeout", rule.plane, frontend=kind)
