@@ -182,7 +182,7 @@ class KprSession:
 
     def _refuse_a_profile_that_did_not_take(self, facts: ClusterFacts) -> None:
         """The profile's promised settings are read back from the agents; one that does not show stops the run."""
-        from .cluster.facts import profile_problems
+        from .checks import profile_problems
 
         problems = profile_problems(self.settings.profile, facts)
         if problems:

@@ -28,6 +28,7 @@ from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.datapath import Plane, no_backend, plane_for
 from pytest_kpr.evidence import Evidence
+from pytest_kpr.kernels import kernel_tuple
 from pytest_kpr.lab import Ghost, Lab
 from pytest_kpr.parse.probe import ProbeOutput
 
@@ -52,7 +53,8 @@ def _record(a: NoBackendAttempt, plane: Plane, rule_source: str) -> dict[str, An
 @pytest.fixture(scope="module")
 def seen(ghost: Ghost, lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle) -> dict[str, Any]:
     response, coverage = kpr_facts.no_backend_response, kpr_facts.socket_lb_coverage
-    routable, kernel = kpr_facts.no_service_endpoints_routable, kpr_facts.kernel_of(lab.client_node)
+    client = kpr_facts.node(lab.client_node)
+    routable, kernel = kpr_facts.no_service_endpoints_routable, kernel_tuple(client.kernel) if client else None
     target = f"{ghost.cluster_ip.ip}:{ghost.cluster_ip.port}"
     remote = lab.remote_node()
     remote_ip = lab.node_ip(remote)

@@ -73,7 +73,7 @@ def test_the_profile_is_recorded_in_cluster_json_and_the_header(pytester: pytest
 @pytest.mark.parametrize("profile", ["default", "hostns-only", "drop", "maglev", "dsr", "small-maps"])
 def test_every_profile_promises_what_its_values_set_and_the_dry_run_shows_it(pytester: pytest.Pytester, profile: str) -> None:
     """The promises are read back after provisioning; the fake, configured by the profile, shows them (no refusal)."""
-    from pytest_kpr.cluster.facts import PROFILE_PROMISES
+    from pytest_kpr.checks import PROFILE_PROMISES
     from pytest_kpr.testing import PROFILE_CONFIG
 
     assert set(PROFILE_PROMISES) == set(PROFILE_CONFIG) == {p.stem for p in PROFILES.glob("*.yaml")}

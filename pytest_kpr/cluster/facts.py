@@ -6,7 +6,6 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..kernels import kernel_tuple
 from ..versions import Version
 
 
@@ -67,11 +66,6 @@ class ClusterFacts:
     def node(self, name: str) -> NodeFacts | None:
         return next((n for n in self.nodes if n.name == name), None)
 
-    def kernel_of(self, name: str) -> tuple[int, ...] | None:
-        """The node's kernel as a version tuple (None when unknown or not a version)."""
-        n = self.node(name)
-        return kernel_tuple(n.kernel) if n is not None else None
-
     @property
     def cilium(self) -> Version:
         return Version.parse(self.cilium_version)
@@ -112,22 +106,3 @@ class ClusterFacts:
         ]
         return lines
 
-
-#: what each cluster profile (clusters/profiles/<name>.yaml) promises, as the facts read back from the agents show it.
-#: A profile whose Helm values did not take effect (a mistyped key is ignored by the chart, not refused) fails the run
-#: before the suites, instead of the suites judging the wrong configuration.
-PROFILE_PROMISES: dict[str, dict[str, Any]] = {
-    "default": {},
-    "hostns-only": {"socket_lb_coverage": "Hostns-only"},
-    "drop": {"no_backend_response": "drop"},
-    "maglev": {"lb_algorithm": "Maglev"},
-    "dsr": {"nodeport_mode": "DSR", "routing_mode": "Native"},
-    "small-maps": {"lb_map_max": 512},
-}
-
-
-def profile_problems(profile: str, facts: ClusterFacts) -> list[str]:
-    """Each promised setting of ``profile`` that the agents do not show, one line each (an unknown profile promises
-    nothing checkable here)."""
-    return [f"the profile {profile!r} promises {key} {want!r}, but the agents report {getattr(facts, key)!r}"
-            for key, want in PROFILE_PROMISES.get(profile, {}).items() if getattr(facts, key) != want]
