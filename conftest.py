@@ -1,26 +1,21 @@
-"""Root conftest: locations of the shared reference material, for the plugin's own tests.
+"""Root conftest: where the plugin's own tests find their reference material.
 
 Nothing suite-specific lives here; the conformance suites get everything from the plugin.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent
-SHARED = Path(os.environ.get("KPR_SHARED_DIR") or REPO_ROOT.parent / "shared")
-CILIUM_FIXTURES = SHARED / "fixtures" / "cilium"
+#: authentic Cilium output, each file with its public source in PROVENANCE.md (part of this repository)
+CILIUM_FIXTURES = REPO_ROOT / "tests" / "data" / "cilium"
 
 
 @pytest.fixture(scope="session")
 def cilium_fixtures() -> Path:
-    """``../shared/fixtures/cilium``: authentic Cilium output. Missing is a skip locally, an error in CI."""
-    if not CILIUM_FIXTURES.is_dir():
-        msg = f"shared Cilium fixtures not found at {CILIUM_FIXTURES} (expected ../shared next to the repository root)"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+    """``tests/data/cilium``: authentic Cilium output the parsers are proven on (see its PROVENANCE.md)."""
+    assert (CILIUM_FIXTURES / "PROVENANCE.md").is_file(), f"{CILIUM_FIXTURES} is part of the repository and must not be missing"
     return CILIUM_FIXTURES

@@ -187,7 +187,7 @@ FORMAT_RULES: tuple[FormatRule, ...] = (
     FormatRule("modules-health-tally", "cilium-dbg status",
                "one line 'Modules Health:<tab>Stopped(N) Degraded(N) OK(N)' (no tree)",
                "cilium/cilium pkg/health/client/modules.go @ 21d690e1 GetAndFormatModulesHealth (verbose=false); "
-               "real samples in ../shared/fixtures/cilium/health/modules-health-tally-real-samples.txt"),
+               "real samples in tests/data/cilium/health/modules-health-tally-real-samples.txt"),
     FormatRule("modules-health-tree", "cilium-dbg status --verbose",
                "the module tree without a tally (until PR #46739, which adds the tally on the 'Modules Health:' line and "
                "indents the tree by two spaces); each leaf '[OK|DEGRADED|STOPPED] <message> (<age>, x<count>)', "
@@ -216,7 +216,7 @@ FORMAT_RULES: tuple[FormatRule, ...] = (
     FormatRule("external-ip-mitigation-config", "cilium-dbg config -a",
                "'DisableExternalIPMitigation : true|false' among the read-only (DaemonConfig) options",
                "cilium/cilium pkg/option/config.go DisableExternalIPMitigation = \"disable-external-ip-mitigation\"; "
-               "../shared/fixtures/cilium/unattributed/config-all-v1.18-likely-2025-08.txt line 71"),
+               "tests/data/cilium/unattributed/config-all-v1.18-likely-2025-08.txt line 71"),
 )
 
 

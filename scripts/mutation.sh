@@ -2,11 +2,9 @@
 # `make mutation`: mutation testing of the judgements, the datapath rules, the frontend-ownership model and
 # the health parsers (pyproject.toml [tool.mutmut]) against the fast, non-root tests that exercise them.
 # Prints the score and every surviving mutant; the README lists the survivors and why each is equivalent.
-# Not part of `make test` (about 3 minutes on 2 cores). Needs ../shared for the fixture-based tests.
+# Not part of `make test` (about 3 minutes on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export KPR_SHARED_DIR="${KPR_SHARED_DIR:-$(cd .. && pwd)/shared}"
-[ -d "$KPR_SHARED_DIR/fixtures/cilium" ] || { echo "mutation: $KPR_SHARED_DIR/fixtures/cilium not found (set KPR_SHARED_DIR)" >&2; exit 2; }
 mkdir -p kpr-artifacts
 rm -rf mutants
 echo "[mutation] mutmut run (log: kpr-artifacts/mutmut.log)"

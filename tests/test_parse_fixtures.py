@@ -1,4 +1,4 @@
-"""Every tool-output fixture in ../shared/fixtures/cilium, parsed with concrete expectations.
+"""Every tool-output fixture in tests/data/cilium (authentic Cilium output, sources in its PROVENANCE.md), parsed with concrete expectations.
 
 Hand-edited documentation text and annotated pastes are not tool output: for those the expectation is
 a ParseError that names the line a person added.

@@ -247,7 +247,7 @@ class FakeAgent:
         return fe.type != "ClusterIP" or cfg.faults.maglev_cluster_ip
 
     def _maps_dump(self) -> tuple[int, str, str]:
-        """``shell -- lb/maps-dump`` (v1.18+): BE, REV and SVC lines as in ../shared/fixtures/cilium/statedb-lb/
+        """``shell -- lb/maps-dump`` (v1.18+): BE, REV and SVC lines as in tests/data/cilium/statedb-lb/
         v1.18-lb-maps-dump-from-clusterip-txtar.txt (docs/cilium-formats.md: "documented as not stable")."""
         if self.minor < (1, 18):
             return 1, "", 'Error: unknown command "lb/maps-dump"\n'
