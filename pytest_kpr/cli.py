@@ -88,10 +88,11 @@ def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:  # type
     """Subcommands defined next to the code they expose (imported lazily: ``kpr version`` stays fast)."""
     from .lbmodel_cli import register as lbmodel
     from .matrix import register as matrix
+    from .netraw import register as with_net_raw
     from .parse.cli import register as parse
     from .probe_cli import register as probe
 
-    return [parse, probe, lbmodel, matrix]
+    return [parse, probe, lbmodel, matrix, with_net_raw]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

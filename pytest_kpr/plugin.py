@@ -277,9 +277,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return report
     s = kpr_session(item.config)
     prop = str(getattr(getattr(item, "module", None), "PROPERTY", item.nodeid.split("::")[0].rsplit("/", 1)[-1]))
+    _require_outside_view(report, call, s)
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else "skipped" if report.skipped else report.outcome
         s.outcomes.setdefault(prop, []).append(outcome)
+        if outcome == "failed":
+            s.note_failure()
         s.test_results.append({"test": item.nodeid, "property": prop, "outcome": outcome})
     if report.failed and report.when == "call" and s.handle is not None:
         from .evidence import failure_bundle
@@ -293,6 +296,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.sections.append((f"kpr: {title}", text))
         report.sections.append(("kpr: evidence", f"saved under {dest}"))
     return report
+
+
+def _require_outside_view(report: pytest.TestReport, call: pytest.CallInfo[None], s: KprSession) -> None:
+    """A skip for want of the outside view (fixtures.no_outside_view) is a failure when the outside view is required."""
+    from .fixtures import NoOutsideView
+
+    if report.skipped and call.excinfo is not None and call.excinfo.errisinstance(NoOutsideView) and s.settings.outside_required():
+        report.outcome = "failed"
+        report.longrepr = (f"{call.excinfo.value.msg} -- the outside view is required here (--kpr-require-outside="
+                           f"{s.settings.require_outside}; auto requires it under CI on a cluster this run creates): give the "
+                           "runner a route to the nodes and CAP_NET_RAW (scripts/with-net-raw), or pass --kpr-require-outside=no")
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -14,7 +14,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .errors import SettingsError
 from .resources import Pins, find_clusters_dir
@@ -34,6 +34,17 @@ class Suites(str, enum.Enum):
 
     PACKAGED = "packaged"  # the conformance suites installed with the plugin (and the rootdir's own tests)
     NONE = "none"  # only the rootdir's (or the named paths') tests
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class RequireOutside(str, enum.Enum):
+    """Whether a test that needs the outside view (the runner as a client outside the cluster) may skip without it."""
+
+    AUTO = "auto"  # required under CI (the CI variable set) on a cluster this run creates (kind, fake); optional otherwise
+    YES = "yes"
+    NO = "no"
 
     def __str__(self) -> str:
         return self.value
@@ -281,6 +292,10 @@ OPTIONS: tuple[Option, ...] = (
            "bound Cilium promises (its upgrade guide promises none). Default: 1", "1", metavar="SECONDS"),
     Option("allow_all_skipped", _bool, "Accept a kpr run in which no property was judged (every kpr test skipped or deselected); "
            "without it such a run exits 5", False, kind="flag"),
+    Option("require_outside", _choice(RequireOutside), "Whether a test that needs the outside view (the runner sending to a node "
+           "from outside the cluster: a specific route to the nodes, CAP_NET_RAW for raw SYNs) fails instead of skipping without it: "
+           "yes, no, or auto (yes when the CI variable is set and the run creates its cluster, kind or fake). Default: auto", "auto",
+           metavar="auto|yes|no"),
     Option("allow_kube_proxy", _bool, "Accept kube-proxy running beside the replacement on purpose (Cilium documents co-existence; refusing it "
            "is pytest-kpr's policy): the kube-proxy checks are skipped with that reason, not failed", False, kind="flag"),
     Option("seed", _seed, "Seed of the shared-VIP suite's generated event sequence (printed; reuse it to replay a failure). Default: random", metavar="N"),
@@ -334,6 +349,7 @@ class Settings:
     upgrade_max_gap: float = 1.0
     allow_kube_proxy: bool = False
     allow_all_skipped: bool = False
+    require_outside: RequireOutside = RequireOutside.AUTO
     node_shell_image: str = "busybox:1.36.1"
     clusters_dir: Path | None = None
     cilium_namespace: str = "kube-system"
@@ -348,6 +364,15 @@ class Settings:
         if explicit is not None:
             return str(explicit) if explicit.is_file() and os.access(explicit, os.X_OK) else None
         return shutil.which(name)
+
+    def outside_required(self, env: Mapping[str, str] = os.environ) -> bool:
+        """Whether a missing outside view fails the tests that need it (--kpr-require-outside). ``auto``: under CI on a
+        cluster this run creates -- kind puts the runner on the nodes' network, so the view exists unless the runner
+        lacks CAP_NET_RAW, which a CI job must grant (scripts/with-net-raw) rather than silently skip."""
+        if self.require_outside is not RequireOutside.AUTO:
+            return self.require_outside is RequireOutside.YES
+        ci = env.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+        return ci and self.provider in (ProviderName.KIND, ProviderName.FAKE)
 
     def profile_file(self) -> Path | None:
         """The profile's Helm values overlay (clusters/profiles/<name>.yaml), if the clusters dir has profiles."""

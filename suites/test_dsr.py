@@ -23,6 +23,7 @@ from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.datapath import backend_sees
 from pytest_kpr.evidence import Evidence
+from pytest_kpr.fixtures import no_outside_view
 from pytest_kpr.lab import Lab
 from pytest_kpr.wait import eventually
 
@@ -36,7 +37,7 @@ def dsr(lab: Lab, evidence: Evidence, kpr_cluster: ClusterHandle, kpr_facts: Clu
     ip = lab.node_ip(receiving)
     outside = kpr_cluster.outside
     if outside is None or not outside.reaches(ip):
-        pytest.skip(f"the test runner has no specific route to {ip}; the backend's view of an outside client needs one")
+        no_outside_view(f"the test runner has no specific route to {ip}; the backend's view of an outside client needs one")
     lab._create(lab.web_pod("dsr-backend", {"app": "dsr-backend"}, backend_node))
     lab._create(lab.service("dsr", {"app": "dsr-backend"}, "NodePort"))
     eventually(lambda: lab.endpointslice_ready("dsr"), until=lambda es: len(es) == 1, timeout=lab.t.PODS_READY,

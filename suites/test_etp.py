@@ -23,6 +23,7 @@ from pytest_kpr.checks import client_address_problems, etp_reach_problems, healt
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.datapath import backend_sees
 from pytest_kpr.evidence import Evidence
+from pytest_kpr.fixtures import no_outside_view
 from pytest_kpr.lab import Lab
 from pytest_kpr.wait import eventually
 
@@ -91,7 +92,7 @@ def test_only_the_node_with_a_local_backend_serves_it_from_outside(etp: dict[str
 def test_the_backend_sees_the_clients_own_address(etp: dict[str, Any], kpr_facts: Any) -> None:
     o = etp["outside"]
     if o is None:
-        pytest.skip("the test runner has no specific route to the nodes; no outside view")
+        no_outside_view("the test runner has no specific route to the nodes")
     assert o["http_code"] == 200, f"eTP=Local from outside: {o['node_ip']} (with the backend) answered {o['http_code']}"
     rule = backend_sees(kpr_facts.nodeport_mode, True, True, kpr_facts.routing_mode)
     problems = client_address_problems(o["seen"], o["client"], o["node_ip"], rule.sees, rule.why)

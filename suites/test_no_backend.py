@@ -28,6 +28,7 @@ from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.datapath import Plane, no_backend, plane_for
 from pytest_kpr.evidence import Evidence
+from pytest_kpr.fixtures import no_outside_view
 from pytest_kpr.kernels import kernel_tuple
 from pytest_kpr.lab import Ghost, Lab
 from pytest_kpr.parse.probe import ProbeOutput
@@ -139,7 +140,7 @@ def test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer(se
 
 def test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer(seen: dict[str, Any]) -> None:
     if seen["runner_raw"] is None:
-        pytest.skip(f"no outside view: {seen['skips']['runner_raw_syn']['skipped']}")
+        no_outside_view(seen["skips"]["runner_raw_syn"]["skipped"])
     _judge(seen["runner_raw"], "outside", "raw", "NodePort", seen)
 
 

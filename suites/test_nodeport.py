@@ -14,6 +14,7 @@ import pytest
 from pytest_kpr.checks import nodeport_frontend_problems, nodeport_listener_problems, rule_line_problems, rule_view_problems
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.evidence import Evidence
+from pytest_kpr.fixtures import no_outside_view
 from pytest_kpr.lab import Lab, same_address
 from pytest_kpr.parse import L3n4
 
@@ -56,7 +57,7 @@ def test_nodeport_answers_from_outside_the_cluster(nodeport: dict[str, Any], kpr
     d = nodeport["data"]
     outside = kpr_cluster.outside
     if outside is None or not outside.reaches(d["node_ip"]):
-        pytest.skip(f"the test runner has no specific route to {d['node_ip']}; no outside view")
+        no_outside_view(f"the test runner has no specific route to {d['node_ip']}")
     r = outside.http(f"http://{d['node_ip']}:{d['node_port']}/", 5.0)
     assert r.http_code == 200, f"NodePort from outside: {r.explain()}"
 

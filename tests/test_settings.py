@@ -81,3 +81,21 @@ def test_every_bad_value_is_reported_in_one_round() -> None:
     msg = str(e.value)
     assert msg.startswith("--kpr-provider: 'minikube' is not one of: kind, existing, fake; ") and "--kpr-nodeport" in msg and \
         "--kpr-timeout-scale" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize(("option", "provider", "ci", "required"), [
+    ("auto", ProviderName.KIND, "true", True),  # a CI cell on kind: the runner is on the nodes' network by construction
+    ("auto", ProviderName.FAKE, "1", True),
+    ("auto", ProviderName.EXISTING, "true", False),  # someone else's cluster: the runner may legitimately be elsewhere
+    ("auto", ProviderName.KIND, "", False),  # a laptop
+    ("auto", ProviderName.KIND, "false", False),
+    ("auto", ProviderName.KIND, None, False),
+    ("yes", ProviderName.EXISTING, None, True),
+    ("no", ProviderName.KIND, "true", False),
+])
+def test_the_outside_view_is_required_under_ci_on_a_cluster_the_run_creates(option: str, provider: ProviderName, ci: str | None,
+                                                                             required: bool) -> None:
+    from pytest_kpr.settings import RequireOutside, Settings
+
+    s = Settings(provider=provider, require_outside=RequireOutside(option))
+    assert s.outside_required({} if ci is None else {"CI": ci}) is required

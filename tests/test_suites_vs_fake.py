@@ -36,7 +36,7 @@ FAST = ("--kpr-timeout-scale=0.004", "--kpr-settle=0.05")
 
 def run_suites(pytester: pytest.Pytester, config: str = "", *only: str, args: tuple[str, ...] = ()) -> pytest.RunResult:
     dest = pytester.path / "suites"
-    shutil.copytree(SUITES, dest)
+    shutil.copytree(SUITES, dest, dirs_exist_ok=True)
     pytester.makeconftest(textwrap.dedent(CONFTEST.format(config=config)))
     targets = [str(dest / f"test_{name}.py") for name in only] or [str(dest)]
     # importlib mode: the outer session has imported the real suites under the same module names
@@ -399,3 +399,23 @@ def test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_
     workers = cluster["cost"]["workers"]
     assert cluster["cost"]["run"]["commands"] == sum(w["commands"] for w in workers.values()) > 0
     assert not (pytester.path / "artifacts" / ".kpr-xdist").exists() or not any((pytester.path / "artifacts" / ".kpr-xdist").iterdir())
+
+
+@pytest.mark.parametrize(("config", "suite", "why"), [
+    ("runner_net_raw=False", "no_backend", "the runner lacks CAP_NET_RAW"),
+    ("runner_reaches_nodes=False", "nodeport", "the test runner has no specific route to 172.18.0.*"),
+])
+def test_an_outside_view_skip_is_a_failure_under_ci(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, config: str,
+                                                    suite: str, why: str) -> None:
+    """Without CI the test that needs the outside view skips with the reason; under CI=true (a cluster this run creates) the
+    same skip fails, naming the option -- and --kpr-require-outside=no turns it back into a skip."""
+    local = run_suites(pytester, config, suite, args=("-rs",))
+    assert local.parseoutcomes().get("failed", 0) == 0 and local.parseoutcomes()["skipped"] >= 1
+    local.stdout.fnmatch_lines([f"SKIPPED*no outside view: {why}*"])
+    monkeypatch.setenv("CI", "true")
+    ci = run_suites(pytester, config, suite)
+    assert ci.parseoutcomes()["failed"] == 1, ci.stdout.str()[-3000:]
+    ci.stdout.fnmatch_lines([f"*no outside view: {why} -- the outside view is required here (--kpr-require-outside=auto*"])
+    assert ci.ret == 1
+    opt_out = run_suites(pytester, config, suite, args=("--kpr-require-outside=no",))
+    assert opt_out.parseoutcomes().get("failed", 0) == 0

@@ -15,12 +15,12 @@ class FakeOutside:
     """The runner host of the fake: it reaches the nodes' InternalIPs and nothing else, and its probes
     are answered from the fake's load-balancer state (no packet is sent anywhere)."""
 
-    def __init__(self, cluster: FakeCluster, *, raw: bool = True):
+    def __init__(self, cluster: FakeCluster):
         self.cluster = cluster
-        self.raw = raw
+        self.raw = cluster.cfg.runner_net_raw
 
     def reaches(self, ip: str) -> bool:
-        return ip in {self.cluster.node_ip(n) for n in self.cluster.node_names()}
+        return self.cluster.cfg.runner_reaches_nodes and ip in {self.cluster.node_ip(n) for n in self.cluster.node_names()}
 
     #: the runner's address on the nodes' network (kind's docker bridge gateway)
     ADDRESS = "172.18.0.1"
