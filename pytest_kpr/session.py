@@ -44,6 +44,7 @@ class KprSession:
         self.settings = settings
         self.timeouts = Timeouts().scaled(settings.timeout_scale)
         self.run_id = secrets.token_hex(4)
+        self.failed_tests = 0
         self.provider: Provider | None = None
         self.handle: ClusterHandle | None = None
         self.facts: ClusterFacts | None = None
@@ -281,7 +282,26 @@ class KprSession:
             d.mkdir(parents=True, exist_ok=True)
             (d / "results.json").write_text(json.dumps(results_json(outcomes, figures, tests), indent=2) + "\n")
 
+    def note_failure(self) -> None:
+        """A kpr test failed or errored: the cluster's own logs are collected before it is deleted (_teardown)."""
+        self.failed_tests += 1
+        if self.shared is not None:  # the worker that tears down may not be the one that saw the failure
+            try:
+                self.shared.dir.mkdir(parents=True, exist_ok=True)
+                (self.shared.dir / f"failed-{self.shared.worker}").touch()
+            except OSError:
+                pass
+
+    def _run_failed(self) -> bool:
+        return bool(self.failed or self.failed_tests or (self.shared is not None and any(self.shared.dir.glob("failed-*"))))
+
     def _teardown(self) -> None:
+        collect = getattr(self.provider, "collect_logs", None)
+        if collect is not None and self._run_failed():
+            try:  # before the cluster goes: afterwards there is nothing to read
+                collect(self.evidence_dir / "cluster-logs", self.progress)
+            except KprError as e:
+                self.progress(f"could not collect the cluster's logs: {e}")
         if self.provider is not None:
             try:
                 self.provider.teardown(self.progress)

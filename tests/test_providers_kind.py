@@ -221,3 +221,19 @@ def test_every_missing_piece_is_reported_in_one_round(pytester: pytest.Pytester,
     result.stdout.fnmatch_lines(["*probe image pytest-kpr-probe:* is not in the local Docker*",
                                  "*helm knows no repository 'cilium' for the chart cilium/cilium: `helm repo add cilium https://helm.cilium.io`*",
                                  "*pytest-kpr: cannot run the kpr suites here (2 problems above)*"])
+
+
+def test_a_failed_run_exports_the_kind_logs_before_the_cluster_is_deleted(pytester: pytest.Pytester, stubbed: Path) -> None:
+    pytester.makepyfile(test_suite=SUITE.replace('== "kpr-stub"', '== "another cluster"'))
+    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub", "-s")
+    result.assert_outcomes(failed=1)
+    kind = [c[:2] for c in calls(stubbed, "kind")]
+    assert kind.index(["export", "logs"]) < kind.index(["delete", "cluster"]), kind
+    export = next(c for c in calls(stubbed, "kind") if c[:2] == ["export", "logs"])
+    assert export[2].endswith("kpr-artifacts/kpr-stub/cluster-logs") and export[3:] == ["--name", "kpr-stub"]
+    result.stdout.fnmatch_lines(["[[]kpr[]] the run failed: exporting the kind cluster's logs to *cluster-logs (kind export logs)"])
+
+
+def test_a_passing_run_exports_no_logs(pytester: pytest.Pytester, stubbed: Path) -> None:
+    run_offline(pytester, "--kpr-cluster-name=kpr-stub").assert_outcomes(passed=1)
+    assert not [c for c in calls(stubbed, "kind") if c[:2] == ["export", "logs"]]

@@ -206,6 +206,15 @@ class KindProvider:
         cilium.helm_upgrade(self._tools["helm"], self.kube_factory(kubeconfig, None), self.settings, kubeconfig, from_version, to_version,
                             saved, self.timeouts, progress)
 
+    def collect_logs(self, dest: Path, progress: Progress) -> None:
+        """``kind export logs``: every node's journal, kubelet and container logs (the run failed; the cluster is about to go)."""
+        if self.cluster is None or "kind" not in self._tools:
+            return
+        progress(f"the run failed: exporting the kind cluster's logs to {dest} (kind export logs)")
+        r = self._tools["kind"].run(["export", "logs", str(dest), "--name", self.settings.cluster_name], timeout=300)
+        if not r.ok:
+            progress(f"`kind export logs` failed: {(r.stderr or r.stdout).strip()[:300]}")
+
     def teardown(self, progress: Progress) -> None:
         if self.cluster is None or not self.created:
             return
