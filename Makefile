@@ -27,7 +27,8 @@ help:
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored: it is neither" || true
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]' > $(VENV)/pip.log 2>&1 \
+		|| { grep -v "is ignored: it is neither" $(VENV)/pip.log >&2; echo "[kpr] pip install failed (log: $(VENV)/pip.log)" >&2; exit 1; }
 	@$(BIN)/python -c "import pytest_kpr" && touch $@
 
 venv: $(STAMP)
@@ -41,7 +42,9 @@ kpr: $(STAMP)
 		echo "[kpr] no published probe image is pinned yet (clusters/versions.yaml probe.image): building $(PROBE_IMAGE) locally"; \
 		$(MAKE) --no-print-directory probe-image; \
 	fi
-	@if command -v helm >/dev/null 2>&1 && ! helm repo list 2>/dev/null | grep -q '^cilium[[:space:]]'; then \
+	@if ! command -v helm >/dev/null 2>&1; then \
+		echo "[kpr] helm is not on PATH: the preflight will say so (the Cilium chart repository is added once helm is there)"; \
+	elif ! helm repo list 2>/dev/null | grep -q '^cilium[[:space:]]'; then \
 		echo "[kpr] adding the Cilium Helm chart repository (helm repo add cilium https://helm.cilium.io)"; \
 		helm repo add cilium https://helm.cilium.io >/dev/null && helm repo update cilium >/dev/null; \
 	fi
@@ -86,7 +89,7 @@ qemu-deps:
 
 # kpr matrix's HTML page in a real headless browser: Debian's chromium (installed when root and missing).
 test-browser: $(STAMP)
-	@if ! command -v chromium >/dev/null 2>&1; then \
+	@if ! command -v chromium >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			echo "[kpr] installing Debian's chromium for the browser check"; \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+REPO = Path(__file__).resolve().parent.parent
+
 from pytest_kpr.cli import main
 
 SUITES = Path(__file__).resolve().parent.parent / "suites"
@@ -117,7 +119,8 @@ def test_bad_input_is_one_line(argv: list[str], words: str, tmp_path: Path, caps
 
 
 def chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
+    """Debian's chromium here; GitHub's Ubuntu runners ship Google Chrome (their chromium package is a snap stub)."""
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
 def test_the_html_page_in_a_real_headless_browser(runs: Path, tmp_path: Path) -> None:
@@ -142,3 +145,39 @@ def test_the_html_page_in_a_real_headless_browser(runs: Path, tmp_path: Path) ->
     assert len(cells) == 3 and 'class="fail regressed"' in cells[1] and '<span class="regression"' in cells[1]
     assert "regression" not in cells[0] and "regression" not in cells[2]
     assert "1 regressions." in dom
+
+
+GH_STUB = """#!/usr/bin/env bash
+# gh as the gate calls it: `run list` prints the baseline run's id (or nothing), `run download` copies the baseline
+echo "$*" >> "$GH_STUB_LOG"
+case "$1 $2" in
+  "run list") cat "$GH_STUB_ID" ;;
+  "run download") dir=""; while [ $# -gt 0 ]; do [ "$1" = --dir ] && dir=$2; shift; done; cp -r "$GH_STUB_BASELINE/." "$dir/" ;;
+  *) exit 3 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize(("baseline_id", "new", "rc", "says"), [
+    ("4242", "b-1.20-k6.1", 1, "iptables: passed in Cilium 1.19.8"),  # a regression against the last good run fails the job
+    ("4242", "a-1.19-k6.1", 0, "no property passed in"),
+    ("", "b-1.20-k6.1", 0, "::notice::no successful kpr-kind.yml run on main yet"),
+])
+def test_the_workflows_gate_compares_with_the_last_successful_run_on_main(runs: Path, tmp_path: Path, baseline_id: str, new: str,
+                                                                         rc: int, says: str) -> None:
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(GH_STUB)
+    (bin_dir / "gh").chmod(0o755)
+    (bin_dir / "kpr").symlink_to(Path(sys.executable).parent / "kpr")
+    (tmp_path / "id").write_text(baseline_id + "\n" if baseline_id else "")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "GITHUB_REPOSITORY": "example/pytest-kpr", "GH_STUB_LOG": str(tmp_path / "log"),
+           "GH_STUB_ID": str(tmp_path / "id"), "GH_STUB_BASELINE": str(runs / "a-1.19-k6.1")}
+    r = subprocess.run([str(REPO / "scripts" / "regression_gate.sh"), "kpr-kind.yml", str(runs / new), "kpr-*"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == rc, r.stdout + r.stderr
+    assert says in r.stdout
+    log = (tmp_path / "log").read_text()
+    assert "run list --repo example/pytest-kpr --workflow kpr-kind.yml --branch main --status success" in log
+    assert ("run download 4242 --repo example/pytest-kpr --pattern kpr-*" in log) == bool(baseline_id)
