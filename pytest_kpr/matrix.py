@@ -29,6 +29,10 @@ from .versions import Version
 SYMBOL = {"pass": "pass", "fail": "FAIL", "skip": "skip", "xfail": "xfail", None: "-"}
 
 
+#: the row of a run that failed before its suites ("failed at install: ...")
+SETUP = "setup"
+
+
 @dataclass
 class Column:
     cilium: str
@@ -65,6 +69,11 @@ def read_column(evidence: Path) -> Column:
     facts = json.loads((evidence / "cluster.json").read_text())
     col = Column(str(facts.get("cilium_version", "?")), _min_kernel(facts.get("nodes") or []), str(facts.get("profile") or "default"), evidence,
                  provider=str(facts.get("provider") or ""))
+    from .runrecord import failed_at
+
+    failed = failed_at(facts)
+    if failed:  # the run stopped before its suites: one red cell says where and why
+        col.cells[SETUP] = {"verdict": "fail", "figure": failed, "counts": {}}
     results = evidence / "results.json"
     if results.is_file():
         for prop, r in json.loads(results.read_text()).get("properties", {}).items():

@@ -21,6 +21,7 @@ from .cost import Cost, CountingKube, CountingNodes
 from .errors import InfraError, KprError, ProvisioningError, Unavailable
 from .k8s.api import KubeAPI
 from .settings import IfUnavailable, ProviderName, Settings
+from .runrecord import SETUP_PHASES, RunRecord
 from .shared_run import SharedRun, read_parts, run_dir
 from .wait import Timeouts, WaitTimeout, eventually
 
@@ -77,6 +78,18 @@ class KprSession:
         #: on the xdist controller: the merged figures and evidence dir of the workers (merge_workers)
         self.merged_figures: dict[str, str] | None = None
         self.merged_evidence_dir: Path | None = None
+        #: what ran and how far it got, phase by phase: cluster.json from the first moment (pytest_kpr.runrecord)
+        self.record = RunRecord(self._run_meta())
+
+    def _run_meta(self) -> dict[str, Any]:
+        from . import __version__
+        from .runrecord import git_sha
+
+        s = self.settings
+        return {"id": self.run_id, "plugin_version": __version__, "git_sha": git_sha(self.config.rootpath),
+                "arguments": [str(a) for a in self.config.invocation_params.args], "provider": str(s.provider),
+                "requested": {"cilium_version": s.cilium_version, "profile": s.profile, "node_image": s.node_image or None,
+                              "upgrade_to": s.upgrade_to}}
 
     # -- output -------------------------------------------------------------------------------------
 
@@ -128,9 +141,12 @@ class KprSession:
         self._started = True
         provider = self._make_provider()
         self.provider = provider
+        self.record.begin("preflight")
         try:
             provider.preflight()
         except Unavailable as e:
+            self.record.end(str(e))
+            self._write_record()
             if self.settings.if_unavailable is IfUnavailable.SKIP:
                 self.unavailable = f"kpr cluster unavailable: {e}"
                 self.progress(f"{e}; skipping kpr tests (--kpr-if-unavailable=skip)")
@@ -140,6 +156,10 @@ class KprSession:
                 pytest.exit(f"pytest-kpr: cannot run the kpr suites here ({n} problem{'s' if n > 1 else ''} above)", returncode=EXIT_UNAVAILABLE)
             pytest.exit(f"pytest-kpr: cannot run the kpr suites here: {e}", returncode=EXIT_UNAVAILABLE)
         try:
+            self.record.begin("provision")
+            self._write_record()
+            if hasattr(provider, "on_phase"):
+                provider.on_phase = self._phase  # type: ignore[attr-defined]  # kind: "install" before its helm install
             handle = self._provision_or_attach(provider)
             handle.kube = CountingKube(handle.kube, self.cost)  # type: ignore[assignment]
             if self.settings.image_pull_secret:
@@ -148,20 +168,44 @@ class KprSession:
             self.handle = handle
             from .agent import locate_agents
 
+            self._phase("readiness")
             where = locate_agents(self.handle.kube, self.settings.cilium_namespace)
             self.progress(f"waiting for the Cilium datapath (every agent of {where} Ok, KubeProxyReplacement True)")
             states = cilium.wait_ready(self.handle.kube, self.timeouts, self.progress)
+            self._phase("facts")
             self.facts = cilium.read_facts(self.handle, states, self.timeouts.EXEC)
             self._write_cluster_json()
             self._refuse_kernels_below_the_floor(self.facts)
             self._refuse_a_profile_that_did_not_take(self.facts)
+            self._phase("suites")
         except KprError as e:
             self.failed = str(e)
+            self._setup_failed(str(e))
             self.stop()
             pytest.exit(f"pytest-kpr: {e}", returncode=EXIT_PROVISIONING)
-        except BaseException:
+        except BaseException as e:
+            self.record.end(f"interrupted: {type(e).__name__}")
             self.stop()
             raise
+
+    def _phase(self, name: str) -> None:
+        self.record.begin(name)
+        self._write_record()
+
+    def _setup_failed(self, error: str) -> None:
+        """A phase before the suites failed: record it, and collect what explains it while the cluster still exists."""
+        phase = self.record.current["phase"] if self.record.current else "provision"
+        self.record.end(error)
+        if phase in SETUP_PHASES:
+            from .diagnose import setup_bundle
+
+            dest = self.evidence_dir / "setup-failure"
+            try:
+                files = setup_bundle(self.provider, self.handle, self.settings, dest, self.timeouts.EXEC, self.progress)
+                self.progress(f"{phase} failed: {len(files)} diagnostic files under {dest}")
+            except Exception as e:  # noqa: BLE001 - the diagnosis must not hide the failure it explains
+                self.progress(f"could not collect the diagnostics of the failed {phase}: {e}")
+        self._write_record()
 
     def _provision_or_attach(self, provider: Provider) -> ClusterHandle:
         """Without xdist: provision. A worker: the first to take the run's lock provisions, the others attach."""
@@ -224,8 +268,9 @@ class KprSession:
     @property
     def evidence_dir(self) -> Path:
         """``<artifacts>/<cluster>``: one directory of evidence per cluster."""
-        name = self.handle.name if self.handle is not None else self.settings.cluster_name
-        return self.settings.artifacts / name
+        planned = getattr(self.provider, "cluster_name", None) if self.provider is not None else None
+        name = self.handle.name if self.handle is not None else planned or self.settings.cluster_name
+        return self.settings.artifacts / str(name)
 
     @property
     def evidence(self) -> Any:
@@ -235,12 +280,30 @@ class KprSession:
             self._evidence = Evidence(self.evidence_dir, defer_report=self.shared is not None)
         return self._evidence
 
+    def _write_record(self) -> None:
+        """cluster.json before the facts are known: the run record, the provider and the requested versions (kpr matrix
+        shows such a column by what was asked for). Never raises: the record must not break the run it records."""
+        if self.facts is not None:
+            return self._write_cluster_json()
+        if self.shared is not None and self.joined == "attached":
+            return  # the worker that provisions writes it
+        try:
+            d = self.evidence_dir
+            d.mkdir(parents=True, exist_ok=True)
+            s = self.settings
+            data = {"provider": getattr(self.provider, "name", str(s.provider)), "cilium_version": s.cilium_version,
+                    "profile": s.profile, "nodes": [], **self.record.to_json()}
+            (d / "cluster.json").write_text(json.dumps(data, indent=2) + "\n")
+        except OSError as e:
+            self.progress(f"could not write cluster.json: {e}")
+        return None
+
     def _write_cluster_json(self) -> None:
-        """The cluster's facts; at the end of the run also what the run cost (written again then)."""
+        """The cluster's facts and the run record; at the end of the run also what the run cost (written again then)."""
         assert self.facts is not None
         d = self.evidence_dir
         d.mkdir(parents=True, exist_ok=True)
-        data = {**self.facts.to_json(), "profile": self.settings.profile}
+        data = {**self.facts.to_json(), "profile": self.settings.profile, **self.record.to_json()}
         if self._stopped:
             worst = sorted(self.cost_per_test.items(), key=lambda kv: -kv[1].commands)[:5]
             data["cost"] = {"run": self.cost.to_json(), "tests": len(self.cost_per_test),
@@ -252,6 +315,8 @@ class KprSession:
         if self._stopped:
             return
         self._stopped = True
+        if self._started and not self.unavailable and self.record.failed() is None:
+            self.record.begin("cleanup")
         for fn in self.before_cleanup:
             try:
                 fn()
@@ -296,6 +361,13 @@ class KprSession:
         return bool(self.failed or self.failed_tests or (self.shared is not None and any(self.shared.dir.glob("failed-*"))))
 
     def _teardown(self) -> None:
+        self._teardown_provider()
+        if self.record.current is not None and self.record.current["phase"] == "cleanup":
+            self.record.end()
+            if self.shared is None and (self.evidence_dir / "cluster.json").is_file():
+                self._write_record()
+
+    def _teardown_provider(self) -> None:
         collect = getattr(self.provider, "collect_logs", None)
         if collect is not None and self._run_failed():
             try:  # before the cluster goes: afterwards there is nothing to read
@@ -312,7 +384,7 @@ class KprSession:
         assert self.shared is not None
         ev = self._evidence
         self.shared.write_part({
-            "worker": self.shared.worker, "joined": self.joined, "evidence_dir": str(self.evidence_dir),
+            "worker": self.shared.worker, "joined": self.joined, "evidence_dir": str(self.evidence_dir), "record": self.record.to_json(),
             "facts": self.facts.to_json() if self.facts is not None else None,
             "outcomes": self.outcomes, "figures": dict(ev.figures) if ev is not None else {}, "tests": self.test_results,
             "report": ev.report if ev is not None and ev.report is not None else None,
@@ -348,7 +420,8 @@ class KprSession:
             if reports:
                 Evidence(self.merged_evidence_dir).write_report(merge_report(reports))
             worst = sorted(self.cost_per_test.items(), key=lambda kv: -kv[1].commands)[:5]
-            data = {**with_facts[0]["facts"], "profile": self.settings.profile, "cost": {
+            provisioner = next((p for p in parts if p.get("joined") == "provisioned"), with_facts[0])
+            data = {**with_facts[0]["facts"], "profile": self.settings.profile, **(provisioner.get("record") or {}), "cost": {
                 "run": self.cost.to_json(), "tests": len(self.cost_per_test),
                 "most_commands": [{"test": k, **v.to_json()} for k, v in worst],
                 "workers": {p["worker"]: p["cost"] for p in parts}},

@@ -296,6 +296,8 @@ OPTIONS: tuple[Option, ...] = (
            "from outside the cluster: a specific route to the nodes, CAP_NET_RAW for raw SYNs) fails instead of skipping without it: "
            "yes, no, or auto (yes when the CI variable is set and the run creates its cluster, kind or fake). Default: auto", "auto",
            metavar="auto|yes|no"),
+    Option("no_sysdump", _bool, "Do not run `cilium sysdump` when the setup fails (it runs when the cilium CLI is on PATH, into the "
+           "run's setup-failure directory)", False, kind="flag"),
     Option("allow_kube_proxy", _bool, "Accept kube-proxy running beside the replacement on purpose (Cilium documents co-existence; refusing it "
            "is pytest-kpr's policy): the kube-proxy checks are skipped with that reason, not failed", False, kind="flag"),
     Option("seed", _seed, "Seed of the shared-VIP suite's generated event sequence (printed; reuse it to replay a failure). Default: random", metavar="N"),
@@ -350,6 +352,7 @@ class Settings:
     allow_kube_proxy: bool = False
     allow_all_skipped: bool = False
     require_outside: RequireOutside = RequireOutside.AUTO
+    no_sysdump: bool = False
     node_shell_image: str = "busybox:1.36.1"
     clusters_dir: Path | None = None
     cilium_namespace: str = "kube-system"

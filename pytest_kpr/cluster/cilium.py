@@ -255,6 +255,17 @@ def helm_get_values(helm: Tool, kubeconfig: Path | None, context: str | None = N
     return data if isinstance(data, dict) else {}
 
 
+def helm_diagnostics(helm: Tool, kubeconfig: Path | None, context: str | None = None) -> dict[str, str]:
+    """``helm status cilium`` and the values it applied (``helm get values --all``), each as a file's text; a command
+    that fails says so in its file (a failed install is when this is read)."""
+    out = {}
+    for name, args in (("helm-status.txt", ["status", "cilium", "--namespace", "kube-system"]),
+                       ("helm-values.yaml", ["get", "values", "cilium", "--namespace", "kube-system", "--all", "--output", "yaml"])):
+        r = helm.run([*args, *_kc(kubeconfig, context)], timeout=120)
+        out[name] = r.stdout if r.ok else f"`helm {' '.join(args)}` exit {r.returncode}: {(r.stderr or r.stdout).strip()}\n"
+    return out
+
+
 def _kc(kubeconfig: Path | None, context: str | None = None) -> list[str]:
     return (["--kubeconfig", str(kubeconfig)] if kubeconfig is not None else []) + (["--kube-context", context] if context else [])
 

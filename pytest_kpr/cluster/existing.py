@@ -90,6 +90,21 @@ class ExistingProvider:
     def share(self, handle: ClusterHandle) -> dict[str, Any]:
         return {}  # every worker reads the same kubeconfig and context
 
+    @property
+    def cluster_name(self) -> str:
+        return self.settings.context or "existing"
+
+    def diagnostics_kube(self) -> KubeAPI | None:
+        return self.kube
+
+    def diagnostics(self) -> dict[str, str]:
+        from .cilium import helm_diagnostics
+
+        try:
+            return helm_diagnostics(self._helm(), self.kubeconfig, self.settings.context)
+        except Exception as e:  # noqa: BLE001 - no helm here is not the failure being explained
+            return {"helm-status.txt": f"helm not available: {e}\n"}
+
     def attach(self, shared: dict[str, Any], progress: Progress) -> ClusterHandle:
         return self.provision(progress)
 

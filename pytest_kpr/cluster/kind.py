@@ -96,6 +96,26 @@ class KindProvider:
         self.cluster: Any = None
         self.created = False
         self._tools: dict[str, Tool] = {}
+        #: told when the install begins (the session records it as its own phase)
+        self.on_phase: Callable[[str], None] = lambda phase: None
+
+    @property
+    def cluster_name(self) -> str:
+        return self.settings.cluster_name
+
+    @property
+    def kubeconfig_path(self) -> Path | None:
+        path = Path(self.cluster.kubeconfig_path) if self.cluster is not None else None
+        return path if path is not None and path.is_file() else None
+
+    def diagnostics_kube(self) -> Any:
+        """The API of the cluster being created, once kind wrote its kubeconfig (a failed install still has one)."""
+        return self.kube_factory(self.kubeconfig_path, None) if self.kubeconfig_path is not None else None
+
+    def diagnostics(self) -> dict[str, str]:
+        if "helm" not in self._tools or self.kubeconfig_path is None:
+            return {}
+        return cilium.helm_diagnostics(self._tools["helm"], self.kubeconfig_path)
 
     def preflight(self) -> None:
         """Everything the kind provider needs, checked at once and reported in one line."""
@@ -167,6 +187,7 @@ class KindProvider:
         r = kind.run(["load", "docker-image", "--name", s.cluster_name, s.probe_image], timeout=self.timeouts.CLUSTER_CREATE)
         if not r.ok:
             raise ProvisioningError(f"`kind load docker-image {s.probe_image}` failed: {(r.stderr or r.stdout).strip()}")
+        self.on_phase("install")
         cilium.helm_install(self._tools["helm"], s, s.cluster_name, kubeconfig, progress, self.timeouts.CILIUM_READY)
         kube = self.kube_factory(kubeconfig, None)
         return ClusterHandle(

@@ -27,6 +27,7 @@ API_VERSIONS: dict[str, str] = {
     "ServiceAccount": "v1",
     "Secret": "v1",
     "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
+    "Event": "v1",
 }
 
 

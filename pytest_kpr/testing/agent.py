@@ -27,7 +27,7 @@ class FakeAgent:
 
     @property
     def ready(self) -> bool:
-        return self.status_polls >= self.cluster.cfg.agent_ready_after
+        return not self.cluster.cfg.faults.agents_never_ready and self.status_polls >= self.cluster.cfg.agent_ready_after
 
     def _batch(self, script: str) -> tuple[int, str, str]:
         """``sh -c`` as :meth:`pytest_kpr.agent.Agent.run_many` writes it (the only shell the fake speaks)."""

@@ -15,6 +15,8 @@ class Faults:
     """Each flag breaks one property the suites check. All off = a conforming cluster."""
 
     kpr_disabled: bool = False  # agents report KubeProxyReplacement False
+    helm_install_fails: bool = False  # the helm install of Cilium fails (the run stops in its install phase)
+    agents_never_ready: bool = False  # the agents never report Ok (the run stops in its readiness phase)
     #: kube-proxy's rules on every node: "nft" / "legacy" (iptables mode, in that backend), "sep-only" (only
     #: KUBE-SEP chains), "nodeports" (only a KUBE-NODEPORTS chain for the NodePort services), "nftables"
     #: (kube-proxy in nftables mode: its "kube-proxy" table)

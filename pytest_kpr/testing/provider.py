@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..cluster.provider import ClusterHandle, Progress
-from ..errors import Unavailable
+from ..errors import ProvisioningError, Unavailable
 from ..probes import ProbeResult, Verdict
 from .fake import FakeCluster
 from .reach import curl_result, probe_result, reach
@@ -77,9 +77,29 @@ class FakeProvider:
         if self.unavailable:
             raise Unavailable(self.unavailable)
 
+    #: told when the install begins (the session records it as its own phase)
+    on_phase: Any = staticmethod(lambda phase: None)
+
+    @property
+    def cluster_name(self) -> str:
+        return self.cluster.cfg.name
+
+    def diagnostics_kube(self) -> FakeCluster:
+        return self.cluster
+
+    def diagnostics(self) -> dict[str, str]:
+        """What ``helm status cilium`` says about the fake's install."""
+        failed = self.cluster.cfg.faults.helm_install_fails
+        return {"helm-status.txt": f"NAME: cilium\nNAMESPACE: kube-system\nSTATUS: {'failed' if failed else 'deployed'}\n"
+                                   f"CHART: cilium-{self.cluster.cfg.cilium_version}\n"}
+
     def provision(self, progress: Progress) -> ClusterHandle:
         self.events.append("provision")
         progress(f"using fake cluster {self.cluster.cfg.name}")
+        self.on_phase("install")
+        if self.cluster.cfg.faults.helm_install_fails:  # as cluster/cilium.py helm_install words helm's failure
+            raise ProvisioningError(f"helm install of Cilium {self.cluster.cfg.cilium_version} failed: Error: INSTALLATION FAILED: "
+                                    "context deadline exceeded (fake fault helm_install_fails)")
         return ClusterHandle(self.cluster.cfg.name, self.name, self.cluster, self.cluster, self.created, outside=FakeOutside(self.cluster))
 
     def share(self, handle: ClusterHandle) -> dict[str, Any]:

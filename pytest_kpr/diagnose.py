@@ -1,0 +1,113 @@
+"""What explains a failed setup (provision, install, readiness, facts), collected while the cluster still exists.
+
+Written under ``<evidence>/setup-failure/``: the provider's own view (kind: ``helm status`` and the applied values; the
+cluster's logs come from the provider's ``collect_logs`` just before it deletes the cluster), the Cilium pods as the
+API shows them and their recent logs, the events of the Cilium namespace, each reachable agent's
+``cilium-dbg status --verbose``, and ``cilium sysdump`` when the ``cilium`` CLI is on PATH (``--kpr-no-sysdump`` turns it
+off). Every piece is best effort: what cannot be collected is written down as such, never raised.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Callable
+
+from . import agent as _agent
+from .agent import agent_pods, agents
+from .k8s.api import KubeAPI
+
+#: lines of each Cilium pod's log kept (the end: the error is usually last)
+LOG_LINES = 300
+
+
+def _write(dest: Path, name: str, text: str, files: list[Path]) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / name
+    path.write_text(text if text.endswith("\n") or not text else text + "\n")
+    files.append(path)
+
+
+def _tail(text: str, n: int = LOG_LINES) -> str:
+    lines = text.splitlines()
+    return "\n".join(([f"[{len(lines) - n} earlier lines not kept]"] if len(lines) > n else []) + lines[-n:])
+
+
+def _pods(kube: KubeAPI, dest: Path, files: list[Path]) -> None:
+    import yaml
+
+    pods = kube.list("Pod", _agent.CILIUM_NAMESPACE)
+    cilium = [p for p in pods if "cilium" in p["metadata"]["name"]]
+    summary = {p["metadata"]["name"]: {"node": p.get("spec", {}).get("nodeName"), "status": p.get("status", {})} for p in cilium}
+    _write(dest, "cilium-pods.yaml", yaml.safe_dump(summary, sort_keys=True) if summary else "no Cilium pods\n", files)
+    for p in cilium:
+        name = p["metadata"]["name"]
+        try:
+            text = _tail(kube.logs(_agent.CILIUM_NAMESPACE, name))
+        except Exception as e:  # noqa: BLE001 - best effort
+            text = f"could not read the log: {e}"
+        _write(dest, f"log-{name}.txt", text, files)
+
+
+def _events(kube: KubeAPI, dest: Path, files: list[Path]) -> None:
+    events = kube.list("Event", _agent.CILIUM_NAMESPACE)
+    events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+    lines = [f"{e.get('lastTimestamp') or e.get('eventTime') or '?'}\t{e.get('type', '')}\t{e.get('reason', '')}\t"
+             f"{(e.get('involvedObject') or {}).get('kind', '')}/{(e.get('involvedObject') or {}).get('name', '')}\t{e.get('message', '')}"
+             for e in events]
+    _write(dest, f"events-{_agent.CILIUM_NAMESPACE}.txt", "\n".join(lines) if lines else "no events\n", files)
+
+
+def _agent_status(kube: KubeAPI, dest: Path, exec_timeout: float, files: list[Path]) -> None:
+    if not agent_pods(kube):
+        _write(dest, "agent-status.txt", "no cilium-agent pod to ask\n", files)
+        return
+    for a in agents(kube, exec_timeout=exec_timeout, retry_timeout=5.0):
+        try:
+            r = a.exec([a.detect_binary(), "status", "--verbose"])
+            text = r.stdout if r.ok else f"exit {r.returncode}: {r.stderr}{r.stdout}"
+        except Exception as e:  # noqa: BLE001 - an agent that does not answer is part of the story
+            text = f"could not ask the agent: {e}"
+        _write(dest, f"agent-status-{a.node}.txt", text, files)
+
+
+def _sysdump(kubeconfig: Path | None, dest: Path, files: list[Path], progress: Callable[[str], None]) -> None:
+    cli = shutil.which("cilium")
+    if cli is None:
+        return
+    progress(f"cilium sysdump into {dest} (the cilium CLI is on PATH; --kpr-no-sysdump skips it)")
+    env = {**os.environ, **({"KUBECONFIG": str(kubeconfig)} if kubeconfig else {})}
+    try:
+        r = subprocess.run([cli, "sysdump", "--output-filename", str(dest / "cilium-sysdump")], capture_output=True, text=True,
+                           timeout=600, env=env)
+        _write(dest, "cilium-sysdump.log", r.stdout + r.stderr + f"\nexit {r.returncode}\n", files)
+    except (OSError, subprocess.SubprocessError) as e:
+        _write(dest, "cilium-sysdump.log", f"could not run cilium sysdump: {e}\n", files)
+
+
+def setup_bundle(provider: Any, handle: Any, settings: Any, dest: Path, exec_timeout: float,
+                 progress: Callable[[str], None]) -> list[Path]:
+    """Collect what explains a failed setup into ``dest``; the files written."""
+    files: list[Path] = []
+    own = getattr(provider, "diagnostics", None)
+    if own is not None:
+        try:
+            for name, text in own().items():
+                _write(dest, name, text, files)
+        except Exception as e:  # noqa: BLE001
+            _write(dest, "provider.txt", f"could not collect the provider's diagnostics: {e}\n", files)
+    kube = handle.kube if handle is not None else (provider.diagnostics_kube() if hasattr(provider, "diagnostics_kube") else None)
+    if kube is None:
+        _write(dest, "cluster.txt", "no cluster API to read (the cluster was not created)\n", files)
+    else:
+        for name, step in (("pods", lambda: _pods(kube, dest, files)), ("events", lambda: _events(kube, dest, files)),
+                           ("agent-status", lambda: _agent_status(kube, dest, exec_timeout, files))):
+            try:
+                step()
+            except Exception as e:  # noqa: BLE001
+                _write(dest, f"{name}-error.txt", f"could not collect the {name}: {e}\n", files)
+    if not getattr(settings, "no_sysdump", False):
+        _sysdump(getattr(handle, "kubeconfig", None) or getattr(provider, "kubeconfig_path", None), dest, files, progress)
+    return files

@@ -1,0 +1,101 @@
+"""Every phase leaves a record: cluster.json from the first moment, the phase that failed and why, what explains it
+(collected while the cluster still exists), exit status 3, and a red cell in kpr matrix -- never a run that vanishes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_kpr.runrecord import PHASES, RunRecord, failed_at
+
+SUITE = """
+import pytest
+pytestmark = pytest.mark.kpr
+
+def test_cluster(kpr_facts):
+    assert kpr_facts.nodes
+"""
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_phases_end_in_order_and_the_failed_one_keeps_its_error_and_duration() -> None:
+    clock = Clock()
+    r = RunRecord({"id": "x"}, clock=clock)
+    r.begin("preflight")
+    clock.t += 1.5
+    r.begin("provision")  # the previous phase ended well
+    clock.t += 2
+    r.begin("install")
+    clock.t += 30
+    r.end("helm install of Cilium 1.20.5 failed: timeout")
+    got = [(p["phase"], p["outcome"], p["duration_s"], p["error"]) for p in r.to_json()["phases"]]
+    assert got == [("preflight", "ok", 1.5, None), ("provision", "ok", 2.0, None),
+                   ("install", "failed", 30.0, "helm install of Cilium 1.20.5 failed: timeout")]
+    assert r.current is None and r.failed()["phase"] == "install"  # type: ignore[index]
+    assert failed_at(r.to_json()) == "failed at install: helm install of Cilium 1.20.5 failed: timeout"
+
+
+@pytest.mark.parametrize(("phases", "expected"), [
+    ([], None),
+    ([{"phase": "suites", "outcome": "running"}], None),
+    ([{"phase": "cleanup", "outcome": "failed", "error": "x"}], None),  # after the suites: the cells say what was judged
+    ([{"phase": "readiness", "outcome": "failed", "error": None}], "failed at readiness: no error recorded"),
+    (["not a phase"], None),
+])
+def test_failed_at_names_only_a_setup_phase(phases: list, expected: str | None) -> None:
+    assert failed_at({"phases": phases}) == expected
+
+
+def test_the_phases_are_the_runs_order() -> None:
+    assert PHASES == ("preflight", "provision", "install", "readiness", "facts", "suites", "cleanup")
+
+
+@pytest.mark.parametrize(("fault", "phase", "error", "files"), [
+    ("helm_install_fails", "install", "helm install of Cilium * failed: Error: INSTALLATION FAILED*",
+     {"helm-status.txt", "cilium-pods.yaml", "events-kube-system.txt"}),
+    ("agents_never_ready", "readiness", "timed out after * waiting for every cilium-agent to report Ok*",
+     {"helm-status.txt", "cilium-pods.yaml", "agent-status-fake-worker.txt", "agent-status-fake-control-plane.txt"}),
+])
+def test_a_failed_setup_leaves_its_phase_error_and_diagnostics_exits_3_and_shows_red_in_the_matrix(
+        pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], fault: str, phase: str, error: str, files: set[str]) -> None:
+    import fnmatch
+
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", f"--kpr-fake-faults={fault}", "-p", "no:cacheprovider")
+    assert result.ret == 3, result.stdout.str()[-2000:]
+    art = pytester.path / "kpr-artifacts" / "fake"
+    data = json.loads((art / "cluster.json").read_text())
+    outcomes = {p["phase"]: p["outcome"] for p in data["phases"]}
+    assert outcomes[phase] == "failed" and outcomes["preflight"] == "ok", outcomes
+    failed = next(p for p in data["phases"] if p["outcome"] == "failed")
+    assert fnmatch.fnmatch(failed["error"], error), failed["error"]
+    assert data["run"]["provider"] == "fake" and data["run"]["plugin_version"] and data["run"]["requested"]["cilium_version"]
+    got = {p.name for p in (art / "setup-failure").iterdir()}
+    assert files <= got, got
+    result.stdout.fnmatch_lines([f"[[]kpr[]] {phase} failed: * diagnostic files under *setup-failure"])
+
+    from pytest_kpr.cli import main
+
+    assert main(["matrix", str(pytester.path / "kpr-artifacts")]) == 0
+    table = capsys.readouterr().out
+    assert f"failed at {phase}" in table and "setup" in table
+
+
+def test_a_passing_run_records_every_phase_ok(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "-p", "no:cacheprovider")
+    assert result.ret == 0
+    data = json.loads((pytester.path / "kpr-artifacts" / "fake" / "cluster.json").read_text())
+    assert [(p["phase"], p["outcome"]) for p in data["phases"]] == [
+        ("preflight", "ok"), ("provision", "ok"), ("install", "ok"), ("readiness", "ok"), ("facts", "ok"), ("suites", "ok"),
+        ("cleanup", "ok")]
+    assert not (pytester.path / "kpr-artifacts" / "fake" / "setup-failure").exists()
