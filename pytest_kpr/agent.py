@@ -39,6 +39,7 @@ from .parse import (
     parse_tc_filter,
     parse_version,
 )
+from .parse.metrics import parse_bpf_metrics_list
 from .parse.config import AgentConfig, parse_config
 from .parse.statedb import parse_lb_maps_dump
 from .wait import retrying
@@ -239,6 +240,9 @@ class Agent:
 
 
 #: what :meth:`Agent.read` can read in one exec: name -> (cilium-dbg arguments, parser)
+#: the datapath's forward and drop counters (parse.metrics)
+METRICS = ("bpf", "metrics", "list")
+
 VIEWS: dict[str, tuple[tuple[str, ...], Callable[[str], Any]]] = {
     "status_text": (STATUS, parse_status_text),
     "status_verbose": (STATUS_VERBOSE, parse_status_text),
@@ -250,6 +254,7 @@ VIEWS: dict[str, tuple[tuple[str, ...], Callable[[str], Any]]] = {
     "version": (("version",), parse_version),
     "maps_dump": (("shell", "--", "lb/maps-dump"), parse_lb_maps_dump),
     "config": (("config", "-a"), parse_config),
+    "metrics": (METRICS, parse_bpf_metrics_list),
 }
 
 

@@ -63,16 +63,18 @@ class Evidence:
 
 def failure_bundle(handle: ClusterHandle, namespaces: list[str], dest: Path, exec_timeout: float = 30.0) -> dict[str, str]:
     """What the datapath looked like when a test failed: per agent ``service list``, ``bpf lb list``,
-    ``bpf ct list global``; the pods of the run's namespaces. Written under ``dest``; returned by title.
+    ``bpf ct list global``, ``bpf metrics list`` (one exec per agent); the pods of the run's namespaces. Written under ``dest``; returned by title.
     Collection problems are recorded in the bundle, never raised (the test already failed)."""
     sections: dict[str, str] = {}
+    views = (("service list", ("service", "list")), ("bpf lb list", ("bpf", "lb", "list")), ("bpf ct list global", ("bpf", "ct", "list", "global")),
+             ("bpf metrics list", ("bpf", "metrics", "list")))
     for a in agents(handle.kube, exec_timeout=exec_timeout, retry_timeout=5.0):
-        for title, args in (("service list", ("service", "list")), ("bpf lb list", ("bpf", "lb", "list")), ("bpf ct list global", ("bpf", "ct", "list", "global"))):
-            try:
-                r = a.exec([a.detect_binary(), *args])
-                text = r.stdout if r.ok else f"exit {r.returncode}: {r.stderr}"
-            except Exception as e:  # noqa: BLE001 - evidence collection must not mask the failure
-                text = f"could not collect: {e}"
+        try:  # one exec per agent
+            results = a.run_many(*(args for _, args in views))
+            texts = [r.stdout if r.ok else f"exit {r.returncode}: {r.stderr}" for r in results]
+        except Exception as e:  # noqa: BLE001 - evidence collection must not mask the failure
+            texts = [f"could not collect: {e}"] * len(views)
+        for (title, _), text in zip(views, texts):
             sections[f"{a.node}: {title}"] = text
     lines = []
     for ns in namespaces:

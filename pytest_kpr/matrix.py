@@ -199,16 +199,49 @@ td.regressed {{ outline: 3px solid #b00; }}
 """
 
 
+def pair_columns(old: list[Column], new: list[Column]) -> tuple[list[tuple[Column, Column]], list[Column]]:
+    """OLD's columns with their NEW partners -- same kernel and profile; a NEW column that failed before it knew its
+    kernel takes the one unpaired OLD column of its profile; one column on each side pair with each other -- and the
+    OLD columns left without one."""
+    if len(old) == 1 and len(new) == 1:
+        return [(old[0], new[0])], []
+    pairs, unpaired = [], []
+    taken: set[int] = set()
+    for o in old:
+        n = next((n for n in new if id(n) not in taken and (n.kernel, n.profile) == (o.kernel, o.profile)), None)
+        if n is None:
+            unpaired.append(o)
+        else:
+            pairs.append((o, n))
+            taken.add(id(n))
+    for n in [n for n in new if id(n) not in taken and n.kernel == "?"]:
+        same = [o for o in unpaired if o.profile == n.profile]
+        if len(same) == 1:
+            pairs.append((same[0], n))
+            unpaired.remove(same[0])
+    return pairs, unpaired
+
+
 def compare(old: list[Column], new: list[Column]) -> list[str]:
-    """Every property that passed in OLD and fails in NEW (matched by column: Cilium version, kernel and profile, or the
-    only column on each side)."""
+    """The regression gate, one line each: a property that passed in OLD and fails, is skipped or is missing in NEW; a
+    NEW run that failed before its suites; an OLD column with no NEW partner (nothing was compared for it)."""
     out = []
-    pairs = [(o, n) for o in old for n in new if (o.kernel, o.profile) == (n.kernel, n.profile)] or \
-            ([(old[0], new[0])] if len(old) == 1 and len(new) == 1 else [])
+    pairs, unpaired = pair_columns(old, new)
+    for o in unpaired:
+        out.append(f"{o.key}: no run in NEW to compare with (missing cell)")
     for o, n in pairs:
-        for prop, cell in n.cells.items():
-            if cell["verdict"] == "fail" and o.cells.get(prop, {}).get("verdict") == "pass":
-                out.append(f"{prop}: passed in {o.key}, fails in {n.key}" + (f" ({cell['figure']})" if cell.get("figure") else ""))
+        if SETUP in n.cells:
+            out.append(f"{n.key}: {n.cells[SETUP]['figure']} (its properties were not judged)")
+            continue
+        for prop, cell in o.cells.items():
+            if prop == SETUP or cell["verdict"] != "pass":
+                continue
+            now = n.cells.get(prop)
+            if now is None:
+                out.append(f"{prop}: passed in {o.key}, missing in {n.key}")
+            elif now["verdict"] in ("fail", "skip"):
+                verb = "fails" if now["verdict"] == "fail" else "is skipped"
+                out.append(f"{prop}: passed in {o.key}, {verb} in {n.key}" + (f" ({now['figure']})" if now.get("figure") else ""))
     return out
 
 
@@ -221,7 +254,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("matrix", help="Put many runs' results side by side (Markdown, JSON, HTML); --compare OLD NEW is the regression gate",
                        description="Read artifact directories of kpr runs and write a conformance matrix: one row per property, one "
                                    "column per (Cilium version, kernel, profile), each cell pass/fail/skip/xfail with its key figure. "
-                                   "With --compare OLD NEW: list every property that passed in OLD and fails in NEW (exit 1 if any).",
+                                   "With --compare OLD NEW: the regression gate -- exit 1, one line each, for a property that passed in OLD and fails, "
+                                   "is skipped or is missing in NEW, a NEW run that failed before its suites, and an OLD run with no NEW partner.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dirs", nargs="*", type=Path, metavar="DIR", help="artifact directories (as --kpr-artifacts names them)")
     p.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"), help="the regression gate between two runs")
@@ -242,7 +276,7 @@ def _run(args: Any) -> int:
         for line in lines:
             print(line)
         if not lines:
-            print(f"no property passed in {args.compare[0]} and fails in {args.compare[1]}")
+            print(f"no regression: every property that passed in {args.compare[0]} passes in {args.compare[1]}")
         return 1 if lines else 0
     if not args.dirs:
         raise BadInput("name at least one artifact directory (or --compare OLD NEW)")

@@ -284,18 +284,73 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if outcome == "failed":
             s.note_failure()
         s.test_results.append({"test": item.nodeid, "property": prop, "outcome": outcome})
-    if report.failed and report.when == "call" and s.handle is not None:
-        from .evidence import failure_bundle
-
-        dest = s.evidence_dir / "failures" / re.sub(r"[^A-Za-z0-9_.-]+", "-", item.nodeid).strip("-")
-        try:
-            sections = failure_bundle(s.handle, s.namespaces, dest, s.timeouts.EXEC)
-        except Exception as e:  # noqa: BLE001 - never hide the test's own failure
-            sections = {"failure bundle": f"could not collect: {e}"}
-        for title, text in sections.items():
-            report.sections.append((f"kpr: {title}", text))
-        report.sections.append(("kpr: evidence", f"saved under {dest}"))
+    if report.failed and s.handle is not None:  # setup, call or teardown: each failure is explained the same way
+        dest = _failure_evidence(item, call, s)
+        report.sections.append(("kpr: evidence", dest))
+        item.user_properties.append(("kpr_evidence", dest.splitlines()[0].removeprefix("saved under ")))
+    if report.failed and call.excinfo is not None and not isinstance(report.longrepr, str) and item.config.get_verbosity() < 2:
+        report.longrepr = short_failure(item, call.excinfo)
     return report
+
+
+def _drop_lines(s: KprSession, sections: dict[str, str]) -> list[str]:
+    """The drop reasons that rose on each agent since the last reading (the run's start or the previous failure)."""
+    from .diagnose import drops_from_sections
+    from .parse.metrics import drops_that_rose
+
+    now = drops_from_sections(sections)
+    if not now:
+        return []
+    rose = drops_that_rose(s.drop_counters, now)
+    since, s.drop_counters, s.drops_since = s.drops_since, {**s.drop_counters, **now}, "the previous failure"
+    if not rose:
+        return [f"drops: no drop counter rose on any agent since {since}"]
+    shown = ", ".join(str(d) for d in rose[:5]) + (f", and {len(rose) - 5} more" if len(rose) > 5 else "")
+    return [f"drops since {since}: {shown}"]
+
+
+#: the most lines of its own a failure shows at default verbosity (-vv shows pytest's full report)
+FAILURE_LINES = 25
+
+
+def short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
+    """The failure as a user reads it in a CI log: where, and the verdict (an assertion's message, which names the
+    property), or a short traceback for an error; at most FAILURE_LINES lines."""
+    path, line, _ = item.reportinfo()
+    if excinfo.errisinstance(AssertionError):
+        text = [f"{path}:{(line or 0) + 1}: {item.name} failed", *str(excinfo.value).splitlines()]
+    else:  # an error: the last frames of the suite's or the plugin's own code, then the exception (pytest's frames left out)
+        frames = [e for e in excinfo.traceback if not any(part in str(e.path) for part in ("/_pytest/", "/pluggy/"))]
+        text = [f"{e.path}:{e.lineno + 1}: in {e.name}" for e in frames[-3:]]
+        text += [f"{excinfo.typename}: {line}" if i == 0 else line for i, line in enumerate(str(excinfo.value).splitlines() or [""])]
+    if len(text) > FAILURE_LINES:
+        text = text[: FAILURE_LINES - 1] + [f"[{len(text) - FAILURE_LINES + 1} more lines: run with -vv for pytest's full report]"]
+    return "\n".join(text)
+
+
+def _failure_evidence(item: pytest.Item, call: pytest.CallInfo[None], s: KprSession) -> str:
+    """Collect the failure bundle (files under the run's evidence) once per failure: a module fixture's error is
+    raised again for each of its tests, and they share its bundle. A few lines for the terminal: where it is."""
+    from .evidence import failure_bundle
+
+    key = id(call.excinfo.value) if call.excinfo is not None else None
+    done = s.bundles.get(key) if key is not None else None
+    if done is not None:
+        return done
+    dest = s.evidence_dir / "failures" / re.sub(r"[^A-Za-z0-9_.-]+", "-", item.nodeid).strip("-")
+    try:
+        sections = failure_bundle(s.handle, s.namespaces, dest, s.timeouts.EXEC)
+        files = sorted(p.name for p in dest.iterdir()) if dest.is_dir() else []
+        summary = f"saved under {dest}: {len(files)} files ({', '.join(files[:6])}{', ...' if len(files) > 6 else ''})"
+        pods = sections.get("pods", "").splitlines()
+        lines = [summary, *_drop_lines(s, sections),
+                 *(["pods:", *pods[:10]] + ([f"[{len(pods) - 10} more in pods.txt]"] if len(pods) > 10 else []) if pods else [])]
+    except Exception as e:  # noqa: BLE001 - never hide the test's own failure
+        lines = [f"saved under {dest}", f"could not collect the failure bundle: {e}"]
+    text = "\n".join(lines)
+    if key is not None:
+        s.bundles[key] = text
+    return text
 
 
 def _require_outside_view(report: pytest.TestReport, call: pytest.CallInfo[None], s: KprSession) -> None:
@@ -344,6 +399,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     if getattr(session.config, "workeroutput", None) is not None:
         session.config.workeroutput["kpr_deselected"] = s.deselected_kpr  # type: ignore[attr-defined]
+    s.exit_status = int(exitstatus)
     s.stop()
     if session.config.pluginmanager.getplugin("dsession") is not None and getattr(session.config.option, "testrunuid", None):
         s.merge_workers(session.config.option.testrunuid)  # the xdist controller: after every worker finished
@@ -367,3 +423,15 @@ def _nothing_judged(session: pytest.Session, s: KprSession) -> None:
         f"pytest-kpr: no property was judged ({skipped} kpr tests skipped, {s.deselected_kpr} deselected): that is not a pass; "
         "exit status 5 (--kpr-allow-all-skipped accepts it)", red=True)
     session.exitstatus = EXIT_NOTHING_JUDGED
+    _record_exit_status(s, EXIT_NOTHING_JUDGED)
+
+
+def _record_exit_status(s: KprSession, status: int) -> None:
+    """results.json says how the run ended: the status changed after it was written."""
+    import json
+
+    if s.results_file is None or not s.results_file.is_file():
+        return
+    data = json.loads(s.results_file.read_text())
+    data.setdefault("run", {})["exit_status"] = status
+    s.results_file.write_text(json.dumps(data, indent=2) + "\n")

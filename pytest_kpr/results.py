@@ -19,7 +19,11 @@ def verdict(outcomes: list[str]) -> str:
     return "skip"
 
 
-def results_json(outcomes: dict[str, list[str]], figures: dict[str, str], tests: list[dict[str, str]]) -> dict[str, Any]:
-    return {"properties": {prop: {"verdict": verdict(outs), "counts": {o: outs.count(o) for o in OUTCOMES if outs.count(o)},
+def results_json(outcomes: dict[str, list[str]], figures: dict[str, str], tests: list[dict[str, str]],
+                 run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``run``: when it ended (UTC), the plugin version, the Cilium version, the lowest node kernel, the profile and
+    pytest's exit status, so a results.json read on its own says what it is about."""
+    return {**({"run": run} if run is not None else {}),
+            "properties": {prop: {"verdict": verdict(outs), "counts": {o: outs.count(o) for o in OUTCOMES if outs.count(o)},
                                   "figure": figures.get(prop, "")} for prop, outs in outcomes.items()},
             "tests": tests}

@@ -46,6 +46,14 @@ class KprSession:
         self.timeouts = Timeouts().scaled(settings.timeout_scale)
         self.run_id = secrets.token_hex(4)
         self.failed_tests = 0
+        #: a failure's bundle, by the exception (a module fixture's error fails each of its tests with the same one)
+        self.bundles: dict[int, str] = {}
+        #: every agent's drop counters at the last reading (after the facts, then at each failure), by node
+        self.drop_counters: dict[str, Any] = {}
+        self.drops_since = "the run began"
+        #: pytest's exit status as the session ends (results.json records it), and where results.json went
+        self.exit_status: int | None = None
+        self.results_file: Path | None = None
         self.provider: Provider | None = None
         self.handle: ClusterHandle | None = None
         self.facts: ClusterFacts | None = None
@@ -177,6 +185,9 @@ class KprSession:
             self._write_cluster_json()
             self._refuse_kernels_below_the_floor(self.facts)
             self._refuse_a_profile_that_did_not_take(self.facts)
+            from .diagnose import read_drop_counters
+
+            self.drop_counters = read_drop_counters(self.handle.kube, self.timeouts.EXEC)  # a failure's drops rise from here
             self._phase("suites")
         except KprError as e:
             self.failed = str(e)
@@ -338,14 +349,29 @@ class KprSession:
                 self.progress(f"could not write cluster.json with the run's cost: {e}")
         self._teardown()
 
-    @staticmethod
-    def _write_results(d: Path, outcomes: dict[str, list[str]], figures: dict[str, str], tests: list[dict[str, str]]) -> None:
-        """results.json: the verdict, counts and figure of every property, and every test's outcome (kpr matrix reads it)."""
+    def results_run(self, facts: dict[str, Any] | None = None) -> dict[str, Any]:
+        """results.json's ``run``: what the results are about, and how the run ended."""
+        from datetime import datetime, timezone
+
+        from . import __version__
+
+        f = facts if facts is not None else (self.facts.to_json() if self.facts is not None else {})
+        kernels = sorted({n.get("kernel", "") for n in f.get("nodes", []) if n.get("kernel")})
+        return {"finished": datetime.now(timezone.utc).isoformat(timespec="seconds"), "plugin_version": __version__, "id": self.run_id,
+                "cilium_version": f.get("cilium_version") or self.settings.cilium_version, "kernels": kernels,
+                "profile": self.settings.profile, "exit_status": self.exit_status}
+
+    def _write_results(self, d: Path, outcomes: dict[str, list[str]], figures: dict[str, str], tests: list[dict[str, str]],
+                       facts: dict[str, Any] | None = None) -> None:
+        """results.json: the run it is about, the verdict, counts and figure of every property, and every test's outcome
+        (kpr matrix reads it)."""
         from .results import results_json
 
         if outcomes:
             d.mkdir(parents=True, exist_ok=True)
-            (d / "results.json").write_text(json.dumps(results_json(outcomes, figures, tests), indent=2) + "\n")
+            data = results_json(outcomes, figures, tests, self.results_run(facts))
+            (d / "results.json").write_text(json.dumps(data, indent=2) + "\n")
+            self.results_file = d / "results.json"
 
     def note_failure(self) -> None:
         """A kpr test failed or errored: the cluster's own logs are collected before it is deleted (_teardown)."""
@@ -428,7 +454,7 @@ class KprSession:
                 "xdist": {"workers": [p["worker"] for p in parts], "provisioned_by": state.get("provisioned_by"),
                           "torn_down_by": state.get("torn_down_by")}}
             (self.merged_evidence_dir / "cluster.json").write_text(json.dumps(data, indent=2) + "\n")
-            self._write_results(self.merged_evidence_dir, self.outcomes, self.merged_figures or {}, self.test_results)
+            self._write_results(self.merged_evidence_dir, self.outcomes, self.merged_figures or {}, self.test_results, with_facts[0]["facts"])
         if "shared" in state and not state.get("torn_down", True):
             self._teardown_for_dead_worker(state)
         shutil.rmtree(d, ignore_errors=True)

@@ -52,6 +52,7 @@ def samples(cilium: Path) -> dict[str, Path | str]:
         "service-list-json": cilium / "unattributed/service-list-o-json-v1.18plus.json",
         "bpf-lb-list": cilium / "bpf-lb-list/v1.16.0-dev-2024-03-pr31503-pre-slot-suffix.txt",
         "bpf-ct-list": cilium / "bpf-ct-list/v1.18-issue40820-ct6-global.txt",
+        "bpf-metrics-list": cilium / "bpf-metrics-list/v1.16.0-dev-2024-02-pr30972-line-file.txt",
         "status": cilium / "status/v1.17-commit-e46568b6b2-kpr-details-verbose.txt",
         "status-json": render.status_json(hostns_only=True),
         "config": cilium / "unattributed/config-all-v1.18-likely-2025-08.txt",
@@ -65,7 +66,7 @@ def samples(cilium: Path) -> dict[str, Path | str]:
     }
 
 
-REQUIRED = ["service-list", "service-list-json", "bpf-lb-list", "bpf-ct-list", "status", "status-json", "config", "map-list",
+REQUIRED = ["service-list", "service-list-json", "bpf-lb-list", "bpf-ct-list", "bpf-metrics-list", "status", "status-json", "config", "map-list",
             "endpoint-json", "db-frontends", "bpftool-net", "iptables-save", "ss", "netstat"]
 
 

@@ -382,3 +382,22 @@ def test_lb_maps_dump_maglev_lines() -> None:
     assert maglev_slots(sanitized) == {"<non-zero>": 1021}
     with pytest.raises(ParseError, match="bad MAGLEV line"):
         parse_lb_maps_dump("MAGLEV: ID=2 INNER=1(511)\n")
+
+
+def test_bpf_metrics_list_with_line_and_file_v116(cilium_fixtures: Path) -> None:
+    from pytest_kpr.parse.metrics import MetricRow, parse_bpf_metrics_list
+
+    rows = parse_bpf_metrics_list(read(cilium_fixtures, "bpf-metrics-list/v1.16.0-dev-2024-02-pr30972-line-file.txt"))
+    assert len(rows) == 7
+    assert rows[0] == MetricRow("Interface", "ingress", 151, 9368, 1092, "bpf_host.c")
+    assert rows[-1] == MetricRow("Unsupported L3 protocol", "egress", 6, 460, 1466, "bpf_lxc.c")  # a reason with spaces
+    assert [r.reason for r in rows if r.is_drop] == ["Unsupported L3 protocol"], "Interface and Success count forwards"
+
+
+def test_bpf_metrics_list_four_columns_before_v116(cilium_fixtures: Path) -> None:
+    from pytest_kpr.parse.metrics import parse_bpf_metrics_list
+
+    rows = parse_bpf_metrics_list(read(cilium_fixtures, "bpf-metrics-list/v1.6-era-2019-05-pr8042-four-columns.txt"))
+    assert [(r.reason, r.direction, r.packets, r.line, r.file) for r in rows][:2] == [
+        ("Decrypted packet", "ingress", 227499, None, None), ("Not a local target address", "ingress", 169955, None, None)]
+    assert rows[3].bytes == 124463343

@@ -419,3 +419,63 @@ def test_an_outside_view_skip_is_a_failure_under_ci(pytester: pytest.Pytester, m
     assert ci.ret == 1
     opt_out = run_suites(pytester, config, suite, args=("--kpr-require-outside=no",))
     assert opt_out.parseoutcomes().get("failed", 0) == 0
+
+
+def failure_blocks(stdout: str) -> dict[str, list[str]]:
+    """The terminal's FAILURES/ERRORS section, one block of lines per failure (pytest's `____ name ____` headers)."""
+    blocks: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in stdout.splitlines():
+        m = re.match(r"^_{3,} (.+?) _{3,}$", line)
+        if m:
+            current = blocks.setdefault(m.group(1), [])
+        elif re.match(r"^=+ .* =+$", line):
+            current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
+
+
+def test_a_failure_prints_its_verdict_and_where_the_evidence_is_in_at_most_40_lines(pytester: pytest.Pytester) -> None:
+    """A failing suite at default verbosity: the verdict that names the property, where the bundle went, a few lines of
+    pods; the full agent dumps are in the bundle's files, not in the terminal."""
+    result = run_suites(pytester, "faults=Faults(snat_address_swapped=True)", "dsr")
+    result.assert_outcomes(failed=1)
+    blocks = failure_blocks(result.stdout.str())
+    assert blocks, result.stdout.str()[-2000:]
+    for name, lines in blocks.items():
+        assert len(lines) <= 40, f"{name}: {len(lines)} lines\n" + "\n".join(lines)
+    text = "\n".join(next(iter(blocks.values())))
+    assert "DSR/SNAT" in text and "saved under" in text and "service list" not in text.lower().split("saved under")[0]
+    bundle = next((pytester.path / "artifacts" / "fake" / "failures").iterdir())
+    assert {"fake-worker-service-list.txt", "fake-worker-bpf-lb-list.txt", "pods.txt"} <= {p.name for p in bundle.iterdir()}
+    junit = pytester.path / "junit.xml"
+    run = run_suites(pytester, "faults=Faults(snat_address_swapped=True)", "dsr", args=(f"--junitxml={junit}",))
+    assert run.ret == 1 and 'name="kpr_evidence"' in junit.read_text(), "JUnit carries the bundle's path"
+
+
+def test_a_fixture_error_gets_one_bundle_for_the_tests_it_errors(pytester: pytest.Pytester) -> None:
+    squatter = """
+FAKE.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
+FAKE.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "squatter", "namespace": "other"},
+             "spec": {"type": "NodePort", "selector": {"app": "x"}, "ports": [{"port": 1, "nodePort": 30780}]}})
+"""
+    shutil.copytree(SUITES, pytester.path / "suites")
+    pytester.makeconftest(textwrap.dedent(CONFTEST.format(config="")) + squatter)
+    result = pytester.runpytest(str(pytester.path / "suites" / "test_nodeport.py"), "-m", "kpr", "-p", "no:cacheprovider",
+                                "--import-mode=importlib", "--kpr-artifacts=artifacts", *FAST)
+    result.assert_outcomes(errors=5)
+    bundles = list((pytester.path / "artifacts" / "fake" / "failures").iterdir())
+    assert len(bundles) == 1, "one fixture error, one bundle (not five)"
+    for name, lines in failure_blocks(result.stdout.str()).items():
+        assert len(lines) <= 40 and any("saved under" in x for x in lines), name
+
+
+def test_a_probe_dropped_at_an_agent_names_the_drop_reason_and_the_node(pytester: pytest.Pytester) -> None:
+    """The per-packet plane of fake-worker drops the NodePort request from outside (a backend exists): the failure says
+    what the client saw, and the agent's BPF drop counters say why and where."""
+    result = run_suites(pytester, "faults=Faults(per_packet_drop_on='fake-worker')", "nodeport")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 1, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(["*NodePort from outside*",
+                                 "drops since the run began: Service backend not found x1 on fake-worker (ingress, nodeport.h:1)*"])

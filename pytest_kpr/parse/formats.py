@@ -14,6 +14,7 @@ from .config import parse_config
 from .ct import CtEntry, ct_list_json, parse_ct_list
 from .health import parse_db_health
 from .lb import LbEntry, parse_lb_list, parse_lb_list_json
+from .metrics import parse_bpf_metrics_list
 from .node import (
     RuleDump,
     Socket,
@@ -152,6 +153,7 @@ FORMATS: dict[str, tuple[Callable[[str], Any], Callable[[Any], Any], str]] = {
     "bpf-lb-list": (parse_lb_list, _lb, "cilium-dbg bpf lb list"),
     "bpf-lb-list-json": (parse_lb_list_json, _lb, "cilium-dbg bpf lb list -o json"),
     "bpf-ct-list": (parse_ct_list, _ct, "cilium-dbg bpf ct list global [-d]"),
+    "bpf-metrics-list": (parse_bpf_metrics_list, plain, "cilium-dbg bpf metrics list"),
     "status": (parse_status_text, plain, "cilium-dbg status [--verbose]"),
     "status-json": (parse_status_json, plain, "cilium-dbg status -o json"),
     "version": (parse_version, plain, "cilium-dbg version"),

@@ -24,6 +24,16 @@ class FakeAgent:
         self._reflector: tuple[str, str, str, int] | None = None
         self._reconciler_reported: set[tuple[str, int, str]] = set()  # failed frontends the reconciler row has reported
         self._reconciler_rounds = 0
+        #: the BPF metrics map: (reason, direction, line, file) -> packets (bpf metrics list)
+        self.metrics: dict[tuple[str, str, int, str], int] = {}
+
+    def count(self, reason: str, direction: str, line: int, file: str) -> None:
+        key = (reason, direction, line, file)
+        self.metrics[key] = self.metrics.get(key, 0) + 1
+
+    def _metrics_list(self) -> tuple[int, str, str]:
+        rows = [(r, d.upper(), n, n * 74, line, f) for (r, d, line, f), n in self.metrics.items()]
+        return (0, render.bpf_metrics_list(rows), "") if rows else (0, "", "No entries found.\n")
 
     @property
     def ready(self) -> bool:
@@ -81,6 +91,7 @@ class FakeAgent:
             ("service", "list", "-o", "json"): self._service_list_json,
             ("bpf", "lb", "list"): self._lb_list,
             ("bpf", "ct", "list", "global"): self._ct_list,
+            ("bpf", "metrics", "list"): self._metrics_list,
             ("map", "list"): self._map_list,
             ("shell", "--", "db/show", "frontends"): self._frontends,
             ("shell", "--", "db/show", "health"): self._health_table,

@@ -40,6 +40,9 @@ class Faults:
     reject_icmp_code: int | None = None
     #: the socket plane follows ServiceNoBackendResponse=drop (connect() times out) -- the belief the source disproves
     socket_lb_honours_drop: bool = False
+    #: this node's per-packet plane drops the service traffic it handles although the service has backends, counting it
+    #: in its BPF metrics as "Service backend not found" (DROP_NO_SERVICE, 158: cilium/cilium pkg/monitor/api/drop.go)
+    per_packet_drop_on: str | None = None
     slots_cap: int | None = None  # the agents program at most this many backend slots per frontend (never converge)
     socket_lb_broken: bool = False  # the agent reports socket LB, yet pod connections take the per-packet path
     nodeport_listener: bool = False  # a process listens on every NodePort in the nodes' host namespace

@@ -68,6 +68,10 @@ def _coverage(c: ClusterView, client: str, access: str, frontend: str) -> str:
     return cov
 
 
+#: cilium/cilium pkg/monitor/api/drop.go (read at ed49278a): ``158: "Service backend not found",``
+DROP_NO_SERVICE = "Service backend not found"
+
+
 def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str, port: int, outside: bool = False,
           flow: tuple[str, int] | None = None) -> Outcome:
     """A ``connect`` or a ``raw`` SYN to ``ip:port`` from a pod on ``node`` (its own namespace, or the host's
@@ -91,6 +95,10 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         return routed(c, ip, port, kind, rule.plane)
     # traffic from outside looks up the external scope; east-west lookups the internal one (datapath.SRC_ETP_SCOPES)
     backends = fe.backends if client == "outside" or fe.internal is None else fe.internal
+    if backends and c.cfg.faults.per_packet_drop_on == handler and rule.plane is Plane.PER_PACKET:
+        # the fake's own place in the datapath: a real agent names its source line and file
+        c.agents[handler].count(DROP_NO_SERVICE, "ingress" if client == "outside" else "egress", 1, "nodeport.h")
+        return Outcome("timeout", rule.plane, frontend=kind)
     if backends:
         return Outcome("answered", rule.plane, frontend=kind, backend=_select(c, handler, fe, backends, client, port, flow), handler=handler,
                        service=fe.service)

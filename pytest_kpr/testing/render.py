@@ -188,6 +188,16 @@ def frontends_table(rows: list[dict], with_redirect: bool = True) -> str:
     return tabwrite(table, minwidth=5, padding=3)
 
 
+def bpf_metrics_list(rows: list[tuple[str, str, int, int, int, str]]) -> str:
+    """``cilium-dbg bpf metrics list`` (v1.16+, cilium-dbg/cmd/bpf_metrics_list.go): a tabwriter (minwidth 5, padding 3)
+    with REASON DIRECTION PACKETS BYTES LINE FILE, rows sorted as strings; nothing on stdout when the map is empty."""
+    if not rows:
+        return ""
+    cells = sorted([r[0], r[1], str(r[2]), str(r[3]), str(r[4]), r[5]] for r in rows)
+    # the row format ends in "\n", not "\t": the last cell is not padded
+    return tabwrite([["REASON", "DIRECTION", "PACKETS", "BYTES", "LINE", "FILE"], *cells], trailing=False)
+
+
 def map_list(rows: list[tuple[str, int]]) -> str:
     return tabwrite([["Name", "Num entries", "Num errors", "Cache enabled"]] + [[n, str(c), "0", "true" if c else "false"] for n, c in rows])
 
