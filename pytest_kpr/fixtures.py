@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from typing import Any, NoReturn
+from typing import Any
 
 from .cluster.facts import ClusterFacts
 from .cluster.provider import ClusterHandle
@@ -21,21 +21,6 @@ from .lab import Convergence, Ghost, Lab, report_values
 from .session import KprSession
 from .settings import Settings
 from .wait import Observation, Timeouts
-
-
-class NoOutsideView(pytest.skip.Exception):  # type: ignore[name-defined,misc]
-    """The skip of a test that needs the outside view (the runner as a client outside the cluster) and has none. The
-    plugin turns it into a failure when the outside view is required (--kpr-require-outside; by default under CI on a
-    cluster the run creates), so a CI job that forgot CAP_NET_RAW cannot pass with the outside plane untested."""
-
-    # reported as pytest's own skip ("SKIPPED ... no outside view: ..."), as pytest names its Skipped
-    __module__ = "builtins"
-    __qualname__ = "Skipped"
-
-
-def no_outside_view(reason: str) -> NoReturn:
-    """Skip -- or, when the outside view is required, fail -- a test that needs the outside view, naming why it has none."""
-    raise NoOutsideView(f"no outside view: {reason}", _use_item_location=True)
 
 
 @pytest.fixture(scope="session")

@@ -355,7 +355,7 @@ def _failure_evidence(item: pytest.Item, call: pytest.CallInfo[None], s: KprSess
 
 def _require_outside_view(report: pytest.TestReport, call: pytest.CallInfo[None], s: KprSession) -> None:
     """A skip for want of the outside view (fixtures.no_outside_view) is a failure when the outside view is required."""
-    from .fixtures import NoOutsideView
+    from .outcomes import NoOutsideView
 
     if report.skipped and call.excinfo is not None and call.excinfo.errisinstance(NoOutsideView) and s.settings.outside_required():
         report.outcome = "failed"

@@ -33,8 +33,8 @@ from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.datapath import MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.fixtures import no_outside_view
 from pytest_kpr.lab import WEB_PORT, Lab
+from pytest_kpr.outcomes import no_outside_view
 from pytest_kpr.wait import eventually
 
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("nodeport", "lb-statedb"), pytest.mark.xdist_group("kpr-maglev")]

@@ -28,9 +28,9 @@ from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.datapath import Plane, no_backend, plane_for
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.fixtures import no_outside_view
 from pytest_kpr.kernels import kernel_tuple
 from pytest_kpr.lab import Ghost, Lab
+from pytest_kpr.outcomes import no_outside_view
 from pytest_kpr.parse.probe import ProbeOutput
 
 pytestmark = pytest.mark.kpr
