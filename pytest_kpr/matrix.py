@@ -42,11 +42,17 @@ class Column:
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: where the cluster came from (cluster.json provider): a "fake" column tested no real datapath, and says so
     provider: str = ""
+    #: results.json's run: whether the run ended on its own (not Ctrl-C, not SIGTERM) and its exit status
+    complete: bool = True
+    ended: str = ""
+    #: the n-th run of the same (Cilium, kernel, profile) among those read: twins are distinct columns
+    twin: int = 1
 
     @property
     def key(self) -> str:
         fake = " (fake cluster: no real datapath)" if self.provider == "fake" else ""
-        return f"Cilium {self.cilium} / kernel {self.kernel} / {self.profile}{fake}"
+        twin = f" #{self.twin}" if self.twin > 1 else ""
+        return f"Cilium {self.cilium} / kernel {self.kernel} / {self.profile}{fake}{twin}"
 
     def sort_key(self) -> tuple[Any, ...]:
         try:
@@ -66,7 +72,9 @@ def _min_kernel(nodes: list[dict[str, Any]]) -> str:
 
 
 def read_column(evidence: Path) -> Column:
-    facts = json.loads((evidence / "cluster.json").read_text())
+    from .artifacts import CLUSTER_SCHEMA, RESULTS_SCHEMA, load
+
+    facts = load(evidence / "cluster.json", CLUSTER_SCHEMA)
     col = Column(str(facts.get("cilium_version", "?")), _min_kernel(facts.get("nodes") or []), str(facts.get("profile") or "default"), evidence,
                  provider=str(facts.get("provider") or ""))
     from .runrecord import failed_at
@@ -75,14 +83,20 @@ def read_column(evidence: Path) -> Column:
     if failed:  # the run stopped before its suites: one red cell says where and why
         col.cells[SETUP] = {"verdict": "fail", "figure": failed, "counts": {}}
     results = evidence / "results.json"
-    if results.is_file():
-        for prop, r in json.loads(results.read_text()).get("properties", {}).items():
+    if os.path.lexists(results):
+        data = load(results, RESULTS_SCHEMA)
+        for prop, r in data["properties"].items():
             col.cells[prop] = {"verdict": r["verdict"], "figure": r.get("figure", ""), "counts": r.get("counts", {})}
+        run = data.get("run") or {}
+        col.complete = run.get("complete", True)
+        col.ended = f"exit status {run.get('exit_status')}" + (f", {run['interrupted_by']}" if run.get("interrupted_by") else "")
         return col
     for junit in sorted(evidence.parent.rglob("*.xml")):
         outcomes: dict[str, list[str]] = {}
+        from .artifacts import read_bytes
+
         try:
-            root = ET.parse(junit).getroot()
+            root = ET.fromstring(read_bytes(junit))
         except ET.ParseError:
             continue
         for case in root.iter("testcase"):
@@ -108,7 +122,12 @@ def collect(dirs: list[Path]) -> list[Column]:
         if not found:
             raise BadInput(f"{d} has no cluster.json: not the artifact directory of a kpr run")
         cols += [read_column(e) for e in found]
-    return sorted(cols, key=lambda c: c.sort_key())
+    seen: dict[str, int] = {}
+    for c in sorted(cols, key=lambda c: str(c.evidence)):  # twins: numbered in a stable order
+        base = c.key
+        seen[base] = seen.get(base, 0) + 1
+        c.twin = seen[base]
+    return sorted(cols, key=lambda c: (c.sort_key(), c.twin))
 
 
 def regressions(cols: list[Column]) -> dict[tuple[str, str], str]:
@@ -118,7 +137,7 @@ def regressions(cols: list[Column]) -> dict[tuple[str, str], str]:
     prev: dict[tuple[str, str], Column] = {}
     for c in cols:
         before = prev.get((c.profile, c.kernel))
-        if before is not None:
+        if before is not None and before.cilium != c.cilium:  # a twin (the same versions) is not "before"
             for prop, cell in c.cells.items():
                 if cell["verdict"] == "fail" and before.cells.get(prop, {}).get("verdict") == "pass":
                     out[(c.key, prop)] = before.key
@@ -142,12 +161,24 @@ def to_json(cols: list[Column]) -> dict[str, Any]:
 
 
 def _link(c: Column, base: Path | None) -> str:
-    return os.path.relpath(c.evidence, base) if base is not None else str(c.evidence)
+    """A percent-encoded relative path (or the path itself): a directory named ``javascript:alert(1)`` stays a path."""
+    from urllib.parse import quote
+
+    path = os.path.relpath(c.evidence, base) if base is not None else str(c.evidence)
+    return quote(path if path.startswith(("/", ".")) else f"./{path}", safe="/._-~")
+
+
+def md(text: Any) -> str:
+    """A Markdown table cell's text: no cell breaks (``|``), no line breaks, no raw HTML, no link syntax."""
+    out = str(text).replace("\\", "\\\\").replace("\r", " ").replace("\n", " ")
+    for ch, esc in (("|", "\\|"), ("<", "&lt;"), (">", "&gt;"), ("[", "\\["), ("]", "\\]"), ("`", "\\`"), ("*", "\\*"), ("_", "\\_")):
+        out = out.replace(ch, esc)
+    return out
 
 
 def to_markdown(cols: list[Column], base: Path | None = None) -> str:
     reg = regressions(cols)
-    head = "| property | " + " | ".join(f"[{c.key}]({_link(c, base)})" for c in cols) + " |"
+    head = "| property | " + " | ".join(f"[{md(c.key)}]({_link(c, base)})" for c in cols) + " |"
     rows = [head, "|---|" + "---|" * len(cols)]
     for p in properties(cols):
         cells = []
@@ -157,9 +188,9 @@ def to_markdown(cols: list[Column], base: Path | None = None) -> str:
                 cells.append("-")
                 continue
             mark = " ⚠ regression" if (c.key, p) in reg else ""
-            fig = f" {cell['figure']}" if cell.get("figure") else ""
-            cells.append(f"**{SYMBOL[cell['verdict']]}**{mark}{fig}".replace("|", "\\|"))
-        rows.append(f"| {p} | " + " | ".join(cells) + " |")
+            fig = f" {md(cell['figure'])}" if cell.get("figure") else ""
+            cells.append(f"**{SYMBOL[cell['verdict']]}**{mark}{fig}")
+        rows.append(f"| {md(p)} | " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 
 
@@ -233,6 +264,12 @@ def compare(old: list[Column], new: list[Column]) -> list[str]:
         if SETUP in n.cells:
             out.append(f"{n.key}: {n.cells[SETUP]['figure']} (its properties were not judged)")
             continue
+        if not n.complete:
+            out.append(f"{n.key}: the run did not complete ({n.ended}): nothing compared")
+            continue
+        if not n.cells:
+            out.append(f"{n.key}: no results (no results.json, no JUnit XML): nothing compared")
+            continue
         for prop, cell in o.cells.items():
             if prop == SETUP or cell["verdict"] != "pass":
                 continue
@@ -246,6 +283,53 @@ def compare(old: list[Column], new: list[Column]) -> list[str]:
 
 
 # -- the command ----------------------------------------------------------------------------------------------------
+
+
+def _outputs(args: Any, cols: list[Column]) -> list[tuple[Path, str]]:
+    """Every output rendered before any is written (``-``: standard output, links then relative to the cwd)."""
+    out = []
+    for target, render in ((args.json, lambda base: json.dumps(to_json(cols), indent=2) + "\n"), (args.html, lambda base: to_html(cols, base)),
+                           (args.markdown, lambda base: to_markdown(cols, base))):
+        if target is not None:
+            base = Path.cwd() if str(target) == "-" else target.resolve().parent
+            out.append((target, render(base)))
+    return out
+
+
+def write_all(outputs: list[tuple[Path, str]], inputs: list[Path]) -> None:
+    """Write every output or none: each to a temporary file beside it, then all renamed into place. An output that is
+    an input, or inside one's tree of evidence, or a directory, is refused before anything is written."""
+    import sys
+    import tempfile
+
+    roots = [d.resolve() for d in inputs]
+    for target, _ in outputs:
+        if str(target) == "-":
+            continue
+        r = target.resolve()
+        if any(r == d or d in r.parents for d in roots):
+            raise BadInput(f"{target} is inside an input directory ({next(d for d in roots if r == d or d in r.parents)}): write it elsewhere")
+        if r.is_dir():
+            raise BadInput(f"{target} is a directory: name a file")
+    temps: list[tuple[str, Path]] = []
+    try:
+        for target, text in outputs:
+            if str(target) == "-":
+                continue
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.resolve().parent)
+            temps.append((tmp, target))
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+        for tmp, target in temps:
+            os.replace(tmp, target)
+    except OSError as e:
+        for tmp, _ in temps:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        raise BadInput(f"cannot write the outputs ({e.filename or ''}: {e.strerror}); none was written") from None
+    for target, text in outputs:
+        if str(target) == "-":
+            sys.stdout.write(text)
 
 
 def register(sub: Any) -> None:
@@ -281,13 +365,8 @@ def _run(args: Any) -> int:
     if not args.dirs:
         raise BadInput("name at least one artifact directory (or --compare OLD NEW)")
     cols = collect(args.dirs)
-    if args.json:
-        args.json.write_text(json.dumps(to_json(cols), indent=2) + "\n")
-    if args.html:
-        args.html.write_text(to_html(cols, args.html.resolve().parent))
-    md = to_markdown(cols, args.markdown.resolve().parent if args.markdown else None)
-    if args.markdown:
-        args.markdown.write_text(md)
-    elif not (args.json or args.html):
-        sys.stdout.write(md)
+    outputs = _outputs(args, cols)
+    write_all(outputs, inputs=args.dirs)
+    if not (args.markdown or args.json or args.html):
+        sys.stdout.write(to_markdown(cols))
     return 0

@@ -66,6 +66,26 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"pytest-kpr: {e}") from None
     config.stash[KPR_SESSION] = KprSession(config, settings)
     _add_packaged_suites(config)
+    _end_cleanly_on_sigterm(config)
+
+
+def _end_cleanly_on_sigterm(config: pytest.Config) -> None:
+    """SIGTERM (a CI job cancelled, a timeout) ends the run as Ctrl-C does: the cluster objects are cleaned up and
+    results.json says the run did not complete. Only where nobody else handles SIGTERM; restored at the end."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        s = config.stash.get(KPR_SESSION, None)
+        if s is not None:
+            s.interrupted_by = "SIGTERM"
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    config.add_cleanup(lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
 
 
 def _add_packaged_suites(config: pytest.Config) -> None:

@@ -54,6 +54,8 @@ class KprSession:
         #: pytest's exit status as the session ends (results.json records it), and where results.json went
         self.exit_status: int | None = None
         self.results_file: Path | None = None
+        #: "SIGTERM" when the run was ended by it (plugin._end_cleanly_on_sigterm); Ctrl-C shows as exit status 2
+        self.interrupted_by: str | None = None
         self.provider: Provider | None = None
         self.handle: ClusterHandle | None = None
         self.facts: ClusterFacts | None = None
@@ -359,7 +361,10 @@ class KprSession:
         kernels = sorted({n.get("kernel", "") for n in f.get("nodes", []) if n.get("kernel")})
         return {"finished": datetime.now(timezone.utc).isoformat(timespec="seconds"), "plugin_version": __version__, "id": self.run_id,
                 "cilium_version": f.get("cilium_version") or self.settings.cilium_version, "kernels": kernels,
-                "profile": self.settings.profile, "exit_status": self.exit_status}
+                "profile": self.settings.profile, "exit_status": self.exit_status,
+                # pytest's 0 (passed), 1 (a test failed) and 5 (nothing judged) are runs that ended on their own
+                "complete": self.exit_status in (0, 1, 5) and self.interrupted_by is None,
+                "interrupted_by": self.interrupted_by or ("Ctrl-C" if self.exit_status == 2 else None)}
 
     def _write_results(self, d: Path, outcomes: dict[str, list[str]], figures: dict[str, str], tests: list[dict[str, str]],
                        facts: dict[str, Any] | None = None) -> None:
