@@ -133,9 +133,22 @@ def one_line(text: str) -> str:
 
 
 def _show(value: Any, limit: int = 60) -> str:
-    """A value for an error line: repr, shortened, never more than one line."""
-    r = repr(value)
+    """A value for an error line: a bounded repr (a YAML alias bomb expands to gigabytes; its repr is never built),
+    shortened, never more than one line."""
+    r = _REPR.repr(value).replace("\n", "\\n")
     return r if len(r) <= limit else r[: limit - 3] + "..."
+
+
+def _bounded_repr() -> Any:
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxlevel, r.maxlist, r.maxdict, r.maxtuple, r.maxset, r.maxstring, r.maxother = 3, 6, 6, 6, 6, 60, 60
+    return r
+
+
+_REPR = _bounded_repr()
+show = _show
 
 
 def read_text(path: str, expected: str) -> tuple[str, str]:

@@ -66,10 +66,10 @@ class Event:
         try:
             op = Op(str(d["op"]))
         except (KeyError, ValueError):
-            raise ModelError(f"{where}: op must be upsert or delete, got {d.get('op')!r}") from None
-        service = str(d.get("service", ""))
-        if not re.fullmatch(r"[a-z0-9][-a-z0-9.]*/[a-z0-9][-a-z0-9.]*", service):
-            raise ModelError(f"{where}: service must be ns/name, got {service!r}")
+            raise ModelError(f"{where}: op must be upsert or delete, got {inputs.show(d.get('op'))}") from None
+        service = d.get("service", "")
+        if not isinstance(service, str) or not re.fullmatch(r"[a-z0-9][-a-z0-9.]*/[a-z0-9][-a-z0-9.]*", service):
+            raise ModelError(f"{where}: service must be ns/name, got {inputs.show(service)}")
         fes = d.get("frontends")
         if fes is None:
             fes = []
@@ -90,18 +90,20 @@ _FILE_KEYS = {"variant", "window_ms", "batch_size", "events"}
 
 
 def frontend(text: Any, where: str) -> str:
-    """``IP:PORT/PROTO`` with a real address ([IPv6] in brackets) and a port 1..65535; the address as written."""
+    """``IP:PORT/PROTO`` with a real address ([IPv6] in brackets) and a port 1..65535, in one canonical spelling
+    (``:00080`` is ``:80``, ``[2001:db8:0::1]`` is ``[2001:db8::1]``), so two spellings of one frontend conflict."""
     if not isinstance(text, str) or not _ADDR.fullmatch(text):
-        raise ModelError(f"{where}: frontend {text!r} is not IP:PORT/PROTO (PROTO: TCP, UDP, SCTP or ANY)")
+        raise ModelError(f"{where}: frontend {inputs.show(text)} is not IP:PORT/PROTO (PROTO: TCP, UDP, SCTP or ANY)")
     addr, _, rest = text.rpartition(":")
     try:
         ip = ipaddress.ip_address(addr[1:-1] if addr.startswith("[") else addr)
         if (ip.version == 6) != addr.startswith("["):
             raise ValueError
-        inputs.port(rest.split("/")[0])
+        port_text, _, proto = rest.partition("/")
+        port = inputs.port(str(int(port_text)))
     except (ValueError, inputs.BadInput):
-        raise ModelError(f"{where}: frontend {text!r} needs an IPv4 address or [IPv6] and a port 1-65535") from None
-    return text
+        raise ModelError(f"{where}: frontend {inputs.show(text)} needs an IPv4 address or [IPv6] and a port 1-65535") from None
+    return f"[{ip}]:{port}/{proto}" if ip.version == 6 else f"{ip}:{port}/{proto}"
 
 
 class ModelError(ValueError):
@@ -142,16 +144,19 @@ class LbModel:
     def advance(self, now_ms: float = float("inf")) -> None:
         """Process every batch that has closed by ``now_ms`` (all of them by default)."""
         self.pending.sort(key=lambda e: e.at_ms)
-        while self.pending:
-            start = self.pending[0].at_ms
-            batch: list[Event] = []
-            while self.pending and len(batch) < self.batch_size and self.pending[0].at_ms < start + self.window_ms:
-                batch.append(self.pending.pop(0))
+        i, n = 0, len(self.pending)  # an index, not pop(0): linear in the number of events
+        while i < n:
+            start = self.pending[i].at_ms
+            j = i
+            while j < n and j - i < self.batch_size and self.pending[j].at_ms < start + self.window_ms:
+                j += 1
+            batch = self.pending[i:j]
             closes = start + self.window_ms if len(batch) < self.batch_size else batch[-1].at_ms
             if closes > now_ms:
-                self.pending[:0] = batch
-                return
+                break
             self._process(batch)
+            i = j
+        del self.pending[:i]
 
     # -- the reflector and writer --------------------------------------------------------------------
 
@@ -250,7 +255,10 @@ def load_scenario(data: Any) -> tuple[list[Event], Variant, float, int]:
     if unknown:
         raise ModelError(f"unknown key {unknown[0]!r} (a replay file has {', '.join(sorted(_FILE_KEYS))})")
     try:
-        variant = Variant(str(data.get("variant", Variant.CILIUM_1_18.value)))
+        raw_variant = data.get("variant", Variant.CILIUM_1_18.value)
+        if not isinstance(raw_variant, str):
+            raise ValueError
+        variant = Variant(raw_variant)
     except ValueError:
         raise ModelError(f"variant must be one of {', '.join(v.value for v in Variant)}") from None
     try:
@@ -259,7 +267,7 @@ def load_scenario(data: Any) -> tuple[list[Event], Variant, float, int]:
     except inputs.BadInput as e:
         raise ModelError(str(e)) from None
     if size != int(size):
-        raise ModelError(f"batch_size must be a whole number, got {data.get('batch_size')!r}")
+        raise ModelError(f"batch_size must be a whole number, got {inputs.show(data.get('batch_size'))}")
     events: list[Event] = []
     for i, d in enumerate(data["events"]):
         if not isinstance(d, dict):
