@@ -160,12 +160,35 @@ def read_text(path: str, expected: str) -> tuple[str, str]:
     try:
         if path == "-":
             buffer = getattr(sys.stdin, "buffer", None)
-            raw: bytes | str = buffer.read() if buffer is not None else sys.stdin.read()
+            raw: bytes | str = _bounded(buffer, name, expected) if buffer is not None else sys.stdin.read(MAX_INPUT_BYTES)
         else:
             with open(path, "rb") as f:
-                raw = f.read()
-        return name, raw.decode("utf-8") if isinstance(raw, bytes) else raw
+                raw = _bounded(f, name, expected)
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except OSError as e:
         raise BadInput(f"cannot read {name}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{name} is not UTF-8 text ({expected} expected)") from None
+    except UnicodeDecodeError as e:
+        raise BadInput(f"{name} is not UTF-8 text at byte {e.start} ({expected} expected)") from None
+    nul = text.find("\x00")
+    if nul >= 0:  # no tool output has one; a binary file or a device read by mistake does
+        raise BadInput(f"{name} has a NUL byte on line {text.count(chr(10), 0, nul) + 1} ({expected} expected)")
+    return name, text
+
+
+#: more than any tool output this reads (a 200,000-entry conntrack table is about 40 MB)
+MAX_INPUT_BYTES = 256 * 1024 * 1024
+
+
+def _bounded(f: Any, name: str, expected: str) -> bytes:
+    """Read in chunks (Ctrl-C stops it between two) and refuse more than MAX_INPUT_BYTES (an endless device)."""
+    chunks, total = [], 0
+    while True:
+        chunk = f.read(1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > MAX_INPUT_BYTES:
+            raise BadInput(f"{name} is larger than {MAX_INPUT_BYTES >> 20} MiB: not the output of a tool this reads")
+        if b"\x00" in chunk:  # fail early on a device or a binary file
+            raise BadInput(f"{name} has a NUL byte: not text ({expected} expected)")
+        chunks.append(chunk)

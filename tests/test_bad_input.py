@@ -61,13 +61,14 @@ EXAMPLES: list[tuple[list[str], Any, str]] = [
     (["lbmodel", "replay", "-"], b"events: [{at_ms: 5, op: delete, service: a/b}, {at_ms: 1, op: delete, service: a/b}]\n",
      "event 1: at_ms 1 is before event 0's 5; events must be in time order"),
     (["lbmodel", "replay", "-"], b"events: [\n", "standard input is not YAML at line 2"),
-    (["lbmodel", "replay", "-"], BINARY, "standard input is not UTF-8 text"),
-    (["lbmodel", "replay", "FILE"], {"file": BINARY}, "is not UTF-8 text (a YAML event list expected)"),
+    (["lbmodel", "replay", "-"], BINARY, "standard input has a NUL byte: not text (a YAML event list expected)"),
+    (["lbmodel", "replay", "FILE"], {"file": BINARY}, "has a NUL byte: not text (a YAML event list expected)"),
+    (["lbmodel", "replay", "-"], b"\xff\xfe events", "standard input is not UTF-8 text at byte 0 (a YAML event list expected)"),
     (["lbmodel", "replay", "/nonexistent/replay.yaml"], None, "cannot read /nonexistent/replay.yaml: No such file or directory"),
-    (["parse", "bpf-ct-list", "-"], BINARY, "standard input is not UTF-8 text"),
+    (["parse", "bpf-ct-list", "-"], BINARY, "standard input has a NUL byte: not text"),
     (["parse", "status", "-"], b"", "status: standard input is empty (nothing to parse)"),
     (["parse", "iptables-save", "-"], b" \n\n", "iptables-save: standard input is empty"),
-    (["parse", "bpf-ct-list", "-"], b"\x00\x01\x02" * 300 + b"\n", "bpf-ct-list: line 1: unrecognised line: '\\x00\\x01"),
+    (["parse", "bpf-ct-list", "-"], b"\x01\x02\x03" * 300 + b"\n", "bpf-ct-list: line 1: unrecognised line: '\\x01\\x02"),
     (["parse", "no-such-format", "-"], b"x", "FORMAT 'no-such-format' is not one of the choices (see kpr parse --help)"),
 ]
 

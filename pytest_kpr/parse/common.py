@@ -29,14 +29,64 @@ def decide_strict(text: str, strict: bool | None) -> bool:
     return any(line.endswith(" ") and line.strip() for line in text.split("\n"))
 
 
-def load_json(text: str, fmt: str) -> object:
-    """``json.loads`` whose failure is a :class:`ParseError` naming the line and its text."""
+class BadJSON(ValueError):
+    """JSON that Cilium never prints and the printer could not print back: NaN/Infinity, a lone surrogate, a NUL in a
+    string, nesting past :data:`MAX_JSON_DEPTH`."""
+
+
+#: deeper than any Cilium output nests (a statedb object: about 6 levels)
+MAX_JSON_DEPTH = 100
+
+
+def _constant(name: str) -> object:
+    raise BadJSON(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    import math
+
+    f = float(text)
+    if not math.isfinite(f):
+        raise BadJSON(f"{text[:24]} is not a finite number")
+    return f
+
+
+def check_json(value: object) -> object:
+    """``value`` if its strings are printable back as JSON and it nests at most :data:`MAX_JSON_DEPTH` levels."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise BadJSON(f"nested more than {MAX_JSON_DEPTH} levels deep")
+        if isinstance(v, str):
+            if "\x00" in v:
+                raise BadJSON("a NUL character inside a string")
+            if any("\ud800" <= ch <= "\udfff" for ch in v):
+                raise BadJSON("a lone surrogate (\\ud800-\\udfff) inside a string")
+        elif isinstance(v, dict):
+            stack += [(k, depth + 1) for k in v] + [(x, depth + 1) for x in v.values()]
+        elif isinstance(v, list):
+            stack += [(x, depth + 1) for x in v]
+    return value
+
+
+def strict_json(text: str) -> object:
+    """``json.loads`` without NaN/Infinity, without deep nesting (no RecursionError) and with printable strings;
+    :class:`ValueError` (``json.JSONDecodeError`` or :class:`BadJSON`) otherwise."""
     import json
 
+    try:
+        return check_json(json.loads(text, parse_constant=_constant, parse_float=_finite))
+    except RecursionError:
+        raise BadJSON(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
+
+
+def load_json(text: str, fmt: str) -> object:
+    """:func:`strict_json` whose failure is a :class:`ParseError` naming the line and its text."""
     from .errors import ParseError
 
     try:
-        return json.loads(text)
+        return strict_json(text)
     except ValueError as e:
         lines = text.splitlines() or [""]
         lineno = getattr(e, "lineno", 1)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
-from .common import numbered
+from .common import numbered, strict_json
 from .errors import ParseError
 
 VERDICTS = frozenset({"accepted", "reset", "icmp-unreachable", "connected", "refused", "unreachable", "timeout", "no-route", "inconclusive", "http"})
@@ -30,13 +29,22 @@ def parse_probe_json(text: str) -> ProbeOutput:
         raise ParseError("probe-json", lines[1][0] if len(lines) > 1 else 1, lines[1][1] if len(lines) > 1 else "", "expected exactly one JSON line")
     lineno, line = lines[0]
     try:
-        d: dict[str, Any] = json.loads(line)
+        d: dict[str, Any] = strict_json(line)  # type: ignore[assignment]
     except ValueError as e:
-        raise ParseError("probe-json", lineno, line, f"invalid JSON ({e})") from None
+        raise ParseError("probe-json", lineno, line, f"invalid JSON ({getattr(e, 'msg', e)})") from None
     if not isinstance(d, dict) or d.get("verdict") not in VERDICTS or "elapsed_ms" not in d:
         raise ParseError("probe-json", lineno, line, "not a probe result (verdict, elapsed_ms)")
+    for key, kinds in _PROBE_TYPES.items():  # what kpr probe --json prints: anything else is not its output
+        if key in d and d[key] is not None and (not isinstance(d[key], kinds) or isinstance(d[key], bool)):
+            raise ParseError("probe-json", lineno, line, f"{key} must be {' or '.join(k.__name__ for k in kinds)}, got {type(d[key]).__name__}")
+    if not 0 <= float(d["elapsed_ms"]) < 1e12:
+        raise ParseError("probe-json", lineno, line, f"elapsed_ms {d['elapsed_ms']!r} is not a duration")
     return ProbeOutput(str(d.get("probe", "")), str(d.get("target", "")), d["verdict"], float(d["elapsed_ms"]),
                        d.get("icmp_type"), d.get("icmp_code"), d.get("errno_name"), d.get("http_code"))
+
+
+_PROBE_TYPES: dict[str, tuple[type, ...]] = {"probe": (str,), "target": (str,), "elapsed_ms": (int, float), "icmp_type": (int,),
+                                            "icmp_code": (int,), "errno_name": (str,), "http_code": (int,)}
 
 
 @dataclass(frozen=True)
@@ -55,7 +63,7 @@ def parse_hold_log(text: str) -> list[HoldEvent]:
         if not line.strip():
             continue
         try:
-            d = json.loads(line)
+            d = strict_json(line)
         except ValueError:
             raise ParseError("hold-log", lineno, line, "not a JSON line") from None
         if not isinstance(d, dict) or d.get("event") not in ("connected", "error"):

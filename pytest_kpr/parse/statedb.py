@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from .addr import L3n4, l3n4_from_parts, parse_l3n4
-from .common import cut_table, numbered
+from .common import check_json, cut_table, numbered
 from .errors import ParseError
 
 FRONTEND_COLUMNS = ("Address", "Type", "ServiceName", "PortName", "Backends", "RedirectTo", "Status", "Since", "Error")
@@ -93,9 +93,13 @@ def parse_frontends_table(text: str) -> list[Frontend]:
     return out
 
 
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
 def json_stream(text: str, fmt: str) -> list[dict]:
     """Decode back-to-back JSON objects (statedb's ``-f json``)."""
-    dec = json.JSONDecoder()
+    dec = json.JSONDecoder(parse_constant=_no_constant)
     i, n = 0, len(text)
     out: list[dict] = []
     while True:
@@ -105,6 +109,9 @@ def json_stream(text: str, fmt: str) -> list[dict]:
             return out
         try:
             obj, i = dec.raw_decode(text, i)
+            check_json(obj)
+        except RecursionError:
+            raise ParseError(fmt, text.count("\n", 0, i) + 1, "", "invalid JSON (nested too deeply)") from None
         except ValueError as e:
             lineno = text.count("\n", 0, getattr(e, "pos", i)) + 1
             lines = text.splitlines()
