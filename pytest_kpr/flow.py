@@ -58,6 +58,8 @@ class FlowReport:
     max_gap_ms: float = 0.0
     gaps: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: the signal that ended the flow early: SIGTERM (the documented early end) or SIGINT (Ctrl-C: interrupted)
+    stopped_by: str | None = None
     rtts_ms: list[float] = field(default_factory=list, repr=False)
     late_ms: list[float] = field(default_factory=list, repr=False)
 
@@ -75,13 +77,19 @@ class FlowReport:
         return {"kind": "flow", "proto": self.proto, "target": self.target, "interval_ms": self.interval_ms, "duration_s": self.duration_s,
                 "started": self.started, "ended": self.ended, "sent": self.sent, "answered": self.answered, "lost": self.lost,
                 "resets": self.resets, "closed": self.closed, "stalls": self.stalls, "reconnects": self.reconnects,
-                "connect_failures": self.connect_failures, "max_gap_ms": round(self.max_gap_ms, 1), "gaps": self.gaps,
+                "connect_failures": self.connect_failures, "stopped_by": self.stopped_by, "interrupted": self.stopped_by == "SIGINT",
+                "max_gap_ms": round(self.max_gap_ms, 1), "gaps": self.gaps,
                 "events": self.events, "rtt_ms": stats(self.rtts_ms), "send_late_ms": stats(self.late_ms)}
 
     def explain(self) -> str:
-        broken = [f"{n} {w}" for n, w in ((self.resets, "resets"), (self.closed, "closed"), (self.stalls, "stalls")) if n]
+        end = " (interrupted)" if self.stopped_by == "SIGINT" else ""
+        if self.sent == 0 and self.connect_failures:
+            error = next((e.get("error") for e in self.events if e["event"] == "connect_failed"), "")
+            return f"{self.proto} flow to {self.target}: never connected ({self.connect_failures} attempts failed: {error}){end}"
+        broken = [f"{n} {w}" for n, w in ((self.resets, "resets"), (self.closed, "closed"), (self.stalls, "stalls"),
+                                         (self.connect_failures, "connect failures")) if n]
         return (f"{self.proto} flow to {self.target}: {self.sent} sent, {self.lost} lost, longest gap {self.max_gap_ms:.0f} ms"
-                f"{', ' + ', '.join(broken) if broken else ''}{f', {self.reconnects} reconnects' if self.reconnects else ''}")
+                f"{', ' + ', '.join(broken) if broken else ''}{f', {self.reconnects} reconnects' if self.reconnects else ''}{end}")
 
 
 class _Meter:
@@ -248,7 +256,8 @@ class _Meter:
             ready, _, _ = select.select([self.sock], [], [], max(0.0, grace_end - time.monotonic()))
             if ready:
                 self.receive()
-        if self.last_answer is not None and self.sent_at:  # silent at the end: the gap is still open
+        # silent at the end -- messages unanswered, or the connection gone and not back -- the gap is still open to the end
+        if self.last_answer is not None and (self.sent_at or self.sock is None):
             self.gap(self.last_answer, end, open_=True)
         if self.sock is not None:
             self.sock.close()

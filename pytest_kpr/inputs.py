@@ -30,22 +30,26 @@ def port(value: Any, what: str = "port") -> int:
     return int(text)
 
 
-def seconds(value: Any, what: str = "timeout", allow_zero: bool = False) -> float:
-    """A finite, positive duration (or zero when ``allow_zero``)."""
+#: the longest duration any option takes: a day (a larger one is a typo, and past ~1e9 s the clocks overflow)
+MAX_SECONDS = 86400.0
+
+
+def seconds(value: Any, what: str = "timeout", allow_zero: bool = False, maximum: float = MAX_SECONDS) -> float:
+    """A finite, positive duration (or zero when ``allow_zero``), at most ``maximum``."""
     try:
         if isinstance(value, bool):
             raise ValueError
         f = float(value)
     except (TypeError, ValueError, OverflowError):
         raise BadInput(f"{what} must be a number of seconds, got {_show(value)}") from None
-    if not math.isfinite(f) or f < 0 or (f == 0 and not allow_zero):
+    if not math.isfinite(f) or f < 0 or (f == 0 and not allow_zero) or f > maximum:
         bound = "zero or more" if allow_zero else "more than zero"
-        raise BadInput(f"{what} must be a finite number of seconds, {bound}, got {_show(value)}")
+        raise BadInput(f"{what} must be a finite number of seconds, {bound}, at most {maximum:g}, got {_show(value)}")
     return f
 
 
-def number(value: Any, what: str, minimum: float | None = None, positive: bool = False) -> float:
-    """A finite number (not a boolean), at least ``minimum`` or strictly positive."""
+def number(value: Any, what: str, minimum: float | None = None, positive: bool = False, maximum: float | None = None) -> float:
+    """A finite number (not a boolean), at least ``minimum`` or strictly positive, at most ``maximum``."""
     try:
         if isinstance(value, bool) or value is None:
             raise ValueError
@@ -58,6 +62,8 @@ def number(value: Any, what: str, minimum: float | None = None, positive: bool =
         raise BadInput(f"{what} must be more than zero, got {_show(value)}")
     if minimum is not None and f < minimum:
         raise BadInput(f"{what} must be at least {minimum:g}, got {_show(value)}")
+    if maximum is not None and f > maximum:
+        raise BadInput(f"{what} must be at most {maximum:g}, got {_show(value)}")
     return f
 
 

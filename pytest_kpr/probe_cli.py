@@ -75,16 +75,20 @@ def register(sub: Any) -> None:
                                      "and a JSON line per gap over --report-gap-ms as it ends. SIGTERM/SIGINT end it early, summary included.")
     k.add_argument("target", type=target, metavar="HOST:PORT", help="address ([IPv6] in brackets) or host name, and port")
     k.add_argument("--udp", action="store_true", help="UDP instead of TCP")
-    k.add_argument("--interval-ms", type=argtype(lambda t: inputs.number(t, "--interval-ms", minimum=1), "milliseconds"), default=10.0,
+    k.add_argument("--interval-ms", type=argtype(lambda t: inputs.number(t, "--interval-ms", minimum=1, maximum=MAX_MS), "milliseconds"), default=10.0,
                    help="Milliseconds between messages, at least 1 (default 10)")
     k.add_argument("--duration", type=argtype(lambda t: inputs.seconds(t, "--duration"), "seconds"), default=10.0,
                    help="Seconds to run, more than zero (default 10)")
-    k.add_argument("--stall-ms", type=argtype(lambda t: inputs.number(t, "--stall-ms", minimum=1), "milliseconds"), default=3000.0,
+    k.add_argument("--stall-ms", type=argtype(lambda t: inputs.number(t, "--stall-ms", minimum=1, maximum=MAX_MS), "milliseconds"), default=3000.0,
                    help="TCP: give a connection up after this long without an answer, and reconnect (default 3000)")
-    k.add_argument("--report-gap-ms", type=argtype(lambda t: inputs.number(t, "--report-gap-ms", minimum=0), "milliseconds"), default=100.0,
+    k.add_argument("--report-gap-ms", type=argtype(lambda t: inputs.number(t, "--report-gap-ms", minimum=0, maximum=MAX_MS), "milliseconds"), default=100.0,
                    help="Print a JSON line for each gap at least this long (default 100)")
     k.add_argument("--json", action="store_true", help="Print the summary as one JSON object instead of a sentence")
     k.set_defaults(func=_run_flow)
+
+
+#: the longest millisecond option: a day
+MAX_MS = inputs.MAX_SECONDS * 1000
 
 
 def _count(text: str) -> int:
@@ -119,10 +123,25 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stop_on_signals() -> threading.Event:
-    stop = threading.Event()
+class _Stop(threading.Event):
+    """Set by SIGTERM (the documented early end: exit 0) or SIGINT (Ctrl-C: exit 130, the summary marked interrupted)."""
+
+    signal_name: str | None = None
+
+    @property
+    def exit_status(self) -> int:
+        return 130 if self.signal_name == "SIGINT" else 0
+
+
+def _stop_on_signals() -> _Stop:
+    stop = _Stop()
+
+    def on(signum: int, frame: Any) -> None:
+        stop.signal_name = signal.Signals(signum).name
+        stop.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, on)
     return stop
 
 
@@ -137,7 +156,7 @@ def _run_echo(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"kpr probe echo-server: cannot listen on {args.bind}:{args.port}: {e.strerror or e}", file=sys.stderr)
         return 1
-    return 0
+    return stop.exit_status
 
 
 def _run_flow(args: argparse.Namespace) -> int:
@@ -147,16 +166,15 @@ def _run_flow(args: argparse.Namespace) -> int:
     stop = _stop_on_signals()  # SIGTERM/SIGINT end the flow early: the summary is still printed
     r = flow(inputs.resolve(host), port, udp=args.udp, interval_ms=args.interval_ms, duration_s=args.duration, stall_ms=args.stall_ms,
              report_gap_ms=args.report_gap_ms, out=sys.stdout if args.json else None, stop=stop.is_set)
+    r.stopped_by = stop.signal_name
     _print(r, args.json)
-    return 0
+    return stop.exit_status
 
 
 def _run_hold(args: argparse.Namespace) -> int:
     from .probes import hold
 
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = _stop_on_signals()
     deadline_timer = None
     if args.seconds > 0:
         deadline_timer = threading.Timer(args.seconds, stop.set)
@@ -165,7 +183,8 @@ def _run_hold(args: argparse.Namespace) -> int:
     host, port = args.target
     host = inputs.resolve(host)
     try:
-        return hold(host, port, args.sport, sys.stdout, stop.wait, timeout=args.timeout)
+        rc = hold(host, port, args.sport, sys.stdout, stop.wait, timeout=args.timeout)
+        return stop.exit_status if rc == 0 else rc
     finally:
         if deadline_timer is not None:
             deadline_timer.cancel()

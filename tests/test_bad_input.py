@@ -281,3 +281,22 @@ def test_random_parse_input_never_raises(fmt: str, raw: bytes, tmp_path_factory:
     argv = ["parse", fmt, str(path)]
     code, out, err = _run(argv, capsys)
     _assert_clean(argv, code, out, err)
+
+
+@pytest.mark.parametrize("argv", [
+    ["probe", "connect", "10.0.0.1:80", "--timeout", "1e300"],
+    ["probe", "syn", "10.0.0.1:80", "--timeout", "86401"],
+    ["probe", "http", "http://10.0.0.1/", "--timeout", "1e30"],
+    ["probe", "hold", "10.0.0.1:80", "--sport", "40404", "--seconds", "1e300"],
+    ["probe", "flow", "10.0.0.1:80", "--duration", "1e18"],
+    ["probe", "flow", "10.0.0.1:80", "--interval-ms", "1e300"],
+    ["probe", "flow", "10.0.0.1:80", "--stall-ms", "1e12"],
+    ["probe", "connect", "10.0.0.1:80", "--count", "2", "--interval", "1e300"],
+])
+def test_every_duration_has_a_finite_upper_bound(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_kpr.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "at most" in err and len(err.strip().splitlines()) == 1, err

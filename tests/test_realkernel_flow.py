@@ -199,3 +199,44 @@ def test_a_second_echo_server_on_a_taken_port_is_one_line_and_exit_1(topo: Topol
                    check=False, timeout=20)
     assert cp.returncode == 1 and cp.stdout == "" and len(cp.stderr.strip().splitlines()) == 1
     assert f"cannot listen on {server(topo)}:{TCP}: Address already in use" in cp.stderr
+
+
+GONE = 7102
+
+
+def test_a_peer_that_dies_and_stays_gone_is_silent_to_the_end_of_the_flow(topo: Topology) -> None:
+    """The echo server is killed and never comes back: the flow reconnects in vain, and its longest gap is the silence
+    from the last answer to the end of the flow -- an open gap that ends exactly where the flow ended (both read from
+    one monotonic clock, so the check does not depend on how fast the machine is)."""
+    srv = topo.spawn("server", [sys.executable, "-m", "pytest_kpr.cli", "probe", "echo-server", "--port", str(GONE), "--bind", server(topo)])
+    wait_listening(topo, "server", GONE)
+    r = run_flow(topo, server(topo), GONE, lambda t: (srv.kill(), srv.wait()), at=0.5, duration_s=2.0)
+    last = r.gaps[-1]
+    assert last.get("open") is True and abs(r.max_gap_ms - last["ms"]) < 0.1, r.to_json()
+    assert abs(last["start"] + last["ms"] / 1000 - (r.started + r.duration_s)) < 0.01, "the open gap runs to the flow's end"
+    assert r.connect_failures > 0 and r.closed + r.resets >= 1, r.to_json()  # the kernel may report the end more than once
+
+
+def test_a_flow_that_never_connects_says_so_in_its_line(topo: Topology) -> None:
+    cp = topo.exec("client", sys.executable, "-m", "pytest_kpr.cli", "probe", "flow", f"{server(topo)}:7199", "--duration", "0.5",
+                   timeout=60)
+    assert cp.returncode == 0 and "never connected (" in cp.stdout and "attempts failed: ECONNREFUSED)" in cp.stdout, cp.stdout
+
+
+def test_ctrl_c_ends_a_flow_with_130_and_an_interrupted_summary(topo: Topology) -> None:
+    import signal
+    import subprocess
+
+    p = subprocess.Popen(["nsenter", f"--net=/run/netns/{topo.ns('client')}", sys.executable, "-m", "pytest_kpr.cli", "probe", "flow",
+                          f"{server(topo)}:{TCP}", "--duration", "60", "--json"], stdout=subprocess.PIPE, text=True)
+    try:
+        started(topo, "tcp", TCP)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    summary = json.loads(out.splitlines()[-1])
+    assert p.returncode == 130 and summary["interrupted"] is True and summary["stopped_by"] == "SIGINT", summary
