@@ -64,6 +64,15 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = resolve(cli, config.getini, config.rootpath)
     except SettingsError as e:
         raise pytest.UsageError(f"pytest-kpr: {e}") from None
+    from .settings import artifacts_problem, unknown_ini_keys
+
+    typos = unknown_ini_keys(list(getattr(config, "inicfg", {}) or {}))
+    if typos:
+        raise pytest.UsageError(f"pytest-kpr: {'; '.join(typos)}")
+    if _selects_kpr(config) and getattr(config, "workerinput", None) is None:
+        why = artifacts_problem(settings.artifacts)
+        if why:
+            raise pytest.UsageError(f"pytest-kpr: {why}")
     config.stash[KPR_SESSION] = KprSession(config, settings)
     _add_packaged_suites(config)
     _end_cleanly_on_sigterm(config)

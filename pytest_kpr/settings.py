@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from . import inputs
 from .errors import SettingsError
 from .resources import Pins, find_clusters_dir
 
@@ -146,11 +147,15 @@ def _cluster_name(text: str) -> str:
 def _version(text: str) -> str:
     from .versions import Version
 
+    clean = text.strip()
+    # a release (1.20.2, v1.20.2) or a pre-release (1.21.0-pre.1, 1.20.0-rc.2): nothing else reaches helm's command line
+    if not re.fullmatch(r"v?\d{1,3}\.\d{1,3}\.\d{1,4}(-[0-9A-Za-z.]{1,40})?", clean):
+        raise SettingsError(f"{inputs.show(text)} is not a Cilium version such as 1.20.2")
     try:
-        Version.parse(text)
+        Version.parse(clean)
     except ValueError:
-        raise SettingsError(f"{text!r} is not a Cilium version such as 1.20.2") from None
-    return text.strip().lstrip("v")
+        raise SettingsError(f"{inputs.show(text)} is not a Cilium version such as 1.20.2") from None
+    return clean.lstrip("v")
 
 
 def _nodeport(text: str) -> int:
@@ -390,6 +395,36 @@ class Settings:
             return None
         p = self.clusters_dir / "cilium" / f"values-{series}.yaml"
         return p if p.is_file() else None
+
+
+def unknown_ini_keys(keys: Sequence[str]) -> list[str]:
+    """Every ``kpr_`` ini key that is no option, each with the nearest known key (a typo would be silently ignored)."""
+    import difflib
+
+    known = [o.ini for o in OPTIONS]
+    out = []
+    for key in keys:
+        if key.startswith("kpr_") and key not in known:
+            near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            out.append(f"unknown ini key {key}" + (f" (did you mean {near[0]}?)" if near else " (no such option: see --help)"))
+    return out
+
+
+def artifacts_problem(path: Path) -> str | None:
+    """Create the artifacts directory now, before any cluster work: a dangling symlink, a file in the way or a place
+    that cannot be written is one line (exit 4), not a traceback at the first evidence file."""
+    where = f"{OPTIONS_BY_NAME['artifacts'].flag} {path}"
+    if path.is_symlink() and not path.exists():
+        return f"{where} is a symlink to {os.readlink(path)}, which does not exist"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        return f"{where} exists and is not a directory"
+    except OSError as e:
+        return f"{where} cannot be created: {e.strerror}"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"{where} cannot be written"
+    return None
 
 
 def resolve(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pytest_kpr.settings import OPTIONS
@@ -119,3 +121,37 @@ def test_only_a_marker_expression_naming_kpr_selects_the_suites(markexpr: str, s
     from pytest_kpr.plugin import _selects_kpr
 
     assert _selects_kpr(SimpleNamespace(option=SimpleNamespace(markexpr=markexpr))) is selects  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("setup", "args", "says"), [
+    (lambda d: (d / "art").symlink_to("/nonexistent/dir"), ["--kpr-artifacts=art"], "--kpr-artifacts */art is a symlink to /nonexistent/dir, which does not exist"),
+    (lambda d: (d / "art").write_text("x"), ["--kpr-artifacts=art"], "--kpr-artifacts: cannot create */art: */art is not a directory"),
+    (lambda d: None, ["--kpr-artifacts=/proc/kpr-x"], "--kpr-artifacts /proc/kpr-x cannot be created: *"),
+    (lambda d: None, ["--kpr-upgrade-to=1.20.2;id"], "--kpr-upgrade-to: '1.20.2;id' is not a Cilium version such as 1.20.2"),
+    (lambda d: None, ["--kpr-cilium-version=1.20.2 --set x=y"], "--kpr-cilium-version: '1.20.2 --set x=y' is not a Cilium version*"),
+    (lambda d: (d / "pytest.ini").write_text("[pytest]\nkpr_timout_scale = 2\n"), [],
+     "unknown ini key kpr_timout_scale (did you mean kpr_timeout_scale?)"),
+])
+def test_a_bad_place_or_value_is_one_line_and_exit_4_before_any_cluster_work(pytester: pytest.Pytester, setup: Any, args: list[str],
+                                                                           says: str) -> None:
+    setup(pytester.path)
+    pytester.makepyfile(test_a="import pytest\npytestmark = pytest.mark.kpr\ndef test_x(kpr_facts):\n    pass\n")
+    result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "-p", "no:cacheprovider", *args)
+    assert result.ret == 4
+    result.stderr.fnmatch_lines([f"ERROR: pytest-kpr: {says}"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.parametrize(("content", "says"), [
+    (b"\x8f\xd2binary", "kubeconfig * is not text (not UTF-8 at byte 0)"),
+    (b"[1, 2]\n", "kubeconfig * is not a kubeconfig (no 'contexts' list)"),
+    (b"contexts: [5]\n", "kubeconfig * is not a kubeconfig (a context without a name)"),
+    (b"contexts: [{name: a}]\nclusters: {}\ncurrent-context: a\n", "kubeconfig * is not a kubeconfig ('clusters' is not a list)"),
+])
+def test_a_kubeconfig_of_the_wrong_shape_or_not_text_is_one_line(pytester: pytest.Pytester, content: bytes, says: str) -> None:
+    (pytester.path / "kc").write_bytes(content)
+    pytester.makepyfile(test_a="import pytest\npytestmark = pytest.mark.kpr\ndef test_x(kpr_facts):\n    pass\n")
+    result = pytester.runpytest("-m", "kpr", "--kpr-provider=existing", "--kpr-kubeconfig=kc", "-p", "no:cacheprovider")
+    assert result.ret == 4
+    result.stdout.fnmatch_lines([f"[[]kpr[]]   - {says}"])
+    assert "INTERNALERROR" not in result.stdout.str()

@@ -26,15 +26,26 @@ def kubeconfig_problem(path: Path, context: str | None) -> str | None:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text())
+        with open(path, "rb") as f:  # a pipe (--kpr-kubeconfig <(...)) is fine; more than 16 MiB is no kubeconfig
+            raw = f.read(16 * 1024 * 1024 + 1)
+        if len(raw) > 16 * 1024 * 1024:
+            return f"kubeconfig {path} is larger than 16 MiB: not a kubeconfig"
+        data = yaml.safe_load(raw.decode("utf-8"))
     except OSError as e:
         return f"kubeconfig {path} cannot be read: {e.strerror or e}"
+    except UnicodeDecodeError as e:
+        return f"kubeconfig {path} is not text (not UTF-8 at byte {e.start})"
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         return f"kubeconfig {path} is not valid YAML{where}: {getattr(e, 'problem', None) or e}"
     if not isinstance(data, dict) or not isinstance(data.get("contexts"), list):
         return f"kubeconfig {path} is not a kubeconfig (no 'contexts' list)"
+    if not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in data["contexts"]):
+        return f"kubeconfig {path} is not a kubeconfig (a context without a name)"
+    for key in ("clusters", "users"):
+        if not isinstance(data.get(key, []), list):
+            return f"kubeconfig {path} is not a kubeconfig ({key!r} is not a list)"
     names = [c.get("name") for c in data["contexts"] if isinstance(c, dict)]
     want = context or data.get("current-context")
     if not want:
