@@ -8,7 +8,13 @@ class KprError(Exception):
 
 
 class SettingsError(KprError):
-    """A bad option or ini value. The plugin reports it as a pytest usage error."""
+    """A bad option or ini value. The plugin reports it as a pytest usage error: always one line (a newline or another
+    control character in a value is written as an escape)."""
+
+    def __init__(self, message: str) -> None:
+        from .inputs import one_line
+
+        super().__init__(one_line(message))
 
 
 class Unavailable(KprError):

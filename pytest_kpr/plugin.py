@@ -66,7 +66,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"pytest-kpr: {e}") from None
     from .settings import artifacts_problem, unknown_ini_keys
 
-    typos = unknown_ini_keys(list(getattr(config, "inicfg", {}) or {}))
+    # pytest's own list of ini keys nobody registered (it only warns about them); private, hence the guard
+    unknown = getattr(config, "_get_unknown_ini_keys", None)
+    typos = unknown_ini_keys(sorted(unknown())) if callable(unknown) else []
     if typos:
         raise pytest.UsageError(f"pytest-kpr: {'; '.join(typos)}")
     if _selects_kpr(config) and getattr(config, "workerinput", None) is None:

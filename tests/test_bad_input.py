@@ -6,12 +6,15 @@ input through the same entry point in this process, with the probes replaced so 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
 from typing import Any
 
 import pytest
@@ -300,3 +303,76 @@ def test_every_duration_has_a_finite_upper_bound(argv: list[str], capsys: pytest
         main(argv)
     err = capsys.readouterr().err
     assert e.value.code == 2 and "at most" in err and len(err.strip().splitlines()) == 1, err
+
+
+# -- kpr matrix: artifacts from bytes and from structured garbage ------------------------------------------------------
+
+_json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10, 10**25), st.floats(allow_nan=False), _text,
+                                      st.sampled_from(["pass", "fail", "skip", "xfail", "1.20.5", "6.1.0-50-amd64", "install", "failed"])),
+                            lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                    st.dictionaries(st.sampled_from(["properties", "verdict", "figure", "counts", "run",
+                                                                                     "complete", "exit_status", "cilium_version", "nodes",
+                                                                                     "kernel", "profile", "phases", "phase", "outcome",
+                                                                                     "provider", "iptables", "x"]), inner, max_size=5)),
+                            max_leaves=25)
+_artifact = st.one_of(st.binary(max_size=300), _json_values.map(lambda v: json.dumps(v).encode()),
+                      _json_values.map(lambda v: json.dumps(v).encode()[: max(1, len(json.dumps(v)) // 2)]))  # cut short
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(cluster=_artifact, results=st.one_of(st.none(), _artifact), compare=st.booleans())
+@example(cluster=b'{"cilium_version": "1.20.5"}', results=b"{}", compare=True)
+@example(cluster=b'{"cilium_version": "1.20.5", "nodes": [{"kernel": 5}]}', results=None, compare=False)
+def test_random_artifacts_never_break_the_matrix_or_its_gate(cluster: bytes, results: bytes | None, compare: bool,
+                                                             tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path_factory.mktemp("artifacts")
+    for name in ("old", "new"):
+        d = root / name / "kpr"
+        d.mkdir(parents=True)
+        (d / "cluster.json").write_bytes(cluster if name == "new" else b'{"cilium_version": "1.20.5", "nodes": []}')
+        if name == "old":
+            (d / "results.json").write_text('{"properties": {"iptables": {"verdict": "pass"}}}')
+        elif results is not None:
+            (d / "results.json").write_bytes(results)
+    argv = ["matrix", "--compare", str(root / "old"), str(root / "new")] if compare else ["matrix", str(root / "new")]
+    code, out, err = _run(argv, capsys)
+    _assert_clean(argv, code, out, err)
+    assert compare or code != 1, "kpr matrix alone has no regression to report"
+
+
+# -- kpr lbmodel replay from raw bytes (YAML's own syntax, aliases included) --------------------------------------------
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(raw=st.one_of(st.binary(max_size=200),
+                     st.lists(st.sampled_from(["events:", " - ", "{", "}", "[", "]", "&a ", "*a", "<<: ", "!!python/object ", "at_ms: ",
+                                               "1e999", ".nan", "op: upsert", "service: a/b", "frontends: ", "'10.0.0.1:80/TCP'", "\n",
+                                               "  ", ",", "window_ms: ", "window_ms: 5"]), max_size=30).map(lambda xs: "".join(xs).encode())))
+@example(raw=b"a: &a [x]\nb: *a\nevents: []\n")
+@example(raw=b"window_ms: 5\nwindow_ms: 6\nevents: []\n")
+def test_random_yaml_bytes_never_break_lbmodel_replay(raw: bytes, tmp_path_factory: pytest.TempPathFactory,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path_factory.mktemp("yaml") / "r.yaml"
+    path.write_bytes(raw)
+    argv = ["lbmodel", "replay", str(path)]
+    code, out, err = _run(argv, capsys)
+    _assert_clean(argv, code, out, err)
+
+
+# -- --kpr-* option values ------------------------------------------------------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(sorted(o.name for o in __import__("pytest_kpr.settings", fromlist=["OPTIONS"]).OPTIONS if o.kind == "value")),
+       value=st.one_of(_text, st.sampled_from(["1e300", "-1", "0", "nan", "1.20.2;id", "../../x", "a" * 300, "", " "])))
+@example(name="upgrade_to", value="1.20.2;id")
+@example(name="timeout_scale", value="1e300")
+@example(name="artifacts", value="a" * 300).via("a name past NAME_MAX: every look-up of the path raised OSError")
+@example(name="kind_config", value="0\n0").via("a newline in a value made the error two lines")
+def test_random_option_values_are_a_settings_error_or_a_value(name: str, value: str) -> None:
+    """Every value of every --kpr-* option either resolves or is a SettingsError (one line): never another exception."""
+    from pytest_kpr.errors import SettingsError
+    from pytest_kpr.settings import resolve
+
+    try:
+        resolve({f"kpr_{name}": value}, lambda key: None, REPO)
+    except SettingsError as e:
+        assert "\n" not in str(e) and str(e)
