@@ -1,10 +1,12 @@
-"""The layering in architecture.md, enforced: the library never imports pytest, and only `parse` reads
-tool output (it imports nothing of the project outside itself)."""
-
+"""The layering, enforced: the library never imports pytest, only `parse` reads tool output, and the layer contract
+of the target layout (architecture-target: plugin | cli > run | scenarios | testing > observe > cluster > traffic | judge
+> rules > evidence | parse | k8s > model > core), with today's exceptions listed and shrinking."""
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "pytest_kpr"
 PYTEST_ALLOWED = {"plugin.py", "fixtures.py", "session.py", "outcomes.py"}  # outcomes: the plugin's special skip
@@ -36,3 +38,153 @@ def test_parse_depends_on_nothing_else_in_the_project() -> None:
         if outside and p.name != "cli.py":
             offenders[p.name] = outside
     assert offenders == {}, f"parse modules reaching outside parse/: {offenders}"
+
+
+# -- the layer contract (architecture-target: data flows one way) ---------------------------------------------------------
+#
+# Each module's role, as the target layout names it; imports point down only (a lower number), or stay inside one
+# role. Rows that do not hold yet are strict xfails, each naming the move that fixes it: when a step lands its row
+# passes, strict xfail turns that into a failure, and the row's mark is removed in the same commit.
+
+ROLE_LEVEL = {"core": 1, "model": 2, "parse": 3, "k8s": 3, "evidence": 3, "rules": 4, "judge": 5, "traffic": 5, "cluster": 6,
+              "observe": 7, "run": 8, "scenarios": 8, "testing": 8, "plugin": 9, "cli": 9}
+
+#: module (path under pytest_kpr/, without .py) -> role; a package maps as a whole unless a module is named
+ROLES = {
+    "errors": "core", "inputs": "core", "versions": "core", "wait": "core",
+    "cluster/facts": "model",
+    "parse": "parse", "k8s": "k8s",
+    "evidence": "evidence", "results": "evidence", "matrix": "evidence", "artifacts": "evidence",
+    "datapath": "rules", "kernels": "rules", "lbmodel": "rules",
+    "checks": "judge",
+    "probes": "traffic", "flow": "traffic",
+    "cluster": "cluster",
+    "lab": "observe", "workloads": "observe", "agent": "observe", "node": "observe", "batch": "observe", "diagnose": "observe",
+    "session": "run", "settings": "run", "shared_run": "run", "cost": "run", "resources": "run",
+    "runrecord": "evidence",  # what cluster.json records: written by the run, read back by the matrix
+    "sharedvip": "scenarios", "upgrade": "scenarios", "upgrade_run": "scenarios",
+    "testing": "testing",
+    "plugin": "plugin", "fixtures": "plugin", "markers": "plugin", "outcomes": "plugin", "hookspecs": "plugin", "__init__": "plugin",
+    "cli": "cli", "probe_cli": "cli", "lbmodel_cli": "cli", "netraw": "cli", "parse/cli": "cli", "__main__": "cli",
+}
+
+
+def role_of(module: str) -> str:
+    """The role of ``pytest_kpr/<module>.py``: the longest ROLES key that is the module or a package holding it."""
+    parts = module.split("/")
+    for n in range(len(parts), 0, -1):
+        key = "/".join(parts[:n])
+        if key in ROLES:
+            return ROLES[key]
+    raise KeyError(f"pytest_kpr/{module}.py has no role in tests/test_layers.py ROLES: give it one")
+
+
+def module_imports(path: Path) -> set[str]:
+    """Like :func:`imports`, but ``from . import x`` names the module ``.x`` (not the package)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = ("." * node.level) + (node.module or "")
+            if node.module is None:
+                out.update(base + a.name for a in node.names)
+            else:
+                out.add(base)
+    return out
+
+
+def project_imports() -> list[tuple[str, str]]:
+    """(importer, imported) module pairs inside pytest_kpr, as paths without .py."""
+    pairs = []
+    for path in sorted(PKG.rglob("*.py")):
+        mod = str(path.relative_to(PKG).with_suffix(""))
+        package = mod.split("/")[:-1]
+        for imp in module_imports(path):
+            if imp.startswith("."):
+                level = len(imp) - len(imp.lstrip("."))
+                base = package[: len(package) - (level - 1)] if level > 1 else package
+                target = base + [p for p in imp.lstrip(".").split(".") if p]
+            elif imp.startswith("pytest_kpr"):
+                target = imp.split(".")[1:]
+            else:
+                continue
+            name = "/".join(target)
+            if (PKG / f"{name}.py").exists():
+                pairs.append((mod, name))
+            elif (PKG / name / "__init__.py").exists():
+                pairs.append((mod, f"{name}/__init__" if name else "__init__"))
+    return pairs
+
+
+def upward(pairs: list[tuple[str, str]]) -> list[str]:
+    out = []
+    for a, b in pairs:
+        ra, rb = role_of(a), role_of(b)
+        if ra != rb and ROLE_LEVEL[rb] >= ROLE_LEVEL[ra]:
+            out.append(f"{a} ({ra}) -> {b} ({rb})")
+    return sorted(set(out))
+
+
+#: the imports that run up or sideways today, each with the move that ends it
+KNOWN_UPWARD: dict[str, str] = {
+    "cluster/cilium (cluster) -> agent (observe)": "readiness and facts move to observe/ (the cluster package only provisions)",
+    "cluster/cilium (cluster) -> settings (run)": "providers take a small ProviderConfig instead of Settings",
+    "cluster/existing (cluster) -> settings (run)": "providers take a small ProviderConfig instead of Settings",
+    "cluster/kind (cluster) -> settings (run)": "providers take a small ProviderConfig instead of Settings",
+    "evidence (evidence) -> agent (observe)": "the failure snapshot moves to observe/; evidence/ only writes files",
+    "evidence (evidence) -> cluster/provider (cluster)": "the failure snapshot moves to observe/; evidence/ only writes files",
+    "evidence (evidence) -> k8s/api (k8s)": "the failure snapshot moves to observe/; evidence/ only writes files",
+    "matrix (evidence) -> kernels (rules)": "kernel_tuple (a version parser) moves to core/versions",
+    "session (run) -> testing/__init__ (testing)": "the fake provider registers through the provider hook, not by import",
+    "settings (run) -> testing/config (testing)": "the fake's fault names are validated by testing/, not by the options table",
+    "settings (run) -> upgrade (scenarios)": "the upgrade's version refusal moves to rules/",
+}
+
+
+def test_every_module_has_a_role() -> None:
+    for path in PKG.rglob("*.py"):
+        role_of(str(path.relative_to(PKG).with_suffix("")))
+
+
+def test_no_import_runs_up_or_sideways_beyond_the_known_ones() -> None:
+    """A new upward import is a failure at once; a known one that is gone must leave KNOWN_UPWARD (strictness)."""
+    found = upward(project_imports())
+    new = [x for x in found if x not in KNOWN_UPWARD]
+    gone = [x for x in KNOWN_UPWARD if x not in found]
+    assert not new, "imports that run up or sideways (architecture-target: data flows one way):\n" + "\n".join(new)
+    assert not gone, "fixed: remove from KNOWN_UPWARD:\n" + "\n".join(gone)
+
+
+def cycles(pairs: list[tuple[str, str]]) -> list[list[str]]:
+    graph: dict[str, set[str]] = {}
+    for a, b in pairs:
+        graph.setdefault(a, set()).add(b)
+    out, state = [], {}
+
+    def visit(n: str, stack: list[str]) -> None:
+        state[n] = 1
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                out.append(stack[stack.index(m):] + [m] if m in stack else [n, m])
+            elif m not in state:
+                visit(m, stack + [m])
+        state[n] = 2
+
+    for n in sorted(graph):
+        if n not in state:
+            visit(n, [n])
+    return out
+
+
+@pytest.mark.xfail(strict=True, reason="cli.py <-> probe_cli.py / lbmodel_cli.py: ends with the cli/ package (issue 25, step 2)")
+def test_no_import_cycle() -> None:
+    found = cycles(project_imports())
+    assert not found, "import cycles: " + "; ".join(" -> ".join(c) for c in found)
+
+
+@pytest.mark.xfail(strict=True, reason="35 modules are still flat: the moves of issue 25 empty the top step by step")
+def test_the_package_top_holds_only_packages() -> None:
+    """The target: pytest_kpr/ holds packages by role and at most __init__.py, __main__.py and py.typed."""
+    loose = sorted(p.name for p in PKG.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert not loose, f"{len(loose)} modules still flat under pytest_kpr/: {', '.join(loose)}"
