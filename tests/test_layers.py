@@ -65,7 +65,7 @@ ROLES = {
     "sharedvip": "scenarios", "upgrade": "scenarios", "upgrade_run": "scenarios",
     "testing": "testing",
     "plugin": "plugin", "fixtures": "plugin", "markers": "plugin", "outcomes": "plugin", "hookspecs": "plugin", "__init__": "plugin",
-    "cli": "cli", "probe_cli": "cli", "lbmodel_cli": "cli", "netraw": "cli", "parse/cli": "cli", "__main__": "cli",
+    "cli": "cli", "parse/cli": "cli", "__main__": "cli",
 }
 
 
@@ -177,13 +177,12 @@ def cycles(pairs: list[tuple[str, str]]) -> list[list[str]]:
     return out
 
 
-@pytest.mark.xfail(strict=True, reason="cli.py <-> probe_cli.py / lbmodel_cli.py: ends with the cli/ package (issue 25, step 2)")
 def test_no_import_cycle() -> None:
     found = cycles(project_imports())
     assert not found, "import cycles: " + "; ".join(" -> ".join(c) for c in found)
 
 
-@pytest.mark.xfail(strict=True, reason="35 modules are still flat: the moves of issue 25 empty the top step by step")
+@pytest.mark.xfail(strict=True, reason="32 modules are still flat: the moves of issue 25 empty the top step by step")
 def test_the_package_top_holds_only_packages() -> None:
     """The target: pytest_kpr/ holds packages by role and at most __init__.py, __main__.py and py.typed."""
     loose = sorted(p.name for p in PKG.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kpr.inputs import BadInput
-from pytest_kpr.netraw import command
+from pytest_kpr.cli.netraw import command
 
 ENV = {"PATH": "/opt/py/bin:/usr/bin", "HOME": "/home/runner"}
 NOBODY_GID = str(pwd.getpwnam("nobody").pw_gid)

@@ -7,13 +7,13 @@ import json
 import sys
 from typing import Any
 
-from . import inputs
+from .. import inputs
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("lbmodel", help="Model Cilium's frontend ownership (shared VIPs, ErrFrontendConflict)",
                        description="A model of Cilium 1.18's load-balancer frontend ownership; see the README's shared-VIP section.")
-    from .cli import group_help
+    from .args import group_help
 
     p.set_defaults(func=group_help(p))
     k = p.add_subparsers(dest="lbmodel", metavar="COMMAND")
@@ -100,7 +100,7 @@ def strict_load(text: str, strict: Any) -> Any:
 def _replay(args: argparse.Namespace) -> int:
     import yaml
 
-    from .lbmodel import ModelError, Variant, load_scenario, replay
+    from ..lbmodel import ModelError, Variant, load_scenario, replay
 
     StrictLoader = _strict_loader()
 

@@ -1,0 +1,64 @@
+"""The ``kpr`` command: its parser, its subcommands (registered lazily: ``kpr version`` stays fast) and ``main``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, Sequence
+
+from .args import EXIT_CODES, KprParser, group_help
+
+def _cmd_version(args: argparse.Namespace) -> int:
+    from .. import __version__
+    from ..resources import Pins, find_clusters_dir
+
+    print(f"pytest-kpr {__version__}")
+    d = find_clusters_dir()
+    if d is not None:
+        pins = Pins.load(d)
+        print(f"pinned Cilium {pins.cilium_version} (matrix {', '.join(pins.cilium_matrix)}), kind {pins.kind_version}, node image {pins.node_image}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = KprParser(
+        prog="kpr",
+        description="pytest-kpr tools. The conformance suites themselves run with: pytest -m kpr",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(func=group_help(parser))
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    p = sub.add_parser("version", help="Print the plugin version and the pinned Cilium/kind versions")
+    p.set_defaults(func=_cmd_version)
+    for register in _extensions():
+        register(sub)
+    return parser
+
+
+def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:  # type: ignore[type-arg]
+    """Subcommands defined next to the code they expose (imported lazily: ``kpr version`` stays fast)."""
+    from ..matrix import register as matrix
+    from ..parse.cli import register as parse
+    from .lbmodel import register as lbmodel
+    from .netraw import register as with_net_raw
+    from .probe import register as probe
+
+    return [parse, probe, lbmodel, matrix, with_net_raw]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from ..inputs import BadInput, one_line
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except BadInput as e:  # found after parsing (a host that does not resolve, a file's content)
+        print(f"kpr {args.command}: {one_line(str(e))}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
