@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .cluster.facts import ClusterFacts, Feature, NodeFacts
-    from .errors import KprError
+    from .core.errors import KprError
 
 __all__ = ["ClusterFacts", "Feature", "KprError", "NodeFacts", "__version__"]
 
@@ -26,7 +26,7 @@ def __getattr__(name: str) -> Any:
 
         value = getattr(facts, name)
     elif name == "KprError":
-        from . import errors
+        from .core import errors
 
         value = errors.KprError
     else:

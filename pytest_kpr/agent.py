@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from . import batch
-from .errors import CommandError, InfraError, KprError
+from .core.errors import CommandError, InfraError, KprError
 from .k8s.api import ExecResult, KubeAPI
 from .parse import (
     BpfAttachment,
@@ -42,7 +42,7 @@ from .parse import (
 from .parse.metrics import parse_bpf_metrics_list
 from .parse.config import AgentConfig, parse_config
 from .parse.statedb import parse_lb_maps_dump
-from .wait import retrying
+from .core.wait import retrying
 
 #: where the agents run: the chart's defaults, replaced by :func:`locate_agents` (--kpr-cilium-namespace and the agent
 #: DaemonSet's own pod selector) once the cluster is known

@@ -20,7 +20,7 @@ from .evidence import Evidence
 from .lab import Convergence, Ghost, Lab, report_values
 from .session import KprSession
 from .settings import Settings
-from .wait import Observation, Timeouts
+from .core.wait import Observation, Timeouts
 
 
 @pytest.fixture(scope="session")

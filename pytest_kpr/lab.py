@@ -17,13 +17,13 @@ from .agent import Agent, agents
 from .checks import Convergence, ConvergenceTiming, SlotView
 from .cluster.facts import ClusterFacts
 from .cluster.provider import ClusterHandle
-from .errors import ApiError, KprError
+from .core.errors import ApiError, KprError
 from .k8s.api import pod_ready
 from .node import Node
 from .parse import L3n4, LbEntry, Service
 from .parse.node import CURL_WRITE_OUT, HttpResult, parse_curl, parse_netstat
 from .parse.probe import HoldEvent, ProbeOutput, parse_hold_log, parse_probe_json
-from .wait import Observation, Timeouts, WaitTimeout, eventually
+from .core.wait import Observation, Timeouts, WaitTimeout, eventually
 from .workloads import PROBE_CONTAINER, probe_pod
 
 #: how often a scale's convergence is read: the resolution of the timing it records

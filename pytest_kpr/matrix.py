@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .inputs import BadInput
+from .core.inputs import BadInput
 from .results import verdict
-from .versions import Version
+from .core.versions import Version
 
 SYMBOL = {"pass": "pass", "fail": "FAIL", "skip": "skip", "xfail": "xfail", None: "-"}
 

@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from . import batch
 from .cluster.provider import NodeRunner
-from .errors import InfraError
+from .core.errors import InfraError
 from .k8s.api import ExecResult
 from .parse import (
     BpfAttachment,
@@ -26,7 +26,7 @@ from .parse import (
     parse_tc_filter,
 )
 from .parse.node import CURL_WRITE_OUT, ConntrackEntry, HttpResult, parse_conntrack, parse_curl
-from .wait import retrying
+from .core.wait import retrying
 
 #: iptables-save variants: the default one (whatever /usr/sbin/iptables-save points at), and each backend.
 IPTABLES_SAVE = {"default": "iptables-save", "nft": "iptables-nft-save", "legacy": "iptables-legacy-save"}

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from . import markers, results
-from .errors import MarkerError, SettingsError
+from .core.errors import MarkerError, SettingsError
 from .session import KprSession
 from .settings import add_options, resolve
 

@@ -18,12 +18,12 @@ from .cluster import cilium
 from .cluster.facts import ClusterFacts
 from .cluster.provider import ClusterHandle, Provider, SharedProvider
 from .cost import Cost, CountingKube, CountingNodes
-from .errors import InfraError, KprError, ProvisioningError, Unavailable
+from .core.errors import InfraError, KprError, ProvisioningError, Unavailable
 from .k8s.api import KubeAPI
 from .settings import IfUnavailable, ProviderName, Settings
 from .runrecord import SETUP_PHASES, RunRecord
 from .shared_run import SharedRun, read_parts, run_dir
-from .wait import Timeouts, WaitTimeout, eventually
+from .core.wait import Timeouts, WaitTimeout, eventually
 
 #: Exit status of ``pytest -m kpr`` when the environment cannot run the suites (no Docker, no kind, ...).
 EXIT_UNAVAILABLE = 4

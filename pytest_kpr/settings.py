@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import inputs
-from .errors import SettingsError
+from .core import inputs
+from .core.errors import SettingsError
 from .resources import Pins, find_clusters_dir
 
 
@@ -145,7 +145,7 @@ def _cluster_name(text: str) -> str:
 
 
 def _version(text: str) -> str:
-    from .versions import Version
+    from .core.versions import Version
 
     clean = text.strip()
     # a release (1.20.2, v1.20.2) or a pre-release (1.21.0-pre.1, 1.20.0-rc.2): nothing else reaches helm's command line
@@ -493,7 +493,7 @@ def resolve(
         values["cilium_version"] = pins.cilium_version if pins else ""
         sources["cilium_version"] = "pins" if pins else "default"
     elif pins is not None:
-        from .versions import Version
+        from .core.versions import Version
 
         v, oldest = Version.parse(values["cilium_version"]), Version.parse(pins.oldest)
         if (v.major, v.minor) < (oldest.major, oldest.minor):

@@ -22,7 +22,7 @@ from .lab import WEB_TARGET, Lab, LabError
 from .lbmodel import Event, LbModel, Op, Variant
 from .parse import L3n4
 from .parse.status_text import modules_health
-from .wait import WaitTimeout, eventually
+from .core.wait import WaitTimeout, eventually
 
 SHARING_KEY = "lbipam.cilium.io/sharing-key"
 #: the module whose health a frontend conflict degrades, and the error text (pytest_kpr.datapath FORMAT_RULES)

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from .kernels import KernelFloor, _minor, floor_problems
-from .versions import Version
+from .core.versions import Version
 
 # -- what is refused before anything changes --------------------------------------------------------------
 

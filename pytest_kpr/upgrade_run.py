@@ -24,7 +24,7 @@ from .checks import KUBE_PROXY_MARKS
 from .cluster import cilium
 from .cluster.provider import UpgradableProvider
 from .datapath import coverage_name, plane_for
-from .errors import KprError
+from .core.errors import KprError
 from .kernels import load_floors
 from .lab import Lab, LabError
 from .upgrade import (
@@ -39,7 +39,7 @@ from .upgrade import (
     regression_problems,
     summary_line,
 )
-from .wait import eventually
+from .core.wait import eventually
 from .workloads import probe_pod
 
 ECHO_TCP, ECHO_UDP = 7100, 7101

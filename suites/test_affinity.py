@@ -28,7 +28,7 @@ from pytest_kpr.checks import (
 )
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import WEB_PORT, Lab
-from pytest_kpr.wait import eventually
+from pytest_kpr.core.wait import eventually
 
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("socket-lb-pods", "session-affinity")]
 PROPERTY = "affinity"

@@ -25,7 +25,7 @@ from pytest_kpr.datapath import backend_sees
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab
 from pytest_kpr.outcomes import no_outside_view
-from pytest_kpr.wait import eventually
+from pytest_kpr.core.wait import eventually
 
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("nodeport")]
 PROPERTY = "DSR/SNAT"

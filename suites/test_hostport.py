@@ -25,7 +25,7 @@ from pytest_kpr.checks import (
 )
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab
-from pytest_kpr.wait import eventually, eventually_or_now
+from pytest_kpr.core.wait import eventually, eventually_or_now
 
 # the hostPort is node-wide: one worker runs this module
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("host-port"), pytest.mark.xdist_group("kpr-hostport")]

@@ -35,7 +35,7 @@ from pytest_kpr.datapath import MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import WEB_PORT, Lab
 from pytest_kpr.outcomes import no_outside_view
-from pytest_kpr.wait import eventually
+from pytest_kpr.core.wait import eventually
 
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("nodeport", "lb-statedb"), pytest.mark.xdist_group("kpr-maglev")]
 PROPERTY = "Maglev"

@@ -369,7 +369,7 @@ def test_random_yaml_bytes_never_break_lbmodel_replay(raw: bytes, tmp_path_facto
 @example(name="kind_config", value="0\n0").via("a newline in a value made the error two lines")
 def test_random_option_values_are_a_settings_error_or_a_value(name: str, value: str) -> None:
     """Every value of every --kpr-* option either resolves or is a SettingsError (one line): never another exception."""
-    from pytest_kpr.errors import SettingsError
+    from pytest_kpr.core.errors import SettingsError
     from pytest_kpr.settings import resolve
 
     try:

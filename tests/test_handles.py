@@ -9,7 +9,7 @@ import pytest
 
 from pytest_kpr.agent import Agent, NoAgent, agents
 from pytest_kpr.cluster.nodeshell import NODE_SHELL_LABEL, PodNodeRunner
-from pytest_kpr.errors import CommandError, InfraError
+from pytest_kpr.core.errors import CommandError, InfraError
 from pytest_kpr.k8s.api import ExecResult
 from pytest_kpr.node import Node
 from pytest_kpr.parse import CtEntry, parse_ct_list

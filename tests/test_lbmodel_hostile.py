@@ -32,7 +32,7 @@ def test_an_alias_bomb_is_refused_at_the_first_alias(tmp_path: Path, capsys: pyt
 
 
 def test_a_value_whose_repr_is_huge_is_shown_bounded(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from pytest_kpr.inputs import show
+    from pytest_kpr.core.inputs import show
 
     nested: list = ["x"] * 9
     for _ in range(8):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kpr.inputs import BadInput
+from pytest_kpr.core.inputs import BadInput
 from pytest_kpr.cli.netraw import command
 
 ENV = {"PATH": "/opt/py/bin:/usr/bin", "HOME": "/home/runner"}

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from pytest_kpr.cluster.cilium import helm_values_files
-from pytest_kpr.errors import SettingsError
+from pytest_kpr.core.errors import SettingsError
 from pytest_kpr.settings import resolve
 
 REPO = Path(__file__).resolve().parent.parent

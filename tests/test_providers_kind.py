@@ -176,7 +176,7 @@ def test_binary_options_point_at_tools_outside_path(pytester: pytest.Pytester, s
 def test_pytest_kind_is_wrapped_so_it_cannot_download(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_kpr.cluster.kind import _kind_cluster_class
     from pytest_kpr.cluster.tools import Tool
-    from pytest_kpr.errors import Unavailable
+    from pytest_kpr.core.errors import Unavailable
 
     monkeypatch.chdir(tmp_path)
     cls = _kind_cluster_class()

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from pytest_kpr.errors import ApiError, InfraError
+from pytest_kpr.core.errors import ApiError, InfraError
 
 RESOURCES = {
     ("", "v1"): [("namespaces", "Namespace", False), ("pods", "Pod", True), ("services", "Service", True), ("nodes", "Node", False)],

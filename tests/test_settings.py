@@ -8,7 +8,7 @@ import pytest
 
 from pytest_kpr.markers import parse_requires
 from pytest_kpr.settings import IfUnavailable, ProviderName, SettingsError, resolve
-from pytest_kpr.versions import Version, parse_min_version
+from pytest_kpr.core.versions import Version, parse_min_version
 
 REPO = Path(__file__).resolve().parent.parent
 

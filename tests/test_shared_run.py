@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.errors import ProvisioningError
+from pytest_kpr.core.errors import ProvisioningError
 from pytest_kpr.shared_run import SharedRun, merge_report, read_parts
 
 

@@ -11,11 +11,11 @@ from stubs import calls, install_stubs
 
 from pytest_kpr.cluster import cilium
 from pytest_kpr.cluster.tools import Tool
-from pytest_kpr.errors import ProvisioningError
+from pytest_kpr.core.errors import ProvisioningError
 from pytest_kpr.settings import resolve
 from pytest_kpr.testing import FakeCluster, FakeConfig
 from pytest_kpr.testing.fake import STATIC
-from pytest_kpr.wait import Timeouts
+from pytest_kpr.core.wait import Timeouts
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""The project's only ways to wait (pytest_kpr.wait) and the polls built on them: when they read, and how often."""
+"""The project's only ways to wait (pytest_kpr.core.wait) and the polls built on them: when they read, and how often."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from pytest_kpr.cluster.cilium import read_facts, wait_ready
 from pytest_kpr.lab import Lab
 from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
-from pytest_kpr.wait import Timeouts, WaitTimeout, eventually
+from pytest_kpr.core.wait import Timeouts, WaitTimeout, eventually
 
 
 class Reads(list[float]):

@@ -26,14 +26,14 @@ class KprParser(argparse.ArgumentParser):
         m = re.match(r"argument ([^:]+): (.*)", message)
         if m and m.group(2).startswith(m.group(1).split("/")[0]):
             message = m.group(2)  # the check already names the option: "--sport must be ..."
-        from ..inputs import one_line
+        from ..core.inputs import one_line
 
         self.exit(2, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def argtype(check: Callable[[str], Any], name: str) -> Callable[[str], Any]:
     """An argparse ``type=`` from an :mod:`inputs` check: its one-line message becomes the usage error."""
-    from ..inputs import BadInput
+    from ..core.inputs import BadInput
 
     def convert(text: str) -> Any:
         try:

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from .. import inputs
+from ..core import inputs
 
 
 def register(sub: Any) -> None:

@@ -48,7 +48,7 @@ def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:  # type
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from ..inputs import BadInput, one_line
+    from ..core.inputs import BadInput, one_line
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -18,7 +18,7 @@ import pwd
 import shutil
 from typing import Mapping, Sequence
 
-from ..inputs import BadInput
+from ..core.inputs import BadInput
 
 CAPS = ("--inh-caps", "+net_raw", "--ambient-caps", "+net_raw")
 

@@ -18,7 +18,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from .. import inputs
+from ..core import inputs
 
 
 def register(sub: Any) -> None:

@@ -12,12 +12,12 @@ from typing import Any, Sequence
 
 from ..agent import Agent, agent_pods, agents
 from ..datapath import LB_MAP_FILES, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE
-from ..errors import ApiError, CommandError, FactsError, InfraError, NotKubeProxyFree, ProvisioningError
+from ..core.errors import ApiError, CommandError, FactsError, InfraError, NotKubeProxyFree, ProvisioningError
 from ..k8s.api import KubeAPI
 from ..parse import ParseError, StatusJSON
 from ..settings import Settings
-from ..versions import Version
-from ..wait import Timeouts, WaitTimeout, eventually
+from ..core.versions import Version
+from ..core.wait import Timeouts, WaitTimeout, eventually
 from .facts import ClusterFacts, Feature, NodeFacts
 from .provider import ClusterHandle, Progress
 from .tools import Tool

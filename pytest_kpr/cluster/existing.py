@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import InfraError, KprError, Unavailable
+from ..core.errors import InfraError, KprError, Unavailable
 from ..k8s.api import KubeAPI
 from ..settings import Settings
 from .kind import default_env_kubeconfig
@@ -126,7 +126,7 @@ class ExistingProvider:
 
     def upgrade(self, to_version: str, from_version: str, progress: Progress) -> None:
         """Only with --kpr-allow-disruptive (checked by the caller): the cluster is not ours."""
-        from ..wait import Timeouts
+        from ..core.wait import Timeouts
         from .cilium import helm_upgrade
         from .kind import save_values
 

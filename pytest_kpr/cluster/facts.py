@@ -6,7 +6,7 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..versions import Version
+from ..core.versions import Version
 
 
 class Feature(str, enum.Enum):

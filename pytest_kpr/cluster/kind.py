@@ -16,10 +16,10 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import ProvisioningError, Unavailable
+from ..core.errors import ProvisioningError, Unavailable
 from ..k8s.api import ExecResult, KubeAPI
 from ..settings import Settings
-from ..wait import Timeouts
+from ..core.wait import Timeouts
 from . import cilium
 from .outside import LocalOutside
 from .provider import ClusterHandle, Progress

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ..errors import ApiError, InfraError
+from ..core.errors import ApiError, InfraError
 from ..k8s.api import ExecResult, KubeAPI
-from ..wait import WaitTimeout, eventually
+from ..core.wait import WaitTimeout, eventually
 
 NODE_SHELL_LABEL = "kpr.cilium.io/node-shell"
 NSENTER = ("nsenter", "-t", "1", "-m", "-u", "-i", "-n", "-p", "--")

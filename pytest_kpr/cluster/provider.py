@@ -64,7 +64,7 @@ class Provider(Protocol):
     name: str
 
     def preflight(self) -> None:
-        """Raise :class:`~pytest_kpr.errors.Unavailable` (one line: what is missing, how to get it) if this
+        """Raise :class:`~pytest_kpr.core.errors.Unavailable` (one line: what is missing, how to get it) if this
         provider cannot run here. Must be fast and must not change anything."""
 
     def provision(self, progress: Progress) -> ClusterHandle:

@@ -6,7 +6,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import Unavailable
+from ..core.errors import Unavailable
 from ..k8s.api import ExecResult
 
 #: How to get each tool, for the one-line "missing" message.

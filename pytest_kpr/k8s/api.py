@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from ..errors import CommandError
+from ..core.errors import CommandError
 
 #: apiVersion of every kind the plugin touches.
 API_VERSIONS: dict[str, str] = {
@@ -68,7 +68,7 @@ class ExecResult:
 class KubeAPI(Protocol):
     """What the plugin needs from a cluster's API server. Implemented by :class:`~pytest_kpr.k8s.client.RealKube`
     and :class:`~pytest_kpr.testing.fake.FakeCluster`. Transport failures raise
-    :class:`~pytest_kpr.errors.InfraError`."""
+    :class:`~pytest_kpr.core.errors.InfraError`."""
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None: ...
 

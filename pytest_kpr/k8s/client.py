@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import yaml
 
-from ..errors import ApiError, InfraError, Unavailable
+from ..core.errors import ApiError, InfraError, Unavailable
 from .api import ExecResult, api_version_of
 
 # Status codes that mean "the API server or the network is in trouble": retryable, never a verdict.

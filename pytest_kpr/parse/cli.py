@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from .. import inputs
+from ..core import inputs
 from .errors import ParseError
 from .formats import FORMATS, JSON_ENTRIES, parse_as
 
@@ -28,7 +28,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Bad input raises :class:`~pytest_kpr.inputs.BadInput`, which ``kpr`` prints as one line (exit 2)."""
+    """Bad input raises :class:`~pytest_kpr.core.inputs.BadInput`, which ``kpr`` prints as one line (exit 2)."""
     name, text = inputs.read_text(args.file, f"the output of the tool for {args.format}")
     if not text.strip():
         # One rule for every format: an empty input is far more often a command that failed upstream of

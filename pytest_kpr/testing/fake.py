@@ -26,9 +26,9 @@ import secrets
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
-from ..errors import ApiError
+from ..core.errors import ApiError
 from ..k8s.api import ExecResult, api_version_of, pod_ready
-from ..versions import Version
+from ..core.versions import Version
 from .agent import FakeAgent
 from .config import FakeConfig, Faults
 from .lb import LbState

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..cluster.provider import ClusterHandle, Progress
-from ..errors import ProvisioningError, Unavailable
+from ..core.errors import ProvisioningError, Unavailable
 from ..probes import ProbeResult, Verdict
 from .fake import FakeCluster
 from .reach import curl_result, probe_result, reach

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..datapath import EPERM_REGRESSION, Plane, coverage_name, no_backend, plane_for
 from ..kernels import kernel_tuple
-from ..versions import Version, in_range
+from ..core.versions import Version, in_range
 from . import maglev
 from .view import ClusterView, FakeBackend, FakeFrontend
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from ..lbmodel import LbModel
-from ..versions import Version
+from ..core.versions import Version
 from .config import FakeConfig
 
 Obj = dict[str, Any]

@@ -1,0 +1,1 @@
+"""What every layer may use: errors, input checks, versions, waiting."""
