@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from . import markers, results
+from . import markers
+from .evidence import results
 from .core.errors import MarkerError, SettingsError
 from .session import KprSession
 from .settings import add_options, resolve

@@ -21,7 +21,7 @@ from .cost import Cost, CountingKube, CountingNodes
 from .core.errors import InfraError, KprError, ProvisioningError, Unavailable
 from .k8s.api import KubeAPI
 from .settings import IfUnavailable, ProviderName, Settings
-from .runrecord import SETUP_PHASES, RunRecord
+from .evidence.runrecord import SETUP_PHASES, RunRecord
 from .shared_run import SharedRun, read_parts, run_dir
 from .core.wait import Timeouts, WaitTimeout, eventually
 
@@ -88,12 +88,12 @@ class KprSession:
         #: on the xdist controller: the merged figures and evidence dir of the workers (merge_workers)
         self.merged_figures: dict[str, str] | None = None
         self.merged_evidence_dir: Path | None = None
-        #: what ran and how far it got, phase by phase: cluster.json from the first moment (pytest_kpr.runrecord)
+        #: what ran and how far it got, phase by phase: cluster.json from the first moment (pytest_kpr.evidence.runrecord)
         self.record = RunRecord(self._run_meta())
 
     def _run_meta(self) -> dict[str, Any]:
         from . import __version__
-        from .runrecord import git_sha
+        from .evidence.runrecord import git_sha
 
         s = self.settings
         return {"id": self.run_id, "plugin_version": __version__, "git_sha": git_sha(self.config.rootpath),
@@ -370,7 +370,7 @@ class KprSession:
                        facts: dict[str, Any] | None = None) -> None:
         """results.json: the run it is about, the verdict, counts and figure of every property, and every test's outcome
         (kpr matrix reads it)."""
-        from .results import results_json
+        from .evidence.results import results_json
 
         if outcomes:
             d.mkdir(parents=True, exist_ok=True)

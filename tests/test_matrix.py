@@ -101,7 +101,7 @@ def test_a_run_without_results_json_is_read_from_its_junit_xml(runs: Path, tmp_p
     old = tmp_path / "old"
     shutil.copytree(runs / "b-1.20-k6.1", old)
     (old / "fake" / "results.json").unlink()
-    from pytest_kpr.matrix import collect
+    from pytest_kpr.evidence.matrix import collect
 
     (col,) = collect([old])
     assert col.cells["iptables"]["verdict"] == "fail" and col.cells["nodeport"]["verdict"] == "pass"
@@ -184,7 +184,7 @@ def test_the_workflows_gate_compares_with_the_last_successful_run_on_main(runs: 
 
 
 def col(kernel: str = "6.1", profile: str = "default", **cells: str) -> "Column":
-    from pytest_kpr.matrix import Column
+    from pytest_kpr.evidence.matrix import Column
 
     return Column("1.20.5", kernel, profile, Path("/x"), {p.replace("_", " "): {"verdict": v, "figure": ""} for p, v in cells.items()})
 
@@ -204,7 +204,7 @@ def col(kernel: str = "6.1", profile: str = "default", **cells: str) -> "Column"
 def test_the_gate_fails_on_each_kind_of_regression_and_passes_an_identical_pair(old: list, new: list, expected: list[str]) -> None:
     import fnmatch
 
-    from pytest_kpr.matrix import compare
+    from pytest_kpr.evidence.matrix import compare
 
     got = compare(old, new)
     assert len(got) == len(expected) and all(fnmatch.fnmatch(g, e) for g, e in zip(got, expected)), got

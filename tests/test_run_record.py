@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kpr.runrecord import PHASES, RunRecord, failed_at
+from pytest_kpr.evidence.runrecord import PHASES, RunRecord, failed_at
 
 SUITE = """
 import pytest

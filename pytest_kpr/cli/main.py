@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:  # type: ignore[type-arg]
     """Subcommands defined next to the code they expose (imported lazily: ``kpr version`` stays fast)."""
-    from ..matrix import register as matrix
+    from ..evidence.matrix import register as matrix
     from ..parse.cli import register as parse
     from .lbmodel import register as lbmodel
     from .netraw import register as with_net_raw

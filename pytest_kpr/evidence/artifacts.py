@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from .core.inputs import BadInput
+from ..core.inputs import BadInput
 from .runrecord import PHASES
 
 MAX_BYTES = 64 * 1024 * 1024

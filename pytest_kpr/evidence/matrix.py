@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .core.inputs import BadInput
+from ..core.inputs import BadInput
 from .results import verdict
-from .core.versions import Version
+from ..core.versions import Version
 
 SYMBOL = {"pass": "pass", "fail": "FAIL", "skip": "skip", "xfail": "xfail", None: "-"}
 
@@ -64,7 +64,7 @@ class Column:
 
 
 def _min_kernel(nodes: list[dict[str, Any]]) -> str:
-    from .kernels import kernel_tuple
+    from ..kernels import kernel_tuple
 
     kernels = [n.get("kernel", "") for n in nodes if n.get("kernel")]
     parsed = [(kernel_tuple(k) or (), k) for k in kernels]

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .agent import agents
-from .cluster.provider import ClusterHandle
-from .k8s.api import pod_ready
+from ..agent import agents
+from ..cluster.provider import ClusterHandle
+from ..k8s.api import pod_ready
 
 #: report.txt keys, in the lab's order
 REPORT_KEYS = (
