@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:
     from .cluster.facts import ClusterFacts
-    from .datapath import NoBackendRule
+    from .rules.datapath import NoBackendRule
     from .parse import RuleDump, Service, Socket
     from .parse.health import HealthStatus
 
@@ -69,7 +69,7 @@ class NoBackendAttempt:
 
 
 def no_backend_problems(a: NoBackendAttempt, rule: "NoBackendRule", response: str) -> list[str]:
-    """What is wrong with an attempt, given the sourced rule for its plane (pytest_kpr.datapath)."""
+    """What is wrong with an attempt, given the sourced rule for its plane (pytest_kpr.rules.datapath)."""
     where = f"no backend ({a.path}; {rule.plane} plane, ServiceNoBackendResponse={response})"
     want_fast = f"at once (under {FAST_S:g}s)" if rule.fast else "at its limit"
     why = f"{rule.why} [{rule.source.split(';')[0]}]"
@@ -295,7 +295,7 @@ def attach_mode_kernel_problems(attach_mode: str, node_kernels: "Mapping[str, st
     """The agent's reported attach mode must be possible on every node's kernel: tcx (a bpf_link on the device) exists
     from ``tcx_from`` (clusters/kernels.yaml, Linux 6.6); before, programs attach as legacy tc. On a tcx kernel either
     mode is possible (Cilium's bpf.enableTCX decides), so only tcx on an older kernel is a contradiction."""
-    from .kernels import kernel_tuple
+    from .rules.kernels import kernel_tuple
 
     if attach_mode != "tcx":
         return []

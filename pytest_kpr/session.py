@@ -250,7 +250,7 @@ class KprSession:
         """A node whose kernel is below the Cilium version's floor (clusters/kernels.yaml) stops the run: one line per node."""
         if self.settings.clusters_dir is None or not (self.settings.clusters_dir / "kernels.yaml").is_file():
             return
-        from .kernels import KernelTable
+        from .rules.kernels import KernelTable
 
         problems = KernelTable.load(self.settings.clusters_dir / "kernels.yaml").floor_problems(
             facts.cilium_version, {n.name: n.kernel for n in facts.nodes})

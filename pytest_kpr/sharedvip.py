@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .lab import WEB_TARGET, Lab, LabError
-from .lbmodel import Event, LbModel, Op, Variant
+from .rules.lbmodel import Event, LbModel, Op, Variant
 from .parse import L3n4
 from .parse.status_text import modules_health
 from .core.wait import WaitTimeout, eventually
 
 SHARING_KEY = "lbipam.cilium.io/sharing-key"
-#: the module whose health a frontend conflict degrades, and the error text (pytest_kpr.datapath FORMAT_RULES)
+#: the module whose health a frontend conflict degrades, and the error text (pytest_kpr.rules.datapath FORMAT_RULES)
 REFLECTOR_MODULE = "loadbalancer-reflectors"
 CONFLICT = "frontend already owned by another service"
 BUMP = "kpr.cilium.io/bump"
@@ -129,7 +129,7 @@ class SharedVip:
         return out
 
     def health(self, addrs: list[str] | None = None) -> dict[str, Any]:
-        """The conflict as the agent shows it (pytest_kpr.datapath FORMAT_RULES): the degraded count from plain
+        """The conflict as the agent shows it (pytest_kpr.rules.datapath FORMAT_RULES): the degraded count from plain
         ``status`` (``Modules Health: Stopped(N) Degraded(N) OK(N)``), and the error text from ``db/show health``
         (the load-balancer reflector's row: Message "Failure processing services", the conflict in Error).
         ``shown_by`` says which of the two showed it. With ``addrs``, those frontends are read in the same

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 import yaml
 
-from .kernels import KernelFloor, _minor, floor_problems
+from .rules.kernels import KernelFloor, _minor, floor_problems
 from .core.versions import Version
 
 # -- what is refused before anything changes --------------------------------------------------------------

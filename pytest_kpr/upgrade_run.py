@@ -23,9 +23,9 @@ from .agent import agent_pods
 from .checks import KUBE_PROXY_MARKS
 from .cluster import cilium
 from .cluster.provider import UpgradableProvider
-from .datapath import coverage_name, plane_for
+from .rules.datapath import coverage_name, plane_for
 from .core.errors import KprError
-from .kernels import load_floors
+from .rules.kernels import load_floors
 from .lab import Lab, LabError
 from .upgrade import (
     GAP_POLICY,

@@ -7,7 +7,7 @@ request is forwarded to the other node; the backend's http.server log names the 
 comes from the mode and routing the agent reports (status -o json: NodePort mode, routing.inter-host-routing-mode):
 DSR (and hybrid, for TCP) keeps the client's address; SNAT shows the receiving node's CiliumInternalIP (its cilium_host
 address) in tunnel routing and its InternalIP in native routing (cilium/cilium bpf/lib/nodeport.h
-tail_nodeport_nat_egress_ipv4; pytest_kpr.datapath SOURCE_RULES, SRC_SNAT_ADDRESS). Needs the runner to reach the nodes
+tail_nodeport_nat_egress_ipv4; pytest_kpr.rules.datapath SOURCE_RULES, SRC_SNAT_ADDRESS). Needs the runner to reach the nodes
 (kind: the docker network); the profile ``dsr`` sets loadBalancer.mode=dsr. Evidence: dsr.json.
 """
 
@@ -21,7 +21,7 @@ import pytest
 from pytest_kpr.checks import client_address_problems
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
-from pytest_kpr.datapath import backend_sees
+from pytest_kpr.rules.datapath import backend_sees
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab
 from pytest_kpr.outcomes import no_outside_view

@@ -6,9 +6,9 @@ One backend pod (``etp-backend``, on a node other than the client node) behind t
 LoadBalancer, externalTrafficPolicy Local, so Kubernetes allocates a healthCheckNodePort) and ``etp-cluster``
 (NodePort, Cluster). Traffic from outside looks up a frontend's external scope, which for Local holds only the node's
 own backends; east-west lookups use the internal scope (cilium/cilium bpf/lib/lb.h lb4_lookup_service;
-pytest_kpr.datapath SRC_ETP_SCOPES, SRC_ETP_NO_LOCAL). Outside is a raw SYN from a host-network pod on the client node
+pytest_kpr.rules.datapath SRC_ETP_SCOPES, SRC_ETP_NO_LOCAL). Outside is a raw SYN from a host-network pod on the client node
 to the other nodes' InternalIPs (it leaves through the native device), and an HTTP GET from the runner where it has a
-route to the nodes. The health server: pytest_kpr.datapath SRC_HEALTHSERVER. Evidence: etp.json.
+route to the nodes. The health server: pytest_kpr.rules.datapath SRC_HEALTHSERVER. Evidence: etp.json.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 
 from pytest_kpr.checks import client_address_problems, etp_reach_problems, health_check_problems
 from pytest_kpr.cluster.provider import ClusterHandle
-from pytest_kpr.datapath import backend_sees
+from pytest_kpr.rules.datapath import backend_sees
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab
 from pytest_kpr.outcomes import no_outside_view

@@ -4,7 +4,7 @@ same hostPort on the same node is not admitted there.
 
 ``hp-a`` (the web server, hostPort 18780 -> 8080) is bound by its nodeSelector to the client node; the host-network
 probe on that node connects to <node InternalIP>:18780. KPR serves a hostPort as a HostPort frontend on the pod's node
-(cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go, bpf/bpf_sock.c sock4_skip_xlate; pytest_kpr.datapath
+(cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go, bpf/bpf_sock.c sock4_skip_xlate; pytest_kpr.rules.datapath
 SRC_HOSTPORT), where the CNI portmap plugin would add DNAT rules. ``hp-b`` asks for the same hostPort on the same node:
 the scheduler's NodePorts filter keeps it off that node (kubernetes pkg/scheduler/framework/plugins/nodeports;
 SRC_HOSTPORT_SCHED); what Kubernetes did is recorded. Evidence: hostport.json.

@@ -3,7 +3,7 @@
 Four backend pods (``mag-0`` .. ``mag-3``, on the workers) behind the NodePort Service ``mag``. With
 loadBalancer.algorithm=maglev the agents build one lookup table per frontend that is reachable from outside, indexed by
 a hash of the client's address, ports and protocol and never the destination, so the same flow sent to any node's
-NodePort reaches the same backend (cilium/cilium bpf/lib/hash.h, bpf/lib/lb.h; pytest_kpr.datapath MAGLEV_RULES).
+NodePort reaches the same backend (cilium/cilium bpf/lib/hash.h, bpf/lib/lb.h; pytest_kpr.rules.datapath MAGLEV_RULES).
 Checked: every agent resolves the same hash seed (/tmp/cilium/config-map, written by ``cilium-dbg build-config``); every
 agent has a table for its NodePort frontend over exactly the backends, balanced (``lb/maps-dump`` MAGLEV lines, backend
 IDs translated to addresses; the dump shows slot counts, not the slots); the ClusterIP frontend has no table (in-cluster traffic is picked by socket LB); 24 flows from the runner
@@ -31,7 +31,7 @@ from pytest_kpr.checks import (
 )
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
-from pytest_kpr.datapath import MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE
+from pytest_kpr.rules.datapath import MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import WEB_PORT, Lab
 from pytest_kpr.outcomes import no_outside_view

@@ -1,7 +1,7 @@
 """Map pressure: every Service of the run has its entry in the agent's service map, and a full map is not silent.
 
 The maps' sizes are what the agent resolved (/tmp/cilium/config-map/bpf-lb-service-map-max and
-bpf-lb-rev-nat-map-max, else bpf-lb-map-max, else Cilium's 65536: pytest_kpr.datapath SRC_MAP_SIZE). The reconciler
+bpf-lb-rev-nat-map-max, else bpf-lb-map-max, else Cilium's 65536: pytest_kpr.rules.datapath SRC_MAP_SIZE). The reconciler
 writes a frontend's reverse-NAT entry before its service entry, so either map can fill first (SRC_MAP_FULL). When the
 smaller is at most 4096 entries (the profile ``small-maps`` sets 512) it is filled on purpose: the suite creates one
 backendless ClusterIP Service more than it has entries, plus a margin; a larger map is probed with 20 Services. Then,
@@ -32,7 +32,7 @@ from pytest_kpr.checks import (
     service_map_problems,
     which_map_filled,
 )
-from pytest_kpr.datapath import LB_MAP_FILES, LB_MAP_MAX_DEFAULT, MAP_FULL_ERRORS, REV_NAT_MAP_FILE
+from pytest_kpr.rules.datapath import LB_MAP_FILES, LB_MAP_MAX_DEFAULT, MAP_FULL_ERRORS, REV_NAT_MAP_FILE
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import WEB_PORT, Lab
 from pytest_kpr.core.wait import eventually_or_now

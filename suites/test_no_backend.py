@@ -1,6 +1,6 @@
 """No backend: a service without endpoints fails the way the plane that handles the client says.
 
-Which plane answers, and what it answers, are the sourced rules of ``pytest_kpr.datapath`` (read in
+Which plane answers, and what it answers, are the sourced rules of ``pytest_kpr.rules.datapath`` (read in
 cilium/cilium, cited there):
 
 - a pod's ``connect()`` to the ClusterIP meets the **socket plane** (Full coverage): it fails at once, curl exit 7,
@@ -26,9 +26,9 @@ import pytest
 from pytest_kpr.checks import NoBackendAttempt, no_backend_problems
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
-from pytest_kpr.datapath import Plane, no_backend, plane_for
+from pytest_kpr.rules.datapath import Plane, no_backend, plane_for
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.kernels import kernel_tuple
+from pytest_kpr.rules.kernels import kernel_tuple
 from pytest_kpr.lab import Ghost, Lab
 from pytest_kpr.outcomes import no_outside_view
 from pytest_kpr.parse.probe import ProbeOutput

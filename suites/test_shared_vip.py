@@ -4,7 +4,7 @@ Cilium's load-balancer control plane (1.18+) rejects the claimant whole while th
 frontend and keeps serving; the conflict shows in the agent's health. When the owner is deleted,
 released Cilium does not re-queue the claimant (a known gap, declared per version in
 clusters/known-gaps.yaml: that test is xfail(strict=True) there, so a fix is reported); a follow-up
-claimant update installs the frontend, Status Done, serving. The model in pytest_kpr.lbmodel predicts
+claimant update installs the frontend, Status Done, serving. The model in pytest_kpr.rules.lbmodel predicts
 the ordering case and a generated sequence of upserts and deletes. Evidence: sharedvip.json.
 
 Both ways (externalIPs, LB-IPAM) are made up to the claim first, then their owners are deleted and the
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.lab import Lab
-from pytest_kpr.lbmodel import Event, LbModel, Op, Variant
+from pytest_kpr.rules.lbmodel import Event, LbModel, Op, Variant
 from pytest_kpr.markers import load_known_gaps
 from pytest_kpr.session import KprSession
 from pytest_kpr.sharedvip import CONFLICT, REFLECTOR_MODULE, Record, SharedVip, Skip, frontend_key

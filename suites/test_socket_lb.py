@@ -81,7 +81,7 @@ def test_holder_endpoint_runs_cilium_program_on_its_host_veth(holder: Lab, evide
 
 def test_the_reported_attach_mode_is_possible_on_the_nodes_kernels(kpr_facts: ClusterFacts, kpr_session: KprSession) -> None:
     """Kernel-aware: what the agent reports (tcx or tc) against what each node's kernel has (clusters/kernels.yaml)."""
-    from pytest_kpr.kernels import KernelTable
+    from pytest_kpr.rules.kernels import KernelTable
 
     assert kpr_session.settings.clusters_dir is not None
     table = KernelTable.load(kpr_session.settings.clusters_dir / "kernels.yaml")

@@ -563,7 +563,7 @@ def test_the_fakes_maglev_tables_have_the_properties_the_suite_checks() -> None:
 # -- map pressure -----------------------------------------------------------------------------------------------------
 
 from pytest_kpr.checks import map_visibility_problems, service_map_problems, which_map_filled  # noqa: E402
-from pytest_kpr.datapath import MAP_FULL_ERROR, MAP_FULL_ERRORS, REV_NAT_FULL_ERROR  # noqa: E402
+from pytest_kpr.rules.datapath import MAP_FULL_ERROR, MAP_FULL_ERRORS, REV_NAT_FULL_ERROR  # noqa: E402
 from pytest_kpr.parse.health import HealthStatus  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""The datapath rules (pytest_kpr.datapath): every row has a source, the lookups answer what the rows say,
+"""The datapath rules (pytest_kpr.rules.datapath): every row has a source, the lookups answer what the rows say,
 the fake cluster follows them, and the no-backend judgement covers every branch. No root, no pytester."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kpr.checks import FAST_S, NoBackendAttempt, no_backend_problems
-from pytest_kpr.datapath import (
+from pytest_kpr.rules.datapath import (
     ALL_RULES,
     PLANE_RULES,
     FormatRule,
@@ -115,8 +115,8 @@ def test_the_socket_planes_errno_follows_the_client_nodes_kernel(kernel: tuple[i
 
 
 def test_the_set_retval_kernel_is_the_kernel_tables() -> None:
-    from pytest_kpr.datapath import SET_RETVAL_KERNEL
-    from pytest_kpr.kernels import KernelTable, kernel_tuple
+    from pytest_kpr.rules.datapath import SET_RETVAL_KERNEL
+    from pytest_kpr.rules.kernels import KernelTable, kernel_tuple
 
     feat = KernelTable.load(REPO / "clusters" / "kernels.yaml").features["sock_addr_set_retval"]
     assert kernel_tuple(feat.kernel) == SET_RETVAL_KERNEL and "filter.c" in feat.source
@@ -352,7 +352,7 @@ def test_defaults_and_the_no_rule_messages() -> None:
 ])
 def test_the_address_a_backend_sees_follows_the_mode_the_routing_and_the_policy(mode: str, etp_local: bool, on_node: bool, routing: str,
                                                                                  sees: str) -> None:
-    from pytest_kpr.datapath import backend_sees
+    from pytest_kpr.rules.datapath import backend_sees
 
     rule = backend_sees(mode, etp_local, on_node, routing)
     assert rule.sees == sees
@@ -361,7 +361,7 @@ def test_the_address_a_backend_sees_follows_the_mode_the_routing_and_the_policy(
 
 
 def test_an_unknown_nodeport_or_routing_mode_is_no_rule() -> None:
-    from pytest_kpr.datapath import backend_sees
+    from pytest_kpr.rules.datapath import backend_sees
 
     with pytest.raises(NoRule, match="NodePort mode ''"):
         backend_sees("", False, False, "Tunnel")
@@ -371,7 +371,7 @@ def test_an_unknown_nodeport_or_routing_mode_is_no_rule() -> None:
 
 
 def test_the_external_scope_of_an_etp_local_service_holds_the_nodes_own_backends() -> None:
-    from pytest_kpr.datapath import external_backends
+    from pytest_kpr.rules.datapath import external_backends
     from pytest_kpr.testing.view import FakeBackend
 
     bes = [FakeBackend("10.0.0.1", 80, "a", "p1"), FakeBackend("10.0.0.2", 80, "b", "p2")]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kpr.kernels import KernelTable
+from pytest_kpr.rules.kernels import KernelTable
 
 TABLE = KernelTable.load(Path(__file__).resolve().parent.parent / "clusters" / "kernels.yaml")
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from pytest_kpr.cli import main
-from pytest_kpr.lbmodel import Event, LbModel, ModelError, Op, Variant, conflict_error, load_scenario, replay
+from pytest_kpr.rules.lbmodel import Event, LbModel, ModelError, Op, Variant, conflict_error, load_scenario, replay
 
 REPO = Path(__file__).resolve().parent.parent
 VIP = "172.18.255.200"

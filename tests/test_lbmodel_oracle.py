@@ -1,6 +1,6 @@
 """An oracle for the shared-VIP model that does not come from the model: each ordering's outcome is written
 down by hand from Cilium's source, with the reasoning next to it, and both the model
-(pytest_kpr.lbmodel) and the fake cluster's load-balancer control plane (driven through its Kubernetes
+(pytest_kpr.rules.lbmodel) and the fake cluster's load-balancer control plane (driven through its Kubernetes
 API at the event times) must reach it.
 
 What the outcomes rest on (cilium/cilium, read with the search look-ups; README "Shared VIPs"):
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pytest
 
 from pytest_kpr.agent import Agent
-from pytest_kpr.lbmodel import Event, Op, Variant, replay
+from pytest_kpr.rules.lbmodel import Event, Op, Variant, replay
 from pytest_kpr.testing import FakeCluster, FakeConfig
 
 VIP = "198.18.10.80"

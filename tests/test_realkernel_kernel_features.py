@@ -17,7 +17,7 @@ import pytest
 from netns import Topology, can_use_netns
 from realkernel import TcProgram, compile_tc_pass
 
-from pytest_kpr.kernels import KernelTable
+from pytest_kpr.rules.kernels import KernelTable
 
 pytestmark = pytest.mark.netns
 TABLE = KernelTable.load(Path(__file__).resolve().parent.parent / "clusters" / "kernels.yaml")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.kernels import kernel_tuple, load_floors
+from pytest_kpr.rules.kernels import kernel_tuple, load_floors
 from pytest_kpr.upgrade import (
     RollWatch,
     attribute,

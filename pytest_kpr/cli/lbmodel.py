@@ -100,7 +100,7 @@ def strict_load(text: str, strict: Any) -> Any:
 def _replay(args: argparse.Namespace) -> int:
     import yaml
 
-    from ..lbmodel import ModelError, Variant, load_scenario, replay
+    from ..rules.lbmodel import ModelError, Variant, load_scenario, replay
 
     StrictLoader = _strict_loader()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..agent import Agent, agent_pods, agents
-from ..datapath import LB_MAP_FILES, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE
+from ..rules.datapath import LB_MAP_FILES, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE
 from ..core.errors import ApiError, CommandError, FactsError, InfraError, NotKubeProxyFree, ProvisioningError
 from ..k8s.api import KubeAPI
 from ..parse import ParseError, StatusJSON

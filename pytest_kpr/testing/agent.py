@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..datapath import LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE, NO_BACKEND_RESPONSE_FILE, REV_NAT_MAP_FILE, ROUTABLE_FILE
+from ..rules.datapath import LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE, NO_BACKEND_RESPONSE_FILE, REV_NAT_MAP_FILE, ROUTABLE_FILE
 from . import maglev, render
 from .view import ClusterView, FakeFrontend
 

@@ -1,7 +1,7 @@
 """The fake cluster's configuration (what a conforming cluster looks like) and its faults (what breaks).
 
 A configuration is something real Cilium can be set to; a fault is something real Cilium must not do.
-Every conforming behaviour follows a sourced rule in :mod:`pytest_kpr.datapath`; a fault departs from
+Every conforming behaviour follows a sourced rule in :mod:`pytest_kpr.rules.datapath`; a fault departs from
 one rule, so the suite that checks that rule must fail on it.
 """
 

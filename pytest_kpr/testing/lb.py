@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 
-from ..datapath import LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, REV_NAT_FULL_ERROR, external_backends
-from ..lbmodel import Event, LbModel, Op, Variant
+from ..rules.datapath import LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, REV_NAT_FULL_ERROR, external_backends
+from ..rules.lbmodel import Event, LbModel, Op, Variant
 from .view import ClusterView, FakeBackend, FakeFrontend
 
 #: upsertService's words for E2BIG (datapath.SRC_MAP_FULL)
@@ -42,7 +42,7 @@ MS_PER_TICK = 100
 class LbState:
     """Allocates stable IDs and computes each node's frontends on demand.
 
-    Which service owns a frontend is decided by :class:`~pytest_kpr.lbmodel.LbModel` (the fake's
+    Which service owns a frontend is decided by :class:`~pytest_kpr.rules.lbmodel.LbModel` (the fake's
     ``lb_variant``): every Service create/update/delete is an event at the fake's clock, coalesced in
     ``lb_window_ticks`` windows, exactly as the model describes Cilium 1.18.
     """

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..datapath import Plane, backend_sees, coverage_name, plane_for
+from ..rules.datapath import Plane, backend_sees, coverage_name, plane_for
 from .reach import Outcome, probe_result, reach
 from .view import ClusterView, FakeFrontend, Obj
 

@@ -1,10 +1,10 @@
-"""What a client of the fake cluster sees, decided by the sourced rules in :mod:`pytest_kpr.datapath`.
+"""What a client of the fake cluster sees, decided by the sourced rules in :mod:`pytest_kpr.rules.datapath`.
 
 The steps follow the datapath: classify the destination (which kind of frontend it is, if any), pick
 the plane that handles this client, access and frontend (``plane_for``), look the frontend up in the
 tables of the node whose plane it is, and answer: a backend answers; with no backend the plane's
 no-backend rule (``no_backend``) says what the client sees. A path no rule covers raises
-:class:`~pytest_kpr.datapath.NoRule` -- the fake never guesses. The faults in :class:`.config.Faults`
+:class:`~pytest_kpr.rules.datapath.NoRule` -- the fake never guesses. The faults in :class:`.config.Faults`
 are the only departures from the rules, each one named where it applies.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ..datapath import EPERM_REGRESSION, Plane, coverage_name, no_backend, plane_for
-from ..kernels import kernel_tuple
+from ..rules.datapath import EPERM_REGRESSION, Plane, coverage_name, no_backend, plane_for
+from ..rules.kernels import kernel_tuple
 from ..core.versions import Version, in_range
 from . import maglev
 from .view import ClusterView, FakeBackend, FakeFrontend

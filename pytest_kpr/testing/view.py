@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from ..lbmodel import LbModel
+from ..rules.lbmodel import LbModel
 from ..core.versions import Version
 from .config import FakeConfig
 

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import yaml
 
-from .core.versions import Version
+from ..core.versions import Version
 
 
 def kernel_tuple(text: str) -> tuple[int, ...] | None:

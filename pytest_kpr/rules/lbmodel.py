@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .core import inputs
+from ..core import inputs
 
 _ADDR = re.compile(r"(?:\[[0-9a-fA-F:.]+\]|[0-9.]+):\d{1,5}/(?:TCP|UDP|SCTP|ANY)")
 
