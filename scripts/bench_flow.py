@@ -19,7 +19,7 @@ import threading
 
 
 def inside(seconds: float, interval_ms: float) -> None:
-    from pytest_kpr.flow import echo_server, flow
+    from pytest_kpr.traffic.flow import echo_server, flow
 
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     stop = threading.Event()

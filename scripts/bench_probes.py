@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from netns import three_namespaces, wait_listening  # noqa: E402
 from realkernel import in_netns  # noqa: E402
 
-from pytest_kpr.probes import connect_probe, syn_probe  # noqa: E402
+from pytest_kpr.traffic.probes import connect_probe, syn_probe  # noqa: E402
 
 RULES = """
 table inet kprt_probe {

@@ -121,7 +121,7 @@ BUGS = [
         "            if ident in owner and owner[ident] != key and key not in b:", "            if False:", ("tests/test_upgrade_rules.py",)),
     Bug("a kernel at the floor refused (or one below it let through)", "pytest_kpr/rules/kernels.py",
         "        elif have < want:", "        elif have > want:", ("tests/test_upgrade_rules.py", "tests/test_kernels.py")),
-    Bug("the flow meter not counting a reset", "pytest_kpr/flow.py",
+    Bug("the flow meter not counting a reset", "pytest_kpr/traffic/flow.py",
         "        setattr(self.r, why, getattr(self.r, why) + 1)", "        pass", ("tests/test_realkernel_flow.py",)),
     Bug("the controller summarising only the first worker", "pytest_kpr/session.py",
         "        for part in parts:\n", "        for part in parts[:1]:\n",

@@ -87,10 +87,10 @@ def refuse(*args, **kwargs):
     sys.exit(99)
 def no_dns(*args, **kwargs):
     raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-import pytest_kpr.probes as probes
+import pytest_kpr.traffic.probes as probes
 for name in ("syn_probe", "connect_probe", "http_probe", "hold"):
     setattr(probes, name, refuse)
-import pytest_kpr.flow as flow
+import pytest_kpr.traffic.flow as flow
 flow.flow = flow.echo_server = refuse
 socket.getaddrinfo = no_dns
 from pytest_kpr.cli import main
@@ -149,7 +149,7 @@ def test_an_unresolvable_host_is_bad_input_not_a_verdict(capsys: pytest.CaptureF
 
     monkeypatch.setattr(socket, "getaddrinfo", no_such_host)
     sent = []
-    monkeypatch.setattr("pytest_kpr.probes.syn_probe", lambda *a, **k: sent.append(a))
+    monkeypatch.setattr("pytest_kpr.traffic.probes.syn_probe", lambda *a, **k: sent.append(a))
     for kind in ("syn", "connect"):
         assert main(["probe", kind, "nosuchhost.example:80"]) == 2
         out, err = capsys.readouterr()
@@ -167,7 +167,7 @@ def test_a_name_that_resolves_is_probed_at_its_address(monkeypatch: pytest.Monke
         seen.append((host, port))
         return _Result()
 
-    monkeypatch.setattr("pytest_kpr.probes.connect_probe", fake_connect)
+    monkeypatch.setattr("pytest_kpr.traffic.probes.connect_probe", fake_connect)
     assert main(["probe", "connect", "kube-dns.example:53"]) == 0
     assert seen == [("10.96.0.10", 53)], "IPv4 first"
 
@@ -223,8 +223,8 @@ def test_random_probe_arguments_never_raise(kind: str, host: str, port: str, opt
         return 0
 
     for name in ("syn_probe", "connect_probe", "http_probe"):
-        monkeypatch.setattr(f"pytest_kpr.probes.{name}", probe)
-    monkeypatch.setattr("pytest_kpr.probes.hold", hold)
+        monkeypatch.setattr(f"pytest_kpr.traffic.probes.{name}", probe)
+    monkeypatch.setattr("pytest_kpr.traffic.probes.hold", hold)
 
     def no_dns(*a: Any, **k: Any) -> Any:
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")

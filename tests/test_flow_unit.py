@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pytest_kpr.flow import FlowReport, _Meter
+from pytest_kpr.traffic.flow import FlowReport, _Meter
 
 
 def meter(out: io.StringIO | None = None) -> _Meter:

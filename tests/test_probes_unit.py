@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 from netns import private_netns
 
-from pytest_kpr.probes import ProbeResult, Verdict, connect_probe, hold, route_source
+from pytest_kpr.traffic.probes import ProbeResult, Verdict, connect_probe, hold, route_source
 from pytest_kpr.workloads import probe_pod
 
 
@@ -113,7 +113,7 @@ def test_http_from_a_fixed_source_port_repeats_the_same_flow() -> None:
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     try:
-        from pytest_kpr.probes import http_probe
+        from pytest_kpr.traffic.probes import http_probe
 
         url = f"http://127.0.0.1:{srv.server_address[1]}/?kpr=x"
         sport = 42911
@@ -122,6 +122,6 @@ def test_http_from_a_fixed_source_port_repeats_the_same_flow() -> None:
     finally:
         srv.shutdown()
         srv.server_close()
-    from pytest_kpr.probes import http_probe
+    from pytest_kpr.traffic.probes import http_probe
 
     assert http_probe(url, 1.0, source_port=sport).verdict is Verdict.REFUSED

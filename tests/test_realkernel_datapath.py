@@ -20,7 +20,7 @@ from realkernel import NetnsRunner, SocketLB, compile_sock_lb, in_netns, spawn_i
 
 from pytest_kpr.checks import SocketLBObservation, socket_lb_problems
 from pytest_kpr.node import Node
-from pytest_kpr.probes import Verdict, connect_probe, http_probe
+from pytest_kpr.traffic.probes import Verdict, connect_probe, http_probe
 
 pytestmark = pytest.mark.netns
 

@@ -19,7 +19,7 @@ import pytest
 from netns import Topology, can_use_netns, three_namespaces, wait_listening
 from realkernel import in_netns
 
-from pytest_kpr.flow import FlowReport, flow
+from pytest_kpr.traffic.flow import FlowReport, flow
 
 # timing: the gaps are wall-clock measurements; make test runs this module alone after the parallel run, since a CPU
 # starved by other workers shows up as a gap of its own (a run with 4 workers on 2 cores saw a second 100 ms gap)

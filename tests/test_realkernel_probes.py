@@ -19,7 +19,7 @@ import pytest
 from netns import Topology, can_use_netns, three_namespaces, wait_listening
 from realkernel import in_netns
 
-from pytest_kpr.probes import ProbeResult, Verdict, connect_probe, http_probe, syn_probe
+from pytest_kpr.traffic.probes import ProbeResult, Verdict, connect_probe, http_probe, syn_probe
 
 pytestmark = pytest.mark.netns
 

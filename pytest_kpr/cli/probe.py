@@ -103,7 +103,7 @@ def _print(r: Any, as_json: bool) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..probes import connect_probe, http_probe, syn_probe
+    from ..traffic.probes import connect_probe, http_probe, syn_probe
 
     if args.probe == "syn":
         host, port = args.target
@@ -146,7 +146,7 @@ def _stop_on_signals() -> _Stop:
 
 
 def _run_echo(args: argparse.Namespace) -> int:
-    from ..flow import echo_server
+    from ..traffic.flow import echo_server
 
     stop = _stop_on_signals()
     try:
@@ -160,7 +160,7 @@ def _run_echo(args: argparse.Namespace) -> int:
 
 
 def _run_flow(args: argparse.Namespace) -> int:
-    from ..flow import flow
+    from ..traffic.flow import flow
 
     host, port = args.target
     stop = _stop_on_signals()  # SIGTERM/SIGINT end the flow early: the summary is still printed
@@ -172,7 +172,7 @@ def _run_flow(args: argparse.Namespace) -> int:
 
 
 def _run_hold(args: argparse.Namespace) -> int:
-    from ..probes import hold
+    from ..traffic.probes import hold
 
     stop = _stop_on_signals()
     deadline_timer = None

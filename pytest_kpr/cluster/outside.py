@@ -12,7 +12,7 @@ import socket
 import struct
 from pathlib import Path
 
-from ..probes import ProbeResult, http_probe, route_source, syn_probe
+from ..traffic.probes import ProbeResult, http_probe, route_source, syn_probe
 
 CAP_NET_RAW = 13
 

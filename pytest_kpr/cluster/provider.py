@@ -33,13 +33,13 @@ class OutsideClient(Protocol):
         """Whether packets to ``ip`` take a specific route from here (not the default route)."""
 
     def http(self, url: str, timeout: float, source_port: int | None = None) -> Any:
-        """An HTTP GET (from ``source_port``, if given: one flow, repeatable); a :class:`~pytest_kpr.probes.ProbeResult`."""
+        """An HTTP GET (from ``source_port``, if given: one flow, repeatable); a :class:`~pytest_kpr.traffic.probes.ProbeResult`."""
 
     def can_send_raw(self) -> bool:
         """Whether this host may send a crafted packet (CAP_NET_RAW)."""
 
     def raw_syn(self, ip: str, port: int, timeout: float) -> Any:
-        """One raw TCP SYN; a :class:`~pytest_kpr.probes.ProbeResult`. Only after ``reaches`` and ``can_send_raw``."""
+        """One raw TCP SYN; a :class:`~pytest_kpr.traffic.probes.ProbeResult`. Only after ``reaches`` and ``can_send_raw``."""
 
     def source_address(self, ip: str) -> str | None:
         """The address this host's packets to ``ip`` carry (what a backend preserving the client's address sees)."""

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..cluster.provider import ClusterHandle, Progress
 from ..core.errors import ProvisioningError, Unavailable
-from ..probes import ProbeResult, Verdict
+from ..traffic.probes import ProbeResult, Verdict
 from .fake import FakeCluster
 from .reach import curl_result, probe_result, reach
 
