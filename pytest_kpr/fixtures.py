@@ -99,7 +99,7 @@ def upgrade_phase(request: pytest.FixtureRequest, kpr_session: KprSession) -> An
     if not s.upgrade_to or kpr_session.handle is None:
         return None
     from .session import EXIT_PROVISIONING
-    from .upgrade_run import UpgradeRefused, UpgradeRun, require_upgradable
+    from .scenarios.upgrade_run import UpgradeRefused, UpgradeRun, require_upgradable
 
     if not kpr_session.handle.created and not s.allow_disruptive:
         pytest.exit("pytest-kpr: --kpr-upgrade-to changes Cilium on a cluster this run did not create; pass --kpr-allow-disruptive to do it",

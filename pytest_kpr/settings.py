@@ -519,7 +519,7 @@ def resolve(
     if values["downgrade"] and not values["upgrade_to"]:
         raise SettingsError(f"{OPTIONS_BY_NAME['downgrade'].flag} needs --kpr-upgrade-to (it rolls back what the upgrade did)")
     if values["upgrade_to"] and values["cilium_version"]:
-        from .upgrade import version_refusal
+        from .scenarios.upgrade import version_refusal
 
         why = version_refusal(values["cilium_version"], values["upgrade_to"])
         if why:

@@ -91,7 +91,7 @@ BUGS = [
     Bug("a missing --kpr-clusters-dir falling back to the checkout's", "pytest_kpr/settings.py",
         "    if explicit is not None:  # never fall back", "    if False:  # never fall back", ("tests/test_plugin_options.py",)),
     # issue 12: the release watch settles instead of sleeping; the run's cost is counted
-    Bug("the release watch ending as soon as Cilium processed the deletion (no settle window)", "pytest_kpr/sharedvip.py",
+    Bug("the release watch ending as soon as Cilium processed the deletion (no settle window)", "pytest_kpr/scenarios/sharedvip.py",
         '            if now - self.marks["processed"] >= settle:\n', "            if True:\n",
         ("tests/test_suites_vs_fake.py::test_the_release_watch_ends_once_cilium_has_processed_the_deletion_plus_the_settle_window",
          "tests/test_suites_vs_fake.py::test_a_claimant_that_appears_late_is_still_seen_to_appear")),
@@ -103,7 +103,7 @@ BUGS = [
         'out, errs[i][0] if i < len(errs) else "", r.where))', 'out, errs[i + 1][0] if i + 1 < len(errs) else "", r.where))',
         ("tests/test_agent_batch.py",)),
     # issue 12, second part: the late look, cheaper polls, one cluster for the xdist workers
-    Bug("no late look (a claimant appearing after the settle window reported as never)", "pytest_kpr/sharedvip.py",
+    Bug("no late look (a claimant appearing after the settle window reported as never)", "pytest_kpr/scenarios/sharedvip.py",
         "        if not pending:\n            return\n        due = ", "        if True:\n            return\n        due = ",
         ("tests/test_suites_vs_fake.py::test_a_claimant_that_appears_after_the_settle_window_is_reported_as_appeared_after",)),
     Bug("convergence not re-reading an agent that lagged behind the current EndpointSlice", "pytest_kpr/lab.py",
@@ -115,9 +115,9 @@ BUGS = [
     Bug("workers joining without the run's lock", "pytest_kpr/shared_run.py",
         "            fcntl.flock(fd, fcntl.LOCK_EX)\n", "            pass\n", ("tests/test_shared_run.py",)),
     # issue 13: upgrade gating
-    Bug("a gap tied to a restart on a node the path does not touch", "pytest_kpr/upgrade.py",
+    Bug("a gap tied to a restart on a node the path does not touch", "pytest_kpr/scenarios/upgrade.py",
         '        if step["node"] not in nodes or step["down_at"] is None:', '        if step["down_at"] is None:', ("tests/test_upgrade_rules.py",)),
-    Bug("an ID reused for another frontend not reported", "pytest_kpr/upgrade.py",
+    Bug("an ID reused for another frontend not reported", "pytest_kpr/scenarios/upgrade.py",
         "            if ident in owner and owner[ident] != key and key not in b:", "            if False:", ("tests/test_upgrade_rules.py",)),
     Bug("a kernel at the floor refused (or one below it let through)", "pytest_kpr/rules/kernels.py",
         "        elif have < want:", "        elif have > want:", ("tests/test_upgrade_rules.py", "tests/test_kernels.py")),

@@ -27,7 +27,7 @@ from pytest_kpr.lab import Lab
 from pytest_kpr.rules.lbmodel import Event, LbModel, Op, Variant
 from pytest_kpr.markers import load_known_gaps
 from pytest_kpr.session import KprSession
-from pytest_kpr.sharedvip import CONFLICT, REFLECTOR_MODULE, Record, SharedVip, Skip, frontend_key
+from pytest_kpr.scenarios.sharedvip import CONFLICT, REFLECTOR_MODULE, Record, SharedVip, Skip, frontend_key
 from pytest_kpr.core.wait import WaitTimeout, eventually
 
 # the VIP (--kpr-shared-vip), the LB-IPAM pool and the agents' health are cluster-wide: one worker runs this module

@@ -1,7 +1,7 @@
 """Upgrade gating: Cilium upgraded (and with --kpr-downgrade rolled back) under live flows, every flow measured.
 
 Runs with --kpr-upgrade-to=VERSION (the run provisions at --kpr-cilium-version, the "from" version). The
-upgrade itself happens before any suite (suites/conftest.py ``upgrade_phase``, pytest_kpr.upgrade_run); these
+upgrade itself happens before any suite (suites/conftest.py ``upgrade_phase``, pytest_kpr.scenarios.upgrade_run); these
 tests judge what upgrade.json recorded, one verdict each, per transition. Five flows (a message every 10 ms,
 each echoed): pod -> ClusterIP, host-network pod -> ClusterIP, pod -> NodePort on another node, host-network
 pod on a node without a backend -> NodePort, UDP pod -> ClusterIP. Evidence: upgrade.json.

@@ -1,4 +1,4 @@
-"""Upgrade gating's judgements (pytest_kpr.upgrade), table-driven, no cluster, no root."""
+"""Upgrade gating's judgements (pytest_kpr.scenarios.upgrade), table-driven, no cluster, no root."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pytest_kpr.rules.kernels import kernel_tuple, load_floors
-from pytest_kpr.upgrade import (
+from pytest_kpr.scenarios.upgrade import (
     RollWatch,
     attribute,
     flow_problems,

@@ -88,11 +88,11 @@ class SharedProvider(Provider, Protocol):
 
 @runtime_checkable
 class UpgradableProvider(Provider, Protocol):
-    """A provider that can change the Cilium version of its cluster (pytest_kpr.upgrade_run)."""
+    """A provider that can change the Cilium version of its cluster (pytest_kpr.scenarios.upgrade_run)."""
 
     def helm_values(self) -> dict[str, Any]:
         """The install's user-supplied Helm values (``helm get values``), what an upgrade must carry over."""
 
     def upgrade(self, to_version: str, from_version: str, progress: Progress) -> None:
         """Start moving Cilium to ``to_version`` the way Cilium's upgrade guide says; return once the new
-        DaemonSet spec is applied. The caller watches the roll (pytest_kpr.upgrade.RollWatch)."""
+        DaemonSet spec is applied. The caller watches the roll (pytest_kpr.scenarios.upgrade.RollWatch)."""

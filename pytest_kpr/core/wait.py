@@ -52,7 +52,7 @@ class Timeouts:
     #: arrives, 250 ms on average. An agent read sooner is almost always wasted.
     LB_FIRST_LOOK: float = 0.25
     #: How long an upgrade's flows run before Cilium is changed and after the datapath is ready again: each
-    #: flow's baseline (pytest_kpr.upgrade_run), 100 messages at 10 ms.
+    #: flow's baseline (pytest_kpr.scenarios.upgrade_run), 100 messages at 10 ms.
     FLOW_BASELINE: float = 1.0
 
     def scaled(self, factor: float) -> "Timeouts":

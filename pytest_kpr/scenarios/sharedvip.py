@@ -18,11 +18,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .lab import WEB_TARGET, Lab, LabError
-from .rules.lbmodel import Event, LbModel, Op, Variant
-from .parse import L3n4
-from .parse.status_text import modules_health
-from .core.wait import WaitTimeout, eventually
+from ..lab import WEB_TARGET, Lab, LabError
+from ..rules.lbmodel import Event, LbModel, Op, Variant
+from ..parse import L3n4
+from ..parse.status_text import modules_health
+from ..core.wait import WaitTimeout, eventually
 
 SHARING_KEY = "lbipam.cilium.io/sharing-key"
 #: the module whose health a frontend conflict degrades, and the error text (pytest_kpr.rules.datapath FORMAT_RULES)

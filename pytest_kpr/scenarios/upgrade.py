@@ -22,8 +22,8 @@ from typing import Any, Callable, Sequence
 
 import yaml
 
-from .rules.kernels import KernelFloor, _minor, floor_problems
-from .core.versions import Version
+from ..rules.kernels import KernelFloor, _minor, floor_problems
+from ..core.versions import Version
 
 # -- what is refused before anything changes --------------------------------------------------------------
 
@@ -145,7 +145,7 @@ class RollWatch:
 
 
 def _ready(pod: dict[str, Any]) -> bool:
-    from .k8s.api import pod_ready
+    from ..k8s.api import pod_ready
 
     return bool(pod_ready(pod))
 
