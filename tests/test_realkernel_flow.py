@@ -173,24 +173,31 @@ def test_kpr_probe_flow_prints_a_gap_line_and_one_summary(topo: Topology) -> Non
     assert {"max_gap_ms", "lost", "resets", "gaps", "events", "sent", "reconnects"} <= set(summary)
 
 
-def test_sigterm_ends_a_flow_early_with_its_summary(topo: Topology) -> None:
-    """How the upgrade run ends its flow pods (`kill -TERM 1`): the flow stops and still prints the summary."""
-    import signal
+def flow_ended_by(t: Topology, sig: int, after_s: float) -> tuple[int, dict[str, Any]]:
+    """`kpr probe flow` (TCP, 60 s, --json) in the client namespace, sent ``sig`` ``after_s`` seconds after it connected:
+    its exit status and its summary line."""
     import subprocess
 
-    p = subprocess.Popen(["nsenter", f"--net=/run/netns/{topo.ns('client')}", sys.executable, "-m", "pytest_kpr.cli", "probe", "flow",
-                          f"{server(topo)}:{TCP}", "--duration", "60", "--json"], stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(["nsenter", f"--net=/run/netns/{t.ns('client')}", sys.executable, "-m", "pytest_kpr.cli", "probe", "flow",
+                          f"{server(t)}:{TCP}", "--duration", "60", "--json"], stdout=subprocess.PIPE, text=True)
     try:
-        started(topo, "tcp", TCP)
-        time.sleep(0.8)
-        p.send_signal(signal.SIGTERM)
+        started(t, "tcp", TCP)
+        time.sleep(after_s)
+        p.send_signal(sig)
         out, _ = p.communicate(timeout=10)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    summary = json.loads(out.splitlines()[-1])
-    assert p.returncode == 0 and summary["kind"] == "flow" and 40 <= summary["sent"] <= 300 and summary["lost"] == 0, summary
+    return p.returncode, json.loads(out.splitlines()[-1])
+
+
+def test_sigterm_ends_a_flow_early_with_its_summary(topo: Topology) -> None:
+    """How the upgrade run ends its flow pods (`kill -TERM 1`): the flow stops and still prints the summary."""
+    import signal
+
+    rc, summary = flow_ended_by(topo, signal.SIGTERM, 0.8)
+    assert rc == 0 and summary["kind"] == "flow" and 40 <= summary["sent"] <= 300 and summary["lost"] == 0, summary
     assert summary["duration_s"] == 60 and summary["ended"] - summary["started"] < 10
 
 
@@ -225,18 +232,6 @@ def test_a_flow_that_never_connects_says_so_in_its_line(topo: Topology) -> None:
 
 def test_ctrl_c_ends_a_flow_with_130_and_an_interrupted_summary(topo: Topology) -> None:
     import signal
-    import subprocess
 
-    p = subprocess.Popen(["nsenter", f"--net=/run/netns/{topo.ns('client')}", sys.executable, "-m", "pytest_kpr.cli", "probe", "flow",
-                          f"{server(topo)}:{TCP}", "--duration", "60", "--json"], stdout=subprocess.PIPE, text=True)
-    try:
-        started(topo, "tcp", TCP)
-        time.sleep(0.3)
-        p.send_signal(signal.SIGINT)
-        out, _ = p.communicate(timeout=10)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    summary = json.loads(out.splitlines()[-1])
-    assert p.returncode == 130 and summary["interrupted"] is True and summary["stopped_by"] == "SIGINT", summary
+    rc, summary = flow_ended_by(topo, signal.SIGINT, 0.3)
+    assert rc == 130 and summary["interrupted"] is True and summary["stopped_by"] == "SIGINT", summary

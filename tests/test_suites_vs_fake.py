@@ -191,7 +191,8 @@ def test_evidence_files_carry_the_labs_fields_with_numbers_as_numbers(pytester: 
     assert report["holder_program"] == "cil_from_container" and report["ghost_no_backend_response"] == "reject"
 
 
-def test_a_taken_nodeport_is_a_clear_setup_error(pytester: pytest.Pytester) -> None:
+def with_a_nodeport_squatter(pytester: pytest.Pytester) -> None:
+    """The suites next to a fake whose NodePort 30780 another Service already holds."""
     squatter = """
 FAKE.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
 FAKE.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "squatter", "namespace": "other"},
@@ -199,6 +200,10 @@ FAKE.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "squatt
 """
     shutil.copytree(SUITES, pytester.path / "suites")
     pytester.makeconftest(textwrap.dedent(CONFTEST.format(config="")) + squatter)
+
+
+def test_a_taken_nodeport_is_a_clear_setup_error(pytester: pytest.Pytester) -> None:
+    with_a_nodeport_squatter(pytester)
     result = pytester.runpytest(str(pytester.path / "suites" / "test_nodeport.py"), "-m", "kpr", "-p", "no:cacheprovider", "--import-mode=importlib", *FAST)
     result.assert_outcomes(errors=5)
     result.stdout.fnmatch_lines(["*NodePort 30780 is already allocated in this cluster; pick a free one with --kpr-nodeport*"])
@@ -455,13 +460,7 @@ def test_a_failure_prints_its_verdict_and_where_the_evidence_is_in_at_most_40_li
 
 
 def test_a_fixture_error_gets_one_bundle_for_the_tests_it_errors(pytester: pytest.Pytester) -> None:
-    squatter = """
-FAKE.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
-FAKE.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "squatter", "namespace": "other"},
-             "spec": {"type": "NodePort", "selector": {"app": "x"}, "ports": [{"port": 1, "nodePort": 30780}]}})
-"""
-    shutil.copytree(SUITES, pytester.path / "suites")
-    pytester.makeconftest(textwrap.dedent(CONFTEST.format(config="")) + squatter)
+    with_a_nodeport_squatter(pytester)
     result = pytester.runpytest(str(pytester.path / "suites" / "test_nodeport.py"), "-m", "kpr", "-p", "no:cacheprovider",
                                 "--import-mode=importlib", "--kpr-artifacts=artifacts", *FAST)
     result.assert_outcomes(errors=5)
