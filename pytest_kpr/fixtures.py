@@ -17,7 +17,7 @@ from typing import Any
 from .cluster.facts import ClusterFacts
 from .cluster.provider import ClusterHandle
 from .evidence import Evidence
-from .lab import Convergence, Ghost, Lab, report_values
+from .observe.lab import Convergence, Ghost, Lab, report_values
 from .session import KprSession
 from .settings import Settings
 from .core.wait import Observation, Timeouts

@@ -327,7 +327,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def _drop_lines(s: KprSession, sections: dict[str, str]) -> list[str]:
     """The drop reasons that rose on each agent since the last reading (the run's start or the previous failure)."""
-    from .diagnose import drops_from_sections
+    from .observe.diagnose import drops_from_sections
     from .parse.metrics import drops_that_rose
 
     now = drops_from_sections(sections)

@@ -176,7 +176,7 @@ class KprSession:
                 handle.kube = PullSecretKube(handle.kube, self.settings.image_pull_secret.split("/", 1)[1])  # type: ignore[assignment]
             handle.nodes = CountingNodes(handle.nodes, self.cost)  # type: ignore[assignment]
             self.handle = handle
-            from .agent import locate_agents
+            from .observe.agent import locate_agents
 
             self._phase("readiness")
             where = locate_agents(self.handle.kube, self.settings.cilium_namespace)
@@ -187,7 +187,7 @@ class KprSession:
             self._write_cluster_json()
             self._refuse_kernels_below_the_floor(self.facts)
             self._refuse_a_profile_that_did_not_take(self.facts)
-            from .diagnose import read_drop_counters
+            from .observe.diagnose import read_drop_counters
 
             self.drop_counters = read_drop_counters(self.handle.kube, self.timeouts.EXEC)  # a failure's drops rise from here
             self._phase("suites")
@@ -210,7 +210,7 @@ class KprSession:
         phase = self.record.current["phase"] if self.record.current else "provision"
         self.record.end(error)
         if phase in SETUP_PHASES:
-            from .diagnose import setup_bundle
+            from .observe.diagnose import setup_bundle
 
             dest = self.evidence_dir / "setup-failure"
             try:

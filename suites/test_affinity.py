@@ -27,7 +27,7 @@ from pytest_kpr.checks import (
     affinity_timeout_problems,
 )
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import WEB_PORT, Lab
+from pytest_kpr.observe.lab import WEB_PORT, Lab
 from pytest_kpr.core.wait import eventually
 
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("socket-lb-pods", "session-affinity")]

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_kpr.checks import convergence_problems
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import Lab
+from pytest_kpr.observe.lab import Lab
 
 pytestmark = pytest.mark.kpr
 PROPERTY = "backend slots"

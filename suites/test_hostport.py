@@ -24,7 +24,7 @@ from pytest_kpr.checks import (
     rule_view_problems,
 )
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import Lab
+from pytest_kpr.observe.lab import Lab
 from pytest_kpr.core.wait import eventually, eventually_or_now
 
 # the hostPort is node-wide: one worker runs this module

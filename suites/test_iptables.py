@@ -18,7 +18,7 @@ import pytest
 from pytest_kpr.checks import KUBE_PROXY_MARKS, KUBE_PROXY_POLICY, kube_proxy_accepted, kube_proxy_rule_problems, rule_line_problems, rule_view_problems
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import Lab
+from pytest_kpr.observe.lab import Lab
 from pytest_kpr.parse import RuleDump
 
 pytestmark = pytest.mark.kpr

@@ -27,7 +27,7 @@ from pytest_kpr.checks import (
 )
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import Lab
+from pytest_kpr.observe.lab import Lab
 
 pytestmark = pytest.mark.kpr
 PROPERTY = "kube-proxy"

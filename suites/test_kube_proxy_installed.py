@@ -19,7 +19,7 @@ import pytest
 from pytest_kpr.checks import daemonset_summary, kube_proxy_daemonset_problems, kube_proxy_rule_problems, runs_kube_proxy
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import Lab
+from pytest_kpr.observe.lab import Lab
 from pytest_kpr.session import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, KprSession
 from pytest_kpr.core.wait import eventually, eventually_or_now
 

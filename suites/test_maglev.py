@@ -33,7 +33,7 @@ from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.rules.datapath import MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import WEB_PORT, Lab
+from pytest_kpr.observe.lab import WEB_PORT, Lab
 from pytest_kpr.outcomes import no_outside_view
 from pytest_kpr.core.wait import eventually
 

@@ -34,7 +34,7 @@ from pytest_kpr.checks import (
 )
 from pytest_kpr.rules.datapath import LB_MAP_FILES, LB_MAP_MAX_DEFAULT, MAP_FULL_ERRORS, REV_NAT_MAP_FILE
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import WEB_PORT, Lab
+from pytest_kpr.observe.lab import WEB_PORT, Lab
 from pytest_kpr.core.wait import eventually_or_now
 
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("lb-statedb"), pytest.mark.xdist_group("kpr-maps")]

@@ -14,7 +14,7 @@ import pytest
 from pytest_kpr.checks import nodeport_frontend_problems, nodeport_listener_problems, rule_line_problems, rule_view_problems
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import Lab, same_address
+from pytest_kpr.observe.lab import Lab, same_address
 from pytest_kpr.outcomes import no_outside_view
 from pytest_kpr.parse import L3n4
 

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import Lab
+from pytest_kpr.observe.lab import Lab
 from pytest_kpr.rules.lbmodel import Event, LbModel, Op, Variant
 from pytest_kpr.markers import load_known_gaps
 from pytest_kpr.session import KprSession

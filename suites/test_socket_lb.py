@@ -21,7 +21,7 @@ from pytest_kpr.checks import (
 )
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.lab import Lab, holder_ct, holder_program
+from pytest_kpr.observe.lab import Lab, holder_ct, holder_program
 from pytest_kpr.parse.node import parse_netstat
 from pytest_kpr.session import KprSession
 

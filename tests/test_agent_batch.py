@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import pytest
 
-from pytest_kpr.agent import BATCH_MARK, Agent, agents
+from pytest_kpr.observe.agent import BATCH_MARK, Agent, agents
 from pytest_kpr.k8s.api import ExecResult
 from pytest_kpr.testing import FakeCluster, FakeConfig
 
@@ -119,7 +119,7 @@ def test_the_binary_name_is_learnt_from_the_first_command_not_an_extra_exec() ->
 
 
 def test_a_node_reads_its_rule_views_and_listeners_in_one_exec() -> None:
-    from pytest_kpr.node import Node
+    from pytest_kpr.observe.node import Node
     from pytest_kpr.testing import Faults
 
     fake = FakeCluster(FakeConfig(faults=Faults(unreadable_rule_view="iptables-legacy")))
@@ -136,7 +136,7 @@ def test_a_node_reads_its_rule_views_and_listeners_in_one_exec() -> None:
 
 def test_a_real_shell_runs_a_node_batch_with_a_missing_tool(tmp_path: Path) -> None:
     """What sh really does with a tool that is not installed: exit 127, and the next command still runs."""
-    from pytest_kpr import batch as b
+    from pytest_kpr.observe import batch as b
 
     r = subprocess.run(["sh", "-c", b.script([["kpr-no-such-tool-x"], ["echo", "still here"]])], capture_output=True, text=True, timeout=10)
     missing, echo = b.split([["kpr-no-such-tool-x"], ["echo", "still here"]], ExecResult(("sh",), r.returncode, r.stdout, r.stderr, "here"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kpr.agent import Agent, agents
+from pytest_kpr.observe.agent import Agent, agents
 from pytest_kpr.core.errors import ApiError
 from pytest_kpr.testing import FakeCluster, FakeConfig
 

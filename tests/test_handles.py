@@ -7,11 +7,11 @@ import dataclasses
 
 import pytest
 
-from pytest_kpr.agent import Agent, NoAgent, agents
+from pytest_kpr.observe.agent import Agent, NoAgent, agents
 from pytest_kpr.cluster.nodeshell import NODE_SHELL_LABEL, PodNodeRunner
 from pytest_kpr.core.errors import CommandError, InfraError
 from pytest_kpr.k8s.api import ExecResult
-from pytest_kpr.node import Node
+from pytest_kpr.observe.node import Node
 from pytest_kpr.parse import CtEntry, parse_ct_list
 from pytest_kpr.parse.addr import L3n4
 from pytest_kpr.testing import FakeCluster, FakeConfig, Faults, render

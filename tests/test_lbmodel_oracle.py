@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from pytest_kpr.agent import Agent
+from pytest_kpr.observe.agent import Agent
 from pytest_kpr.rules.lbmodel import Event, Op, Variant, replay
 from pytest_kpr.testing import FakeCluster, FakeConfig
 

@@ -14,7 +14,7 @@ import pytest
 from netns import private_netns
 
 from pytest_kpr.traffic.probes import ProbeResult, Verdict, connect_probe, hold, route_source
-from pytest_kpr.workloads import probe_pod
+from pytest_kpr.observe.workloads import probe_pod
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ from netns import Topology, can_use_netns, sh, three_namespaces, wait_listening
 from realkernel import NetnsRunner, SocketLB, compile_sock_lb, in_netns, spawn_in
 
 from pytest_kpr.checks import SocketLBObservation, socket_lb_problems
-from pytest_kpr.node import Node
+from pytest_kpr.observe.node import Node
 from pytest_kpr.traffic.probes import Verdict, connect_probe, http_probe
 
 pytestmark = pytest.mark.netns

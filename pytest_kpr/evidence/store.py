@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..agent import agents
+from ..observe.agent import agents
 from ..cluster.provider import ClusterHandle
 from ..k8s.api import pod_ready
 

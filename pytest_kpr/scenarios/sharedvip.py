@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..lab import WEB_TARGET, Lab, LabError
+from ..observe.lab import WEB_TARGET, Lab, LabError
 from ..rules.lbmodel import Event, LbModel, Op, Variant
 from ..parse import L3n4
 from ..parse.status_text import modules_health

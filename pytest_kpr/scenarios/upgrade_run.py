@@ -19,14 +19,14 @@ import json
 import time
 from typing import Any, Callable
 
-from ..agent import agent_pods
+from ..observe.agent import agent_pods
 from ..checks import KUBE_PROXY_MARKS
 from ..cluster import cilium
 from ..cluster.provider import UpgradableProvider
 from ..rules.datapath import coverage_name, plane_for
 from ..core.errors import KprError
 from ..rules.kernels import load_floors
-from ..lab import Lab, LabError
+from ..observe.lab import Lab, LabError
 from .upgrade import (
     GAP_POLICY,
     FlowPath,
@@ -40,7 +40,7 @@ from .upgrade import (
     summary_line,
 )
 from ..core.wait import eventually
-from ..workloads import probe_pod
+from ..observe.workloads import probe_pod
 
 ECHO_TCP, ECHO_UDP = 7100, 7101
 FLOW_INTERVAL_MS = 10

@@ -40,8 +40,8 @@ class FakeAgent:
         return not self.cluster.cfg.faults.agents_never_ready and self.status_polls >= self.cluster.cfg.agent_ready_after
 
     def _batch(self, script: str) -> tuple[int, str, str]:
-        """``sh -c`` as :meth:`pytest_kpr.agent.Agent.run_many` writes it (the only shell the fake speaks)."""
-        from ..batch import interpret
+        """``sh -c`` as :meth:`pytest_kpr.observe.agent.Agent.run_many` writes it (the only shell the fake speaks)."""
+        from ..observe.batch import interpret
 
         return interpret(script, self.handle)
 

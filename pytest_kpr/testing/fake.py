@@ -148,7 +148,7 @@ class FakeCluster:
             self._put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {}}, "status": {"phase": "Active"}})
 
     def _install_cilium(self) -> None:
-        # the chart's agent DaemonSet (pytest_kpr.agent.locate_agents finds the agents by it); its pods are made below
+        # the chart's agent DaemonSet (pytest_kpr.observe.agent.locate_agents finds the agents by it); its pods are made below
         labels = {"k8s-app": "cilium", "app.kubernetes.io/name": "cilium-agent"}
         self._put({"apiVersion": "apps/v1", "kind": "DaemonSet",
                    "metadata": {"name": "cilium", "namespace": "kube-system", "labels": dict(labels), "annotations": {STATIC: "true"}},

@@ -65,8 +65,8 @@ class FakeNodeTools:
         return 0, text, ""
 
     def sh(self, node: str, argv: list[str]) -> tuple[int, str, str]:
-        """``sh -c`` as :func:`pytest_kpr.batch.script` writes it (the only shell the fake speaks)."""
-        from ..batch import interpret
+        """``sh -c`` as :func:`pytest_kpr.observe.batch.script` writes it (the only shell the fake speaks)."""
+        from ..observe.batch import interpret
 
         if argv[1:2] != ["-c"] or len(argv) != 3:
             return 2, "", "sh: the fake runs only sh -c SCRIPT\n"

@@ -14,7 +14,7 @@ import re
 import shlex
 from typing import Callable, Sequence
 
-from .k8s.api import ExecResult
+from ..k8s.api import ExecResult
 
 #: ends each command's output, followed by its exit status
 BATCH_MARK = "::kpr-end-of-command::"
@@ -47,7 +47,7 @@ def interpret(text: str, handle: Callable[[list[str]], tuple[int, str, str]]) ->
     for line in text.splitlines():
         command, sep, _ = line.partition(_TAIL)
         if not sep:
-            return 2, "", f"sh: the fake runs only pytest_kpr.batch scripts, not {line!r}\n"
+            return 2, "", f"sh: the fake runs only pytest_kpr.observe.batch scripts, not {line!r}\n"
         rc, o, e = handle(shlex.split(command))
         out.append(f"{o}{BATCH_MARK} {rc}\n")
         err.append(f"{e}{BATCH_MARK} {rc}\n")

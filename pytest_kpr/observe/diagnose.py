@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from . import agent as _agent
 from .agent import agent_pods, agents
-from .k8s.api import KubeAPI
+from ..k8s.api import KubeAPI
 
 #: lines of each Cilium pod's log kept (the end: the error is usually last)
 LOG_LINES = 300
@@ -127,8 +127,8 @@ def read_drop_counters(kube: KubeAPI, exec_timeout: float) -> dict[str, Any]:
 
 def drops_from_sections(sections: dict[str, str]) -> dict[str, Any]:
     """The ``bpf metrics list`` of a failure bundle's sections ("<node>: bpf metrics list"), parsed, by node."""
-    from .parse.errors import ParseError
-    from .parse.metrics import parse_bpf_metrics_list
+    from ..parse.errors import ParseError
+    from ..parse.metrics import parse_bpf_metrics_list
 
     out = {}
     for title, text in sections.items():

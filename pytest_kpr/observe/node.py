@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from . import batch
-from .cluster.provider import NodeRunner
-from .core.errors import InfraError
-from .k8s.api import ExecResult
-from .parse import (
+from ..cluster.provider import NodeRunner
+from ..core.errors import InfraError
+from ..k8s.api import ExecResult
+from ..parse import (
     BpfAttachment,
     RuleDump,
     Socket,
@@ -25,8 +25,8 @@ from .parse import (
     parse_ss,
     parse_tc_filter,
 )
-from .parse.node import CURL_WRITE_OUT, ConntrackEntry, HttpResult, parse_conntrack, parse_curl
-from .core.wait import retrying
+from ..parse.node import CURL_WRITE_OUT, ConntrackEntry, HttpResult, parse_conntrack, parse_curl
+from ..core.wait import retrying
 
 #: iptables-save variants: the default one (whatever /usr/sbin/iptables-save points at), and each backend.
 IPTABLES_SAVE = {"default": "iptables-save", "nft": "iptables-nft-save", "legacy": "iptables-legacy-save"}
@@ -46,7 +46,7 @@ class Node:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def run_many(self, *commands: Sequence[str], timeout: float | None = None) -> list[ExecResult]:
-        """Several commands in one exec (:mod:`pytest_kpr.batch`), one result each."""
+        """Several commands in one exec (:mod:`pytest_kpr.observe.batch`), one result each."""
         return batch.split(commands, self.run("sh", "-c", batch.script(commands), timeout=timeout))
 
     def iptables(self, backend: str = "default") -> RuleDump | None:
@@ -109,7 +109,7 @@ class Node:
     def ipvs_services(self) -> list[str] | None:
         """IPVS virtual services on the node (``cat /proc/net/ip_vs``); [] when the IPVS module is not loaded (no file),
         None when the file could not be read for another reason."""
-        from .parse.node import parse_ip_vs
+        from ..parse.node import parse_ip_vs
 
         r = self.run("cat", "/proc/net/ip_vs")
         if r.returncode != 0:

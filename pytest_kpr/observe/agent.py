@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from . import batch
-from .core.errors import CommandError, InfraError, KprError
-from .k8s.api import ExecResult, KubeAPI
-from .parse import (
+from ..core.errors import CommandError, InfraError, KprError
+from ..k8s.api import ExecResult, KubeAPI
+from ..parse import (
     BpfAttachment,
     CtEntry,
     EndpointInfo,
@@ -39,10 +39,10 @@ from .parse import (
     parse_tc_filter,
     parse_version,
 )
-from .parse.metrics import parse_bpf_metrics_list
-from .parse.config import AgentConfig, parse_config
-from .parse.statedb import parse_lb_maps_dump
-from .core.wait import retrying
+from ..parse.metrics import parse_bpf_metrics_list
+from ..parse.config import AgentConfig, parse_config
+from ..parse.statedb import parse_lb_maps_dump
+from ..core.wait import retrying
 
 #: where the agents run: the chart's defaults, replaced by :func:`locate_agents` (--kpr-cilium-namespace and the agent
 #: DaemonSet's own pod selector) once the cluster is known
@@ -162,7 +162,7 @@ class Agent:
         return self.exec_many(*[(binary, *args) for args in commands], timeout=timeout)
 
     def exec_many(self, *argvs: Sequence[str], timeout: float | None = None) -> list[ExecResult]:
-        """Any commands of the agent container (bpftool, tc, ...) in one exec (:mod:`pytest_kpr.batch`)."""
+        """Any commands of the agent container (bpftool, tc, ...) in one exec (:mod:`pytest_kpr.observe.batch`)."""
         return batch.split(argvs, self.exec(["sh", "-c", batch.script(argvs)], timeout=timeout))
 
     # -- typed commands -----------------------------------------------------------------------------

@@ -14,16 +14,16 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from .agent import Agent, agents
-from .checks import Convergence, ConvergenceTiming, SlotView
-from .cluster.facts import ClusterFacts
-from .cluster.provider import ClusterHandle
-from .core.errors import ApiError, KprError
-from .k8s.api import pod_ready
+from ..checks import Convergence, ConvergenceTiming, SlotView
+from ..cluster.facts import ClusterFacts
+from ..cluster.provider import ClusterHandle
+from ..core.errors import ApiError, KprError
+from ..k8s.api import pod_ready
 from .node import Node
-from .parse import L3n4, LbEntry, Service
-from .parse.node import CURL_WRITE_OUT, HttpResult, parse_curl, parse_netstat
-from .parse.probe import HoldEvent, ProbeOutput, parse_hold_log, parse_probe_json
-from .core.wait import Observation, Timeouts, WaitTimeout, eventually
+from ..parse import L3n4, LbEntry, Service
+from ..parse.node import CURL_WRITE_OUT, HttpResult, parse_curl, parse_netstat
+from ..parse.probe import HoldEvent, ProbeOutput, parse_hold_log, parse_probe_json
+from ..core.wait import Observation, Timeouts, WaitTimeout, eventually
 from .workloads import PROBE_CONTAINER, probe_pod
 
 #: how often a scale's convergence is read: the resolution of the timing it records
@@ -463,7 +463,7 @@ def holder_ct(lab: Lab) -> tuple[str, int]:
 
 def holder_program(lab: Lab) -> dict[str, Any]:
     """prog.json: the holder's endpoint, its host-side veth, and the BPF program attached there."""
-    from .parse.agent_misc import policy_map_name
+    from ..parse.agent_misc import policy_map_name
 
     pod = lab.holder_pod()
     node = pod["spec"]["nodeName"]
