@@ -19,7 +19,7 @@ from .cluster.provider import ClusterHandle
 from .evidence import Evidence
 from .observe.lab import Convergence, Ghost, Lab, report_values
 from .session import KprSession
-from .settings import Settings
+from .run.settings import Settings
 from .core.wait import Observation, Timeouts
 
 

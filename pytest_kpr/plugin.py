@@ -15,7 +15,7 @@ from . import markers
 from .evidence import results
 from .core.errors import MarkerError, SettingsError
 from .session import KprSession
-from .settings import add_options, resolve
+from .run.settings import add_options, resolve
 
 KPR_SESSION = pytest.StashKey[KprSession]()
 REQUIREMENT = pytest.StashKey[markers.Requirement]()
@@ -41,7 +41,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     """With pytest-xdist (``-n N``) and the suites selected: keep each suite module in one worker unless ``--dist``
     was chosen (``--dist loadscope``: its module fixtures make the workloads once, and the modules with cluster-wide
     state -- a fixed NodePort or hostPort, the shared VIP, the service map -- never run in two workers at once), and
-    give the run an id the controller knows too, for the workers' shared cluster (pytest_kpr.shared_run).
+    give the run an id the controller knows too, for the workers' shared cluster (pytest_kpr.run.shared_run).
 
     Not ``loadgroup``: pytest-xdist 3.8 marks a group by rewriting ``item._nodeid``, which pytest 9.2's ``nodeid`` no
     longer reads, so every test was scheduled on its own (seen here: a suite module split over two workers)."""
@@ -65,7 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = resolve(cli, config.getini, config.rootpath)
     except SettingsError as e:
         raise pytest.UsageError(f"pytest-kpr: {e}") from None
-    from .settings import artifacts_problem, unknown_ini_keys
+    from .run.settings import artifacts_problem, unknown_ini_keys
 
     # pytest's own list of ini keys nobody registered (it only warns about them); private, hence the guard
     unknown = getattr(config, "_get_unknown_ini_keys", None)
@@ -106,8 +106,8 @@ def _add_packaged_suites(config: pytest.Config) -> None:
     import sys
     from pathlib import Path
 
-    from .resources import packaged_dir
-    from .settings import Suites
+    from .run.resources import packaged_dir
+    from .run.settings import Suites
 
     if not _selects_kpr(config) or config.args_source is pytest.Config.ArgsSource.ARGS or kpr_session(config).settings.suites is Suites.NONE:
         return
@@ -249,7 +249,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     selected = sum(1 for item in session.items if item.get_closest_marker(markers.KPR))
     if not selected and _selects_kpr(config) and not session.items:
-        from .resources import packaged_dir
+        from .run.resources import packaged_dir
 
         config.get_terminal_writer().line(
             f"pytest-kpr: no kpr suite was collected; the suites installed with the plugin are in {packaged_dir('suites')} "

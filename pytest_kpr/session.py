@@ -17,12 +17,12 @@ import pytest
 from .cluster import cilium
 from .cluster.facts import ClusterFacts
 from .cluster.provider import ClusterHandle, Provider, SharedProvider
-from .cost import Cost, CountingKube, CountingNodes
+from .run.cost import Cost, CountingKube, CountingNodes
 from .core.errors import InfraError, KprError, ProvisioningError, Unavailable
 from .k8s.api import KubeAPI
-from .settings import IfUnavailable, ProviderName, Settings
+from .run.settings import IfUnavailable, ProviderName, Settings
 from .evidence.runrecord import SETUP_PHASES, RunRecord
-from .shared_run import SharedRun, read_parts, run_dir
+from .run.shared_run import SharedRun, read_parts, run_dir
 from .core.wait import Timeouts, WaitTimeout, eventually
 
 #: Exit status of ``pytest -m kpr`` when the environment cannot run the suites (no Docker, no kind, ...).
@@ -74,12 +74,12 @@ class KprSession:
         self.cluster_objects: list[dict[str, Any]] = []
         self._started = False
         self._stopped = False
-        #: what the run cost the cluster (pytest_kpr.cost), in total and per test node id
+        #: what the run cost the cluster (pytest_kpr.run.cost), in total and per test node id
         self.cost = Cost()
         self.cost_per_test: dict[str, Cost] = {}
         #: every kpr test's outcome with its property, for results.json
         self.test_results: list[dict[str, str]] = []
-        #: a pytest-xdist worker shares one cluster with the run's other workers (pytest_kpr.shared_run)
+        #: a pytest-xdist worker shares one cluster with the run's other workers (pytest_kpr.run.shared_run)
         self.shared: SharedRun | None = None
         self.joined: str | None = None  # "provisioned" or "attached"
         wi = getattr(config, "workerinput", None)
@@ -445,7 +445,7 @@ class KprSession:
             self.merged_evidence_dir = Path(with_facts[0]["evidence_dir"])
             self.merged_evidence_dir.mkdir(parents=True, exist_ok=True)
             from .evidence import Evidence
-            from .shared_run import merge_report
+            from .run.shared_run import merge_report
 
             reports = [p["report"] for p in parts if p["report"] is not None]
             if reports:

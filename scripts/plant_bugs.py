@@ -88,7 +88,7 @@ BUGS = [
         ("tests/test_kpr_parse_cli.py", "tests/test_parse_properties.py")),
     Bug("pytest-kind's --cluster-name silently ignored", "pytest_kpr/plugin.py",
         "        if flag in args or value != default:\n", "        if False:\n", ("tests/test_plugin_options.py",)),
-    Bug("a missing --kpr-clusters-dir falling back to the checkout's", "pytest_kpr/settings.py",
+    Bug("a missing --kpr-clusters-dir falling back to the checkout's", "pytest_kpr/run/settings.py",
         "    if explicit is not None:  # never fall back", "    if False:  # never fall back", ("tests/test_plugin_options.py",)),
     # issue 12: the release watch settles instead of sleeping; the run's cost is counted
     Bug("the release watch ending as soon as Cilium processed the deletion (no settle window)", "pytest_kpr/scenarios/sharedvip.py",
@@ -109,10 +109,10 @@ BUGS = [
     Bug("convergence not re-reading an agent that lagged behind the current EndpointSlice", "pytest_kpr/observe/lab.py",
         "seen[0] == es and seen[1].service_id is not None and sorted(seen[1].backends) == sorted(es)", "seen[0] == es",
         ("tests/test_wait.py", "tests/test_faults.py")),
-    Bug("the first worker out tearing down the shared cluster", "pytest_kpr/shared_run.py",
+    Bug("the first worker out tearing down the shared cluster", "pytest_kpr/run/shared_run.py",
         '            last = len(set(st["left"])) >= self.workercount and', "            last = True and",
         ("tests/test_shared_run.py",)),
-    Bug("workers joining without the run's lock", "pytest_kpr/shared_run.py",
+    Bug("workers joining without the run's lock", "pytest_kpr/run/shared_run.py",
         "            fcntl.flock(fd, fcntl.LOCK_EX)\n", "            pass\n", ("tests/test_shared_run.py",)),
     # issue 13: upgrade gating
     Bug("a gap tied to a restart on a node the path does not touch", "pytest_kpr/scenarios/upgrade.py",
@@ -126,7 +126,7 @@ BUGS = [
     Bug("the controller summarising only the first worker", "pytest_kpr/session.py",
         "        for part in parts:\n", "        for part in parts[:1]:\n",
         ("tests/test_suites_vs_fake.py::test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_once",)),
-    Bug("node commands not counted", "pytest_kpr/cost.py", "        self._cost.node_commands += 1\n", "        pass\n", ("tests/test_cost.py",)),
+    Bug("node commands not counted", "pytest_kpr/run/cost.py", "        self._cost.node_commands += 1\n", "        pass\n", ("tests/test_cost.py",)),
     # -- issue 15: eTP=Local, hostPort, DSR/SNAT, affinity timeout, Maglev, map pressure, kube-proxy installed --------
     Bug("a node without a local backend allowed to serve an eTP=Local Service", "pytest_kpr/checks.py",
         'for node, v in sorted(local.items()) if node != with_backend and v == "accepted"]',

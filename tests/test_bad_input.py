@@ -361,7 +361,7 @@ def test_random_yaml_bytes_never_break_lbmodel_replay(raw: bytes, tmp_path_facto
 # -- --kpr-* option values ------------------------------------------------------------------------------------------------
 
 @settings(max_examples=300, deadline=None)
-@given(name=st.sampled_from(sorted(o.name for o in __import__("pytest_kpr.settings", fromlist=["OPTIONS"]).OPTIONS if o.kind == "value")),
+@given(name=st.sampled_from(sorted(o.name for o in __import__("pytest_kpr.run.settings", fromlist=["OPTIONS"]).OPTIONS if o.kind == "value")),
        value=st.one_of(_text, st.sampled_from(["1e300", "-1", "0", "nan", "1.20.2;id", "../../x", "a" * 300, "", " "])))
 @example(name="upgrade_to", value="1.20.2;id")
 @example(name="timeout_scale", value="1e300")
@@ -370,7 +370,7 @@ def test_random_yaml_bytes_never_break_lbmodel_replay(raw: bytes, tmp_path_facto
 def test_random_option_values_are_a_settings_error_or_a_value(name: str, value: str) -> None:
     """Every value of every --kpr-* option either resolves or is a SettingsError (one line): never another exception."""
     from pytest_kpr.core.errors import SettingsError
-    from pytest_kpr.settings import resolve
+    from pytest_kpr.run.settings import resolve
 
     try:
         resolve({f"kpr_{name}": value}, lambda key: None, REPO)

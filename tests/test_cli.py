@@ -61,7 +61,7 @@ def test_every_option_of_every_subcommand_has_help() -> None:
 def test_readme_documents_every_option() -> None:
     from pathlib import Path
 
-    from pytest_kpr.settings import OPTIONS
+    from pytest_kpr.run.settings import OPTIONS
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     missing = [o.flag for o in OPTIONS if f"`{o.flag}`" not in readme or f"`{o.ini}`" not in readme]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.cost import Cost, CountingKube, CountingNodes
+from pytest_kpr.run.cost import Cost, CountingKube, CountingNodes
 
 
 class Recorder:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.settings import OPTIONS
+from pytest_kpr.run.settings import OPTIONS
 
 
 def test_help_lists_the_kpr_group_with_every_option(pytester: pytest.Pytester) -> None:
@@ -105,7 +105,7 @@ def test_header_shows_the_configuration(pytester: pytest.Pytester) -> None:
     "my_registry.example/a__b/c-d:1.0",
 ])
 def test_real_image_references_are_accepted(ref: str) -> None:
-    from pytest_kpr.settings import _image
+    from pytest_kpr.run.settings import _image
 
     assert _image(ref) == ref
 

@@ -11,7 +11,7 @@ import yaml
 
 from pytest_kpr.cluster.cilium import helm_values_files
 from pytest_kpr.core.errors import SettingsError
-from pytest_kpr.settings import resolve
+from pytest_kpr.run.settings import resolve
 
 REPO = Path(__file__).resolve().parent.parent
 PROFILES = REPO / "clusters" / "profiles"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_kpr.markers import parse_requires
-from pytest_kpr.settings import IfUnavailable, ProviderName, SettingsError, resolve
+from pytest_kpr.run.settings import IfUnavailable, ProviderName, SettingsError, resolve
 from pytest_kpr.core.versions import Version, parse_min_version
 
 REPO = Path(__file__).resolve().parent.parent
@@ -67,7 +67,7 @@ def test_requires_marker_validation() -> None:
 @pytest.mark.parametrize(("cli", "ini", "where"), [({"cilium_version": "1.17.18"}, {}, "--kpr-cilium-version"),
                                                    ({}, {"kpr_cilium_version": "1.16.19"}, "ini key kpr_cilium_version")])
 def test_a_cilium_version_below_the_oldest_supported_minor_is_refused(cli: dict, ini: dict, where: str) -> None:
-    from pytest_kpr.settings import SettingsError
+    from pytest_kpr.run.settings import SettingsError
 
     with pytest.raises(SettingsError, match=rf"^{where}: Cilium 1\.1[67]\.\d+ is older than the oldest supported minor 1\.18 "
                                             r"\(clusters/versions.yaml; supported: 1\.18\.14, 1\.19\.8, 1\.20\.5\)$"):
@@ -95,7 +95,7 @@ def test_every_bad_value_is_reported_in_one_round() -> None:
 ])
 def test_the_outside_view_is_required_under_ci_on_a_cluster_the_run_creates(option: str, provider: ProviderName, ci: str | None,
                                                                              required: bool) -> None:
-    from pytest_kpr.settings import RequireOutside, Settings
+    from pytest_kpr.run.settings import RequireOutside, Settings
 
     s = Settings(provider=provider, require_outside=RequireOutside(option))
     assert s.outside_required({} if ci is None else {"CI": ci}) is required

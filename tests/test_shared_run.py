@@ -1,4 +1,4 @@
-"""One cluster for every pytest-xdist worker (pytest_kpr.shared_run): the lock, attaching, the last one out.
+"""One cluster for every pytest-xdist worker (pytest_kpr.run.shared_run): the lock, attaching, the last one out.
 
 Workers are threads here, each with its own open file description of the lock (flock conflicts between
 descriptions, in one process as across processes); the xdist run itself is in tests/test_suites_vs_fake.py.
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_kpr.core.errors import ProvisioningError
-from pytest_kpr.shared_run import SharedRun, merge_report, read_parts
+from pytest_kpr.run.shared_run import SharedRun, merge_report, read_parts
 
 
 def test_one_worker_provisions_while_the_others_wait_then_attach_to_what_it_shared(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def pytest_kpr_provider(config, settings, timeouts, kube_factory):
 """)
     config = pytester.parseconfigure("--kpr-artifacts=artifacts")
     from pytest_kpr.plugin import kpr_session
-    from pytest_kpr.shared_run import run_dir
+    from pytest_kpr.run.shared_run import run_dir
 
     s = kpr_session(config)
     d = run_dir(s.settings.artifacts, "r1")

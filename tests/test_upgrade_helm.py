@@ -12,7 +12,7 @@ from stubs import calls, install_stubs
 from pytest_kpr.cluster import cilium
 from pytest_kpr.cluster.tools import Tool
 from pytest_kpr.core.errors import ProvisioningError
-from pytest_kpr.settings import resolve
+from pytest_kpr.run.settings import resolve
 from pytest_kpr.testing import FakeCluster, FakeConfig
 from pytest_kpr.testing.fake import STATIC
 from pytest_kpr.core.wait import Timeouts

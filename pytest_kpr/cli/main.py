@@ -10,7 +10,7 @@ from .args import EXIT_CODES, KprParser, group_help
 
 def _cmd_version(args: argparse.Namespace) -> int:
     from .. import __version__
-    from ..resources import Pins, find_clusters_dir
+    from ..run.resources import Pins, find_clusters_dir
 
     print(f"pytest-kpr {__version__}")
     d = find_clusters_dir()

@@ -15,7 +15,7 @@ from ..rules.datapath import LB_MAP_FILES, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FI
 from ..core.errors import ApiError, CommandError, FactsError, InfraError, NotKubeProxyFree, ProvisioningError
 from ..k8s.api import KubeAPI
 from ..parse import ParseError, StatusJSON
-from ..settings import Settings
+from ..run.settings import Settings
 from ..core.versions import Version
 from ..core.wait import Timeouts, WaitTimeout, eventually
 from .facts import ClusterFacts, Feature, NodeFacts

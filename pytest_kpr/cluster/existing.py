@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ..core.errors import InfraError, KprError, Unavailable
 from ..k8s.api import KubeAPI
-from ..settings import Settings
+from ..run.settings import Settings
 from .kind import default_env_kubeconfig
 from .nodeshell import PodNodeRunner
 from .outside import LocalOutside

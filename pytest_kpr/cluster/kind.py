@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 from ..core.errors import ProvisioningError, Unavailable
 from ..k8s.api import ExecResult, KubeAPI
-from ..settings import Settings
+from ..run.settings import Settings
 from ..core.wait import Timeouts
 from . import cilium
 from .outside import LocalOutside
@@ -201,7 +201,7 @@ class KindProvider:
         )
 
     def share(self, handle: ClusterHandle) -> dict[str, Any]:
-        """What another worker of the run needs to use this cluster (pytest_kpr.shared_run)."""
+        """What another worker of the run needs to use this cluster (pytest_kpr.run.shared_run)."""
         return {"cluster_name": self.settings.cluster_name, "kubeconfig": str(handle.kubeconfig), "created": self.created}
 
     def attach(self, shared: dict[str, Any], progress: Progress) -> ClusterHandle:

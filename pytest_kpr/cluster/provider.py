@@ -76,7 +76,7 @@ class Provider(Protocol):
 
 @runtime_checkable
 class SharedProvider(Provider, Protocol):
-    """A provider whose cluster several processes can use (pytest-xdist workers, :mod:`pytest_kpr.shared_run`):
+    """A provider whose cluster several processes can use (pytest-xdist workers, :mod:`pytest_kpr.run.shared_run`):
     :meth:`share` says, as JSON, what another process needs to :meth:`attach` to what :meth:`provision` made.
     After ``attach``, :meth:`teardown` removes what the provisioning process created (the last worker out
     calls it)."""

@@ -51,7 +51,7 @@ class Evidence:
 
     def write_report(self, values: dict[str, Any]) -> Path | None:
         """report.txt; on a pytest-xdist worker (``defer_report``) the values are only kept, for the controller
-        to merge with the other workers' (pytest_kpr.shared_run)."""
+        to merge with the other workers' (pytest_kpr.run.shared_run)."""
         self.report = {k: str(values.get(k, "n/a")) for k in REPORT_KEYS}
         if self.defer_report:
             return None

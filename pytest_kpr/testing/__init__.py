@@ -26,7 +26,7 @@ def fake_provider(settings: object) -> FakeProvider:
     ``--kpr-fake-faults``."""
     from dataclasses import replace
 
-    s = settings  # a pytest_kpr.settings.Settings (not imported: this package stays below the plugin)
+    s = settings  # a pytest_kpr.run.settings.Settings (not imported: this package stays below the plugin)
     faults = replace(Faults(), **dict(getattr(s, "fake_faults", ())))
     cfg = FakeConfig(cilium_version=str(getattr(s, "cilium_version", "") or FakeConfig.cilium_version), faults=faults,
                      **PROFILE_CONFIG.get(str(getattr(s, "profile", "default")), {}))  # type: ignore[arg-type]

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .core.errors import ProvisioningError
+from ..core.errors import ProvisioningError
 
 DIRNAME = ".kpr-xdist"
 

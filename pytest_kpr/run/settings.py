@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .core import inputs
-from .core.errors import SettingsError
+from ..core import inputs
+from ..core.errors import SettingsError
 from .resources import Pins, find_clusters_dir
 
 
@@ -73,7 +73,7 @@ def _fake_faults(text: str) -> tuple[tuple[str, Any], ...]:
     import ast
     from dataclasses import MISSING, fields
 
-    from .testing.config import Faults
+    from ..testing.config import Faults
 
     known = {f.name: f for f in fields(Faults)}
     out = []
@@ -145,7 +145,7 @@ def _cluster_name(text: str) -> str:
 
 
 def _version(text: str) -> str:
-    from .core.versions import Version
+    from ..core.versions import Version
 
     clean = text.strip()
     # a release (1.20.2, v1.20.2) or a pre-release (1.21.0-pre.1, 1.20.0-rc.2): nothing else reaches helm's command line
@@ -493,7 +493,7 @@ def resolve(
         values["cilium_version"] = pins.cilium_version if pins else ""
         sources["cilium_version"] = "pins" if pins else "default"
     elif pins is not None:
-        from .core.versions import Version
+        from ..core.versions import Version
 
         v, oldest = Version.parse(values["cilium_version"]), Version.parse(pins.oldest)
         if (v.major, v.minor) < (oldest.major, oldest.minor):
@@ -508,7 +508,7 @@ def resolve(
     if not values["probe_image"] and pins is not None and pins.probe_image:
         values["probe_image"], sources["probe_image"] = pins.probe_image, "pins"  # the published image, pinned by digest
     if not values["probe_image"]:
-        from . import __version__
+        from .. import __version__
 
         values["probe_image"] = f"pytest-kpr-probe:{__version__}"
     if clusters_dir is not None and (clusters_dir / "profiles").is_dir():
@@ -519,7 +519,7 @@ def resolve(
     if values["downgrade"] and not values["upgrade_to"]:
         raise SettingsError(f"{OPTIONS_BY_NAME['downgrade'].flag} needs --kpr-upgrade-to (it rolls back what the upgrade did)")
     if values["upgrade_to"] and values["cilium_version"]:
-        from .scenarios.upgrade import version_refusal
+        from ..scenarios.upgrade import version_refusal
 
         why = version_refusal(values["cilium_version"], values["upgrade_to"])
         if why:

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # pytest_kpr/ (this module is pytest_kpr/run/resources.py)
 REPO_DIR = PACKAGE_DIR.parent
 
 
