@@ -20,7 +20,7 @@ from pytest_kpr.checks import daemonset_summary, kube_proxy_daemonset_problems, 
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
-from pytest_kpr.session import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, KprSession
+from pytest_kpr.plugin.session import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, KprSession
 from pytest_kpr.core.wait import eventually, eventually_or_now
 
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_disruptive, pytest.mark.xdist_group("kpr-kube-proxy-installed")]

@@ -34,7 +34,7 @@ from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.rules.datapath import MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import WEB_PORT, Lab
-from pytest_kpr.outcomes import no_outside_view
+from pytest_kpr.plugin.outcomes import no_outside_view
 from pytest_kpr.core.wait import eventually
 
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("nodeport", "lb-statedb"), pytest.mark.xdist_group("kpr-maglev")]

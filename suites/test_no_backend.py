@@ -30,7 +30,7 @@ from pytest_kpr.rules.datapath import Plane, no_backend, plane_for
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.rules.kernels import kernel_tuple
 from pytest_kpr.observe.lab import Ghost, Lab
-from pytest_kpr.outcomes import no_outside_view
+from pytest_kpr.plugin.outcomes import no_outside_view
 from pytest_kpr.parse.probe import ProbeOutput
 
 pytestmark = pytest.mark.kpr

@@ -15,7 +15,7 @@ from pytest_kpr.checks import nodeport_frontend_problems, nodeport_listener_prob
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab, same_address
-from pytest_kpr.outcomes import no_outside_view
+from pytest_kpr.plugin.outcomes import no_outside_view
 from pytest_kpr.parse import L3n4
 
 # the NodePort (--kpr-nodeport) is cluster-wide: one worker runs this module

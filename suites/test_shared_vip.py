@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
 from pytest_kpr.rules.lbmodel import Event, LbModel, Op, Variant
-from pytest_kpr.markers import load_known_gaps
-from pytest_kpr.session import KprSession
+from pytest_kpr.plugin.markers import load_known_gaps
+from pytest_kpr.plugin.session import KprSession
 from pytest_kpr.scenarios.sharedvip import CONFLICT, REFLECTOR_MODULE, Record, SharedVip, Skip, frontend_key
 from pytest_kpr.core.wait import WaitTimeout, eventually
 

@@ -23,7 +23,7 @@ from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab, holder_ct, holder_program
 from pytest_kpr.parse.node import parse_netstat
-from pytest_kpr.session import KprSession
+from pytest_kpr.plugin.session import KprSession
 
 pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("socket-lb")]
 PROPERTY = "socket LB"

@@ -118,7 +118,7 @@ def test_only_a_marker_expression_naming_kpr_selects_the_suites(markexpr: str, s
     """A ``-m`` that does not name a kpr marker (make test's ``-m "not timing"``) must not provision a cluster."""
     from types import SimpleNamespace
 
-    from pytest_kpr.plugin import _selects_kpr
+    from pytest_kpr.plugin.hooks import _selects_kpr
 
     assert _selects_kpr(SimpleNamespace(option=SimpleNamespace(markexpr=markexpr))) is selects  # type: ignore[arg-type]
 

@@ -268,7 +268,7 @@ def test_the_agents_are_found_by_their_daemonset_in_one_namespace(namespace: str
 
 def test_test_namespaces_carry_the_pod_security_level_their_pods_need(pytester: pytest.Pytester) -> None:
     """privileged only for the datapath probes (NET_RAW, a host-network probe) and the node shells; baseline elsewhere."""
-    from pytest_kpr.session import PRIVILEGED_NAMESPACES
+    from pytest_kpr.plugin.session import PRIVILEGED_NAMESPACES
 
     assert PRIVILEGED_NAMESPACES == {"datapath", "nodeshell"}
     use_fake_cluster(pytester, "pod_ready_ticks=0")

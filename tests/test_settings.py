@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kpr.markers import parse_requires
+from pytest_kpr.plugin.markers import parse_requires
 from pytest_kpr.run.settings import IfUnavailable, ProviderName, SettingsError, resolve
 from pytest_kpr.core.versions import Version, parse_min_version
 

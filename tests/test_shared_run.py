@@ -114,7 +114,7 @@ def pytest_kpr_provider(config, settings, timeouts, kube_factory):
     return PROVIDER
 """)
     config = pytester.parseconfigure("--kpr-artifacts=artifacts")
-    from pytest_kpr.plugin import kpr_session
+    from pytest_kpr.plugin.hooks import kpr_session
     from pytest_kpr.run.shared_run import run_dir
 
     s = kpr_session(config)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .cluster.facts import ClusterFacts, Feature
-from .core.errors import MarkerError
-from .core.versions import Version, parse_min_version
+from ..cluster.facts import ClusterFacts, Feature
+from ..core.errors import MarkerError
+from ..core.versions import Version, parse_min_version
 
 KPR = "kpr"
 REQUIRES = "kpr_requires"
@@ -42,7 +42,7 @@ class KnownGap:
     references: tuple[str, ...]
 
     def applies(self, cilium_version: str) -> bool:
-        from .core.versions import in_range
+        from ..core.versions import in_range
 
         return in_range(Version.parse(cilium_version), self.cilium)
 
@@ -53,7 +53,7 @@ class KnownGap:
 def load_known_gaps(path: Any) -> dict[str, KnownGap]:
     import yaml
 
-    from .core.versions import in_range
+    from ..core.versions import in_range
 
     data = yaml.safe_load(path.read_text()) or {}
     out = {}

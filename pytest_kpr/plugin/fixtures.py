@@ -1,4 +1,4 @@
-"""The fixtures of the plugin: the ``kpr_`` ones (thin wrappers over :class:`~pytest_kpr.session.KprSession`), and the
+"""The fixtures of the plugin: the ``kpr_`` ones (thin wrappers over :class:`~pytest_kpr.plugin.session.KprSession`), and the
 lab's workloads the conformance suites share, so that the packaged suites and a user's own suite files get the same
 fixtures without a conftest to copy.
 
@@ -14,18 +14,18 @@ import pytest
 
 from typing import Any
 
-from .cluster.facts import ClusterFacts
-from .cluster.provider import ClusterHandle
-from .evidence import Evidence
-from .observe.lab import Convergence, Ghost, Lab, report_values
+from ..cluster.facts import ClusterFacts
+from ..cluster.provider import ClusterHandle
+from ..evidence import Evidence
+from ..observe.lab import Convergence, Ghost, Lab, report_values
 from .session import KprSession
-from .run.settings import Settings
-from .core.wait import Observation, Timeouts
+from ..run.settings import Settings
+from ..core.wait import Observation, Timeouts
 
 
 @pytest.fixture(scope="session")
 def kpr_session(request: pytest.FixtureRequest) -> KprSession:
-    from .plugin import KPR_SESSION
+    from .hooks import KPR_SESSION
 
     return request.config.stash[KPR_SESSION]
 
@@ -99,7 +99,7 @@ def upgrade_phase(request: pytest.FixtureRequest, kpr_session: KprSession) -> An
     if not s.upgrade_to or kpr_session.handle is None:
         return None
     from .session import EXIT_PROVISIONING
-    from .scenarios.upgrade_run import UpgradeRefused, UpgradeRun, require_upgradable
+    from ..scenarios.upgrade_run import UpgradeRefused, UpgradeRun, require_upgradable
 
     if not kpr_session.handle.created and not s.allow_disruptive:
         pytest.exit("pytest-kpr: --kpr-upgrade-to changes Cilium on a cluster this run did not create; pass --kpr-allow-disruptive to do it",

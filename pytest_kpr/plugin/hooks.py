@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 
 from . import markers
-from .evidence import results
-from .core.errors import MarkerError, SettingsError
+from ..evidence import results
+from ..core.errors import MarkerError, SettingsError
 from .session import KprSession
-from .run.settings import add_options, resolve
+from ..run.settings import add_options, resolve
 
 KPR_SESSION = pytest.StashKey[KprSession]()
 REQUIREMENT = pytest.StashKey[markers.Requirement]()
 KNOWN_GAP = pytest.StashKey[markers.KnownGap]()
 
-pytest_plugins = ["pytest_kpr.fixtures"]
+pytest_plugins = ["pytest_kpr.plugin.fixtures"]
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -65,7 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = resolve(cli, config.getini, config.rootpath)
     except SettingsError as e:
         raise pytest.UsageError(f"pytest-kpr: {e}") from None
-    from .run.settings import artifacts_problem, unknown_ini_keys
+    from ..run.settings import artifacts_problem, unknown_ini_keys
 
     # pytest's own list of ini keys nobody registered (it only warns about them); private, hence the guard
     unknown = getattr(config, "_get_unknown_ini_keys", None)
@@ -106,8 +106,8 @@ def _add_packaged_suites(config: pytest.Config) -> None:
     import sys
     from pathlib import Path
 
-    from .run.resources import packaged_dir
-    from .run.settings import Suites
+    from ..run.resources import packaged_dir
+    from ..run.settings import Suites
 
     if not _selects_kpr(config) or config.args_source is pytest.Config.ArgsSource.ARGS or kpr_session(config).settings.suites is Suites.NONE:
         return
@@ -249,7 +249,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     selected = sum(1 for item in session.items if item.get_closest_marker(markers.KPR))
     if not selected and _selects_kpr(config) and not session.items:
-        from .run.resources import packaged_dir
+        from ..run.resources import packaged_dir
 
         config.get_terminal_writer().line(
             f"pytest-kpr: no kpr suite was collected; the suites installed with the plugin are in {packaged_dir('suites')} "
@@ -327,8 +327,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def _drop_lines(s: KprSession, sections: dict[str, str]) -> list[str]:
     """The drop reasons that rose on each agent since the last reading (the run's start or the previous failure)."""
-    from .observe.diagnose import drops_from_sections
-    from .parse.metrics import drops_that_rose
+    from ..observe.diagnose import drops_from_sections
+    from ..parse.metrics import drops_that_rose
 
     now = drops_from_sections(sections)
     if not now:
@@ -363,7 +363,7 @@ def short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException
 def _failure_evidence(item: pytest.Item, call: pytest.CallInfo[None], s: KprSession) -> str:
     """Collect the failure bundle (files under the run's evidence) once per failure: a module fixture's error is
     raised again for each of its tests, and they share its bundle. A few lines for the terminal: where it is."""
-    from .evidence import failure_bundle
+    from ..evidence import failure_bundle
 
     key = id(call.excinfo.value) if call.excinfo is not None else None
     done = s.bundles.get(key) if key is not None else None

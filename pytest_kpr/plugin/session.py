@@ -14,16 +14,16 @@ from typing import Any, Callable
 
 import pytest
 
-from .cluster import cilium
-from .cluster.facts import ClusterFacts
-from .cluster.provider import ClusterHandle, Provider, SharedProvider
-from .run.cost import Cost, CountingKube, CountingNodes
-from .core.errors import InfraError, KprError, ProvisioningError, Unavailable
-from .k8s.api import KubeAPI
-from .run.settings import IfUnavailable, ProviderName, Settings
-from .evidence.runrecord import SETUP_PHASES, RunRecord
-from .run.shared_run import SharedRun, read_parts, run_dir
-from .core.wait import Timeouts, WaitTimeout, eventually
+from ..cluster import cilium
+from ..cluster.facts import ClusterFacts
+from ..cluster.provider import ClusterHandle, Provider, SharedProvider
+from ..run.cost import Cost, CountingKube, CountingNodes
+from ..core.errors import InfraError, KprError, ProvisioningError, Unavailable
+from ..k8s.api import KubeAPI
+from ..run.settings import IfUnavailable, ProviderName, Settings
+from ..evidence.runrecord import SETUP_PHASES, RunRecord
+from ..run.shared_run import SharedRun, read_parts, run_dir
+from ..core.wait import Timeouts, WaitTimeout, eventually
 
 #: Exit status of ``pytest -m kpr`` when the environment cannot run the suites (no Docker, no kind, ...).
 EXIT_UNAVAILABLE = 4
@@ -92,8 +92,8 @@ class KprSession:
         self.record = RunRecord(self._run_meta())
 
     def _run_meta(self) -> dict[str, Any]:
-        from . import __version__
-        from .evidence.runrecord import git_sha
+        from .. import __version__
+        from ..evidence.runrecord import git_sha
 
         s = self.settings
         return {"id": self.run_id, "plugin_version": __version__, "git_sha": git_sha(self.config.rootpath),
@@ -116,7 +116,7 @@ class KprSession:
             custom = self.config.hook.pytest_kpr_kube_client(config=self.config, kubeconfig=kubeconfig, context=context)
             if custom is not None:
                 return custom  # type: ignore[no-any-return]
-            from .k8s.client import RealKube
+            from ..k8s.client import RealKube
 
             return RealKube(kubeconfig, context)
 
@@ -129,14 +129,14 @@ class KprSession:
         if custom is not None:
             return custom  # type: ignore[no-any-return]
         if self.settings.provider is ProviderName.FAKE:
-            from .testing import fake_provider
+            from ..testing import fake_provider
 
             return fake_provider(self.settings)
         if self.settings.provider is ProviderName.EXISTING:
-            from .cluster.existing import ExistingProvider
+            from ..cluster.existing import ExistingProvider
 
             return ExistingProvider(self.settings, self._kube_factory(), self.create_namespace)
-        from .cluster.kind import KindProvider
+        from ..cluster.kind import KindProvider
 
         return KindProvider(self.settings, self.timeouts, self._kube_factory())
 
@@ -176,7 +176,7 @@ class KprSession:
                 handle.kube = PullSecretKube(handle.kube, self.settings.image_pull_secret.split("/", 1)[1])  # type: ignore[assignment]
             handle.nodes = CountingNodes(handle.nodes, self.cost)  # type: ignore[assignment]
             self.handle = handle
-            from .observe.agent import locate_agents
+            from ..observe.agent import locate_agents
 
             self._phase("readiness")
             where = locate_agents(self.handle.kube, self.settings.cilium_namespace)
@@ -187,7 +187,7 @@ class KprSession:
             self._write_cluster_json()
             self._refuse_kernels_below_the_floor(self.facts)
             self._refuse_a_profile_that_did_not_take(self.facts)
-            from .observe.diagnose import read_drop_counters
+            from ..observe.diagnose import read_drop_counters
 
             self.drop_counters = read_drop_counters(self.handle.kube, self.timeouts.EXEC)  # a failure's drops rise from here
             self._phase("suites")
@@ -210,7 +210,7 @@ class KprSession:
         phase = self.record.current["phase"] if self.record.current else "provision"
         self.record.end(error)
         if phase in SETUP_PHASES:
-            from .observe.diagnose import setup_bundle
+            from ..observe.diagnose import setup_bundle
 
             dest = self.evidence_dir / "setup-failure"
             try:
@@ -240,7 +240,7 @@ class KprSession:
 
     def _refuse_a_profile_that_did_not_take(self, facts: ClusterFacts) -> None:
         """The profile's promised settings are read back from the agents; one that does not show stops the run."""
-        from .checks import profile_problems
+        from ..checks import profile_problems
 
         problems = profile_problems(self.settings.profile, facts)
         if problems:
@@ -250,7 +250,7 @@ class KprSession:
         """A node whose kernel is below the Cilium version's floor (clusters/kernels.yaml) stops the run: one line per node."""
         if self.settings.clusters_dir is None or not (self.settings.clusters_dir / "kernels.yaml").is_file():
             return
-        from .rules.kernels import KernelTable
+        from ..rules.kernels import KernelTable
 
         problems = KernelTable.load(self.settings.clusters_dir / "kernels.yaml").floor_problems(
             facts.cilium_version, {n.name: n.kernel for n in facts.nodes})
@@ -288,7 +288,7 @@ class KprSession:
     @property
     def evidence(self) -> Any:
         if self._evidence is None:
-            from .evidence import Evidence
+            from ..evidence import Evidence
 
             self._evidence = Evidence(self.evidence_dir, defer_report=self.shared is not None)
         return self._evidence
@@ -355,7 +355,7 @@ class KprSession:
         """results.json's ``run``: what the results are about, and how the run ended."""
         from datetime import datetime, timezone
 
-        from . import __version__
+        from .. import __version__
 
         f = facts if facts is not None else (self.facts.to_json() if self.facts is not None else {})
         kernels = sorted({n.get("kernel", "") for n in f.get("nodes", []) if n.get("kernel")})
@@ -370,7 +370,7 @@ class KprSession:
                        facts: dict[str, Any] | None = None) -> None:
         """results.json: the run it is about, the verdict, counts and figure of every property, and every test's outcome
         (kpr matrix reads it)."""
-        from .evidence.results import results_json
+        from ..evidence.results import results_json
 
         if outcomes:
             d.mkdir(parents=True, exist_ok=True)
@@ -444,8 +444,8 @@ class KprSession:
         if with_facts:
             self.merged_evidence_dir = Path(with_facts[0]["evidence_dir"])
             self.merged_evidence_dir.mkdir(parents=True, exist_ok=True)
-            from .evidence import Evidence
-            from .run.shared_run import merge_report
+            from ..evidence import Evidence
+            from ..run.shared_run import merge_report
 
             reports = [p["report"] for p in parts if p["report"] is not None]
             if reports:
