@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import (
+from pytest_kpr.judge.affinity import (
     AFFINITY_BACKENDS,
     AFFINITY_CONNECTIONS,
     AFFINITY_IDLE_S,

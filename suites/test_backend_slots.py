@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import convergence_problems
+from pytest_kpr.judge.backend_slots import convergence_problems
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import client_address_problems
+from pytest_kpr.judge.etp import client_address_problems
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.rules.datapath import backend_sees

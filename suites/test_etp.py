@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import client_address_problems, etp_reach_problems, health_check_problems
+from pytest_kpr.judge.etp import client_address_problems, etp_reach_problems, health_check_problems
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.rules.datapath import backend_sees
 from pytest_kpr.evidence import Evidence

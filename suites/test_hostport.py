@@ -16,13 +16,9 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import (
-    hostport_admission_problems,
-    hostport_frontend_problems,
-    nodeport_listener_problems,
-    rule_line_problems,
-    rule_view_problems,
-)
+from pytest_kpr.judge.hostport import hostport_admission_problems, hostport_frontend_problems
+from pytest_kpr.judge.iptables import rule_line_problems, rule_view_problems
+from pytest_kpr.judge.nodeport import nodeport_listener_problems
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
 from pytest_kpr.core.wait import eventually, eventually_or_now

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import KUBE_PROXY_MARKS, KUBE_PROXY_POLICY, kube_proxy_accepted, kube_proxy_rule_problems, rule_line_problems, rule_view_problems
+from pytest_kpr.judge.iptables import KUBE_PROXY_MARKS, kube_proxy_rule_problems, rule_line_problems, rule_view_problems
+from pytest_kpr.judge.kube_proxy import KUBE_PROXY_POLICY, kube_proxy_accepted
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab

@@ -6,7 +6,7 @@ for kube-proxy itself and for its IPVS mode: a kube-proxy DaemonSet (in any name
 label kubeadm and kind give it, by kube-proxy's image or command in its pod template, or by its name in kube-system), and IPVS virtual services on any node
 (/proc/net/ip_vs). A failure names what it found and the way off it Cilium documents for an existing installation
 (Documentation/network/kubernetes/kubeproxy-free.rst). Refusing kube-proxy beside the replacement is pytest-kpr's policy:
-Cilium documents co-existence (checks.KUBE_PROXY_POLICY quotes it); --kpr-allow-kube-proxy accepts it on purpose (the
+Cilium documents co-existence (judge.kube_proxy.KUBE_PROXY_POLICY quotes it); --kpr-allow-kube-proxy accepts it on purpose (the
 checks then skip, naming what they found). Evidence: kubeproxy.json.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import (
+from pytest_kpr.judge.kube_proxy import (
     KUBE_PROXY_POLICY,
     KUBE_PROXY_REMOVAL,
     daemonset_summary,

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import daemonset_summary, kube_proxy_daemonset_problems, kube_proxy_rule_problems, runs_kube_proxy
+from pytest_kpr.judge.iptables import kube_proxy_rule_problems
+from pytest_kpr.judge.kube_proxy import daemonset_summary, kube_proxy_daemonset_problems, runs_kube_proxy
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import (
+from pytest_kpr.judge.maglev import (
     MAGLEV_FLOWS,
     maglev_flow_problems,
     maglev_remap_problems,

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import (
+from pytest_kpr.judge.maps import (
     MAP_FILL_LIMIT,
     MAP_FILL_MARGIN,
     MAP_PROBE_SERVICES,

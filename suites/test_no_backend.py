@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import NoBackendAttempt, no_backend_problems
+from pytest_kpr.judge.no_backend import NoBackendAttempt, no_backend_problems
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.rules.datapath import Plane, no_backend, plane_for

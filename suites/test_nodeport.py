@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import nodeport_frontend_problems, nodeport_listener_problems, rule_line_problems, rule_view_problems
+from pytest_kpr.judge.iptables import rule_line_problems, rule_view_problems
+from pytest_kpr.judge.nodeport import nodeport_frontend_problems, nodeport_listener_problems
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab, same_address

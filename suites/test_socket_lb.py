@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kpr.checks import (
+from pytest_kpr.judge.socket_lb import (
     SocketLBObservation,
     attach_mode_kernel_problems,
     backend_peer_problems,

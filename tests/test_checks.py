@@ -7,19 +7,14 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.checks import (
-    Convergence,
-    SlotView,
+from pytest_kpr.judge.backend_slots import Convergence, SlotView, convergence_problems
+from pytest_kpr.judge.iptables import kube_proxy_rule_problems, rule_line_problems, rule_view_problems
+from pytest_kpr.judge.nodeport import nodeport_frontend_problems, nodeport_listener_problems
+from pytest_kpr.judge.socket_lb import (
     SocketLBObservation,
     backend_peer_problems,
     conntrack_out_problems,
-    convergence_problems,
-    kube_proxy_rule_problems,
-    nodeport_frontend_problems,
-    nodeport_listener_problems,
     program_problems,
-    rule_line_problems,
-    rule_view_problems,
     socket_lb_problems,
 )
 from pytest_kpr.parse import parse_iptables_save, parse_nft_ruleset, parse_service_list_json, parse_ss
@@ -283,7 +278,7 @@ def test_a_view_that_was_never_read_counts_as_unreadable() -> None:
     ({"a": 0.5}, {}, {}, None),
 ])
 def test_convergence_timing(es: dict[str, float], agents: dict[str, dict[str, float]], lag: dict[str, float | None], slowest: Any) -> None:
-    from pytest_kpr.checks import ConvergenceTiming
+    from pytest_kpr.judge.backend_slots import ConvergenceTiming
 
     t = ConvergenceTiming(es, agents, 0.25)
     assert t.lag() == lag
@@ -320,7 +315,7 @@ def test_ip_vs_lists_each_virtual_service_and_refuses_unknown_lines() -> None:
     ([], {"a": [f"TCP {i}" for i in range(5)]}, ["a: 5 IPVS virtual services (TCP 0, TCP 1, TCP 2, ...)"]),
 ])
 def test_a_second_authority_for_services_is_named(daemonsets: list[dict[str, Any]], ipvs: dict[str, list[str] | None], problems: list[str]) -> None:
-    from pytest_kpr.checks import ipvs_problems, kube_proxy_daemonset_problems
+    from pytest_kpr.judge.kube_proxy import ipvs_problems, kube_proxy_daemonset_problems
 
     got = kube_proxy_daemonset_problems(daemonsets) + ipvs_problems(ipvs)
     assert [g.split(" (kubectl")[0] for g in got] == problems
@@ -337,7 +332,7 @@ B4 = ["10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080", "10.0.0.4:8080"]
     ([B4[0]] * 20, ["10.9.9.9:80"] + B4 * 4, {"sticky": [], "spread": ["connections reached ['10.9.9.9:80'], which are not the Service's backends"]}),
 ])
 def test_affinity_verdicts(sticky: list[str | None], plain: list[str | None], problems: dict[str, list[str]]) -> None:
-    from pytest_kpr.checks import affinity_problems
+    from pytest_kpr.judge.affinity import affinity_problems
 
     got = affinity_problems(sticky, plain, B4)
     assert {k: [g[:len(w)] for g, w in zip(v, problems[k], strict=False)] for k, v in got.items()} == problems
@@ -354,13 +349,13 @@ def test_affinity_verdicts(sticky: list[str | None], plain: list[str | None], pr
     ("tcx", {"a": "not-a-version"}, []),  # an unreadable kernel is not judged
 ])
 def test_the_attach_mode_against_every_nodes_kernel(mode: str, kernels: dict[str, str], problems: list[str]) -> None:
-    from pytest_kpr.checks import attach_mode_kernel_problems
+    from pytest_kpr.judge.socket_lb import attach_mode_kernel_problems
 
     assert attach_mode_kernel_problems(mode, kernels, "6.6") == problems
 
 
 def test_kube_proxy_and_ipvs_messages_in_full() -> None:
-    from pytest_kpr.checks import KUBE_PROXY_REMOVAL, ipvs_problems, kube_proxy_daemonset_problems
+    from pytest_kpr.judge.kube_proxy import KUBE_PROXY_REMOVAL, ipvs_problems, kube_proxy_daemonset_problems
 
     assert kube_proxy_daemonset_problems([{"namespace": "kube-system", "name": "kube-proxy"}]) == [
         f"DaemonSet kube-system/kube-proxy runs kube-proxy (0/0 pods ready) while KubeProxyReplacement is on: remove it the way Cilium "
@@ -376,21 +371,16 @@ def test_kube_proxy_and_ipvs_messages_in_full() -> None:
     (["x:1", "x:1", "x:1"], ["x:1", "x:2", "x:3"], True),
 ])
 def test_the_spread_verdict_needs_two_connections_and_two_backends(plain: list[str], backends: list[str], spread_problem: bool) -> None:
-    from pytest_kpr.checks import affinity_problems
+    from pytest_kpr.judge.affinity import affinity_problems
 
     assert bool(affinity_problems(["x:1"], plain, backends)["spread"]) is spread_problem
 
 
 # -- eTP=Local, the client's address, hostPort, affinity timeout ------------------------------------------------------
 
-from pytest_kpr.checks import (  # noqa: E402
-    affinity_timeout_problems,
-    client_address_problems,
-    etp_reach_problems,
-    health_check_problems,
-    hostport_admission_problems,
-    hostport_frontend_problems,
-)
+from pytest_kpr.judge.affinity import affinity_timeout_problems  # noqa: E402
+from pytest_kpr.judge.etp import client_address_problems, etp_reach_problems, health_check_problems  # noqa: E402
+from pytest_kpr.judge.hostport import hostport_admission_problems, hostport_frontend_problems  # noqa: E402
 
 
 @pytest.mark.parametrize(("local", "cluster", "fragments"), [
@@ -473,7 +463,7 @@ def test_affinity_timeout_judgement(peers: list, fragment: str | None) -> None:
 
 # -- Maglev -----------------------------------------------------------------------------------------------------------
 
-from pytest_kpr.checks import (  # noqa: E402
+from pytest_kpr.judge.maglev import ( # noqa: E402
     maglev_flow_problems,
     maglev_remap_problems,
     maglev_scope_problems,
@@ -562,7 +552,7 @@ def test_the_fakes_maglev_tables_have_the_properties_the_suite_checks() -> None:
 
 # -- map pressure -----------------------------------------------------------------------------------------------------
 
-from pytest_kpr.checks import map_visibility_problems, service_map_problems, which_map_filled  # noqa: E402
+from pytest_kpr.judge.maps import map_visibility_problems, service_map_problems, which_map_filled  # noqa: E402
 from pytest_kpr.rules.datapath import MAP_FULL_ERROR, MAP_FULL_ERRORS, REV_NAT_FULL_ERROR  # noqa: E402
 from pytest_kpr.parse.health import HealthStatus  # noqa: E402
 
@@ -671,7 +661,7 @@ def test_issue_15_judgements_in_full() -> None:
     ({}, False),
 ])
 def test_a_kube_proxy_daemonset_is_known_by_label_image_or_command(ds: dict, runs: bool) -> None:
-    from pytest_kpr.checks import runs_kube_proxy
+    from pytest_kpr.judge.kube_proxy import runs_kube_proxy
 
     assert runs_kube_proxy(ds) is runs
 
@@ -683,7 +673,7 @@ def test_a_kube_proxy_daemonset_is_known_by_label_image_or_command(ds: dict, run
                                                    "DaemonSet a/b runs kube-proxy; x"),
 ])
 def test_kube_proxy_is_accepted_only_on_purpose(problems: list[str], allow: bool, reason: str | None) -> None:
-    from pytest_kpr.checks import KUBE_PROXY_POLICY, kube_proxy_accepted
+    from pytest_kpr.judge.kube_proxy import KUBE_PROXY_POLICY, kube_proxy_accepted
 
     assert kube_proxy_accepted(problems, allow) == reason
     assert "pytest-kpr's policy, not Cilium's" in KUBE_PROXY_POLICY and "--kpr-allow-kube-proxy" in KUBE_PROXY_POLICY

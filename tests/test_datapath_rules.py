@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kpr.checks import FAST_S, NoBackendAttempt, no_backend_problems
+from pytest_kpr.judge.no_backend import FAST_S, NoBackendAttempt, no_backend_problems
 from pytest_kpr.rules.datapath import (
     ALL_RULES,
     PLANE_RULES,
@@ -116,7 +116,8 @@ def test_the_socket_planes_errno_follows_the_client_nodes_kernel(kernel: tuple[i
 
 def test_the_set_retval_kernel_is_the_kernel_tables() -> None:
     from pytest_kpr.rules.datapath import SET_RETVAL_KERNEL
-    from pytest_kpr.rules.kernels import KernelTable, kernel_tuple
+    from pytest_kpr.core.versions import kernel_tuple
+    from pytest_kpr.rules.kernels import KernelTable
 
     feat = KernelTable.load(REPO / "clusters" / "kernels.yaml").features["sock_addr_set_retval"]
     assert kernel_tuple(feat.kernel) == SET_RETVAL_KERNEL and "filter.c" in feat.source

@@ -36,7 +36,7 @@ def test_a_profile_is_applied_after_the_version_values_and_before_the_users(prof
     extra = tmp_path / "mine.yaml"
     extra.write_text("operator:\n  replicas: 2\n")
     s = resolve({"kpr_profile": profile, "kpr_helm_values": [str(extra)]}, lambda k: None, REPO)
-    files = helm_values_files(s, "1.20.2")
+    files = helm_values_files(s.provider_config(), "1.20.2")
     assert files == [REPO / "clusters/cilium/values-kpr.yaml", REPO / "clusters/cilium/values-1.20.yaml", PROFILES / f"{profile}.yaml", extra]
     merged: dict = {}
     for f in files:
@@ -73,7 +73,7 @@ def test_the_profile_is_recorded_in_cluster_json_and_the_header(pytester: pytest
 @pytest.mark.parametrize("profile", ["default", "hostns-only", "drop", "maglev", "dsr", "small-maps"])
 def test_every_profile_promises_what_its_values_set_and_the_dry_run_shows_it(pytester: pytest.Pytester, profile: str) -> None:
     """The promises are read back after provisioning; the fake, configured by the profile, shows them (no refusal)."""
-    from pytest_kpr.checks import PROFILE_PROMISES
+    from pytest_kpr.judge.profiles import PROFILE_PROMISES
     from pytest_kpr.testing import PROFILE_CONFIG
 
     assert set(PROFILE_PROMISES) == set(PROFILE_CONFIG) == {p.stem for p in PROFILES.glob("*.yaml")}

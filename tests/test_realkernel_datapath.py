@@ -18,7 +18,7 @@ import pytest
 from netns import Topology, can_use_netns, sh, three_namespaces, wait_listening
 from realkernel import NetnsRunner, SocketLB, compile_sock_lb, in_netns, spawn_in
 
-from pytest_kpr.checks import SocketLBObservation, socket_lb_problems
+from pytest_kpr.judge.socket_lb import SocketLBObservation, socket_lb_problems
 from pytest_kpr.observe.node import Node
 from pytest_kpr.traffic.probes import Verdict, connect_probe, http_probe
 
@@ -179,7 +179,7 @@ def _load(topo: Topology, tmp_path: Path, set_retval: bool) -> SocketLB:
 
 
 def _judge_ghost(verdict: str, errno: str | None, seconds: float, kernel: tuple[int, ...] | None) -> list[str]:
-    from pytest_kpr.checks import NoBackendAttempt, no_backend_problems
+    from pytest_kpr.judge.no_backend import NoBackendAttempt, no_backend_problems
     from pytest_kpr.rules.datapath import Plane, no_backend
 
     a = NoBackendAttempt(f"connect() to {GHOST[0]}:{GHOST[1]}", "connect", verdict, seconds, errno)
@@ -190,7 +190,8 @@ def test_the_socket_planes_no_backend_errno_is_ehostunreach_from_6_1_and_eperm_b
     """clusters/kernels.yaml says from which kernel a connect4 program may call bpf_set_retval (6.1). This kernel agrees:
     the program that sets EHOSTUNREACH loads exactly when the table says it may, and connect() then fails the way the
     suite's rule for this kernel expects; below 6.1 the program without the helper gives EPERM, as the rule says."""
-    from pytest_kpr.rules.kernels import KernelTable, kernel_tuple
+    from pytest_kpr.core.versions import kernel_tuple
+    from pytest_kpr.rules.kernels import KernelTable
 
     release = os.uname().release
     expected = KernelTable.load(REPO / "clusters" / "kernels.yaml").expects("sock_addr_set_retval", release)
@@ -215,7 +216,7 @@ def test_eperm_is_flagged_as_the_known_regression_from_6_1_and_expected_below(to
     """The other side, with the project's own program: built without bpf_set_retval (as Cilium 1.19.2-1.19.3 shipped,
     cilium/cilium#45184), connect() fails with EPERM on any kernel. From 6.1 the suite's judgement must flag it, naming
     the issue; below 6.1 EPERM is the right answer and the judgement accepts it."""
-    from pytest_kpr.rules.kernels import kernel_tuple
+    from pytest_kpr.core.versions import kernel_tuple
 
     kernel = kernel_tuple(os.uname().release)
     lb = _load(topo, tmp_path, set_retval=False)

@@ -42,8 +42,8 @@ def test_settings_are_frozen() -> None:
 
 def test_per_minor_values_file_lookup() -> None:
     s = _resolve()
-    assert s.values_file("1.19") == REPO / "clusters/cilium/values-1.19.yaml"
-    assert s.values_file("1.15") is None
+    assert s.provider_config().values_file("1.19") == REPO / "clusters/cilium/values-1.19.yaml"
+    assert s.provider_config().values_file("1.15") is None
 
 
 @pytest.mark.parametrize(("older", "newer"), [("1.17.6", "1.18.0"), ("1.18.0-pre.3", "1.18.0"), ("1.9", "1.10"), ("v1.16.19", "1.17")])

@@ -48,7 +48,7 @@ def test_preflight_then_helm_upgrade_with_the_saved_values_never_reuse_values(he
     settings = resolve({}, lambda k: None, REPO)
     saved = tmp_path / "values-1.19.8.yaml"
     saved.write_text(yaml.safe_dump(cilium.helm_get_values(tool, None)))
-    cilium.helm_upgrade(tool, fake, settings, None, "1.19.8", "1.20.2", saved, Timeouts().scaled(0.01), lambda line: None)
+    cilium.helm_upgrade(tool, fake, settings.provider_config(), None, "1.19.8", "1.20.2", saved, Timeouts().scaled(0.01), lambda line: None)
     got = calls(stub, "helm")
     assert got[0] == ["get", "values", "cilium", "--namespace", "kube-system", "--output", "yaml"]
     pre, uninstall, upgrade = got[1:]
@@ -70,7 +70,7 @@ def test_a_preflight_that_never_gets_ready_stops_before_the_upgrade_and_is_remov
     saved = tmp_path / "v.yaml"
     saved.write_text("{}\n")
     with pytest.raises(Exception, match=r"the pre-flight DaemonSet Ready on all 3 agent nodes.*DaemonSet 1/3 Ready"):
-        cilium.helm_upgrade(tool, fake, resolve({}, lambda k: None, REPO), None, "1.19.8", "1.20.2", saved, Timeouts().scaled(0.001),
+        cilium.helm_upgrade(tool, fake, resolve({}, lambda k: None, REPO).provider_config(), None, "1.19.8", "1.20.2", saved, Timeouts().scaled(0.001),
                             lambda line: None)
     assert [c[0] for c in calls(stub, "helm")] == ["install", "uninstall"], "no helm upgrade; the pre-flight release removed"
 
@@ -86,5 +86,5 @@ def test_a_failed_helm_upgrade_is_one_line(helm: tuple[Tool, Path], tmp_path: Pa
     saved = tmp_path / "v.yaml"
     saved.write_text("{}\n")
     with pytest.raises(ProvisioningError, match="helm upgrade of Cilium to 1.20.2 failed: Error: UPGRADE FAILED: chart requires kubeVersion"):
-        cilium.helm_upgrade(Tool("helm", str(broken)), fake, resolve({}, lambda k: None, REPO), None, "1.19.8", "1.20.2", saved,
+        cilium.helm_upgrade(Tool("helm", str(broken)), fake, resolve({}, lambda k: None, REPO).provider_config(), None, "1.19.8", "1.20.2", saved,
                             Timeouts().scaled(0.01), lambda line: None)

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.rules.kernels import kernel_tuple, load_floors
+from pytest_kpr.core.versions import kernel_tuple
+from pytest_kpr.rules.kernels import load_floors
 from pytest_kpr.scenarios.upgrade import (
     RollWatch,
     attribute,
@@ -17,8 +18,8 @@ from pytest_kpr.scenarios.upgrade import (
     preflight_refusals,
     regression_problems,
     summary_line,
-    version_refusal,
 )
+from pytest_kpr.rules.upgrade import version_refusal
 
 CLUSTERS = Path(__file__).resolve().parent.parent / "clusters"
 FLOORS = load_floors(CLUSTERS / "kernels.yaml")

@@ -15,15 +15,14 @@ from ..rules.datapath import LB_MAP_FILES, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FI
 from ..core.errors import ApiError, CommandError, FactsError, InfraError, NotKubeProxyFree, ProvisioningError
 from ..k8s.api import KubeAPI
 from ..parse import ParseError, StatusJSON
-from ..run.settings import Settings
 from ..core.versions import Version
 from ..core.wait import Timeouts, WaitTimeout, eventually
 from .facts import ClusterFacts, Feature, NodeFacts
-from .provider import ClusterHandle, Progress
+from .provider import ClusterHandle, Progress, ProviderConfig
 from .tools import Tool
 
 
-def helm_values_files(settings: Settings, version: str) -> list[Path]:
+def helm_values_files(settings: ProviderConfig, version: str) -> list[Path]:
     """The values files for a Cilium version, in the order Helm applies them (later wins)."""
     if settings.clusters_dir is None:
         raise ProvisioningError("no clusters/ directory with Helm values (pass --kpr-clusters-dir)")
@@ -38,7 +37,7 @@ def helm_values_files(settings: Settings, version: str) -> list[Path]:
     return files
 
 
-def helm_install_args(settings: Settings, cluster: str, kubeconfig: Path | None) -> list[str]:
+def helm_install_args(settings: ProviderConfig, cluster: str, kubeconfig: Path | None) -> list[str]:
     version = settings.cilium_version
     args = ["upgrade", "--install", "cilium", settings.cilium_chart, "--version", version, "--namespace", "kube-system"]
     for f in helm_values_files(settings, version):
@@ -50,7 +49,7 @@ def helm_install_args(settings: Settings, cluster: str, kubeconfig: Path | None)
     return args
 
 
-def helm_install(helm: Tool, settings: Settings, cluster: str, kubeconfig: Path | None, progress: Progress, timeout: float) -> None:
+def helm_install(helm: Tool, settings: ProviderConfig, cluster: str, kubeconfig: Path | None, progress: Progress, timeout: float) -> None:
     args = helm_install_args(settings, cluster, kubeconfig)
     progress(f"installing Cilium {settings.cilium_version} ({settings.cilium_chart}) with helm")
     r = helm.run(args, timeout=timeout)
@@ -270,7 +269,7 @@ def _kc(kubeconfig: Path | None, context: str | None = None) -> list[str]:
     return (["--kubeconfig", str(kubeconfig)] if kubeconfig is not None else []) + (["--kube-context", context] if context else [])
 
 
-def helm_upgrade(helm: Tool, kube: KubeAPI, settings: Settings, kubeconfig: Path | None, from_version: str, to_version: str,
+def helm_upgrade(helm: Tool, kube: KubeAPI, settings: ProviderConfig, kubeconfig: Path | None, from_version: str, to_version: str,
                  saved_values: Path, timeouts: Timeouts, progress: Progress, context: str | None = None) -> None:
     """Cilium's upgrade procedure, step by step (Documentation/operations/upgrade.rst):
 

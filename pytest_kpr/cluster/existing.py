@@ -11,11 +11,10 @@ from typing import Any, Callable
 
 from ..core.errors import InfraError, KprError, Unavailable
 from ..k8s.api import KubeAPI
-from ..run.settings import Settings
 from .kind import default_env_kubeconfig
 from .nodeshell import PodNodeRunner
 from .outside import LocalOutside
-from .provider import ClusterHandle, Progress
+from .provider import ClusterHandle, Progress, ProviderConfig
 
 KubeFactory = Callable[[Path | None, str | None], KubeAPI]
 
@@ -58,7 +57,7 @@ def kubeconfig_problem(path: Path, context: str | None) -> str | None:
 class ExistingProvider:
     name = "existing"
 
-    def __init__(self, settings: Settings, kube_factory: KubeFactory, create_namespace: Callable[[str], str] | None = None):
+    def __init__(self, settings: ProviderConfig, kube_factory: KubeFactory, create_namespace: Callable[[str], str] | None = None):
         self.settings = settings
         self.kube_factory = kube_factory
         self.create_namespace = create_namespace

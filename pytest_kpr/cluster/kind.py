@@ -18,11 +18,10 @@ from typing import Any, Callable, Sequence
 
 from ..core.errors import ProvisioningError, Unavailable
 from ..k8s.api import ExecResult, KubeAPI
-from ..run.settings import Settings
 from ..core.wait import Timeouts
 from . import cilium
 from .outside import LocalOutside
-from .provider import ClusterHandle, Progress
+from .provider import ClusterHandle, Progress, ProviderConfig
 from .tools import Tool, docker_daemon_answers, require
 
 KubeFactory = Callable[[Path | None, str | None], KubeAPI]
@@ -89,7 +88,7 @@ def chart_version_problem(helm: Tool, chart: str, version: str) -> str | None:
 class KindProvider:
     name = "kind"
 
-    def __init__(self, settings: Settings, timeouts: Timeouts, kube_factory: KubeFactory):
+    def __init__(self, settings: ProviderConfig, timeouts: Timeouts, kube_factory: KubeFactory):
         self.settings = settings
         self.timeouts = timeouts
         self.kube_factory = kube_factory

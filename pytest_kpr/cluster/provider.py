@@ -8,7 +8,9 @@ cluster facts are common to every provider and live in :mod:`pytest_kpr.cluster.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
@@ -16,6 +18,52 @@ from ..k8s.api import ExecResult, KubeAPI
 
 #: Progress lines go to the terminal while a long step runs ("creating kind cluster kpr ...").
 Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """What a provider needs of the run's settings, and nothing else (the options table stays in run/; a provider of
+    one's own gets the full Settings through the ``pytest_kpr_provider`` hook)."""
+
+    cluster_name: str = "kpr"
+    artifacts: Path = Path("kpr-artifacts")
+    cilium_version: str = ""
+    cilium_chart: str = "cilium/cilium"
+    clusters_dir: Path | None = None
+    profile: str = "default"
+    helm_values: tuple[Path, ...] = ()
+    kind_config: Path = Path("clusters/kind/kpr.yaml")
+    node_image: str = ""
+    probe_image: str = ""
+    reuse_cluster: bool = False
+    keep_cluster: bool = False
+    kubeconfig: Path | None = None
+    context: str | None = None
+    node_shell_image: str = "busybox:1.36.1"
+    timeout_scale: float = 1.0
+    #: tool name -> the executable given on the command line (--kpr-<tool>-bin); a tool not named here comes from PATH
+    tools: dict[str, Path] = field(default_factory=dict)
+
+    def binary(self, name: str) -> str | None:
+        """The path of an external tool: the option if given, else PATH. None when it is not there."""
+        explicit = self.tools.get(name)
+        if explicit is not None:
+            return str(explicit) if explicit.is_file() and os.access(explicit, os.X_OK) else None
+        return shutil.which(name)
+
+    def profile_file(self) -> Path | None:
+        """The profile's Helm values overlay (clusters/profiles/<name>.yaml), if the clusters dir has profiles."""
+        if self.clusters_dir is None:
+            return None
+        p = self.clusters_dir / "profiles" / f"{self.profile}.yaml"
+        return p if p.is_file() else None
+
+    def values_file(self, series: str) -> Path | None:
+        """The per-minor Helm values file (``values-1.18.yaml``) if the clusters dir has one."""
+        if self.clusters_dir is None:
+            return None
+        p = self.clusters_dir / "cilium" / f"values-{series}.yaml"
+        return p if p.is_file() else None
 
 
 @runtime_checkable

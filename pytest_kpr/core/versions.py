@@ -62,3 +62,11 @@ def in_range(version: Version, spec: str) -> bool:
         if not ops[m.group(1)](v, b):
             return False
     return True
+
+
+def kernel_tuple(text: str) -> tuple[int, ...] | None:
+    """``6.8.0-49-generic`` -> (6, 8, 0); ``5.10`` -> (5, 10); None when it does not start with a version."""
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
+    if m is None:
+        return None
+    return tuple(int(g) for g in m.groups() if g is not None)

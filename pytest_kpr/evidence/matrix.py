@@ -64,7 +64,7 @@ class Column:
 
 
 def _min_kernel(nodes: list[dict[str, Any]]) -> str:
-    from ..rules.kernels import kernel_tuple
+    from ..core.versions import kernel_tuple
 
     kernels = [n.get("kernel", "") for n in nodes if n.get("kernel")]
     parsed = [(kernel_tuple(k) or (), k) for k in kernels]

@@ -13,9 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..observe.agent import agents
-from ..cluster.provider import ClusterHandle
-from ..k8s.api import pod_ready
 
 #: report.txt keys, in the lab's order
 REPORT_KEYS = (
@@ -61,32 +58,8 @@ class Evidence:
         return p
 
 
-def failure_bundle(handle: ClusterHandle, namespaces: list[str], dest: Path, exec_timeout: float = 30.0) -> dict[str, str]:
-    """What the datapath looked like when a test failed: per agent ``service list``, ``bpf lb list``,
-    ``bpf ct list global``, ``bpf metrics list`` (one exec per agent); the pods of the run's namespaces. Written under ``dest``; returned by title.
-    Collection problems are recorded in the bundle, never raised (the test already failed)."""
-    sections: dict[str, str] = {}
-    views = (("service list", ("service", "list")), ("bpf lb list", ("bpf", "lb", "list")), ("bpf ct list global", ("bpf", "ct", "list", "global")),
-             ("bpf metrics list", ("bpf", "metrics", "list")))
-    for a in agents(handle.kube, exec_timeout=exec_timeout, retry_timeout=5.0):
-        try:  # one exec per agent
-            results = a.run_many(*(args for _, args in views))
-            texts = [r.stdout if r.ok else f"exit {r.returncode}: {r.stderr}" for r in results]
-        except Exception as e:  # noqa: BLE001 - evidence collection must not mask the failure
-            texts = [f"could not collect: {e}"] * len(views)
-        for (title, _), text in zip(views, texts):
-            sections[f"{a.node}: {title}"] = text
-    lines = []
-    for ns in namespaces:
-        try:
-            for p in handle.kube.list("Pod", ns):
-                st = p.get("status", {})
-                ready = pod_ready(p)
-                lines.append(f"{ns}/{p['metadata']['name']}\t{st.get('phase')}\tready={ready}\tnode={p.get('spec', {}).get('nodeName')}\tip={st.get('podIP')}")
-        except Exception as e:  # noqa: BLE001
-            lines.append(f"{ns}: could not list pods: {e}")
-    sections["pods"] = "\n".join(lines) + "\n"
+def write_sections(dest: Path, sections: dict[str, str]) -> None:
+    """A failure's snapshot (:func:`pytest_kpr.observe.diagnose.failure_snapshot`), one text file per section under ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
     for title, text in sections.items():
         (dest / (re.sub(r"[^A-Za-z0-9_.-]+", "-", title).strip("-") + ".txt")).write_text(text)
-    return sections

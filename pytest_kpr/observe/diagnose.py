@@ -17,7 +17,8 @@ from typing import Any, Callable
 
 from . import agent as _agent
 from .agent import agent_pods, agents
-from ..k8s.api import KubeAPI
+from ..cluster.provider import ClusterHandle
+from ..k8s.api import KubeAPI, pod_ready
 
 #: lines of each Cilium pod's log kept (the end: the error is usually last)
 LOG_LINES = 300
@@ -139,3 +140,32 @@ def drops_from_sections(sections: dict[str, str]) -> dict[str, Any]:
             except ParseError:
                 continue
     return out
+
+
+def failure_snapshot(handle: ClusterHandle, namespaces: list[str], exec_timeout: float = 30.0) -> dict[str, str]:
+    """What the datapath looked like when a test failed: per agent ``service list``, ``bpf lb list``,
+    ``bpf ct list global``, ``bpf metrics list`` (one exec per agent); the pods of the run's namespaces, by title (:func:`pytest_kpr.evidence.store.write_sections`
+    writes them).
+    Collection problems are recorded in the bundle, never raised (the test already failed)."""
+    sections: dict[str, str] = {}
+    views = (("service list", ("service", "list")), ("bpf lb list", ("bpf", "lb", "list")), ("bpf ct list global", ("bpf", "ct", "list", "global")),
+             ("bpf metrics list", ("bpf", "metrics", "list")))
+    for a in agents(handle.kube, exec_timeout=exec_timeout, retry_timeout=5.0):
+        try:  # one exec per agent
+            results = a.run_many(*(args for _, args in views))
+            texts = [r.stdout if r.ok else f"exit {r.returncode}: {r.stderr}" for r in results]
+        except Exception as e:  # noqa: BLE001 - evidence collection must not mask the failure
+            texts = [f"could not collect: {e}"] * len(views)
+        for (title, _), text in zip(views, texts):
+            sections[f"{a.node}: {title}"] = text
+    lines = []
+    for ns in namespaces:
+        try:
+            for p in handle.kube.list("Pod", ns):
+                st = p.get("status", {})
+                ready = pod_ready(p)
+                lines.append(f"{ns}/{p['metadata']['name']}\t{st.get('phase')}\tready={ready}\tnode={p.get('spec', {}).get('nodeName')}\tip={st.get('podIP')}")
+        except Exception as e:  # noqa: BLE001
+            lines.append(f"{ns}: could not list pods: {e}")
+    sections["pods"] = "\n".join(lines) + "\n"
+    return sections

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from .agent import Agent, agents
-from ..checks import Convergence, ConvergenceTiming, SlotView
+from ..judge.backend_slots import Convergence, ConvergenceTiming, SlotView
 from ..cluster.facts import ClusterFacts
 from ..cluster.provider import ClusterHandle
 from ..core.errors import ApiError, KprError

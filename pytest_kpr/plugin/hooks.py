@@ -363,7 +363,8 @@ def short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException
 def _failure_evidence(item: pytest.Item, call: pytest.CallInfo[None], s: KprSession) -> str:
     """Collect the failure bundle (files under the run's evidence) once per failure: a module fixture's error is
     raised again for each of its tests, and they share its bundle. A few lines for the terminal: where it is."""
-    from ..evidence import failure_bundle
+    from ..evidence import write_sections
+    from ..observe.diagnose import failure_snapshot
 
     key = id(call.excinfo.value) if call.excinfo is not None else None
     done = s.bundles.get(key) if key is not None else None
@@ -371,7 +372,8 @@ def _failure_evidence(item: pytest.Item, call: pytest.CallInfo[None], s: KprSess
         return done
     dest = s.evidence_dir / "failures" / re.sub(r"[^A-Za-z0-9_.-]+", "-", item.nodeid).strip("-")
     try:
-        sections = failure_bundle(s.handle, s.namespaces, dest, s.timeouts.EXEC)
+        sections = failure_snapshot(s.handle, s.namespaces, s.timeouts.EXEC)
+        write_sections(dest, sections)
         files = sorted(p.name for p in dest.iterdir()) if dest.is_dir() else []
         summary = f"saved under {dest}: {len(files)} files ({', '.join(files[:6])}{', ...' if len(files) > 6 else ''})"
         pods = sections.get("pods", "").splitlines()

@@ -135,10 +135,10 @@ class KprSession:
         if self.settings.provider is ProviderName.EXISTING:
             from ..cluster.existing import ExistingProvider
 
-            return ExistingProvider(self.settings, self._kube_factory(), self.create_namespace)
+            return ExistingProvider(self.settings.provider_config(), self._kube_factory(), self.create_namespace)
         from ..cluster.kind import KindProvider
 
-        return KindProvider(self.settings, self.timeouts, self._kube_factory())
+        return KindProvider(self.settings.provider_config(), self.timeouts, self._kube_factory())
 
     def start(self) -> None:
         """Provision (or attach), wait for the datapath, read the facts. Idempotent.
@@ -240,7 +240,7 @@ class KprSession:
 
     def _refuse_a_profile_that_did_not_take(self, facts: ClusterFacts) -> None:
         """The profile's promised settings are read back from the agents; one that does not show stops the run."""
-        from ..checks import profile_problems
+        from ..judge.profiles import profile_problems
 
         problems = profile_problems(self.settings.profile, facts)
         if problems:

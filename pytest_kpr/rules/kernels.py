@@ -6,22 +6,13 @@ source next to each entry. What the agent reports (attach mode, socket-LB covera
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import yaml
 
-from ..core.versions import Version
-
-
-def kernel_tuple(text: str) -> tuple[int, ...] | None:
-    """``6.8.0-49-generic`` -> (6, 8, 0); ``5.10`` -> (5, 10); None when it does not start with a version."""
-    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
-    if m is None:
-        return None
-    return tuple(int(g) for g in m.groups() if g is not None)
+from ..core.versions import Version, kernel_tuple
 
 
 @dataclass(frozen=True)

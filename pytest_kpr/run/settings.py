@@ -11,14 +11,16 @@ import enum
 import ipaddress
 import os
 import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..core import inputs
 from ..core.errors import SettingsError
 from .resources import Pins, find_clusters_dir
+
+if TYPE_CHECKING:
+    from ..cluster.provider import ProviderConfig
 
 
 class ProviderName(str, enum.Enum):
@@ -372,12 +374,17 @@ class Settings:
     # where each value came from ("cli", "ini", "default", "pins"), for the report header
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
-    def binary(self, name: str) -> str | None:
-        """The path of an external tool: the option if given, else PATH. None when it is not there."""
-        explicit: Path | None = getattr(self, f"{name}_bin")
-        if explicit is not None:
-            return str(explicit) if explicit.is_file() and os.access(explicit, os.X_OK) else None
-        return shutil.which(name)
+    def provider_config(self) -> "ProviderConfig":
+        """What the built-in providers need of these settings (:class:`~pytest_kpr.cluster.provider.ProviderConfig`)."""
+        from ..cluster.provider import ProviderConfig
+
+        tools = {n: p for n in ("kind", "kubectl", "helm", "docker") if (p := getattr(self, f"{n}_bin")) is not None}
+        return ProviderConfig(cluster_name=self.cluster_name, artifacts=self.artifacts, cilium_version=self.cilium_version,
+                              cilium_chart=self.cilium_chart, clusters_dir=self.clusters_dir, profile=self.profile,
+                              helm_values=self.helm_values, kind_config=self.kind_config, node_image=self.node_image,
+                              probe_image=self.probe_image, reuse_cluster=self.reuse_cluster, keep_cluster=self.keep_cluster,
+                              kubeconfig=self.kubeconfig, context=self.context, node_shell_image=self.node_shell_image,
+                              timeout_scale=self.timeout_scale, tools=tools)
 
     def outside_required(self, env: Mapping[str, str] = os.environ) -> bool:
         """Whether a missing outside view fails the tests that need it (--kpr-require-outside). ``auto``: under CI on a
@@ -387,20 +394,6 @@ class Settings:
             return self.require_outside is RequireOutside.YES
         ci = env.get("CI", "").strip().lower() not in ("", "0", "false", "no")
         return ci and self.provider in (ProviderName.KIND, ProviderName.FAKE)
-
-    def profile_file(self) -> Path | None:
-        """The profile's Helm values overlay (clusters/profiles/<name>.yaml), if the clusters dir has profiles."""
-        if self.clusters_dir is None:
-            return None
-        p = self.clusters_dir / "profiles" / f"{self.profile}.yaml"
-        return p if p.is_file() else None
-
-    def values_file(self, series: str) -> Path | None:
-        """The per-minor Helm values file (``values-1.18.yaml``) if the clusters dir has one."""
-        if self.clusters_dir is None:
-            return None
-        p = self.clusters_dir / "cilium" / f"values-{series}.yaml"
-        return p if p.is_file() else None
 
 
 def unknown_ini_keys(keys: Sequence[str]) -> list[str]:
@@ -519,7 +512,7 @@ def resolve(
     if values["downgrade"] and not values["upgrade_to"]:
         raise SettingsError(f"{OPTIONS_BY_NAME['downgrade'].flag} needs --kpr-upgrade-to (it rolls back what the upgrade did)")
     if values["upgrade_to"] and values["cilium_version"]:
-        from ..scenarios.upgrade import version_refusal
+        from ..rules.upgrade import version_refusal
 
         why = version_refusal(values["cilium_version"], values["upgrade_to"])
         if why:

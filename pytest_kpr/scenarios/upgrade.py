@@ -23,20 +23,10 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from ..rules.kernels import KernelFloor, _minor, floor_problems
+from ..rules.upgrade import version_refusal
 from ..core.versions import Version
 
 # -- what is refused before anything changes --------------------------------------------------------------
-
-
-def version_refusal(from_text: str, to_text: str) -> str | None:
-    """Why upgrading ``from`` to ``to`` is refused, or None (one minor at a time, upwards)."""
-    a, b = Version.parse(from_text), Version.parse(to_text)
-    if (b.major, b.minor, b.patch) <= (a.major, a.minor, a.patch):
-        return f"Cilium {to_text} is not newer than the from version {from_text} (use --kpr-downgrade to measure a rollback)"
-    if b.major != a.major or b.minor - a.minor > 1:
-        return (f"Cilium {to_text} is more than one minor ahead of {from_text}: upgrade one minor at a time "
-                f"(Documentation/operations/upgrade.rst: the only tested upgrade path is between consecutive minor releases)")
-    return None
 
 
 @dataclass(frozen=True)

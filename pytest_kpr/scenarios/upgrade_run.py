@@ -20,7 +20,7 @@ import time
 from typing import Any, Callable
 
 from ..observe.agent import agent_pods
-from ..checks import KUBE_PROXY_MARKS
+from ..judge.iptables import KUBE_PROXY_MARKS
 from ..cluster import cilium
 from ..cluster.provider import UpgradableProvider
 from ..rules.datapath import coverage_name, plane_for

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 
 from ..rules.datapath import EPERM_REGRESSION, Plane, coverage_name, no_backend, plane_for
-from ..rules.kernels import kernel_tuple
+from ..core.versions import kernel_tuple
 from ..core.versions import Version, in_range
 from . import maglev
 from .view import ClusterView, FakeBackend, FakeFrontend

@@ -1,0 +1,92 @@
+"""Backend slots: every agent's BPF LB slots hold exactly the EndpointSlice's ready addresses, and how fast each got there.
+
+Pure: an observation and a rule in, the list of problems out (empty = the property holds), worded so that a failure names
+the property and shows what was seen."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SlotView:
+    node: str
+    service_id: int | None  # the slot-0 entry's RevNAT ID
+    backends: tuple[str, ...]  # ip:port in slot order
+
+    def describe(self) -> str:
+        return f"{self.node}: {len(self.backends)} slots {list(self.backends)}"
+
+
+@dataclass(frozen=True)
+class ConvergenceTiming:
+    """When each new backend was first seen, in seconds since the scale: in the EndpointSlice (ready) and in
+    each agent's BPF LB slots, polled every ``resolution`` seconds (so each time is late by at most that)."""
+
+    endpointslice: dict[str, float]
+    agents: dict[str, dict[str, float]]
+    resolution: float
+
+    def lag(self) -> dict[str, float | None]:
+        """Per agent: when it held every new backend, minus when the EndpointSlice did (None: it never did)."""
+        if not self.endpointslice:
+            return {node: None for node in self.agents}
+        es_done = max(self.endpointslice.values())
+        out: dict[str, float | None] = {}
+        for node, seen in self.agents.items():
+            out[node] = round(max(seen.values()) - es_done, 3) if set(self.endpointslice) <= set(seen) else None
+        return out
+
+    def slowest(self) -> tuple[str, float | None] | None:
+        """The agent that took longest (one that never caught up counts as slowest)."""
+        lag = self.lag()
+        if not lag:
+            return None
+        return max(lag.items(), key=lambda kv: float("inf") if kv[1] is None else kv[1])
+
+    def to_json(self) -> dict[str, Any]:
+        slowest = self.slowest()
+        return {"resolution_seconds": self.resolution, "endpointslice": self.endpointslice, "agents": self.agents,
+                "lag_seconds": self.lag(), "slowest": {"node": slowest[0], "lag_seconds": slowest[1]} if slowest else None}
+
+
+@dataclass(frozen=True)
+class Convergence:
+    replicas: int
+    ready_pods: int
+    endpointslice: frozenset[str]
+    slots: tuple[SlotView, ...]
+    timing: ConvergenceTiming | None = None  # set by Lab.scale_web
+
+    @property
+    def converged(self) -> bool:
+        return not convergence_problems(self)
+
+    def describe(self) -> str:
+        return (f"{self.ready_pods}/{self.replicas} pods Ready, EndpointSlice ready {sorted(self.endpointslice)}; "
+                + "; ".join(v.describe() for v in self.slots))
+
+
+def convergence_problems(c: Convergence) -> list[str]:
+    """Every agent's slots hold exactly the EndpointSlice's ready addresses, once each, for the wanted replicas."""
+    p: list[str] = []
+    if c.ready_pods != c.replicas:
+        p.append(f"{c.ready_pods}/{c.replicas} pods Ready")
+    if len(c.endpointslice) != c.replicas:
+        p.append(f"the EndpointSlice has {len(c.endpointslice)} ready addresses, not {c.replicas}")
+    if not c.slots:
+        p.append("no agent's slots were read")
+    for v in c.slots:
+        have = set(v.backends)
+        missing, extra = sorted(c.endpointslice - have), sorted(have - c.endpointslice)
+        dupes = sorted({b for b in v.backends if v.backends.count(b) > 1})
+        if v.service_id is None:
+            p.append(f"{v.node}: no slot-0 entry for the service")
+        if missing:
+            p.append(f"{v.node}: slots lack {missing}")
+        if extra:
+            p.append(f"{v.node}: slots still hold {extra}, which the EndpointSlice no longer has")
+        if dupes:
+            p.append(f"{v.node}: {dupes} fill more than one slot")
+    return p

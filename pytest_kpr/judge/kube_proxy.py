@@ -1,0 +1,68 @@
+"""No kube-proxy beside the replacement: no kube-proxy DaemonSet, no IPVS virtual services; the documented way off.
+
+Pure: an observation and a rule in, the list of problems out (empty = the property holds), worded so that a failure names
+the property and shows what was seen."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+
+#: Cilium's documented way off kube-proxy for an existing installation (Documentation/network/kubernetes/kubeproxy-free.rst,
+#: "For existing installations with kube-proxy running as a DaemonSet, remove it by using the following commands")
+KUBE_PROXY_REMOVAL = ("kubectl -n kube-system delete ds kube-proxy; kubectl -n kube-system delete cm kube-proxy; "
+                      "then on each node: iptables-save | grep -v KUBE | iptables-restore")
+
+
+def runs_kube_proxy(daemonset: "Mapping[str, Any]") -> bool:
+    """A DaemonSet that runs kube-proxy: kubeadm's and kind's label (k8s-app=kube-proxy), or, as distributions may
+    ship it under other names and labels, a container of kube-proxy's image or command."""
+    if ((daemonset.get("metadata") or {}).get("labels") or {}).get("k8s-app") == "kube-proxy":
+        return True
+    spec = (((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {})
+    for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+        repo = str(c.get("image") or "").split("@", 1)[0].rsplit(":", 1)[0]
+        cmd = [str(x) for x in c.get("command") or []][:1]
+        if repo.rsplit("/", 1)[-1] == "kube-proxy" or (cmd and cmd[0].rsplit("/", 1)[-1] == "kube-proxy"):
+            return True
+    return False
+
+
+def daemonset_summary(daemonset: "Mapping[str, Any]") -> dict[str, Any]:
+    """What :func:`kube_proxy_daemonset_problems` names of a DaemonSet: where it is and how many of its pods are ready."""
+    md, st = daemonset.get("metadata") or {}, daemonset.get("status") or {}
+    return {"namespace": md.get("namespace"), "name": md.get("name"), "desired": st.get("desiredNumberScheduled", 0),
+            "ready": st.get("numberReady", 0)}
+
+
+#: refusing kube-proxy beside the replacement is this project's policy; Cilium documents co-existence
+#: (cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst@011b4940, the co-existence warning)
+KUBE_PROXY_POLICY = ("refusing kube-proxy beside the replacement is pytest-kpr's policy, not Cilium's: Cilium documents co-existence (\"When "
+                     "deploying the eBPF kube-proxy replacement under co-existence with kube-proxy on the system, be aware that both "
+                     "mechanisms operate independent of each other.\", kubeproxy-free.rst); to accept it on purpose, run with "
+                     "--kpr-allow-kube-proxy")
+
+
+def kube_proxy_accepted(problems: "Sequence[str]", allow: bool) -> str | None:
+    """The skip reason when kube-proxy's presence is accepted on purpose (--kpr-allow-kube-proxy) and was found; else None."""
+    if problems and allow:
+        return "kube-proxy beside the replacement, accepted on purpose (--kpr-allow-kube-proxy): " + "; ".join(problems)
+    return None
+
+
+def kube_proxy_daemonset_problems(daemonsets: "Sequence[Mapping[str, Any]]") -> list[str]:
+    """A kube-proxy DaemonSet beside KubeProxyReplacement: two authorities program Services (double NAT, rules that
+    come back). Named with its pods' count and what to do (KUBE_PROXY_POLICY says whose rule this is)."""
+    return [f"DaemonSet {d.get('namespace')}/{d.get('name')} runs kube-proxy ({d.get('ready', 0)}/{d.get('desired', 0)} pods ready) while "
+            f"KubeProxyReplacement is on: remove it the way Cilium documents ({KUBE_PROXY_REMOVAL})" for d in daemonsets]
+
+
+def ipvs_problems(ipvs: "Mapping[str, Sequence[str] | None]") -> list[str]:
+    """IPVS virtual services on a node: kube-proxy in IPVS mode (or a leftover of it) answering Services beside Cilium."""
+    out = []
+    for node, services in sorted(ipvs.items()):
+        if services is None:
+            out.append(f"{node}: /proc/net/ip_vs could not be read, so IPVS is not checked there")
+        elif services:
+            out.append(f"{node}: {len(services)} IPVS virtual services ({', '.join(list(services)[:3])}{', ...' if len(services) > 3 else ''})")
+    return out

@@ -1,0 +1,56 @@
+"""The service map's capacity: a Service that does not fit is missing visibly, with a full map's error and a Degraded health.
+
+Pure: an observation and a rule in, the list of problems out (empty = the property holds), worded so that a failure names
+the property and shows what was seen."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from ..parse.health import HealthStatus
+
+
+#: a service map this small is filled on purpose by the map-pressure suite (the small-maps profile's 512); a larger one is
+#: probed with a few Services only
+MAP_FILL_LIMIT, MAP_PROBE_SERVICES, MAP_FILL_MARGIN = 4096, 20, 16
+
+
+def service_map_problems(missing: "Sequence[str]", created: int, entries: int, map_max: int, full: str = "service map") -> list[str]:
+    """Services in Kubernetes that have no entry in the agent's service map (``lb/maps-dump``): named, with how full the
+    map is and which map filled (``full``: "service map" or "reverse-NAT map", from the frontends' errors), so a full map
+    fails as such and not as a timeout somewhere else."""
+    if not missing:
+        return []
+    sample = ", ".join(list(missing)[:3]) + (", ..." if len(missing) > 3 else "")
+    return [f"{full} full ({entries} of {map_max} service entries): {len(missing)} of the run's {created} Services are in Kubernetes but "
+            f"not in the BPF maps ({sample}); raise bpf.lbMapMax (bpf-lb-map-max) or remove Services"]
+
+
+def which_map_filled(errors: "Iterable[str | None]", markers: "Mapping[str, str]") -> str:
+    """The map the reconciler's errors name (datapath.MAP_FULL_ERRORS: marker -> map), the first that fills; "service
+    map" when none names one."""
+    named = [name for e in errors if e for marker, name in markers.items() if marker in e]
+    return named[0] if named else "service map"
+
+
+def map_visibility_problems(missing_frontends: "Mapping[str, tuple[str | None, str | None]]", health_seen: "Sequence[HealthStatus]",
+                            markers: "Mapping[str, str]") -> list[str]:
+    """A Service that did not fit is visible as such (datapath.SRC_MAP_FULL): its frontend's status is Error with a
+    full map's error (``markers``: the service map's or the reverse-NAT map's, whichever filled first), and the
+    load-balancer reconciler's health was Degraded with it at least once while the map filled (datapath.SRC_MAP_HEALTH:
+    it reports OK again after any clean round). ``missing_frontends``: Service -> (status, error) in ``db/show
+    frontends``; ``health_seen``: every ``db/show health`` row read during the fill window."""
+    out = []
+    silent = sorted(n for n, (status, error) in missing_frontends.items()
+                    if status != "Error" or error is None or not any(m in error for m in markers))
+    if silent:
+        st = missing_frontends[silent[0]]
+        out.append(f"{len(silent)} of {len(missing_frontends)} Services missing from the map show no error for it (e.g. {silent[0]}: "
+                   f"status {st[0]}, error {st[1]!r}; expected Error with " + " or ".join(f"'{m}' ({n} full)" for m, n in markers.items()) + ")")
+    rows = [h for h in health_seen if h.module.endswith("loadbalancer-reconciler")]
+    if not any(h.level == "Degraded" and any(m in h.error for m in markers) for h in rows):
+        levels = sorted({h.level for h in rows}) or ["no row"]
+        out.append(f"the loadbalancer-reconciler's health was never Degraded with a full map's error while the map filled "
+                   f"({len(rows)} readings: {', '.join(levels)})")
+    return out

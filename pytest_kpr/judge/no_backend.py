@@ -1,0 +1,65 @@
+"""No backend: each client's attempt on a backendless Service, judged against the sourced rule of its plane.
+
+Pure: an observation and a rule in, the list of problems out (empty = the property holds), worded so that a failure names
+the property and shows what was seen."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..rules.datapath import NoBackendRule
+
+
+#: the bound for "at once": a rejection takes well under a millisecond on the node (measured in the
+#: real-kernel tier: scripts/bench_probes.py), a drop takes the client's whole timeout (seconds)
+FAST_S = 1.0
+
+
+@dataclass(frozen=True)
+class NoBackendAttempt:
+    """One client's attempt on a backendless service, as observed."""
+
+    path: str  # e.g. "pod connect() to ClusterIP 10.96.0.12:80"
+    tool: str  # curl | connect | raw
+    verdict: str  # curl: its exit code as text; probes: their verdict
+    seconds: float
+    errno: str | None = None
+    icmp: tuple[int, int] | None = None
+
+
+def no_backend_problems(a: NoBackendAttempt, rule: "NoBackendRule", response: str) -> list[str]:
+    """What is wrong with an attempt, given the sourced rule for its plane (pytest_kpr.rules.datapath)."""
+    where = f"no backend ({a.path}; {rule.plane} plane, ServiceNoBackendResponse={response})"
+    want_fast = f"at once (under {FAST_S:g}s)" if rule.fast else "at its limit"
+    why = f"{rule.why} [{rule.source.split(';')[0]}]"
+    p: list[str] = []
+    if a.tool == "curl":
+        if a.verdict != str(rule.curl_exit):
+            meaning = {"28": "it timed out: the traffic was dropped", "7": "it could not connect"}.get(a.verdict, "")
+            p.append(f"{where}: curl exited {a.verdict} after {a.seconds:.2f}s{' (' + meaning + ')' if meaning else ''}; "
+                     f"expected exit {rule.curl_exit} {want_fast}: {why}")
+    elif a.tool == "connect":
+        if a.verdict not in rule.connect:
+            p.append(f"{where}: connect() gave {a.verdict}{' (' + a.errno + ')' if a.errno else ''} after {a.seconds:.2f}s; "
+                     f"expected {' or '.join(sorted(rule.connect))} {want_fast}: {why}")
+        elif rule.errnos and a.errno not in rule.errnos:
+            note = f" ({rule.errno_note})" if rule.errno_note and a.errno == "EPERM" else ""
+            p.append(f"{where}: connect() failed with {a.errno}, expected {' or '.join(sorted(rule.errnos))}{note}: {why}")
+    elif a.tool == "raw":
+        if rule.raw is None:
+            p.append(f"{where}: a raw packet cannot reach the {rule.plane} plane; this attempt was misclassified")
+        elif a.verdict != rule.raw:
+            p.append(f"{where}: a raw SYN got {a.verdict}{' ICMP %d/%d' % a.icmp if a.icmp else ''} after {a.seconds:.2f}s; "
+                     f"expected {rule.raw}{' ICMP %d/%d' % rule.icmp if rule.icmp else ''}: {why}")
+        elif rule.icmp is not None and a.icmp != rule.icmp:
+            got = "no ICMP type/code" if a.icmp is None else "ICMP %d/%d" % a.icmp
+            p.append(f"{where}: the reject answer is {got}, expected ICMP {rule.icmp[0]}/{rule.icmp[1]} "
+                     f"(destination unreachable, port unreachable): {why}")
+    else:
+        raise ValueError(f"unknown tool {a.tool!r}")
+    if not p and rule.fast and a.seconds >= FAST_S:
+        p.append(f"{where}: {a.tool} failed as expected ({a.verdict}) but took {a.seconds:.2f}s; the {rule.plane} plane answers at once "
+                 f"(bound {FAST_S:g}s)")
+    return p
