@@ -390,7 +390,7 @@ def test_the_external_scope_of_an_etp_local_service_holds_the_nodes_own_backends
     ("maybe", None, "has it (config -a ServiceNoBackendResponse: 'maybe');"),
 ])
 def test_service_no_backend_response_is_read_never_assumed(config: str | None, file: str | None, want: object) -> None:
-    from pytest_kpr.cluster.cilium import no_backend_response_of
+    from pytest_kpr.observe.readiness import no_backend_response_of
     from pytest_kpr.core.errors import FactsError
 
     if isinstance(want, tuple):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "pytest_kpr"
 PYTEST_PACKAGE = "plugin"  # the pytest face: hooks, session, fixtures, markers, outcomes (the plugin's special skip)
@@ -127,8 +126,6 @@ def upward(pairs: list[tuple[str, str]]) -> list[str]:
 
 #: the imports that run up or sideways today, each with the move that ends it
 KNOWN_UPWARD: dict[str, str] = {
-    "cluster/cilium (cluster) -> observe/agent (observe)": "readiness and facts move to observe/ (the cluster package only provisions)",
-        "run/settings (run) -> testing/config (testing)": "the fake's fault names are validated by testing/, not by the options table",
 }
 
 

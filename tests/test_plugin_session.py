@@ -243,8 +243,8 @@ def _fake_kube(**kw: object) -> object:
     ("kube-system", "cilium-canary", "2 DaemonSets in namespace kube-system look like cilium-agent (cilium, cilium-canary); pytest-kpr needs exactly one"),
 ])
 def test_the_agents_are_found_by_their_daemonset_in_one_namespace(namespace: str, extra: str | None, words: str | None) -> None:
-    import pytest_kpr.observe.agent as agent
-    from pytest_kpr.observe.agent import NoAgent, locate_agents
+    import pytest_kpr.cluster.agents as agent
+    from pytest_kpr.cluster.agents import NoAgent, locate_agents
 
     kube = _fake_kube()
     if extra:

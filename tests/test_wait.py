@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from pytest_kpr.cluster.cilium import read_facts, wait_ready
+from pytest_kpr.observe.readiness import read_facts, wait_ready
 from pytest_kpr.observe.lab import Lab
 from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
 from pytest_kpr.core.wait import Timeouts, WaitTimeout, eventually

@@ -1,24 +1,17 @@
-"""Cilium on a cluster: the Helm install, datapath readiness, and the facts read once per session.
-
-Readiness means the datapath is programmed, not that pods are Running: every node's agent answers
-``cilium-dbg status -o json`` with state Ok and KubeProxyReplacement True.
-"""
+"""Cilium on a cluster: the Helm install and Cilium's upgrade procedure (readiness and the facts, read through the
+agents, are :mod:`pytest_kpr.observe.readiness`'s)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from ..observe.agent import Agent, agent_pods, agents
-from ..rules.datapath import LB_MAP_FILES, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE
-from ..core.errors import ApiError, CommandError, FactsError, InfraError, NotKubeProxyFree, ProvisioningError
+from .agents import agent_pods
+from ..core.errors import ProvisioningError
 from ..k8s.api import KubeAPI
-from ..parse import ParseError, StatusJSON
 from ..core.versions import Version
-from ..core.wait import Timeouts, WaitTimeout, eventually
-from .facts import ClusterFacts, Feature, NodeFacts
-from .provider import ClusterHandle, Progress, ProviderConfig
+from ..core.wait import Timeouts, eventually
+from .provider import Progress, ProviderConfig
 from .tools import Tool
 
 
@@ -61,183 +54,6 @@ def helm_install(helm: Tool, settings: ProviderConfig, cluster: str, kubeconfig:
             hint = " (add the chart repo first: helm repo add cilium https://helm.cilium.io, or pass a local chart with --kpr-cilium-chart)"
         raise ProvisioningError(f"helm install of Cilium {settings.cilium_version} failed: {last}{hint}")
 
-
-@dataclass(frozen=True)
-class AgentState:
-    node: str
-    pod: str
-    status: StatusJSON | None
-    error: str = ""
-
-    def describe(self) -> str:
-        if self.status is None:
-            return f"{self.node}: {self.error}"
-        return f"{self.node}: cilium {self.status.cilium_state or '?'}, KPR {self.status.kpr.mode}"
-
-
-def _observe_agents(kube: KubeAPI, exec_timeout: float) -> tuple[int, list[AgentState]]:
-    nodes = kube.list("Node")
-    states = []
-    for agent in agents(kube, exec_timeout=exec_timeout, retry_timeout=0.0):
-        try:
-            states.append(AgentState(agent.node, agent.pod, agent.status()))
-        except (CommandError, InfraError, ParseError) as e:
-            states.append(AgentState(agent.node, agent.pod, None, str(e).splitlines()[0][:160]))
-    return len(nodes), states
-
-
-def wait_ready(kube: KubeAPI, timeouts: Timeouts, progress: Progress) -> list[AgentState]:
-    """Poll until every node has an agent reporting Ok with KubeProxyReplacement True.
-
-    Gives up early with :class:`NotKubeProxyFree` when every agent is healthy but KPR is off: that
-    will not change by waiting.
-    """
-
-    def ready(obs: tuple[int, list[AgentState]]) -> bool:
-        n_nodes, states = obs
-        return (
-            n_nodes > 0
-            and len(states) >= n_nodes
-            and all(s.status is not None and s.status.healthy and s.status.kpr.enabled for s in states)
-        )
-
-    def abort(obs: tuple[int, list[AgentState]]) -> str | None:
-        n_nodes, states = obs
-        if states and len(states) >= n_nodes and all(s.status is not None and s.status.healthy for s in states):
-            off = [s.node for s in states if s.status is not None and not s.status.kpr.enabled]
-            if off:
-                raise NotKubeProxyFree(
-                    f"Cilium runs without kube-proxy replacement on {', '.join(off)} (KubeProxyReplacement: False); "
-                    "install it with kubeProxyReplacement=true (see clusters/cilium/values-kpr.yaml)"
-                )
-        return None
-
-    def describe(obs: tuple[int, list[AgentState]]) -> str:
-        n_nodes, states = obs
-        if not states:
-            return f"no cilium-agent pods yet ({n_nodes} nodes)"
-        return f"{len(states)}/{n_nodes} agents: " + "; ".join(s.describe() for s in states)
-
-    try:
-        obs = eventually(
-            lambda: _observe_agents(kube, timeouts.EXEC),
-            until=ready,
-            timeout=timeouts.CILIUM_READY,
-            what="every cilium-agent to report Ok with KubeProxyReplacement True",
-            describe=describe,
-            progress=progress,
-            abort=abort,
-        )
-    except WaitTimeout as e:
-        raise ProvisioningError(str(e)) from None
-    return obs.value[1]
-
-
-def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout: float) -> ClusterFacts:
-    """Cilium version, agent CLI, KPR features, ServiceNoBackendResponse, nodes' kernels and IPs."""
-    kube = handle.kube
-    nodes = []
-    for n in sorted(kube.list("Node"), key=lambda n: n["metadata"]["name"]):
-        addrs = {a.get("type"): a.get("address") for a in n.get("status", {}).get("addresses", [])}
-        labels = n["metadata"].get("labels") or {}
-        nodes.append(
-            NodeFacts(
-                name=n["metadata"]["name"],
-                internal_ip=addrs.get("InternalIP", ""),
-                kernel=n.get("status", {}).get("nodeInfo", {}).get("kernelVersion", ""),
-                control_plane="node-role.kubernetes.io/control-plane" in labels,
-            )
-        )
-    internal = _cilium_internal_ips(kube)
-    nodes = [replace(n, cilium_internal_ip=internal.get(n.name, "")) for n in nodes]
-    first = states[0]
-    agent = Agent(kube, first.node, first.pod, exec_timeout=exec_timeout)
-    version, config = agent.read("version", "config")  # one exec
-    binary = agent.detect_binary()  # learnt by that read
-    files = dict(zip(AGENT_CONFIG_FILES, (r.stdout.strip() if r.ok else None for r in agent.exec_many(*[("cat", p) for p in AGENT_CONFIG_FILES]))))
-    status = first.status
-    assert status is not None
-    kpr = status.kpr
-    cilium_version = (version.daemon or version.client).lstrip("v")
-    response, response_source = no_backend_response_of(config.service_no_backend_response, files[NO_BACKEND_RESPONSE_FILE], cilium_version)
-    routable = files[ROUTABLE_FILE]
-    features: set[Feature] = set()
-    if kpr.enabled:
-        features.add(Feature.KPR)
-    if kpr.socket_lb:
-        features.add(Feature.SOCKET_LB)
-        if not kpr.socket_lb_hostns_only:
-            features.add(Feature.SOCKET_LB_PODS)
-    for flag, feat in (
-        (kpr.nodeport, Feature.NODEPORT),
-        (kpr.external_ips, Feature.EXTERNAL_IPS),
-        (kpr.host_port, Feature.HOST_PORT),
-        (kpr.session_affinity, Feature.SESSION_AFFINITY),
-    ):
-        if flag:
-            features.add(feat)
-    v = Version.parse(cilium_version)
-    if (v.major, v.minor) >= (1, 18):
-        features.add(Feature.LB_STATEDB)
-    if status.attach_mode == "tcx":
-        features.add(Feature.TCX)
-    return ClusterFacts(
-        cluster=handle.name,
-        provider=handle.provider,
-        created=handle.created,
-        kubernetes_version=kube.server_version(),
-        cilium_version=cilium_version,
-        agent_binary=binary,
-        kube_proxy_replacement=kpr.enabled,
-        socket_lb_coverage=kpr.socket_lb_coverage,
-        nodeport_mode=kpr.nodeport_mode if kpr.nodeport else "",
-        lb_algorithm=kpr.lb_algorithm,
-        attach_mode=status.attach_mode,
-        no_backend_response=response,
-        external_ip_mitigation=config.external_ip_mitigation,
-        features=frozenset(features),
-        nodes=tuple(nodes),
-        routing_mode=status.routing_mode,
-        no_service_endpoints_routable=routable is None or routable.lower() != "false",
-        no_backend_response_source=response_source,
-        lb_map_max=int(files[LB_MAP_FILES[1]]) if (files[LB_MAP_FILES[1]] or "").isdigit() else None,
-    )
-
-
-AGENT_CONFIG_FILES = (NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE, LB_MAP_FILES[1])
-
-
-def no_backend_response_of(from_config: str | None, from_file: str | None, cilium_version: str) -> tuple[str, str]:
-    """ServiceNoBackendResponse and where it was read: ``config -a``'s read-only ``ServiceNoBackendResponse`` (cilium/cilium
-    pkg/option/config.go@8e7499ee DaemonConfig: `ServiceNoBackendResponse string`), else the agent's resolved
-    ``service-no-backend-response`` (the chart writes it into cilium-config: `"service-no-backend-response": "reject"`).
-    Neither is an error naming both, never a silent ``reject``: the no-backend expectations depend on it."""
-    for value, where in ((from_config, "config -a ServiceNoBackendResponse"), (from_file, NO_BACKEND_RESPONSE_FILE)):
-        if value is not None and value.strip().lower() in ("reject", "drop"):
-            return value.strip().lower(), where
-    got = ", ".join(f"{w}: {v!r}" for v, w in ((from_config, "config -a ServiceNoBackendResponse"), (from_file, NO_BACKEND_RESPONSE_FILE))
-                    if v is not None)
-    raise FactsError(f"Cilium {cilium_version} reports no ServiceNoBackendResponse (reject|drop): neither `cilium-dbg config -a` "
-                     f"(field ServiceNoBackendResponse) nor {NO_BACKEND_RESPONSE_FILE} has it{' (' + got + ')' if got else ''}; "
-                     "the no-backend expectations depend on it, so pytest-kpr will not assume 'reject'")
-
-
-def _cilium_internal_ips(kube: Any) -> dict[str, str]:
-    """Each node's cilium_host address: CiliumNode spec.addresses of type CiliumInternalIP (cilium/cilium
-    pkg/node/addressing/addresstype.go@e326b838 `NodeCiliumInternalIP AddressType = "CiliumInternalIP"`)."""
-    out: dict[str, str] = {}
-    try:
-        cilium_nodes = kube.list("CiliumNode")
-    except ApiError:  # not readable here: the SNAT rule then says what it could not compare
-        return out
-    for cn in cilium_nodes:
-        for a in (cn.get("spec") or {}).get("addresses") or []:
-            if a.get("type") == "CiliumInternalIP" and a.get("ip") and ":" not in a["ip"]:
-                out.setdefault(cn["metadata"]["name"], a["ip"])
-    return out
-
-
-# -- upgrades (Documentation/operations/upgrade.rst; ../shared/docs/provisioning.md §3) --------------------------
 
 PREFLIGHT_RELEASE = "cilium-preflight"
 PREFLIGHT_CHECK = "cilium-pre-flight-check"  # the pre-flight DaemonSet and Deployment

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from . import batch
-from ..core.errors import CommandError, InfraError, KprError
+from ..cluster import agents as _where
+from ..cluster.agents import AGENT_CONTAINER, NoAgent, agent_pods, locate_agents
+from ..core.errors import CommandError, InfraError
 from ..k8s.api import ExecResult, KubeAPI
 from ..parse import (
     BpfAttachment,
@@ -44,13 +46,6 @@ from ..parse.config import AgentConfig, parse_config
 from ..parse.statedb import parse_lb_maps_dump
 from ..core.wait import retrying
 
-#: where the agents run: the chart's defaults, replaced by :func:`locate_agents` (--kpr-cilium-namespace and the agent
-#: DaemonSet's own pod selector) once the cluster is known
-CILIUM_NAMESPACE = "kube-system"
-AGENT_SELECTOR = "k8s-app=cilium"
-#: the labels the chart gives the agent DaemonSet (install/kubernetes/cilium/templates/cilium-agent/daemonset.yaml)
-AGENT_DAEMONSET_SELECTORS = ("k8s-app=cilium", "app.kubernetes.io/name=cilium-agent")
-AGENT_CONTAINER = "cilium-agent"
 STATUS = ("status",)
 STATUS_VERBOSE = ("status", "--verbose")
 DB_HEALTH = ("shell", "--", "db/show", "health")
@@ -58,37 +53,6 @@ FRONTENDS = ("shell", "--", "db/show", "frontends")
 BATCH_MARK = batch.BATCH_MARK
 #: ``cilium`` was renamed ``cilium-dbg`` in 1.15; images kept a ``cilium`` alias for a while.
 BINARIES = ("cilium-dbg", "cilium")
-
-
-class NoAgent(KprError):
-    """No cilium-agent pod runs on a node (or at all)."""
-
-
-def locate_agents(kube: KubeAPI, namespace: str) -> str:
-    """Find the cilium-agent DaemonSet in ``namespace`` by the chart's labels and point every agent lookup at its pods
-    (its own ``spec.selector``). One line when none or several match. Returns ``namespace/name``."""
-    global CILIUM_NAMESPACE, AGENT_SELECTOR
-    found: dict[str, dict] = {}
-    for sel in AGENT_DAEMONSET_SELECTORS:
-        for ds in kube.list("DaemonSet", namespace, sel):
-            found.setdefault(ds["metadata"]["name"], ds)
-    if not found:
-        raise NoAgent(f"no cilium-agent DaemonSet in namespace {namespace} (labels {' or '.join(AGENT_DAEMONSET_SELECTORS)}); "
-                      "pass --kpr-cilium-namespace if Cilium runs elsewhere")
-    if len(found) > 1:
-        raise NoAgent(f"{len(found)} DaemonSets in namespace {namespace} look like cilium-agent ({', '.join(sorted(found))}); "
-                      "pytest-kpr needs exactly one")
-    (name, ds), = found.items()
-    match = ((ds.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-    CILIUM_NAMESPACE = namespace
-    AGENT_SELECTOR = ",".join(f"{k}={v}" for k, v in sorted(match.items())) or AGENT_SELECTOR
-    return f"{namespace}/{name}"
-
-
-def agent_pods(kube: KubeAPI) -> list[dict]:
-    """Every cilium-agent pod, sorted by node name."""
-    pods = kube.list("Pod", CILIUM_NAMESPACE, AGENT_SELECTOR)
-    return sorted(pods, key=lambda p: p.get("spec", {}).get("nodeName") or "")
 
 
 @dataclass
@@ -108,14 +72,14 @@ class Agent:
         for p in agent_pods(kube):
             if p.get("spec", {}).get("nodeName") == node and p.get("status", {}).get("phase") == "Running":
                 return cls(kube, node, p["metadata"]["name"], **kw)  # type: ignore[arg-type]
-        raise NoAgent(f"no running cilium-agent pod on node {node} ({CILIUM_NAMESPACE}, {AGENT_SELECTOR})")
+        raise NoAgent(f"no running cilium-agent pod on node {node} ({_where.CILIUM_NAMESPACE}, {_where.AGENT_SELECTOR})")
 
     def exec(self, argv: Sequence[str], timeout: float | None = None) -> ExecResult:
         """Run ``argv`` in the agent container, retrying only transport failures."""
         for attempt in retrying(self.retry_timeout, assertions=False):
             with attempt:
                 return self.kube.exec(
-                    CILIUM_NAMESPACE, self.pod, list(argv), container=AGENT_CONTAINER, timeout=timeout or self.exec_timeout
+                    _where.CILIUM_NAMESPACE, self.pod, list(argv), container=AGENT_CONTAINER, timeout=timeout or self.exec_timeout
                 )
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -131,7 +95,7 @@ class Agent:
         return self.binary
 
     def _no_binary(self) -> NoAgent:
-        return NoAgent(f"neither cilium-dbg nor cilium runs in pod {CILIUM_NAMESPACE}/{self.pod}")
+        return NoAgent(f"neither cilium-dbg nor cilium runs in pod {_where.CILIUM_NAMESPACE}/{self.pod}")
 
     def run(self, *args: str, timeout: float | None = None) -> ExecResult:
         """``cilium-dbg <args>`` (or ``cilium``); raises :class:`CommandError` on a non-zero exit. The binary's
@@ -268,4 +232,4 @@ def agents(kube: KubeAPI, **kw: float) -> list[Agent]:
     return out
 
 
-__all__ = ["Agent", "CommandError", "InfraError", "NoAgent", "agent_pods", "agents"]
+__all__ = ["Agent", "CommandError", "InfraError", "NoAgent", "agent_pods", "agents", "locate_agents"]

@@ -15,8 +15,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from . import agent as _agent
 from .agent import agent_pods, agents
+from ..cluster import agents as _where
 from ..cluster.provider import ClusterHandle
 from ..k8s.api import KubeAPI, pod_ready
 
@@ -39,26 +39,26 @@ def _tail(text: str, n: int = LOG_LINES) -> str:
 def _pods(kube: KubeAPI, dest: Path, files: list[Path]) -> None:
     import yaml
 
-    pods = kube.list("Pod", _agent.CILIUM_NAMESPACE)
+    pods = kube.list("Pod", _where.CILIUM_NAMESPACE)
     cilium = [p for p in pods if "cilium" in p["metadata"]["name"]]
     summary = {p["metadata"]["name"]: {"node": p.get("spec", {}).get("nodeName"), "status": p.get("status", {})} for p in cilium}
     _write(dest, "cilium-pods.yaml", yaml.safe_dump(summary, sort_keys=True) if summary else "no Cilium pods\n", files)
     for p in cilium:
         name = p["metadata"]["name"]
         try:
-            text = _tail(kube.logs(_agent.CILIUM_NAMESPACE, name))
+            text = _tail(kube.logs(_where.CILIUM_NAMESPACE, name))
         except Exception as e:  # noqa: BLE001 - best effort
             text = f"could not read the log: {e}"
         _write(dest, f"log-{name}.txt", text, files)
 
 
 def _events(kube: KubeAPI, dest: Path, files: list[Path]) -> None:
-    events = kube.list("Event", _agent.CILIUM_NAMESPACE)
+    events = kube.list("Event", _where.CILIUM_NAMESPACE)
     events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
     lines = [f"{e.get('lastTimestamp') or e.get('eventTime') or '?'}\t{e.get('type', '')}\t{e.get('reason', '')}\t"
              f"{(e.get('involvedObject') or {}).get('kind', '')}/{(e.get('involvedObject') or {}).get('name', '')}\t{e.get('message', '')}"
              for e in events]
-    _write(dest, f"events-{_agent.CILIUM_NAMESPACE}.txt", "\n".join(lines) if lines else "no events\n", files)
+    _write(dest, f"events-{_where.CILIUM_NAMESPACE}.txt", "\n".join(lines) if lines else "no events\n", files)
 
 
 def _agent_status(kube: KubeAPI, dest: Path, exec_timeout: float, files: list[Path]) -> None:

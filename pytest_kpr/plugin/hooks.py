@@ -65,6 +65,16 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = resolve(cli, config.getini, config.rootpath)
     except SettingsError as e:
         raise pytest.UsageError(f"pytest-kpr: {e}") from None
+    if settings.fake_faults:  # the fake's fault names are the fake's to check (the options table only parses them)
+        from dataclasses import replace
+
+        from ..testing.config import check_faults
+
+        try:
+            settings = replace(settings, fake_faults=check_faults(settings.fake_faults))
+        except ValueError as e:
+            where = "--kpr-fake-faults" if settings.sources.get("fake_faults") == "cli" else "ini key kpr_fake_faults"
+            raise pytest.UsageError(f"pytest-kpr: {where}: {e}") from None
     from ..run.settings import artifacts_problem, unknown_ini_keys
 
     # pytest's own list of ini keys nobody registered (it only warns about them); private, hence the guard

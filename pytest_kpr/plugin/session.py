@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import pytest
 
-from ..cluster import cilium
+from ..observe import readiness
 from ..cluster.facts import ClusterFacts
 from ..cluster.provider import ClusterHandle, Provider, SharedProvider
 from ..run.cost import Cost, CountingKube, CountingNodes
@@ -181,9 +181,9 @@ class KprSession:
             self._phase("readiness")
             where = locate_agents(self.handle.kube, self.settings.cilium_namespace)
             self.progress(f"waiting for the Cilium datapath (every agent of {where} Ok, KubeProxyReplacement True)")
-            states = cilium.wait_ready(self.handle.kube, self.timeouts, self.progress)
+            states = readiness.wait_ready(self.handle.kube, self.timeouts, self.progress)
             self._phase("facts")
-            self.facts = cilium.read_facts(self.handle, states, self.timeouts.EXEC)
+            self.facts = readiness.read_facts(self.handle, states, self.timeouts.EXEC)
             self._write_cluster_json()
             self._refuse_kernels_below_the_floor(self.facts)
             self._refuse_a_profile_that_did_not_take(self.facts)
@@ -260,8 +260,8 @@ class KprSession:
     def reread_facts(self) -> ClusterFacts:
         """After Cilium changed under the run (an upgrade): wait for the datapath again and read the facts anew."""
         assert self.handle is not None
-        states = cilium.wait_ready(self.handle.kube, self.timeouts, self.progress)
-        self.facts = cilium.read_facts(self.handle, states, self.timeouts.EXEC)
+        states = readiness.wait_ready(self.handle.kube, self.timeouts, self.progress)
+        self.facts = readiness.read_facts(self.handle, states, self.timeouts.EXEC)
         self._write_cluster_json()
         return self.facts
 

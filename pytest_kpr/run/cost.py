@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Sequence
 
-from ..observe.agent import AGENT_CONTAINER
+from ..cluster.agents import AGENT_CONTAINER
 
 _API_METHODS = ("get", "list", "create", "patch", "delete", "logs", "server_version")
 

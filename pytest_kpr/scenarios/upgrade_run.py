@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from ..observe.agent import agent_pods
 from ..judge.iptables import KUBE_PROXY_MARKS
-from ..cluster import cilium
+from ..observe import readiness
 from ..cluster.provider import UpgradableProvider
 from ..rules.datapath import coverage_name, plane_for
 from ..core.errors import KprError
@@ -196,7 +196,7 @@ class UpgradeRun:
         self.provider.upgrade(to_version, from_version, lab.progress)
         eventually(lambda: watch.observe(agent_pods(lab.kube)), until=bool, timeout=t.CILIUM_READY, every=0.25,
                    what=f"every node's cilium-agent replaced and Ready ({kind} to {to_version})", progress=lab.progress)
-        states = cilium.wait_ready(lab.kube, t, lab.progress)
+        states = readiness.wait_ready(lab.kube, t, lab.progress)
         facts = self.reread_facts()
         lab.facts, lab.minor = facts, (facts.cilium.major, facts.cilium.minor)
         time.sleep(t.FLOW_BASELINE)

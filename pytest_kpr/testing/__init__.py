@@ -4,7 +4,7 @@ Users can run their own suites against :class:`FakeCluster` through the ``pytest
 (see :class:`FakeProvider`).
 """
 
-from .config import FakeConfig, Faults
+from .config import FakeConfig, Faults, check_faults
 from .fake import FakeCluster
 from .provider import FakeProvider
 
@@ -27,7 +27,7 @@ def fake_provider(settings: object) -> FakeProvider:
     from dataclasses import replace
 
     s = settings  # a pytest_kpr.run.settings.Settings (not imported: this package stays below the plugin)
-    faults = replace(Faults(), **dict(getattr(s, "fake_faults", ())))
+    faults = replace(Faults(), **dict(check_faults(tuple(getattr(s, "fake_faults", ())))))
     cfg = FakeConfig(cilium_version=str(getattr(s, "cilium_version", "") or FakeConfig.cilium_version), faults=faults,
                      **PROFILE_CONFIG.get(str(getattr(s, "profile", "default")), {}))  # type: ignore[arg-type]
     return FakeProvider(FakeCluster(cfg))

@@ -148,3 +148,22 @@ class FakeConfig:
     #: the runner may open raw sockets (CAP_NET_RAW) -- not a Cilium setting: a CI job that forgot to grant it
     runner_net_raw: bool = True
     faults: Faults = field(default_factory=Faults)
+
+
+def check_faults(pairs: "tuple[tuple[str, object], ...]") -> tuple[tuple[str, object], ...]:
+    """``--kpr-fake-faults`` as parsed ((name, value or None), ...), checked against :class:`Faults`: an unknown name or a
+    missing value is a ValueError of one line; a flag given without a value is True."""
+    from dataclasses import MISSING, fields
+
+    known = {f.name: f for f in fields(Faults)}
+    out = []
+    for name, value in pairs:
+        if name not in known:
+            raise ValueError(f"no fake fault {name!r} (known: {', '.join(sorted(known))})")
+        if value is None:
+            default = known[name].default if known[name].default is not MISSING else None
+            if not isinstance(default, bool):
+                raise ValueError(f"fake fault {name} needs a value ({name}=VALUE)")
+            value = True
+        out.append((name, value))
+    return tuple(out)
