@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.judge import holds
 from pytest_kpr.judge.affinity import (
     AFFINITY_BACKENDS,
     AFFINITY_CONNECTIONS,
@@ -30,12 +31,14 @@ from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import WEB_PORT, Lab
 from pytest_kpr.core.wait import eventually
 
-pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("socket-lb-pods", "session-affinity")]
-PROPERTY = "affinity"
+pytestmark = [
+    pytest.mark.kpr(property="affinity", evidence="affinity.json"),
+    pytest.mark.kpr_requires("socket-lb-pods", "session-affinity"),
+]
 
 
 @pytest.fixture(scope="module")
-def seen(lab: Lab, probe: Lab, evidence: Evidence) -> dict[str, Any]:
+def seen(lab: Lab, probe: Lab, evidence: Evidence, kpr_property: str) -> dict[str, Any]:
     dep = lab.web_deployment(AFFINITY_BACKENDS)
     dep["metadata"].update(name="aff", labels={"app": "aff"})
     dep["spec"]["selector"]["matchLabels"] = {"app": "aff"}
@@ -73,7 +76,7 @@ def seen(lab: Lab, probe: Lab, evidence: Evidence) -> dict[str, Any]:
             "problems": {**affinity_problems(peers["aff-sticky"], peers["aff-plain"], backends),
                          "timeout": affinity_timeout_problems(peers["aff-timeout"], backends, AFFINITY_IDLE_S, AFFINITY_TIMEOUT_S)}}
     evidence.write("affinity.json", data)
-    evidence.figure(PROPERTY, f"ClientIP: {len({p for p in peers['aff-sticky'] if p})} backend for {AFFINITY_CONNECTIONS} connections; "
+    evidence.figure(kpr_property, f"ClientIP: {len({p for p in peers['aff-sticky'] if p})} backend for {AFFINITY_CONNECTIONS} connections; "
                               f"none: {len({p for p in peers['aff-plain'] if p})} of {len(backends)} backends; "
                               f"{AFFINITY_TIMEOUT_S} s timeout: {len({p for p in peers['aff-timeout'] if p})} backends in {AFFINITY_TIMEOUT_ROUNDS}")
     return data
@@ -81,14 +84,14 @@ def seen(lab: Lab, probe: Lab, evidence: Evidence) -> dict[str, Any]:
 
 def test_a_client_stays_on_one_backend_with_session_affinity(seen: dict[str, Any]) -> None:
     problems = seen["problems"]["sticky"]
-    assert not problems, "affinity (sessionAffinity ClientIP): " + "; ".join(problems)
+    holds(problems, "affinity (sessionAffinity ClientIP)")
 
 
 def test_without_affinity_connections_spread_over_the_backends(seen: dict[str, Any]) -> None:
     problems = seen["problems"]["spread"]
-    assert not problems, "affinity (none): " + "; ".join(problems)
+    holds(problems, "affinity (none)")
 
 
 def test_the_affinity_expires_after_its_timeout(seen: dict[str, Any]) -> None:
     problems = seen["problems"]["timeout"]
-    assert not problems, f"affinity (timeoutSeconds {AFFINITY_TIMEOUT_S}): " + "; ".join(problems)
+    holds(problems, f"affinity (timeoutSeconds {AFFINITY_TIMEOUT_S})")

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.judge import holds
 from pytest_kpr.judge.etp import client_address_problems
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
@@ -27,12 +28,11 @@ from pytest_kpr.observe.lab import Lab
 from pytest_kpr.plugin.outcomes import no_outside_view
 from pytest_kpr.core.wait import eventually
 
-pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("nodeport")]
-PROPERTY = "DSR/SNAT"
+pytestmark = [pytest.mark.kpr(property="DSR/SNAT", evidence="dsr.json"), pytest.mark.kpr_requires("nodeport")]
 
 
 @pytest.fixture(scope="module")
-def dsr(lab: Lab, evidence: Evidence, kpr_cluster: ClusterHandle, kpr_facts: ClusterFacts) -> dict[str, Any]:
+def dsr(lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: ClusterHandle, kpr_facts: ClusterFacts) -> dict[str, Any]:
     receiving, backend_node = lab.client_node, lab.remote_node()
     ip = lab.node_ip(receiving)
     outside = kpr_cluster.outside
@@ -54,11 +54,11 @@ def dsr(lab: Lab, evidence: Evidence, kpr_cluster: ClusterHandle, kpr_facts: Clu
             "client": outside.source_address(ip), "http_code": r.http_code, "seen": served[1] if served else None,
             "expected": rule.sees, "why": rule.why, "rule": rule.source}
     evidence.write("dsr.json", data)
-    evidence.figure(PROPERTY, f"{data['mode']}: the backend saw {data['seen']} (client {data['client']}, node {ip})")
+    evidence.figure(kpr_property, f"{data['mode']}: the backend saw {data['seen']} (client {data['client']}, node {ip})")
     return data
 
 
 def test_the_backend_sees_the_address_the_nodeport_mode_promises(dsr: dict[str, Any]) -> None:
     assert dsr["http_code"] == 200, f"DSR/SNAT: {dsr['node_ip']}:{dsr['node_port']} from outside answered {dsr['http_code']}"
     problems = client_address_problems(dsr["seen"], dsr["client"], dsr["node_ip"], dsr["expected"], dsr["why"], dsr["cilium_internal_ip"])
-    assert not problems, f"DSR/SNAT (the agent reports NodePort mode {dsr['mode']}, routing {dsr['routing'] or '?'}): " + "; ".join(problems)
+    holds(problems, f"DSR/SNAT (the agent reports NodePort mode {dsr['mode']}, routing {dsr['routing'] or '?'})")

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.judge import holds
 from pytest_kpr.judge.etp import client_address_problems, etp_reach_problems, health_check_problems
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.rules.datapath import backend_sees
@@ -27,13 +28,12 @@ from pytest_kpr.observe.lab import Lab
 from pytest_kpr.plugin.outcomes import no_outside_view
 from pytest_kpr.core.wait import eventually
 
-pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("nodeport")]
-PROPERTY = "eTP=Local"
+pytestmark = [pytest.mark.kpr(property="eTP=Local", evidence="etp.json"), pytest.mark.kpr_requires("nodeport")]
 PROBE_TIMEOUT = 2.0
 
 
 @pytest.fixture(scope="module")
-def etp(lab: Lab, evidence: Evidence, kpr_cluster: ClusterHandle) -> dict[str, Any]:
+def etp(lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: ClusterHandle) -> dict[str, Any]:
     client, with_backend = lab.client_node, lab.remote_node()
     others = [n.name for n in lab.facts.nodes if n.name not in (client, with_backend)]
     lab._create(lab.web_pod("etp-backend", {"app": "etp-backend"}, with_backend))
@@ -77,7 +77,7 @@ def etp(lab: Lab, evidence: Evidence, kpr_cluster: ClusterHandle) -> dict[str, A
             "health": {n: {"http_code": c, "body": b} for n, (c, b) in health.items()}, "outside": outside}
     evidence.write("etp.json", data)
     seen = f"backend saw {outside['seen']}" if outside else "no outside view"
-    evidence.figure(PROPERTY, f"served by {sum(v == 'accepted' for v in raw['etp-local'].values())} of {len(outside_nodes)} nodes from outside "
+    evidence.figure(kpr_property, f"served by {sum(v == 'accepted' for v in raw['etp-local'].values())} of {len(outside_nodes)} nodes from outside "
                               f"(Cluster: {sum(v == 'accepted' for v in raw['etp-cluster'].values())}); {seen}")
     return {**data, "health_raw": health}
 
@@ -86,7 +86,7 @@ def test_only_the_node_with_a_local_backend_serves_it_from_outside(etp: dict[str
     if not etp["nodes"]["without_backend"]:
         pytest.skip("needs a third node (neither the client node nor the backend's) to send to from outside")
     problems = etp_reach_problems(etp["raw_syn"]["etp-local"], etp["raw_syn"]["etp-cluster"], etp["nodes"]["with_backend"])
-    assert not problems, "eTP=Local (from outside): " + "; ".join(problems)
+    holds(problems, "eTP=Local (from outside)")
 
 
 def test_the_backend_sees_the_clients_own_address(etp: dict[str, Any], kpr_facts: Any) -> None:
@@ -96,7 +96,7 @@ def test_the_backend_sees_the_clients_own_address(etp: dict[str, Any], kpr_facts
     assert o["http_code"] == 200, f"eTP=Local from outside: {o['node_ip']} (with the backend) answered {o['http_code']}"
     rule = backend_sees(kpr_facts.nodeport_mode, True, True, kpr_facts.routing_mode)
     problems = client_address_problems(o["seen"], o["client"], o["node_ip"], rule.sees, rule.why)
-    assert not problems, "eTP=Local (client address): " + "; ".join(problems)
+    holds(problems, "eTP=Local (client address)")
 
 
 def test_in_cluster_cluster_ip_access_is_unaffected(etp: dict[str, Any]) -> None:
@@ -109,4 +109,4 @@ def test_the_health_check_node_port_reports_each_nodes_local_endpoints(etp: dict
     with_backend = etp["nodes"]["with_backend"]
     local = {n: (1 if n == with_backend else 0) for n in etp["health_raw"]}
     problems = health_check_problems(etp["health_raw"], local, (lab.ns, "etp-local"))
-    assert not problems, f"eTP=Local (health-check NodePort {etp['health_check_node_port']}): " + "; ".join(problems)
+    holds(problems, f"eTP=Local (health-check NodePort {etp['health_check_node_port']})")

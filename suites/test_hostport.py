@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.judge import holds
 from pytest_kpr.judge.hostport import hostport_admission_problems, hostport_frontend_problems
 from pytest_kpr.judge.iptables import rule_line_problems, rule_view_problems
 from pytest_kpr.judge.nodeport import nodeport_listener_problems
@@ -23,14 +24,12 @@ from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
 from pytest_kpr.core.wait import eventually, eventually_or_now
 
-# the hostPort is node-wide: one worker runs this module
-pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("host-port"), pytest.mark.xdist_group("kpr-hostport")]
-PROPERTY = "hostPort"
+pytestmark = [pytest.mark.kpr(property="hostPort", evidence="hostport.json"), pytest.mark.kpr_requires("host-port")]
 HOST_PORT = 18780
 
 
 @pytest.fixture(scope="module")
-def hostport(lab: Lab, evidence: Evidence) -> dict[str, Any]:
+def hostport(lab: Lab, evidence: Evidence, kpr_property: str) -> dict[str, Any]:
     node = lab.client_node
     node_ip = lab.node_ip(node)
     lab._create(lab.web_pod("hp-a", {"app": "hp-a"}, node, host_port=HOST_PORT))
@@ -56,7 +55,7 @@ def hostport(lab: Lab, evidence: Evidence) -> dict[str, Any]:
             "rule_lines": {view: d.count_token(str(HOST_PORT)) if d is not None else "unreadable" for view, d in rules.items()},
             "frontends": [{"frontend": str(s.frontend), "type": s.type, "id": s.id} for s in hp], "second_pod": _pod_view(second)}
     evidence.write("hostport.json", data)
-    evidence.figure(PROPERTY, f"HTTP {data['http_code']} on {node_ip}:{HOST_PORT}, {data['listen_sockets']} listeners, "
+    evidence.figure(kpr_property, f"HTTP {data['http_code']} on {node_ip}:{HOST_PORT}, {data['listen_sockets']} listeners, "
                               f"{len(hp)} HostPort frontends; second pod {data['second_pod']['phase']}")
     return {"data": data, "services": services, "rules": {node: rules}, "listeners": listeners}
 
@@ -81,20 +80,20 @@ def test_the_host_port_answers_on_the_nodes_address(hostport: dict[str, Any]) ->
 
 def test_nobody_listens_on_the_host_port(hostport: dict[str, Any]) -> None:
     problems = nodeport_listener_problems(hostport["listeners"], HOST_PORT)
-    assert not problems, "hostPort: " + "; ".join(problems)
+    holds(problems, "hostPort")
 
 
 def test_no_rule_names_the_host_port(hostport: dict[str, Any]) -> None:
     problems = rule_view_problems(hostport["rules"]) + rule_line_problems(hostport["rules"], str(HOST_PORT), "the hostPort")
-    assert not problems, "hostPort: rules name the port, so portmap (not BPF) serves it: " + "; ".join(problems)
+    holds(problems, "hostPort: rules name the port, so portmap (not BPF) serves it")
 
 
 def test_the_agent_lists_a_host_port_frontend(hostport: dict[str, Any]) -> None:
     problems = hostport_frontend_problems(hostport["services"], HOST_PORT)
-    assert not problems, f"hostPort: on {hostport['data']['node']}: " + "; ".join(problems)
+    holds(problems, f"hostPort: on {hostport['data']['node']}")
 
 
 def test_a_second_pod_is_not_admitted_on_the_same_host_port(hostport: dict[str, Any]) -> None:
     d = hostport["data"]
     problems = hostport_admission_problems(d["second_pod"], d["node"])
-    assert not problems, "hostPort: " + "; ".join(problems)
+    holds(problems, "hostPort")

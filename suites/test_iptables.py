@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.judge import holds
 from pytest_kpr.judge.iptables import KUBE_PROXY_MARKS, kube_proxy_rule_problems, rule_line_problems, rule_view_problems
 from pytest_kpr.judge.kube_proxy import KUBE_PROXY_POLICY, kube_proxy_accepted
 from pytest_kpr.cluster.facts import ClusterFacts
@@ -22,14 +23,13 @@ from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
 from pytest_kpr.parse import RuleDump
 
-pytestmark = pytest.mark.kpr
-PROPERTY = "iptables"
+pytestmark = pytest.mark.kpr(property="iptables", evidence="iptables.json")
 
 Dumps = dict[str, dict[str, RuleDump | None]]
 
 
 @pytest.fixture(scope="module")
-def rules(lab: Lab, web: Any, evidence: Evidence, kpr_facts: ClusterFacts) -> Dumps:
+def rules(lab: Lab, web: Any, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts) -> Dumps:
     ip = lab.cluster_ip("web")
     dumps: Dumps = {n.name: lab.node(n.name).rule_dumps() for n in kpr_facts.nodes}
     counts = {node: {view: (d.counts(ip=ip) | {"kube_proxy": sum(d.count(m) for m in KUBE_PROXY_MARKS)}) if d else "unreadable"
@@ -46,14 +46,14 @@ def rules(lab: Lab, web: Any, evidence: Evidence, kpr_facts: ClusterFacts) -> Du
         "kube_proxy_replacement": lab.agent(lab.client_node).status().kpr.mode,  # recorded for the lab; readiness required True
         "nodes": counts,
     })
-    evidence.figure(PROPERTY, f"{total['kube_svc']} KUBE-SVC, {total['kube_sep']} KUBE-SEP, {total['ip']} ClusterIP lines on {len(dumps)} nodes")
+    evidence.figure(kpr_property, f"{total['kube_svc']} KUBE-SVC, {total['kube_sep']} KUBE-SEP, {total['ip']} ClusterIP lines on {len(dumps)} nodes")
     return dumps
 
 
 def test_every_node_can_be_read_in_each_rule_view(rules: Dumps) -> None:
     """Control for the negative checks below: a view that was not read proves nothing."""
     problems = rule_view_problems(rules)
-    assert not problems, "iptables: the rule views are not all readable, so the emptiness checks would be blind: " + "; ".join(problems)
+    holds(problems, "iptables: the rule views are not all readable, so the emptiness checks would be blind")
 
 
 def test_no_node_has_kube_proxy_service_rules(rules: Dumps, kpr_session: Any) -> None:
@@ -61,11 +61,11 @@ def test_no_node_has_kube_proxy_service_rules(rules: Dumps, kpr_session: Any) ->
     reason = kube_proxy_accepted(problems, kpr_session.settings.allow_kube_proxy)
     if reason:
         pytest.skip(reason)
-    assert not problems, "iptables: kube-proxy's service rules are on the nodes (expected none of its chains or its nft table in any view): " + \
-        "; ".join(problems) + f" ({KUBE_PROXY_POLICY})"
+    holds(problems, "iptables: kube-proxy's service rules are on the nodes (expected none of its chains or its nft table in any view)",
+          then=f" ({KUBE_PROXY_POLICY})")
 
 
 def test_no_rule_names_the_web_cluster_ip(rules: Dumps, lab: Lab) -> None:
     ip = lab.cluster_ip("web")
     problems = rule_line_problems(rules, ip, "web's ClusterIP")
-    assert not problems, f"iptables: rules name web's ClusterIP {ip}, so something other than BPF translates it: " + "; ".join(problems)
+    holds(problems, f"iptables: rules name web's ClusterIP {ip}, so something other than BPF translates it")

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.judge import holds
 from pytest_kpr.judge.kube_proxy import (
     KUBE_PROXY_POLICY,
     KUBE_PROXY_REMOVAL,
@@ -29,12 +30,11 @@ from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
 
-pytestmark = pytest.mark.kpr
-PROPERTY = "kube-proxy"
+pytestmark = pytest.mark.kpr(property="kube-proxy", evidence="kubeproxy.json")
 
 
 @pytest.fixture(scope="module")
-def seen(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts) -> dict[str, Any]:
+def seen(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts) -> dict[str, Any]:
     kube = lab.kube
     found: dict[str, dict[str, Any]] = {}
     for d in [d for d in kube.list("DaemonSet") if runs_kube_proxy(d)] + [x for x in [kube.get("DaemonSet", "kube-proxy", "kube-system")] if x]:
@@ -45,7 +45,7 @@ def seen(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts) -> dict[str, Any
             "kube_proxy_pods": len(kube.list("Pod", None, "k8s-app=kube-proxy"))}
     evidence.write("kubeproxy.json", data)
     n_ipvs = sum(len(v or []) for v in ipvs.values())
-    evidence.figure(PROPERTY, f"{len(found)} kube-proxy DaemonSets, {data['kube_proxy_pods']} pods, {n_ipvs} IPVS services on {len(ipvs)} nodes")
+    evidence.figure(kpr_property, f"{len(found)} kube-proxy DaemonSets, {data['kube_proxy_pods']} pods, {n_ipvs} IPVS services on {len(ipvs)} nodes")
     return data
 
 
@@ -59,12 +59,11 @@ def _accepted(problems: list[str], kpr_session: Any) -> None:
 def test_no_kube_proxy_daemonset_runs_beside_the_replacement(seen: dict[str, Any], kpr_session: Any) -> None:
     problems = kube_proxy_daemonset_problems(seen["daemonsets"])
     _accepted(problems, kpr_session)
-    assert not problems, "kube-proxy: a second authority for Services: " + "; ".join(problems) + f" ({KUBE_PROXY_POLICY})"
+    holds(problems, "kube-proxy: a second authority for Services", then=f" ({KUBE_PROXY_POLICY})")
 
 
 def test_no_node_has_ipvs_services(seen: dict[str, Any], kpr_session: Any) -> None:
     problems = ipvs_problems(seen["ipvs"])
     _accepted(problems, kpr_session)
-    assert not problems, ("kube-proxy: a second authority for Services, IPVS virtual services on the nodes (kube-proxy's IPVS mode or its "
-                          f"leftovers): {'; '.join(problems)}; remove kube-proxy ({KUBE_PROXY_REMOVAL}) and clear IPVS (ipvsadm --clear) "
-                          f"({KUBE_PROXY_POLICY})")
+    holds(problems, "kube-proxy: a second authority for Services, IPVS virtual services on the nodes (kube-proxy's IPVS mode or its leftovers)",
+          then=f"; remove kube-proxy ({KUBE_PROXY_REMOVAL}) and clear IPVS (ipvsadm --clear) ({KUBE_PROXY_POLICY})")

@@ -1,7 +1,7 @@
 """Mixed kube-proxy, made for real: install kube-proxy beside the replacement, show that the checks find it, remove it.
 
 Disruptive (kpr_disruptive: it runs only on a cluster this run created, or with --kpr-allow-disruptive) and run last
-(RUN_LAST): while kube-proxy runs, two authorities program every Service. A ServiceAccount bound to Kubernetes'
+(last=True): while kube-proxy runs, two authorities program every Service. A ServiceAccount bound to Kubernetes'
 ``system:node-proxier`` ClusterRole and a DaemonSet ``kube-proxy`` (label k8s-app=kube-proxy, host network, privileged,
 iptables mode) with the node image's own kube-proxy (``registry.k8s.io/kube-proxy:<the cluster's version>``, which kind
 node images carry, so nothing is pulled). Once every node shows kube-proxy's chains, the mixed kube-proxy and iptables
@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.judge import holds
 from pytest_kpr.judge.iptables import kube_proxy_rule_problems
 from pytest_kpr.judge.kube_proxy import daemonset_summary, kube_proxy_daemonset_problems, runs_kube_proxy
 from pytest_kpr.cluster.facts import ClusterFacts
@@ -24,9 +25,7 @@ from pytest_kpr.observe.lab import Lab
 from pytest_kpr.plugin.session import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, KprSession
 from pytest_kpr.core.wait import eventually, eventually_or_now
 
-pytestmark = [pytest.mark.kpr, pytest.mark.kpr_disruptive, pytest.mark.xdist_group("kpr-kube-proxy-installed")]
-PROPERTY = "kube-proxy installed"
-RUN_LAST = True
+pytestmark = [pytest.mark.kpr(property="kube-proxy installed", evidence="kubeproxy-installed.json", last=True), pytest.mark.kpr_disruptive]
 
 
 def _daemonset(lab: Lab, image: str, account: str) -> dict[str, Any]:
@@ -65,7 +64,7 @@ def _rules(lab: Lab, nodes: list[str]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def installed(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kpr_session: KprSession) -> dict[str, Any]:
+def installed(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, kpr_session: KprSession) -> dict[str, Any]:
     nodes = [n.name for n in kpr_facts.nodes]
     image = f"registry.k8s.io/kube-proxy:{kpr_facts.kubernetes_version}"
     account = "kpr-kube-proxy"
@@ -115,7 +114,7 @@ def installed(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kpr_session
     after = _rules(lab, nodes)
     data["after_cleanup"] = kube_proxy_rule_problems(after)
     evidence.write("kubeproxy-installed.json", data)
-    evidence.figure(PROPERTY, f"found on {len(data['detected']['nodes_with_rules'])} of {len(nodes)} nodes; "
+    evidence.figure(kpr_property, f"found on {len(data['detected']['nodes_with_rules'])} of {len(nodes)} nodes; "
                               f"{len(data['after_cleanup'])} rule views with its chains after kube-proxy --cleanup")
     return data
 
@@ -128,11 +127,11 @@ def test_the_daemonset_check_names_an_installed_kube_proxy(installed: dict[str, 
 
 def test_the_rule_check_finds_its_chains_on_every_node(installed: dict[str, Any]) -> None:
     missing = sorted(set(installed["nodes"]) - set(installed["detected"]["nodes_with_rules"]))
-    assert not missing, (f"kube-proxy installed: its chains never showed on {', '.join(missing)}, so the iptables check was not "
-                         f"exercised there (kube-proxy ran: {installed['daemonset']})")
+    holds([f"its chains never showed on {', '.join(missing)}, so the iptables check was not exercised there (kube-proxy ran: "
+           f"{installed['daemonset']})"] if missing else [], "kube-proxy installed")
 
 
 def test_kube_proxy_cleanup_leaves_no_chains(installed: dict[str, Any]) -> None:
     left = installed["after_cleanup"]
-    assert not left, (f"kube-proxy installed: after deleting the DaemonSet and kube-proxy --cleanup on every node "
-                      f"({installed['cleanup_pods']}), rules remain: " + "; ".join(left))
+    holds(left, f"kube-proxy installed: after deleting the DaemonSet and kube-proxy --cleanup on every node ({installed['cleanup_pods']}), "
+                "rules remain")

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.judge import holds
 from pytest_kpr.judge.maglev import (
     MAGLEV_FLOWS,
     maglev_flow_problems,
@@ -37,8 +38,7 @@ from pytest_kpr.observe.lab import WEB_PORT, Lab
 from pytest_kpr.plugin.outcomes import no_outside_view
 from pytest_kpr.core.wait import eventually
 
-pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("nodeport", "lb-statedb"), pytest.mark.xdist_group("kpr-maglev")]
-PROPERTY = "Maglev"
+pytestmark = [pytest.mark.kpr(property="Maglev", evidence="maglev.json"), pytest.mark.kpr_requires("nodeport", "lb-statedb")]
 BACKENDS = 4
 FIRST_PORT = 42000
 
@@ -70,7 +70,7 @@ def _wait_backends(lab: Lab, n: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def maglev(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle) -> dict[str, Any]:
+def maglev(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle) -> dict[str, Any]:
     if kpr_facts.lb_algorithm.lower() != "maglev":
         pytest.skip(f"the agent reports backend selection {kpr_facts.lb_algorithm or 'unknown'}, not Maglev (profile maglev sets it)")
     workers = [n.name for n in kpr_facts.workers]
@@ -119,23 +119,23 @@ def maglev(lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kpr_cluster: C
         own = sum(1 for b in r["before"].values() if b == r["removed"])
         others = sum(1 for p, b in r["before"].items() if b != r["removed"] and r["after"].get(p) != b)
         moved = f"removing {r['removed']} moved its {own} flows and {others} of the other {MAGLEV_FLOWS - own}"
-    evidence.figure(PROPERTY, f"{len({s or MAGLEV_DEFAULT_SEED for s in seeds.values()})} seed on {len(nodes)} agents; {moved}")
+    evidence.figure(kpr_property, f"{len({s or MAGLEV_DEFAULT_SEED for s in seeds.values()})} seed on {len(nodes)} agents; {moved}")
     return {**data, "through": data["flows"], "pods": pods}
 
 
 def test_every_agent_uses_the_same_hash_seed(maglev: dict[str, Any]) -> None:
     problems = maglev_seed_problems(maglev["seeds"], MAGLEV_DEFAULT_SEED)
-    assert not problems, f"Maglev ({MAGLEV_SEED_FILE}): " + "; ".join(problems)
+    holds(problems, f"Maglev ({MAGLEV_SEED_FILE})")
 
 
 def test_every_agent_has_a_balanced_table_over_the_backends(maglev: dict[str, Any]) -> None:
     problems = maglev_table_problems(maglev["tables"], maglev["backends"])
-    assert not problems, "Maglev (lb/maps-dump tables): " + "; ".join(problems)
+    holds(problems, "Maglev (lb/maps-dump tables)")
 
 
 def test_cluster_ip_traffic_is_not_maglevd(maglev: dict[str, Any]) -> None:
     problems = maglev_scope_problems(maglev["cluster_ip_tables"])
-    assert not problems, "Maglev (ClusterIP): " + "; ".join(problems)
+    holds(problems, "Maglev (ClusterIP)")
 
 
 def test_a_flow_reaches_the_same_backend_through_every_node(maglev: dict[str, Any]) -> None:
@@ -145,7 +145,7 @@ def test_a_flow_reaches_the_same_backend_through_every_node(maglev: dict[str, An
         no_outside_view("the test runner has no specific route to the nodes; flows from outside need one")
     through = {node: {int(p): b for p, b in f.items()} for node, f in maglev["flows"].items()}
     problems = maglev_flow_problems(through)
-    assert not problems, "Maglev (the same flow through different nodes): " + "; ".join(problems)
+    holds(problems, "Maglev (the same flow through different nodes)")
 
 
 def test_removing_a_backend_moves_only_its_flows(maglev: dict[str, Any]) -> None:
@@ -155,4 +155,4 @@ def test_removing_a_backend_moves_only_its_flows(maglev: dict[str, Any]) -> None
     before = {int(p): b for p, b in r["before"].items()}
     after = {int(p): b for p, b in r["after"].items()}
     problems = maglev_remap_problems(before, after, r["removed"], len(maglev["pods"]))
-    assert not problems, f"Maglev (after deleting {r['removed']}, flows sent through {r['through']}): " + "; ".join(problems)
+    holds(problems, f"Maglev (after deleting {r['removed']}, flows sent through {r['through']})")

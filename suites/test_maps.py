@@ -14,7 +14,7 @@ lb-pressure-metrics-interval (SRC_MAP_PRESSURE), so neither is judged. When the 
 Services are the expected outcome and the inventory test is an expected failure that names them; a map that filled
 without being filled on purpose fails it. The Services are deleted at the end and their entries must be gone.
 
-Runs after every other suite (RUN_LAST): while the map is full no new Service can be programmed. Filling is refused
+Runs after every other suite (last=True): while the map is full no new Service can be programmed. Filling is refused
 under pytest-xdist (another worker's Services would meet the full map). Evidence: maps.json.
 """
 
@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.judge import holds
 from pytest_kpr.judge.maps import (
     MAP_FILL_LIMIT,
     MAP_FILL_MARGIN,
@@ -37,9 +38,7 @@ from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import WEB_PORT, Lab
 from pytest_kpr.core.wait import eventually_or_now
 
-pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("lb-statedb"), pytest.mark.xdist_group("kpr-maps")]
-PROPERTY = "map pressure"
-RUN_LAST = True
+pytestmark = [pytest.mark.kpr(property="map pressure", evidence="maps.json", last=True), pytest.mark.kpr_requires("lb-statedb")]
 
 
 def _map_max(lab: Lab) -> tuple[int, str, int, str]:
@@ -80,7 +79,7 @@ def _settled(lab: Lab, frontends: dict[str, str]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def maps(lab: Lab, evidence: Evidence, request: pytest.FixtureRequest) -> dict[str, Any]:
+def maps(lab: Lab, evidence: Evidence, kpr_property: str, request: pytest.FixtureRequest) -> dict[str, Any]:
     svc_max, source, rev_max, rev_source = _map_max(lab)
     map_max = min(svc_max, rev_max)  # whichever map fills first (datapath.SRC_MAP_FULL)
     fill = map_max <= MAP_FILL_LIMIT
@@ -123,7 +122,7 @@ def maps(lab: Lab, evidence: Evidence, request: pytest.FixtureRequest) -> dict[s
         "after_cleanup": {"kubernetes": sum(1 for n in names if lab.kube.get("Service", n, lab.ns) is not None), "in_map": remaining},
     }
     evidence.write("maps.json", data)
-    evidence.figure(PROPERTY, f"{len(missing)} of {count} Services not in a map of {map_max} entries ({entries} used)"
+    evidence.figure(kpr_property, f"{len(missing)} of {count} Services not in a map of {map_max} entries ({entries} used)"
                               f"{' (filled on purpose)' if fill else ''}; {len(remaining)} left after cleanup")
     return {"data": data, "health_seen": seen["health_seen"], "shown": shown}
 
@@ -153,14 +152,14 @@ def test_every_service_of_the_run_is_in_the_bpf_maps(maps: Any) -> None:
             pytest.xfail("map pressure (filled on purpose): " + "; ".join(problems))
         pytest.fail(f"map pressure: {d['services']} Services for a service map of {d['map_max']} entries ({d['map_max_source']}), yet none "
                     "is missing: the map is larger than the agent says, or entries are not where lb/maps-dump shows them")
-    assert not problems, "map pressure: " + "; ".join(problems)
+    holds(problems, "map pressure")
 
 
 def test_a_full_map_is_not_silent(maps: Any) -> None:
     if not maps["shown"]:
         pytest.skip("no Service was missing from the map, so there was nothing to show")
     problems = map_visibility_problems(maps["shown"], maps["health_seen"], MAP_FULL_ERRORS)
-    assert not problems, "map pressure (how the agent shows a full map): " + "; ".join(problems)
+    holds(problems, "map pressure (how the agent shows a full map)")
 
 
 def test_cleanup_removes_every_service_and_its_entries(maps: Any) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.judge import holds
 from pytest_kpr.judge.no_backend import NoBackendAttempt, no_backend_problems
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
@@ -33,8 +34,7 @@ from pytest_kpr.observe.lab import Ghost, Lab
 from pytest_kpr.plugin.outcomes import no_outside_view
 from pytest_kpr.parse.probe import ProbeOutput
 
-pytestmark = pytest.mark.kpr
-PROPERTY = "no backend"
+pytestmark = pytest.mark.kpr(property="no backend", evidence="ghost.json")
 
 #: curl's limit and the probes' timeout: a drop shows as a wait this long
 CURL_MAX_TIME = 5.0
@@ -52,7 +52,7 @@ def _record(a: NoBackendAttempt, plane: Plane, rule_source: str) -> dict[str, An
 
 
 @pytest.fixture(scope="module")
-def seen(ghost: Ghost, lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle) -> dict[str, Any]:
+def seen(ghost: Ghost, lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle) -> dict[str, Any]:
     response, coverage = kpr_facts.no_backend_response, kpr_facts.socket_lb_coverage
     client = kpr_facts.node(lab.client_node)
     routable, kernel = kpr_facts.no_service_endpoints_routable, kernel_tuple(client.kernel) if client else None
@@ -108,7 +108,7 @@ def seen(ghost: Ghost, lab: Lab, evidence: Evidence, kpr_facts: ClusterFacts, kp
     }
     evidence.write("ghost.json", data)
     icmp = f" ICMP {np_a.icmp[0]}/{np_a.icmp[1]}" if np_a.icmp else ""
-    evidence.figure(PROPERTY, f"pod curl exit {curl.exit_code} in {curl.seconds:.2f}s ({connect_plane.plane}), "
+    evidence.figure(kpr_property, f"pod curl exit {curl.exit_code} in {curl.seconds:.2f}s ({connect_plane.plane}), "
                               f"NodePort raw SYN {np_a.verdict}{icmp} ({response})")
     return {"data": data, "response": response, "coverage": coverage, "routable": routable, "kernel": kernel, "curl": curl_a, "connect": conn_a, "pod_raw": pod_raw,
             "nodeport_raw": np_a, "runner_raw": runner, "skips": attempts}
@@ -118,7 +118,7 @@ def _judge(a: NoBackendAttempt, client: str, access: str, frontend: str, seen: d
     plane = plane_for(client, access, frontend, seen["coverage"]).plane
     rule = no_backend(plane, seen["response"], seen["routable"], seen["kernel"])
     problems = no_backend_problems(a, rule, seen["response"] + ("" if seen["routable"] else ", enable-no-service-endpoints-routable=false"))
-    assert not problems, "\n".join(problems)
+    holds(problems, "no backend")
 
 
 def test_agent_lists_ghost_without_backends(seen: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.judge import holds
 from pytest_kpr.judge.iptables import rule_line_problems, rule_view_problems
 from pytest_kpr.judge.nodeport import nodeport_frontend_problems, nodeport_listener_problems
 from pytest_kpr.cluster.provider import ClusterHandle
@@ -19,13 +20,11 @@ from pytest_kpr.observe.lab import Lab, same_address
 from pytest_kpr.plugin.outcomes import no_outside_view
 from pytest_kpr.parse import L3n4
 
-# the NodePort (--kpr-nodeport) is cluster-wide: one worker runs this module
-pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("nodeport"), pytest.mark.xdist_group("kpr-nodeport")]
-PROPERTY = "NodePort"
+pytestmark = [pytest.mark.kpr(property="NodePort", evidence="nodeport.json"), pytest.mark.kpr_requires("nodeport")]
 
 
 @pytest.fixture(scope="module")
-def nodeport(web_np: int, lab: Lab, evidence: Evidence) -> dict[str, Any]:
+def nodeport(web_np: int, lab: Lab, evidence: Evidence, kpr_property: str) -> dict[str, Any]:
     node = lab.node(lab.client_node)
     node_ip = lab.node_ip(lab.client_node)
     http = node.http_get(f"http://{node_ip}:{web_np}/", max_time=5)
@@ -45,7 +44,7 @@ def nodeport(web_np: int, lab: Lab, evidence: Evidence) -> dict[str, Any]:
         "service_id": svc.id if svc else None,
     }
     evidence.write("nodeport.json", data)
-    evidence.figure(PROPERTY, f"HTTP {data['http_code']} on {node_ip}:{web_np}, {data['listen_sockets']} listeners, {data['iptables_lines']} iptables lines")
+    evidence.figure(kpr_property, f"HTTP {data['http_code']} on {node_ip}:{web_np}, {data['listen_sockets']} listeners, {data['iptables_lines']} iptables lines")
     return {"data": data, "dumps": dumps, "listeners": listeners, "services": services}
 
 
@@ -65,15 +64,15 @@ def test_nodeport_answers_from_outside_the_cluster(nodeport: dict[str, Any], kpr
 
 def test_nobody_listens_on_the_nodeport(nodeport: dict[str, Any]) -> None:
     problems = nodeport_listener_problems(nodeport["listeners"], nodeport["data"]["node_port"])
-    assert not problems, "NodePort: " + "; ".join(problems)
+    holds(problems, "NodePort")
 
 
 def test_no_rule_names_the_nodeport(nodeport: dict[str, Any]) -> None:
     port = str(nodeport["data"]["node_port"])
     problems = rule_view_problems(nodeport["dumps"]) + rule_line_problems(nodeport["dumps"], port, "the NodePort")
-    assert not problems, "NodePort: rules name the port, so something other than BPF serves it: " + "; ".join(problems)
+    holds(problems, "NodePort: rules name the port, so something other than BPF serves it")
 
 
 def test_agent_lists_the_wildcard_nodeport_frontend(nodeport: dict[str, Any]) -> None:
     problems = nodeport_frontend_problems(nodeport["services"], nodeport["data"]["node_port"])
-    assert not problems, "NodePort: " + "; ".join(problems)
+    holds(problems, "NodePort")

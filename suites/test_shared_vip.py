@@ -19,6 +19,8 @@ import random
 from typing import Any, Iterator
 
 import pytest
+
+from pytest_kpr.judge import holds
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 
@@ -30,9 +32,7 @@ from pytest_kpr.plugin.session import KprSession
 from pytest_kpr.scenarios.sharedvip import CONFLICT, REFLECTOR_MODULE, Record, SharedVip, Skip, frontend_key
 from pytest_kpr.core.wait import WaitTimeout, eventually
 
-# the VIP (--kpr-shared-vip), the LB-IPAM pool and the agents' health are cluster-wide: one worker runs this module
-pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires(cilium="1.18"), pytest.mark.xdist_group("kpr-shared-vip")]
-PROPERTY = "shared VIP"
+pytestmark = [pytest.mark.kpr(property="shared VIP", evidence="sharedvip.json"), pytest.mark.kpr_requires(cilium="1.18")]
 GAP = "frontend-conflict-requeue"
 
 
@@ -59,7 +59,7 @@ def _selected_ways(request: pytest.FixtureRequest) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def scenarios(request: pytest.FixtureRequest, shared: SharedVip, report: dict[str, Any], evidence: Evidence) -> Iterator[dict[str, Record | str]]:
+def scenarios(request: pytest.FixtureRequest, shared: SharedVip, report: dict[str, Any], evidence: Evidence, kpr_property: str) -> Iterator[dict[str, Record | str]]:
     """Every selected way up to the claim, then all the owners deleted and their claimants watched together
     (one settle window for all). A way that cannot be made here maps to the reason."""
     out: dict[str, Record | str] = {}
@@ -79,7 +79,7 @@ def scenarios(request: pytest.FixtureRequest, shared: SharedVip, report: dict[st
             claim, gone = rec.get("claim"), rec.get("owner-deleted")
             late = next((s for s in rec.steps if s["step"] == "late-look"), None)
             appeared = f"after {late['seconds_after_deletion']} s (late)" if late and late["appeared"] else gone["appeared_by_itself"]
-            evidence.figure(PROPERTY, f"claimant rejected, owner HTTP {claim['owner_http']}; appeared by itself: {appeared}")
+            evidence.figure(kpr_property, f"claimant rejected, owner HTTP {claim['owner_http']}; appeared by itself: {appeared}")
 
 
 @pytest.fixture(params=WAYS)
@@ -120,7 +120,7 @@ def test_the_conflict_is_visible_in_the_agents_health(scenario: Record) -> None:
         missing.append(f"plain `cilium-dbg status` shows no degraded module (Modules Health {h['tally']})")
     if not h["error_seen"]:
         missing.append(f"`db/show health` has no Degraded {REFLECTOR_MODULE} row whose Error says '{CONFLICT}' ({h['reflector']})")
-    assert not missing, f"shared VIP ({scenario.way}): the rejected claim is not visible in the agent's health: " + "; ".join(missing)
+    holds(missing, f"shared VIP ({scenario.way}): the rejected claim is not visible in the agent's health")
 
 
 def test_the_owner_keeps_serving_during_the_conflict(scenario: Record) -> None:
@@ -153,22 +153,22 @@ def port_swap(shared: SharedVip, kpr_session: KprSession, report: dict[str, Any]
     return result
 
 
-def _mismatches(steps: list[dict[str, Any]]) -> str:
-    return "; ".join(f"{s['step']}: the model says {s['model']}, the agent shows {s['agent']}" for s in steps if not s["match"])
+def _mismatches(steps: list[dict[str, Any]]) -> list[str]:
+    return [f"{s['step']}: the model says {s['model']}, the agent shows {s['agent']}" for s in steps if not s["match"]]
 
 
 def test_a_port_swap_ends_as_the_model_predicts(port_swap: dict[str, Any]) -> None:
     """Two services swapping ports on one VIP: each upsert is rejected while the other holds the port it
     wants, so both keep their old frontend (both variants: no release, nothing to re-queue)."""
     bad = _mismatches(port_swap["steps"][:2])
-    assert not bad, f"shared VIP port swap ({port_swap['variant']}, VIP {port_swap['vip']}): {bad}"
+    holds(bad, f"shared VIP port swap ({port_swap['variant']}, VIP {port_swap['vip']})")
 
 
 def test_the_release_first_handoff_recovers_a_port_swap(port_swap: dict[str, Any]) -> None:
     """Release first, then claim: s0 moves to a free port, s1 gets a follow-up event and takes s0's old
     port, s0 takes s1's old port; every frontend ends Done with the right owner and no conflict left."""
     bad = _mismatches(port_swap["steps"][2:])
-    assert not bad, f"shared VIP port swap recovery ({port_swap['variant']}, VIP {port_swap['vip']}): {bad}"
+    holds(bad, f"shared VIP port swap recovery ({port_swap['variant']}, VIP {port_swap['vip']})")
 
 
 PORTS = [90, 91, 92]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_kpr.judge import holds
 from pytest_kpr.judge.socket_lb import (
     SocketLBObservation,
     attach_mode_kernel_problems,
@@ -25,12 +26,11 @@ from pytest_kpr.observe.lab import Lab, holder_ct, holder_program
 from pytest_kpr.parse.node import parse_netstat
 from pytest_kpr.plugin.session import KprSession
 
-pytestmark = [pytest.mark.kpr, pytest.mark.kpr_requires("socket-lb")]
-PROPERTY = "socket LB"
+pytestmark = [pytest.mark.kpr(property="socket LB", evidence=["ct.json", "prog.json"]), pytest.mark.kpr_requires("socket-lb")]
 
 
 @pytest.fixture(scope="module")
-def seen(holder: Lab, evidence: Evidence) -> tuple[SocketLBObservation, str, str]:
+def seen(holder: Lab, evidence: Evidence, kpr_property: str) -> tuple[SocketLBObservation, str, str]:
     """What the holder's connection looks like, read once: the tests below judge it (``bpf ct list`` is one exec
     of a whole table, not worth repeating per test)."""
     lab = holder
@@ -46,20 +46,20 @@ def seen(holder: Lab, evidence: Evidence) -> tuple[SocketLBObservation, str, str
         "client": obs.client, "app_peer": obs.app_peer, "socket_peer": obs.socket_peer, "backend": backend,
         "backend_pod": lab.pod_by_ip(backend.rsplit(":", 1)[0]), "svc_entries": svc_entries, "socket_lb_coverage": coverage,
     })
-    evidence.figure(PROPERTY, f"getpeername {obs.app_peer}, socket {obs.socket_peer} ({coverage})")
+    evidence.figure(kpr_property, f"getpeername {obs.app_peer}, socket {obs.socket_peer} ({coverage})")
     return obs, str(coverage), backend
 
 
 def test_application_sees_the_service_while_its_socket_points_at_a_backend(seen: tuple[SocketLBObservation, str, str]) -> None:
     obs, coverage, _ = seen
     problems = socket_lb_problems(obs, coverage)
-    assert not problems, f"socket LB (agent reports coverage {coverage}): " + "; ".join(problems)
+    holds(problems, f"socket LB (agent reports coverage {coverage})")
 
 
 def test_conntrack_out_entry_names_the_socket_peer(seen: tuple[SocketLBObservation, str, str]) -> None:
     obs, coverage, backend = seen
     problems = conntrack_out_problems(backend, obs.socket_peer, obs.backends, coverage)
-    assert not problems, "socket LB: " + "; ".join(problems)
+    holds(problems, "socket LB")
 
 
 def test_backend_sees_the_holder_pod_address(seen: tuple[SocketLBObservation, str, str], holder: Lab) -> None:
@@ -69,14 +69,14 @@ def test_backend_sees_the_holder_pod_address(seen: tuple[SocketLBObservation, st
     port = int(backend.rsplit(":", 1)[1])  # every peer of the backend's serving port: SNAT rewrites the source port too
     peers = sorted(s.peer for s in parse_netstat(holder.exec(pod, "netstat", "-tn").check().stdout) if s.local_port == port)
     problems = backend_peer_problems(obs.client, peers, pod)
-    assert not problems, "socket LB: " + "; ".join(problems)
+    holds(problems, "socket LB")
 
 
 def test_holder_endpoint_runs_cilium_program_on_its_host_veth(holder: Lab, evidence: Evidence, kpr_facts: ClusterFacts) -> None:
     prog = holder_program(holder)
     evidence.write("prog.json", prog)
     problems = program_problems(prog, kpr_facts.attach_mode)
-    assert not problems, "socket LB: " + "; ".join(problems) + f" ({prog})"
+    holds(problems, "socket LB", then=f" ({prog})")
 
 
 def test_the_reported_attach_mode_is_possible_on_the_nodes_kernels(kpr_facts: ClusterFacts, kpr_session: KprSession) -> None:
@@ -86,4 +86,4 @@ def test_the_reported_attach_mode_is_possible_on_the_nodes_kernels(kpr_facts: Cl
     assert kpr_session.settings.clusters_dir is not None
     table = KernelTable.load(kpr_session.settings.clusters_dir / "kernels.yaml")
     problems = attach_mode_kernel_problems(kpr_facts.attach_mode, {n.name: n.kernel for n in kpr_facts.nodes}, table.features["tcx"].kernel)
-    assert not problems, "socket LB: " + "; ".join(problems)
+    holds(problems, "socket LB")

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.kpr, pytest.mark.kpr_upgrade, pytest.mark.xdist_group("kpr-upgrade")]
-PROPERTY = "upgrade"
+from pytest_kpr.judge import holds
+
+pytestmark = [pytest.mark.kpr(property="upgrade", evidence="upgrade.json"), pytest.mark.kpr_upgrade]
 
 
 @pytest.fixture(params=["upgrade", "downgrade"])
@@ -33,26 +34,26 @@ def where(t: dict[str, Any]) -> str:
 
 def test_no_flow_was_reset_closed_or_stalled(transition: dict[str, Any]) -> None:
     broken = [p for f in transition["flows"].values() for p in f["problems"]["broken"]]
-    assert not broken, f"{where(transition)}: flows broke: " + "; ".join(broken)
+    holds(broken, f"{where(transition)}: flows broke")
 
 
 def test_no_flow_saw_a_gap_longer_than_allowed(transition: dict[str, Any], upgrade_phase: Any) -> None:
     long = [f"{p} (during {f['longest_gap_during'] or 'no agent restart on its path'})"
             for name, f in transition["flows"].items() for p in f["problems"]["gap"]]
-    assert not long, f"{where(transition)}: gaps over --kpr-max-gap={upgrade_phase['max_gap_s']:g} s: " + "; ".join(long)
+    holds(long, f"{where(transition)}: gaps over --kpr-max-gap={upgrade_phase['max_gap_s']:g} s")
 
 
 def test_no_service_or_backend_id_changed_or_was_reused(transition: dict[str, Any]) -> None:
     diff = transition["diff"]
     changed = diff["service_ids"] + diff["backend_ids"]
-    assert not changed, f"{where(transition)}: IDs changed (connections can end up at the wrong backend, cf. PR #18119): " + "; ".join(changed[:10])
+    holds(changed[:10], f"{where(transition)}: IDs changed (connections can end up at the wrong backend, cf. PR #18119)")
 
 
 def test_the_flows_conntrack_entries_survive(transition: dict[str, Any]) -> None:
     lost = transition["diff"]["ct_lost"]
-    assert not lost, f"{where(transition)}: the conntrack entries of these flows were gone after the roll (cf. #29667): {', '.join(lost)}"
+    holds(lost, f"{where(transition)}: the conntrack entries of these flows were gone after the roll (cf. #29667)")
 
 
 def test_no_datapath_property_regressed(transition: dict[str, Any]) -> None:
     reg = transition["diff"]["regressions"]
-    assert not reg, f"{where(transition)}: held before and not after: " + "; ".join(reg)
+    holds(reg, f"{where(transition)}: held before and not after")

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_kpr.plugin.markers import suites_in
+
 REPO = Path(__file__).resolve().parent.parent
 SUITES = REPO / "suites"
 
@@ -74,9 +76,10 @@ def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -
         "pass  shared VIP      claimant rejected, owner HTTP 200; appeared by itself: False  (12 passed, 2 xfailed)",
     ])
     art = pytester.path / "artifacts" / "fake"
-    assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(
-        ["cluster.json", "iptables.json", "svc.json", "scale.json", "ct.json", "prog.json", "nodeport.json", "ghost.json", "sharedvip.json", "report.txt",
-         "results.json", "kubeproxy.json", "affinity.json", "etp.json", "hostport.json", "dsr.json", "maps.json", "kubeproxy-installed.json"])
+    # every suite's declared evidence (its pytest.mark.kpr contract), but Maglev's (skipped: the fake's agents report Random)
+    # and the upgrade's (collected only with --kpr-upgrade-to), and the run's own files
+    declared = {e for suite, _ in suites_in(SUITES).values() for e in suite.evidence} - {"maglev.json", "upgrade.json"}
+    assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(declared | {"cluster.json", "report.txt", "results.json"})
 
 
 NO_BACKEND_PASS = {"passed": 5, "skipped": 1}  # Full coverage: the pod's raw SYN is recorded only
@@ -394,9 +397,10 @@ def test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_
     for prop in ("iptables", "backend slots", "socket LB", "NodePort", "no backend", "shared VIP"):
         result.stdout.fnmatch_lines([f"pass  {prop}*"])
     art = pytester.path / "artifacts" / "fake"
-    assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(
-        ["cluster.json", "iptables.json", "svc.json", "scale.json", "ct.json", "prog.json", "nodeport.json", "ghost.json", "sharedvip.json", "report.txt",
-         "results.json", "kubeproxy.json", "affinity.json", "etp.json", "hostport.json", "dsr.json", "maps.json", "kubeproxy-installed.json"])
+    # every suite's declared evidence (its pytest.mark.kpr contract), but Maglev's (skipped: the fake's agents report Random)
+    # and the upgrade's (collected only with --kpr-upgrade-to), and the run's own files
+    declared = {e for suite, _ in suites_in(SUITES).values() for e in suite.evidence} - {"maglev.json", "upgrade.json"}
+    assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(declared | {"cluster.json", "report.txt", "results.json"})
     report = dict(line.split("=", 1) for line in (art / "report.txt").read_text().splitlines())
     assert not [k for k, v in report.items() if v.startswith("n/a")], f"every value was read by some worker: {report}"
     cluster = json.loads((art / "cluster.json").read_text())

@@ -73,6 +73,17 @@ def kpr_namespace(kpr_cluster: ClusterHandle, kpr_session: KprSession, request: 
 
 # -- the lab's workloads (the conformance suites' shared fixtures) ------------------------------------------------
 
+@pytest.fixture(scope="module")
+def kpr_property(request: pytest.FixtureRequest) -> str:
+    """The property the module's suite proves, as its ``pytest.mark.kpr(property=...)`` names it (the module's name when
+    the mark names none): the key of its figure in the summary (``evidence.figure(kpr_property, ...)``)."""
+    from .markers import KPR, parse_suite
+
+    mark = request.node.get_closest_marker(KPR)
+    default = request.node.path.stem if request.node.path is not None else "kpr"
+    return parse_suite(mark.args, dict(mark.kwargs), default).property if mark is not None else default
+
+
 @pytest.fixture(scope="session")
 def evidence(kpr_session: KprSession) -> Evidence:
     return kpr_session.evidence  # type: ignore[no-any-return]

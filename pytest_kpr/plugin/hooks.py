@@ -20,6 +20,7 @@ from ..run.settings import add_options, resolve
 KPR_SESSION = pytest.StashKey[KprSession]()
 REQUIREMENT = pytest.StashKey[markers.Requirement]()
 KNOWN_GAP = pytest.StashKey[markers.KnownGap]()
+SUITE = pytest.StashKey[markers.Suite]()
 
 pytest_plugins = ["pytest_kpr.plugin.fixtures"]
 
@@ -57,7 +58,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for doc in markers.DOCS.values():
         config.addinivalue_line("markers", doc)
-    # the suites declare xdist groups; without pytest-xdist the marker does nothing (and must still be known)
+    # each suite module gets an xdist group (_group_kpr_modules); without pytest-xdist the marker does nothing (and must still be known)
     config.addinivalue_line("markers", "xdist_group(name): run these tests in one pytest-xdist worker (pytest-xdist's marker)")
     cli = {k: v for k, v in vars(config.option).items() if k.startswith("kpr_")}
     try:
@@ -171,16 +172,17 @@ def _selects_kpr(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    # a module that sets RUN_LAST = True (the map-pressure suite, which may fill the service map) runs after every other
-    # suite, so no other suite's Services meet a full map
-    items.sort(key=lambda item: bool(getattr(getattr(item, "module", None), "RUN_LAST", False)))
-    _group_kpr_modules(items)
     try:
+        _attach_suites(items)
         _attach_requirements(items)
         _attach_known_gaps(config, items)
     except MarkerError as e:
         kpr_session(config).collection_failed = True  # pytest still calls collection_finish: never provision
         raise pytest.UsageError(str(e)) from None
+    # a suite declared last=True (the map-pressure suite, which may fill the service map) runs after every other suite,
+    # so no other suite's Services meet a full map
+    items.sort(key=lambda item: SUITE in item.stash and item.stash[SUITE].last)
+    _group_kpr_modules(items)
     if not _selects_kpr(config):
         _deselect_kpr(config, items)
     elif not kpr_session(config).settings.upgrade_to:
@@ -188,12 +190,29 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 def _group_kpr_modules(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist a suite module's tests stay in one worker: their module fixtures create the
-    workloads once (split, each worker would make its own). A module that declares an ``xdist_group``
-    (tests that must not run concurrently with another worker's, e.g. cluster-wide VIPs) keeps its own."""
+    """Under pytest-xdist a suite module's tests stay in one worker: their module fixtures create the workloads once
+    (split, each worker would make its own), and a module's cluster-wide objects (a NodePort, a VIP, a hostPort) are
+    used by one worker at a time. A module that declares an ``xdist_group`` of its own keeps it."""
     for item in items:
         if item.get_closest_marker(markers.KPR) is not None and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(f"kpr-{item.nodeid.split('::', 1)[0].rsplit('/', 1)[-1].removesuffix('.py')}"))
+            item.add_marker(pytest.mark.xdist_group(f"kpr-{_module_stem(item)}"))
+
+
+def _module_stem(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+
+
+def _attach_suites(items: list[pytest.Item]) -> None:
+    """Validate every kpr test's suite contract (``pytest.mark.kpr(property=..., evidence=..., last=...)``, the closest
+    mark wins) into one :class:`~pytest_kpr.plugin.markers.Suite`; a bare ``kpr`` mark names the module's property."""
+    for item in items:
+        mark = item.get_closest_marker(markers.KPR)
+        if mark is None:
+            continue
+        try:
+            item.stash[SUITE] = markers.parse_suite(mark.args, dict(mark.kwargs), _module_stem(item))
+        except MarkerError as e:
+            raise MarkerError(f"{item.nodeid}: {e}") from None
 
 
 def _attach_requirements(items: list[pytest.Item]) -> None:
@@ -318,7 +337,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if item.get_closest_marker(markers.KPR) is None:
         return report
     s = kpr_session(item.config)
-    prop = str(getattr(getattr(item, "module", None), "PROPERTY", item.nodeid.split("::")[0].rsplit("/", 1)[-1]))
+    prop = item.stash[SUITE].property if SUITE in item.stash else _module_stem(item)
     _require_outside_view(report, call, s)
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else "skipped" if report.skipped else report.outcome

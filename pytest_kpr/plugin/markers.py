@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,9 @@ KNOWN_GAP = "kpr_known_gap"
 UPGRADE = "kpr_upgrade"
 
 DOCS = {
-    KPR: "kpr: a Cilium kube-proxy-replacement conformance test; runs only when selected with -m kpr.",
+    KPR: ("kpr(property=None, evidence=(), last=False): a Cilium kube-proxy-replacement conformance test; runs only when "
+          "selected with -m kpr. The suite contract: the property it proves (default: the module's name), the evidence "
+          "files it writes, and last=True to run after every other suite."),
     REQUIRES: (
         "kpr_requires(*features, cilium=None, kernel=None): skip unless the cluster has every feature "
         f"({', '.join(f.value for f in Feature)}), runs Cilium >= cilium and every node a kernel >= kernel."
@@ -118,3 +121,59 @@ def parse_requires(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Requirement
     return Requirement(
         frozenset(parsed), cv, str(cilium) if cilium is not None else None, kv, str(kernel) if kernel is not None else None
     )
+
+
+# -- the suite contract: pytest.mark.kpr(property=..., evidence=..., last=...) ---------------------------------------
+
+SUITE_KEYS = ("property", "evidence", "last")
+_EVIDENCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\.json$")
+
+
+@dataclass(frozen=True)
+class Suite:
+    """What a kpr suite module declares once, in its ``pytestmark``: the property it proves (the name every report, the
+    summary and results.json use), the evidence files it writes, and whether it runs after every other suite."""
+
+    property: str
+    evidence: tuple[str, ...] = ()
+    last: bool = False
+
+
+def parse_suite(args: tuple[Any, ...], kwargs: dict[str, Any], default_property: str) -> Suite:
+    """Validate ``pytest.mark.kpr`` arguments (keywords only); :class:`MarkerError` says what is wrong, in one line."""
+    if args:
+        raise MarkerError(f"@pytest.mark.{KPR} takes keywords only ({', '.join(f'{k}=' for k in SUITE_KEYS)}), not {args[0]!r}")
+    unknown = sorted(set(kwargs) - set(SUITE_KEYS))
+    if unknown:
+        raise MarkerError(f"@pytest.mark.{KPR}: unknown keyword {unknown[0]!r} (known: {', '.join(SUITE_KEYS)})")
+    if "property" not in kwargs:
+        prop = default_property
+    elif not isinstance(prop := kwargs["property"], str) or not prop.strip() or len(prop) > 40 or any(c in prop for c in "\r\n\t"):
+        raise MarkerError(f"@pytest.mark.{KPR}: property must be a name of 1-40 characters on one line, not {prop!r}")
+    evidence = kwargs.get("evidence", ())
+    names = (evidence,) if isinstance(evidence, str) else evidence
+    if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) and _EVIDENCE_NAME.match(n) for n in names):
+        raise MarkerError(f"@pytest.mark.{KPR}: evidence must be file names like 'svc.json' (one or a list), not {evidence!r}")
+    last = kwargs.get("last", False)
+    if not isinstance(last, bool):
+        raise MarkerError(f"@pytest.mark.{KPR}: last must be True or False, not {last!r}")
+    return Suite(prop.strip(), tuple(names), last)
+
+
+def suites_in(directory: Any) -> "dict[str, tuple[Suite, str]]":
+    """Every suite module ``test_*.py`` in ``directory``: file name -> (its contract, its docstring). Imported under
+    private names, so that a test session that collected the same files is not disturbed."""
+    import importlib.util
+    from pathlib import Path
+
+    out: dict[str, tuple[Suite, str]] = {}
+    for path in sorted(Path(directory).glob("test_*.py")):
+        spec = importlib.util.spec_from_file_location(f"_kpr_contract_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        marks = getattr(module, "pytestmark", [])
+        kpr = [m for m in (marks if isinstance(marks, list) else [marks]) if getattr(m, "name", None) == KPR]
+        if kpr:
+            out[path.name] = (parse_suite(kpr[0].args, dict(kpr[0].kwargs), path.stem), module.__doc__ or "")
+    return out

@@ -1,0 +1,130 @@
+"""The suite contract: ``pytest.mark.kpr(property=..., evidence=..., last=...)``, validated at collection, is the one place
+a suite is described; the README's suite table and the suites-vs-fake evidence list are generated from it."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_kpr.core.errors import MarkerError
+from pytest_kpr.plugin.markers import Suite, parse_suite, suites_in
+
+REPO = Path(__file__).resolve().parent.parent
+SUITES = REPO / "suites"
+
+
+@pytest.mark.parametrize(("args", "kwargs", "want"), [
+    ((), {}, Suite("test_x")),
+    ((), {}, Suite("test_a_module_name_longer_than_forty_characters_is_kept")),
+    ((), {"property": "socket LB", "evidence": "ct.json"}, Suite("socket LB", ("ct.json",))),
+    ((), {"property": " NodePort ", "evidence": ["a.json", "b.json"], "last": True}, Suite("NodePort", ("a.json", "b.json"), True)),
+    (("socket LB",), {}, "@pytest.mark.kpr takes keywords only (property=, evidence=, last=), not 'socket LB'"),
+    ((), {"propery": "x"}, "@pytest.mark.kpr: unknown keyword 'propery' (known: property, evidence, last)"),
+    ((), {"property": ""}, "@pytest.mark.kpr: property must be a name of 1-40 characters on one line, not ''"),
+    ((), {"property": "a\nb"}, "@pytest.mark.kpr: property must be a name of 1-40 characters on one line, not 'a\\nb'"),
+    ((), {"property": 3}, "@pytest.mark.kpr: property must be a name of 1-40 characters on one line, not 3"),
+    ((), {"property": "x" * 41}, f"@pytest.mark.kpr: property must be a name of 1-40 characters on one line, not {'x' * 41!r}"),
+    ((), {"evidence": "../x.json"}, "@pytest.mark.kpr: evidence must be file names like 'svc.json' (one or a list), not '../x.json'"),
+    ((), {"evidence": "x.txt"}, "@pytest.mark.kpr: evidence must be file names like 'svc.json' (one or a list), not 'x.txt'"),
+    ((), {"evidence": {"x.json": 1}}, "@pytest.mark.kpr: evidence must be file names like 'svc.json' (one or a list), not {'x.json': 1}"),
+    ((), {"last": "yes"}, "@pytest.mark.kpr: last must be True or False, not 'yes'"),
+])
+def test_the_contract_is_validated_in_one_line(args: tuple, kwargs: dict, want: Suite | str) -> None:
+    if isinstance(want, Suite):  # the default is the module's name, whatever its length
+        assert parse_suite(args, kwargs, want.property if not kwargs else "test_x") == want
+    else:
+        with pytest.raises(MarkerError) as e:
+            parse_suite(args, kwargs, "test_x")
+        assert str(e.value) == want
+
+
+def _written(path: Path) -> set[str]:
+    """The evidence files a module writes itself: every ``evidence.write("<name>", ...)`` with a literal name."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "write"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "evidence" and node.args
+                and isinstance(node.args[0], ast.Constant)):
+            out.add(node.args[0].value)
+    return out
+
+
+def test_every_suite_declares_its_property_and_the_evidence_it_writes() -> None:
+    found = suites_in(SUITES)
+    assert sorted(found) == sorted(p.name for p in SUITES.glob("test_*.py")), "every suite module carries the contract"
+    props = [s.property for s, _ in found.values()]
+    assert len(props) == len(set(props)), f"two suites prove the same property: {props}"
+    library = "\n".join(p.read_text() for p in (REPO / "pytest_kpr").rglob("*.py"))
+    for name, (suite, doc) in found.items():
+        assert suite.evidence, f"{name}: the contract names no evidence file"
+        written = _written(SUITES / name)
+        assert written <= set(suite.evidence), f"{name} writes {sorted(written - set(suite.evidence))} without declaring it"
+        for e in set(suite.evidence) - written:  # written for the suite by the library (upgrade.json by the upgrade run)
+            assert f'"{e}"' in library, f"{name} declares {e}, which nothing writes"
+        assert doc.strip(), f"{name}: no docstring (its first paragraph is the README's 'what it proves')"
+
+
+def test_the_readme_suite_table_is_generated_from_the_contract() -> None:
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "gen_docs.py"), "--check"], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    readme = (REPO / "README.md").read_text()
+    for suite, _ in suites_in(SUITES).values():
+        assert re.search(rf"\| {re.escape(suite.property)} \|", readme.replace("&lt;", "<").replace("&gt;", ">").replace("\\|", "|")), suite.property
+
+
+def test_a_stale_table_is_named(tmp_path: Path) -> None:
+    """The check fails on a table that differs from the suites (here: a property renamed in the README)."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import gen_docs
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    readme = (REPO / "README.md").read_text()
+    stale = readme.replace("| socket LB |", "| socket-LB |", 1)
+    assert stale != readme and gen_docs.render(stale) == readme
+
+
+def test_a_broken_contract_stops_collection_in_one_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_a="import pytest\npytestmark = pytest.mark.kpr(propery='x')\ndef test_x():\n    pass\n")
+    result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "--kpr-artifacts=artifacts", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: test_a.py::test_x: @pytest.mark.kpr: unknown keyword 'propery' (known: property, evidence, last)"])
+
+
+def test_last_runs_after_every_other_suite_and_the_property_names_the_results(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_a="import pytest\npytestmark = pytest.mark.kpr(property='filled last', last=True)\ndef test_a():\n    pass\n",
+        test_b="import pytest\npytestmark = pytest.mark.kpr(property='plain')\ndef test_b(kpr_property):\n    assert kpr_property == 'plain'\n",
+    )
+    result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "--kpr-artifacts=artifacts", "-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_b.py::test_b PASSED*", "*test_a.py::test_a PASSED*"])
+    result.stdout.fnmatch_lines_random(["pass  plain *", "pass  filled last *"])
+
+
+@pytest.mark.parametrize(("problems", "then", "want"), [
+    ([], "", None),
+    (["a"], "", "socket LB: a"),
+    (["a", "b"], " (see x)", "socket LB: a; b (see x)"),
+])
+def test_holds_names_the_property_and_every_problem(problems: list[str], then: str, want: str | None) -> None:
+    from pytest_kpr.judge import holds
+
+    if want is None:
+        holds(problems, "socket LB", then=then)
+        return
+    with pytest.raises(AssertionError) as e:
+        holds(problems, "socket LB", then=then)
+    assert str(e.value) == want
+
+
+def test_suites_judge_through_holds_not_by_hand() -> None:
+    """``holds(problems, property)`` is the one way a suite turns a judge's problems into a failure: no ``assert not x``."""
+    by_hand = [f"{p.name}:{n.lineno}" for p in sorted(SUITES.glob("test_*.py")) for n in ast.walk(ast.parse(p.read_text()))
+               if isinstance(n, ast.Assert) and isinstance(n.test, ast.UnaryOp) and isinstance(n.test.op, ast.Not)]
+    assert by_hand == [], f"judge with holds(problems, property): {by_hand}"
