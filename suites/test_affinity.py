@@ -28,7 +28,7 @@ from pytest_kpr.judge.affinity import (
     affinity_timeout_problems,
 )
 from pytest_kpr.evidence import Evidence
-from pytest_kpr.observe.lab import WEB_PORT, Lab
+from pytest_kpr.observe.lab import WEB_PORT, Lab, Tweak
 from pytest_kpr.core.wait import eventually
 
 pytestmark = [
@@ -37,24 +37,20 @@ pytestmark = [
 ]
 
 
+def _client_ip(timeout: int) -> Tweak:
+    """sessionAffinity ClientIP with this timeout."""
+    return lambda svc: svc["spec"].update(sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": timeout}})
+
+
 @pytest.fixture(scope="module")
 def seen(lab: Lab, probe: Lab, evidence: Evidence, kpr_property: str) -> dict[str, Any]:
-    dep = lab.web_deployment(AFFINITY_BACKENDS)
-    dep["metadata"].update(name="aff", labels={"app": "aff"})
-    dep["spec"]["selector"]["matchLabels"] = {"app": "aff"}
-    dep["spec"]["template"]["metadata"]["labels"] = {"app": "aff"}
-    dep["spec"]["template"]["spec"]["topologySpreadConstraints"][0]["labelSelector"]["matchLabels"] = {"app": "aff"}
-    lab._create(dep)
-    for name, timeout in (("aff-sticky", 10800), ("aff-plain", None), ("aff-timeout", AFFINITY_TIMEOUT_S)):
-        svc = lab.service(name, {"app": "aff"})
-        if timeout:
-            svc["spec"]["sessionAffinity"] = "ClientIP"
-            svc["spec"]["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": timeout}}
-        lab._create(svc)
+    lab.create_deployment("aff", AFFINITY_BACKENDS)
+    lab.create_service("aff-sticky", {"app": "aff"}, tweak=_client_ip(10800))
+    lab.create_service("aff-plain", {"app": "aff"})
+    lab.create_service("aff-timeout", {"app": "aff"}, tweak=_client_ip(AFFINITY_TIMEOUT_S))
     # the pods Ready, then the client's agent serving each Service (how many slots it programs is the backend-slots
     # suite's property, not a precondition here)
-    eventually(lambda: lab.endpointslice_ready("aff-sticky"), until=lambda es: len(es) == AFFINITY_BACKENDS, timeout=lab.t.PODS_READY,
-               what=f"{AFFINITY_BACKENDS} ready aff endpoints", describe=lambda es: f"{len(es)} ready", progress=lab.progress)
+    lab.wait_ready_endpoints("aff-sticky", AFFINITY_BACKENDS)
     agent = lab.agent(lab.client_node)
     for name in ("aff-sticky", "aff-plain", "aff-timeout"):
         fe = lab.frontend(name)

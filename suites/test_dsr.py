@@ -26,7 +26,6 @@ from pytest_kpr.rules.datapath import backend_sees
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
 from pytest_kpr.plugin.outcomes import no_outside_view
-from pytest_kpr.core.wait import eventually
 
 pytestmark = [pytest.mark.kpr(property="DSR/SNAT", evidence="dsr.json"), pytest.mark.kpr_requires("nodeport")]
 
@@ -38,10 +37,9 @@ def dsr(lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: ClusterHan
     outside = kpr_cluster.outside
     if outside is None or not outside.reaches(ip):
         no_outside_view(f"the test runner has no specific route to {ip}; the backend's view of an outside client needs one")
-    lab._create(lab.web_pod("dsr-backend", {"app": "dsr-backend"}, backend_node))
-    lab._create(lab.service("dsr", {"app": "dsr-backend"}, "NodePort"))
-    eventually(lambda: lab.endpointslice_ready("dsr"), until=lambda es: len(es) == 1, timeout=lab.t.PODS_READY,
-               what="the dsr-backend pod ready behind dsr", describe=lambda es: f"{len(es)} ready", progress=lab.progress)
+    lab.create_web_pod("dsr-backend", {"app": "dsr-backend"}, backend_node)
+    lab.create_service("dsr", {"app": "dsr-backend"}, "NodePort")
+    lab.wait_ready_endpoints("dsr", 1)
     lab.wait_programmed(receiving, lab.frontend("dsr"), f"the agent on {receiving} to program dsr")
     port = lab.allocated_node_port("dsr")
     token = secrets.token_hex(6)

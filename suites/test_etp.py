@@ -26,7 +26,6 @@ from pytest_kpr.rules.datapath import backend_sees
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
 from pytest_kpr.plugin.outcomes import no_outside_view
-from pytest_kpr.core.wait import eventually
 
 pytestmark = [pytest.mark.kpr(property="eTP=Local", evidence="etp.json"), pytest.mark.kpr_requires("nodeport")]
 PROBE_TIMEOUT = 2.0
@@ -36,15 +35,12 @@ PROBE_TIMEOUT = 2.0
 def etp(lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: ClusterHandle) -> dict[str, Any]:
     client, with_backend = lab.client_node, lab.remote_node()
     others = [n.name for n in lab.facts.nodes if n.name not in (client, with_backend)]
-    lab._create(lab.web_pod("etp-backend", {"app": "etp-backend"}, with_backend))
-    local = lab.service("etp-local", {"app": "etp-backend"}, "LoadBalancer")
-    local["spec"]["externalTrafficPolicy"] = "Local"
-    lab._create(local)
-    lab._create(lab.service("etp-cluster", {"app": "etp-backend"}, "NodePort"))
+    lab.create_web_pod("etp-backend", {"app": "etp-backend"}, with_backend)
+    lab.create_service("etp-local", {"app": "etp-backend"}, "LoadBalancer", tweak=lambda svc: svc["spec"].update(externalTrafficPolicy="Local"))
+    lab.create_service("etp-cluster", {"app": "etp-backend"}, "NodePort")
     lab.deploy_host_probe()
     lab.deploy_probe()
-    eventually(lambda: lab.endpointslice_ready("etp-local"), until=lambda es: len(es) == 1, timeout=lab.t.PODS_READY,
-               what="the etp-backend pod ready behind etp-local", describe=lambda es: f"{len(es)} ready", progress=lab.progress)
+    lab.wait_ready_endpoints("etp-local", 1)
     for i, node in enumerate([client, with_backend, *others]):
         for name in ("etp-local", "etp-cluster"):
             lab.wait_programmed(node, lab.frontend(name), f"the agent on {node} to program {name}", first_look=i == 0 and name == "etp-local")

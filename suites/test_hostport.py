@@ -32,7 +32,7 @@ HOST_PORT = 18780
 def hostport(lab: Lab, evidence: Evidence, kpr_property: str) -> dict[str, Any]:
     node = lab.client_node
     node_ip = lab.node_ip(node)
-    lab._create(lab.web_pod("hp-a", {"app": "hp-a"}, node, host_port=HOST_PORT))
+    lab.create_web_pod("hp-a", {"app": "hp-a"}, node, host_port=HOST_PORT)
     lab.deploy_host_probe()
     eventually(lambda: lab.kube.get("Pod", "hp-a", lab.ns) or {}, until=lambda p: (p.get("status") or {}).get("phase") == "Running" and
                any(c.get("type") == "Ready" and c.get("status") == "True" for c in p["status"].get("conditions") or []),
@@ -46,7 +46,7 @@ def hostport(lab: Lab, evidence: Evidence, kpr_property: str) -> dict[str, Any]:
     connect = lab.probe("connect", f"{node_ip}:{HOST_PORT}", 2.0, pod="hostprobe")
     http = lab.curl(f"http://{node_ip}:{HOST_PORT}/", 5.0, pod="hostprobe")
     rules, listeners = lab.node(node).rules_and_listeners(HOST_PORT)
-    lab._create(lab.web_pod("hp-b", {"app": "hp-b"}, node, host_port=HOST_PORT))
+    lab.create_web_pod("hp-b", {"app": "hp-b"}, node, host_port=HOST_PORT)
     second = eventually_or_now(lambda: lab.kube.get("Pod", "hp-b", lab.ns) or {}, until=_decided, timeout=lab.t.PODS_READY,
                                what="the scheduler's decision on hp-b", describe=lambda p: _pod_view(p)["phase"], progress=lab.progress)
     hp = [s for s in services if s.frontend.port == HOST_PORT]

@@ -72,12 +72,12 @@ def installed(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: Cluste
                "metadata": {"name": f"kpr-kube-proxy-{kpr_session.run_id}", "labels": {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id}},
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node-proxier"},
                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": lab.ns}]}
-    lab._create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": lab.ns}})
+    lab.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": lab.ns}})
     kpr_session.track_cluster_object(binding)
     lab.kube.create(binding)
     data: dict[str, Any] = {"image": image, "nodes": nodes}
     try:
-        lab._create(_daemonset(lab, image, account))
+        lab.create(_daemonset(lab, image, account))
 
         def ds() -> dict[str, Any]:
             return (lab.kube.get("DaemonSet", "kube-proxy", lab.ns) or {}).get("status") or {}
@@ -100,7 +100,7 @@ def installed(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: Cluste
         eventually(lambda: lab.pods("k8s-app=kube-proxy,kpr-installed=yes"), until=lambda ps: not ps, timeout=lab.t.PODS_READY,
                    what="kube-proxy's pods gone", describe=lambda ps: f"{len(ps)} left", progress=lab.progress)
         for node in nodes:
-            lab._create(_cleanup_pod(lab, node, image))
+            lab.create(_cleanup_pod(lab, node, image))
         names = [_cleanup_pod(lab, n, image)["metadata"]["name"] for n in nodes]
 
         def phases() -> dict[str, str]:

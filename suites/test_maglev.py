@@ -76,10 +76,9 @@ def maglev(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFa
     workers = [n.name for n in kpr_facts.workers]
     pods = [f"mag-{i}" for i in range(BACKENDS)]
     for i, name in enumerate(pods):
-        lab._create(lab.web_pod(name, {"app": "mag"}, workers[i % len(workers)]))
-    lab._create(lab.service("mag", {"app": "mag"}, "NodePort"))
-    eventually(lambda: lab.endpointslice_ready("mag"), until=lambda es: len(es) == BACKENDS, timeout=lab.t.PODS_READY,
-               what=f"{BACKENDS} ready mag endpoints", describe=lambda es: f"{len(es)} ready", progress=lab.progress)
+        lab.create_web_pod(name, {"app": "mag"}, workers[i % len(workers)])
+    lab.create_service("mag", {"app": "mag"}, "NodePort")
+    lab.wait_ready_endpoints("mag", BACKENDS)
     _wait_backends(lab, BACKENDS)
     port = lab.allocated_node_port("mag")
     cluster_ip = lab.cluster_ip("mag")
@@ -106,8 +105,7 @@ def maglev(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFa
             counts = {p: sum(1 for b in before.values() if b == p) for p in pods}
             removed = max(pods, key=lambda p: (counts[p], p))
             lab.kube.delete("Pod", removed, lab.ns)
-            eventually(lambda: lab.endpointslice_ready("mag"), until=lambda es: len(es) == BACKENDS - 1, timeout=lab.t.PODS_READY,
-                       what=f"{removed} gone from mag's endpoints", describe=lambda es: f"{len(es)} ready", progress=lab.progress)
+            lab.wait_ready_endpoints("mag", BACKENDS - 1)  # the removed pod gone from mag's endpoints
             _wait_backends(lab, BACKENDS - 1)
             after = _served(lab, [p for p in pods if p != removed], _flows(lab, outside, nodes[2], port, "after"))
             data["remap"] = {"removed": removed, "through": nodes[2], "before": {str(p): b for p, b in before.items()},

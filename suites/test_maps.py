@@ -91,7 +91,7 @@ def maps(lab: Lab, evidence: Evidence, kpr_property: str, request: pytest.Fixtur
     frontends: dict[str, str] = {}  # Service -> its ClusterIP frontend, from the create call's answer
     try:
         for i, name in enumerate(names):
-            svc = lab._create(lab.service(name, {"app": "kpr-map-pressure-none"}))
+            svc = lab.create_service(name, {"app": "kpr-map-pressure-none"})
             frontends[name] = f"{svc['spec']['clusterIP']}:{WEB_PORT}"
             if i and i % 100 == 0:
                 lab.progress(f"map pressure: {i} of {count} Services created")

@@ -32,6 +32,8 @@ CONVERGENCE_POLL_S = 0.25
 HOLDER_PORT = 40404
 WEB_PORT = 80
 WEB_TARGET = 8080
+#: a jig's tweak: changes the template in place (spec fields), before the object is created
+Tweak = Callable[[dict[str, Any]], None]
 
 
 class LabError(KprError):
@@ -84,7 +86,9 @@ class Lab:
 
     # -- plumbing --------------------------------------------------------------------------------------
 
-    def _create(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create ``obj`` in the cluster (already there from an earlier attempt: the existing one), remembered as the
+        run's. The jigs below (``create_service``, ``create_deployment``, ``create_web_pod``) build the usual objects."""
         try:
             out = self.kube.create(obj)
         except ApiError as e:
@@ -157,9 +161,47 @@ class Lab:
         return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": self.ns},
                 "spec": {"type": type_, "selector": selector, "ports": [port]}}
 
+    # -- jigs: a template, a tweak callback, a sanity check on create, and a wait until programmed ---------------------
+
+    def _jig(self, obj: dict[str, Any], tweak: Tweak | None) -> dict[str, Any]:
+        """Apply ``tweak`` to the template, check it left the object's identity alone, create it."""
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        if tweak is not None:
+            tweak(obj)
+        md = obj.get("metadata") or {}
+        if (obj.get("kind"), md.get("name"), md.get("namespace")) != (kind, name, self.ns):
+            raise LabError(f"a tweak changed {kind} {self.ns}/{name} into {obj.get('kind')} {md.get('namespace')}/{md.get('name')}: "
+                           "tweak the spec, not what the object is")
+        return self.create(obj)
+
+    def create_service(self, name: str, selector: dict[str, str], type_: str = "ClusterIP", *, node_port: int | None = None,
+                       tweak: Tweak | None = None) -> dict[str, Any]:
+        """A Service on port 80 -> 8080 (:meth:`service`), changed by ``tweak`` (affinity, traffic policy, ...), created."""
+        return self._jig(self.service(name, selector, type_, node_port), tweak)
+
+    def create_deployment(self, name: str, replicas: int, *, tweak: Tweak | None = None) -> dict[str, Any]:
+        """web's Deployment (HTTP on 8080, spread over the nodes) under another name, its pods labelled ``app=<name>``."""
+        dep = self.web_deployment(replicas)
+        labels = {"app": name}
+        dep["metadata"].update(name=name, labels=dict(labels))
+        dep["spec"]["selector"]["matchLabels"] = dict(labels)
+        dep["spec"]["template"]["metadata"]["labels"] = dict(labels)
+        dep["spec"]["template"]["spec"]["topologySpreadConstraints"][0]["labelSelector"]["matchLabels"] = dict(labels)
+        return self._jig(dep, tweak)
+
+    def create_web_pod(self, name: str, labels: dict[str, str], node: str, *, host_port: int | None = None,
+                       tweak: Tweak | None = None) -> dict[str, Any]:
+        """One HTTP pod on ``node`` (:meth:`web_pod`), changed by ``tweak``, created."""
+        return self._jig(self.web_pod(name, labels, node, host_port=host_port), tweak)
+
+    def wait_ready_endpoints(self, service: str, count: int) -> frozenset[str]:
+        """Until ``service``'s EndpointSlices list ``count`` ready addresses; those addresses."""
+        return eventually(lambda: self.endpointslice_ready(service), until=lambda es: len(es) == count, timeout=self.t.PODS_READY,
+                          what=f"{count} ready {service} endpoints", describe=lambda es: f"{len(es)} ready", progress=self.progress).value
+
     def deploy_web(self, replicas: int = 2) -> Observation[Convergence]:
-        self._create(self.web_deployment(replicas))
-        self._create(self.service("web", {"app": "web"}))
+        self.create(self.web_deployment(replicas))
+        self.create(self.service("web", {"app": "web"}))
         return self.wait_converged(replicas)
 
     def _service_spec(self, service: str) -> dict[str, Any]:
@@ -276,7 +318,7 @@ class Lab:
     def deploy_holder(self) -> HoldEvent:
         pod = probe_pod("holder", self.ns, self.image, node=self.client_node, labels={"app": "holder"},
                         command=["kpr", "probe", "hold", f"{self.cluster_ip('web')}:{WEB_PORT}", "--sport", str(HOLDER_PORT)])
-        self._create(pod)
+        self.create(pod)
         self.wait_running("holder")
         return eventually(lambda: parse_hold_log(self.kube.logs(self.ns, "holder", PROBE_CONTAINER)),
                           until=lambda evs: any(e.event == "connected" for e in evs), timeout=self.t.PODS_READY,
@@ -305,13 +347,13 @@ class Lab:
     # -- probe pod, ghost, NodePort --------------------------------------------------------------------
 
     def deploy_probe(self) -> None:
-        self._create(probe_pod("probe", self.ns, self.image, node=self.client_node, labels={"app": "probe"}))
+        self.create(probe_pod("probe", self.ns, self.image, node=self.client_node, labels={"app": "probe"}))
         self.wait_running("probe")
 
     def deploy_host_probe(self) -> None:
         """``hostprobe``: the probe image in the client node's host network namespace (NET_RAW only): its raw
         SYN to another node's InternalIP leaves through the native device and arrives at that node's bpf_host."""
-        self._create(probe_pod("hostprobe", self.ns, self.image, node=self.client_node, labels={"app": "hostprobe"}, host_network=True))
+        self.create(probe_pod("hostprobe", self.ns, self.image, node=self.client_node, labels={"app": "hostprobe"}, host_network=True))
         self.wait_running("hostprobe")
 
     def remote_node(self) -> str:
@@ -379,7 +421,7 @@ class Lab:
         """ghost: a NodePort Service (so also a ClusterIP) whose selector matches no pod, programmed on the
         client node's agent and on the remote node's (where a packet from another node arrives). The wait
         is for its ClusterIP frontend on both: the NodePort frontend is what the suite judges."""
-        self._create(self.service("ghost", {"app": "ghost"}, "NodePort"))
+        self.create(self.service("ghost", {"app": "ghost"}, "NodePort"))
         fe = self.frontend("ghost")
         node_port = self.allocated_node_port("ghost")
         for i, node in enumerate((self.client_node, self.remote_node())):
@@ -388,7 +430,7 @@ class Lab:
 
     def deploy_nodeport(self) -> int:
         try:
-            self._create(self.service("web-np", {"app": "web"}, "NodePort", self.node_port))
+            self.create(self.service("web-np", {"app": "web"}, "NodePort", self.node_port))
         except ApiError as e:
             if e.status == 422 and "already allocated" in e.message:
                 raise LabError(f"NodePort {self.node_port} is already allocated in this cluster; pick a free one with --kpr-nodeport") from None

@@ -82,14 +82,14 @@ class UpgradeRun:
             {"name": "udp", "image": lab.image, "imagePullPolicy": "IfNotPresent",
              "command": ["kpr", "probe", "echo-server", "--port", str(ECHO_UDP), "--udp"]},
         ]
-        lab._create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "flow-echo", "namespace": lab.ns},
+        lab.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "flow-echo", "namespace": lab.ns},
                      "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "flow-echo"}},
                               "template": {"metadata": {"labels": {"app": "flow-echo"}}, "spec": {"containers": containers}}}})
         ports = [{"name": "tcp", "port": ECHO_TCP, "targetPort": ECHO_TCP, "protocol": "TCP"},
                  {"name": "udp", "port": ECHO_UDP, "targetPort": ECHO_UDP, "protocol": "UDP"}]
-        lab._create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "flow-echo", "namespace": lab.ns},
+        lab.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "flow-echo", "namespace": lab.ns},
                      "spec": {"type": "ClusterIP", "selector": {"app": "flow-echo"}, "ports": ports}})
-        lab._create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "flow-echo-np", "namespace": lab.ns},
+        lab.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "flow-echo-np", "namespace": lab.ns},
                      "spec": {"type": "NodePort", "externalTrafficPolicy": "Cluster", "selector": {"app": "flow-echo"}, "ports": ports[:1]}})
         eventually(lambda: [p for p in lab.pods("app=flow-echo") if lab.ready(p)], until=lambda r: len(r) == 2,
                    timeout=lab.t.PODS_READY, what="2 Ready flow-echo pods", describe=lambda r: f"{len(r)} Ready", progress=lab.progress)
@@ -123,7 +123,7 @@ class UpgradeRun:
             pod = probe_pod(name, lab.ns, lab.image, node=p.nodes[0], labels={"app": "kpr-flow"}, command=cmd, host_network=p.host_network)
             pod["spec"]["restartPolicy"] = "Never"
             pod["spec"]["tolerations"] = [{"operator": "Exists"}]  # the node without a backend may be the control plane
-            lab._create(pod)
+            lab.create(pod)
             pods[p.name] = name
         for name in pods.values():
             lab.wait_running(name)
