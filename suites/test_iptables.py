@@ -18,9 +18,9 @@ import pytest
 from pytest_kpr.judge import holds
 from pytest_kpr.judge.iptables import KUBE_PROXY_MARKS, kube_proxy_rule_problems, rule_line_problems, rule_view_problems
 from pytest_kpr.judge.kube_proxy import KUBE_PROXY_POLICY, kube_proxy_accepted
-from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
+from pytest_kpr.observe.node import NodeRules
 from pytest_kpr.parse import RuleDump
 
 pytestmark = pytest.mark.kpr(property="iptables", evidence="iptables.json")
@@ -29,9 +29,9 @@ Dumps = dict[str, dict[str, RuleDump | None]]
 
 
 @pytest.fixture(scope="module")
-def rules(lab: Lab, web: Any, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts) -> Dumps:
+def rules(lab: Lab, node_rules: dict[str, NodeRules], evidence: Evidence, kpr_property: str) -> Dumps:
     ip = lab.cluster_ip("web")
-    dumps: Dumps = {n.name: lab.node(n.name).rule_dumps() for n in kpr_facts.nodes}
+    dumps: Dumps = {node: r.dumps for node, r in node_rules.items()}
     counts = {node: {view: (d.counts(ip=ip) | {"kube_proxy": sum(d.count(m) for m in KUBE_PROXY_MARKS)}) if d else "unreadable"
                      for view, d in views.items()} for node, views in dumps.items()}
     read = [c for views in counts.values() for c in views.values() if isinstance(c, dict)]

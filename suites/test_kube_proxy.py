@@ -26,21 +26,21 @@ from pytest_kpr.judge.kube_proxy import (
     kube_proxy_daemonset_problems,
     runs_kube_proxy,
 )
-from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
+from pytest_kpr.observe.node import NodeRules
 
 pytestmark = pytest.mark.kpr(property="kube-proxy", evidence="kubeproxy.json")
 
 
 @pytest.fixture(scope="module")
-def seen(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts) -> dict[str, Any]:
+def seen(lab: Lab, node_rules: dict[str, NodeRules], evidence: Evidence, kpr_property: str) -> dict[str, Any]:
     kube = lab.kube
     found: dict[str, dict[str, Any]] = {}
     for d in [d for d in kube.list("DaemonSet") if runs_kube_proxy(d)] + [x for x in [kube.get("DaemonSet", "kube-proxy", "kube-system")] if x]:
         summary = daemonset_summary(d)
         found[f"{summary['namespace']}/{summary['name']}"] = summary
-    ipvs = {n.name: lab.node(n.name).ipvs_services() for n in kpr_facts.nodes}
+    ipvs = {node: r.ipvs for node, r in node_rules.items()}
     data = {"daemonsets": list(found.values()), "ipvs": ipvs,
             "kube_proxy_pods": len(kube.list("Pod", None, "k8s-app=kube-proxy"))}
     evidence.write("kubeproxy.json", data)

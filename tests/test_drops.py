@@ -40,3 +40,27 @@ def test_what_is_not_the_format_is_refused_with_its_line(text: str) -> None:
 
 def test_no_entries_is_an_empty_list() -> None:
     assert parse_bpf_metrics_list("") == []  # "No entries found." goes to stderr
+
+
+def test_the_drop_baseline_is_read_with_each_agents_status_in_one_exec() -> None:
+    """Drops counted before the suites (here: two on fake-worker when the run begins) are the baseline, read in the
+    readiness exec itself, so a failure later names only what rose after it."""
+    from pytest_kpr.core.wait import Timeouts
+    from pytest_kpr.observe.readiness import drop_baseline, wait_ready
+    from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
+
+    fake = FakeCluster(FakeConfig())
+    handle = FakeProvider(fake).provision(lambda line: None)
+    for _ in range(2):
+        fake.agents["fake-worker"].count(NF, "ingress", 1, "nodeport.h")
+    execs = []
+    real_exec = handle.kube.exec
+    handle.kube.exec = lambda *a, **kw: execs.append(a) or real_exec(*a, **kw)  # type: ignore[method-assign]
+    states = wait_ready(handle.kube, Timeouts().scaled(0.05), lambda line: None)
+    assert len(execs) == 3, "one exec per agent: the status and the counters together"
+    base = drop_baseline(states)
+    assert sorted(base) == ["fake-control-plane", "fake-worker", "fake-worker2"]
+    assert [(r.reason, r.packets) for r in base["fake-worker"] if r.reason == NF] == [(NF, 2)]
+    fake.agents["fake-worker"].count(NF, "ingress", 1, "nodeport.h")
+    now = {s.node: s.drops for s in wait_ready(handle.kube, Timeouts().scaled(0.05), lambda line: None)}
+    assert [str(d) for d in drops_that_rose(base, now)] == [f"{NF} x1 on fake-worker (ingress, nodeport.h:1)"]

@@ -114,18 +114,6 @@ def setup_bundle(provider: Any, handle: Any, settings: Any, dest: Path, exec_tim
     return files
 
 
-def read_drop_counters(kube: KubeAPI, exec_timeout: float) -> dict[str, Any]:
-    """Every agent's ``bpf metrics list``, parsed, by node: the baseline the drop reasons of a failure rise from. An
-    agent that does not answer is left out (its drops then count from zero)."""
-    out: dict[str, Any] = {}
-    for a in agents(kube, exec_timeout=exec_timeout, retry_timeout=5.0):
-        try:
-            out[a.node] = a.read("metrics")[0]
-        except Exception:  # noqa: BLE001 - a baseline is a nicety; the failure report says what it compared with
-            continue
-    return out
-
-
 def drops_from_sections(sections: dict[str, str]) -> dict[str, Any]:
     """The ``bpf metrics list`` of a failure bundle's sections ("<node>: bpf metrics list"), parsed, by node."""
     from ..parse.errors import ParseError

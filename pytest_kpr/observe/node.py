@@ -69,17 +69,25 @@ class Node:
 
     def rules_and_listeners(self, port: int | None) -> tuple[dict[str, RuleDump | None], list[Socket]]:
         """:meth:`rule_dumps`, and with ``port`` the TCP listeners on it (``ss -Htln``), read in one exec."""
-        commands: list[list[str]] = [[IPTABLES_SAVE["nft"]], [IPTABLES_SAVE["legacy"]], ["nft", "list", "ruleset"]]
-        if port is not None:
-            commands.append(["ss", "-Htln", f"sport = :{port}"])
-        nft_save, legacy_save, nft, *ss = self.run_many(*commands)
+        extra = [["ss", "-Htln", f"sport = :{port}"]] if port is not None else []
+        dumps, ss = self._rules_and(extra)
+        return dumps, (parse_ss(ss[0].check().stdout) if ss else [])
+
+    def rules_and_ipvs(self) -> "NodeRules":
+        """:meth:`rule_dumps` and :meth:`ipvs_services`, read in one exec: what a node shows of kube-proxy."""
+        dumps, (ipvs,) = self._rules_and([["cat", "/proc/net/ip_vs"]])
+        return NodeRules(dumps, _ipvs(ipvs))
+
+    def _rules_and(self, extra: list[list[str]]) -> tuple[dict[str, RuleDump | None], list[ExecResult]]:
+        commands: list[list[str]] = [[IPTABLES_SAVE["nft"]], [IPTABLES_SAVE["legacy"]], ["nft", "list", "ruleset"], *extra]
+        nft_save, legacy_save, nft, *rest = self.run_many(*commands)
 
         def dump(r: ExecResult, parse: Callable[[str], RuleDump]) -> RuleDump | None:
             return None if r.returncode == 127 else parse(r.check().stdout)
 
         dumps = {"iptables-nft": dump(nft_save, parse_iptables_save), "iptables-legacy": dump(legacy_save, parse_iptables_save),
                  "nft": dump(nft, parse_nft_ruleset)}
-        return dumps, (parse_ss(ss[0].check().stdout) if ss else [])
+        return dumps, rest
 
     def listening(self, port: int | None = None) -> list[Socket]:
         """TCP listeners (``ss -Htln``), on one port if given."""
@@ -109,12 +117,7 @@ class Node:
     def ipvs_services(self) -> list[str] | None:
         """IPVS virtual services on the node (``cat /proc/net/ip_vs``); [] when the IPVS module is not loaded (no file),
         None when the file could not be read for another reason."""
-        from ..parse.node import parse_ip_vs
-
-        r = self.run("cat", "/proc/net/ip_vs")
-        if r.returncode != 0:
-            return [] if "No such file" in r.stderr else None
-        return parse_ip_vs(r.stdout)
+        return _ipvs(self.run("cat", "/proc/net/ip_vs"))
 
     def kernel(self) -> str:
         return self.run("uname", "-r").check().stdout.strip()
@@ -122,3 +125,21 @@ class Node:
 
 def nodes(runner: NodeRunner, names: Sequence[str], **kw: float) -> list[Node]:
     return [Node(runner, n, **kw) for n in names]
+
+
+@dataclass(frozen=True)
+class NodeRules:
+    """What one node shows of kube-proxy, read in one exec: every rule view (None: its tool is missing) and the IPVS
+    virtual services (None: /proc/net/ip_vs unreadable)."""
+
+    dumps: dict[str, RuleDump | None]
+    ipvs: list[str] | None
+
+
+def _ipvs(r: ExecResult) -> list[str] | None:
+    """``cat /proc/net/ip_vs``: [] when the IPVS module is not loaded (no file), None when unreadable otherwise."""
+    from ..parse.node import parse_ip_vs
+
+    if r.returncode != 0:
+        return [] if "No such file" in r.stderr else None
+    return parse_ip_vs(r.stdout)

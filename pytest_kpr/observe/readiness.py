@@ -10,14 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-from .agent import Agent, agents
+from .agent import METRICS, VIEWS, Agent, agents
 from ..cluster.facts import ClusterFacts, Feature, NodeFacts
 from ..cluster.provider import ClusterHandle, Progress
 from ..core.errors import ApiError, CommandError, FactsError, InfraError, NotKubeProxyFree, ProvisioningError
 from ..core.versions import Version
 from ..core.wait import Timeouts, WaitTimeout, eventually
-from ..k8s.api import KubeAPI
-from ..parse import ParseError, StatusJSON
+from ..k8s.api import ExecResult, KubeAPI
+from ..parse import ParseError, StatusJSON, parse_status_json
+from ..parse.metrics import parse_bpf_metrics_list
 from ..rules.datapath import LB_MAP_FILES, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE
 
 
@@ -27,6 +28,10 @@ class AgentState:
     pod: str
     status: StatusJSON | None
     error: str = ""
+    #: the agent's ``bpf metrics list`` read in the same exec as its status (None: not readable): the drop baseline
+    drops: Any = None
+    #: the agent CLI's name as that exec learnt it (``cilium-dbg``, or ``cilium`` before 1.15)
+    binary: str | None = None
 
     def describe(self) -> str:
         if self.status is None:
@@ -34,15 +39,37 @@ class AgentState:
         return f"{self.node}: cilium {self.status.cilium_state or '?'}, KPR {self.status.kpr.mode}"
 
 
+#: the agent's status, as JSON
+STATUS_JSON = ("status", "-o", "json")
+
+
 def _observe_agents(kube: KubeAPI, exec_timeout: float) -> tuple[int, list[AgentState]]:
     nodes = kube.list("Node")
     states = []
     for agent in agents(kube, exec_timeout=exec_timeout, retry_timeout=0.0):
-        try:
-            states.append(AgentState(agent.node, agent.pod, agent.status()))
+        try:  # one exec: the status, and the drop counters a failure's drops are later compared with
+            status, metrics = agent.run_many(STATUS_JSON, METRICS)
+            states.append(AgentState(agent.node, agent.pod, parse_status_json(status.check().stdout), drops=_drops(metrics),
+                                     binary=agent.binary))
         except (CommandError, InfraError, ParseError) as e:
             states.append(AgentState(agent.node, agent.pod, None, str(e).splitlines()[0][:160]))
     return len(nodes), states
+
+
+def _drops(metrics: ExecResult) -> Any:
+    """The parsed ``bpf metrics list``, or None when the agent did not print one it could be read from."""
+    if not metrics.ok:
+        return None
+    try:
+        return parse_bpf_metrics_list(metrics.stdout)
+    except ParseError:
+        return None
+
+
+def drop_baseline(states: Sequence[AgentState]) -> dict[str, Any]:
+    """Every ready agent's drop counters, by node, as read with its last status: the baseline the drop reasons of a
+    failure rise from (an agent whose counters were unreadable is left out: its drops then count from zero)."""
+    return {s.node: s.drops for s in states if s.drops is not None}
 
 
 def wait_ready(kube: KubeAPI, timeouts: Timeouts, progress: Progress) -> list[AgentState]:
@@ -111,9 +138,11 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
     nodes = [replace(n, cilium_internal_ip=internal.get(n.name, "")) for n in nodes]
     first = states[0]
     agent = Agent(kube, first.node, first.pod, exec_timeout=exec_timeout)
-    version, config = agent.read("version", "config")  # one exec
-    binary = agent.detect_binary()  # learnt by that read
-    files = dict(zip(AGENT_CONFIG_FILES, (r.stdout.strip() if r.ok else None for r in agent.exec_many(*[("cat", p) for p in AGENT_CONFIG_FILES]))))
+    binary = first.binary or agent.detect_binary()  # readiness learnt it
+    # one exec: the agent's version and resolved config, and the config files that decide what the config does not say
+    out = agent.exec_many((binary, *VIEWS["version"][0]), (binary, *VIEWS["config"][0]), *[("cat", p) for p in AGENT_CONFIG_FILES])
+    version, config = VIEWS["version"][1](out[0].check().stdout), VIEWS["config"][1](out[1].check().stdout)
+    files = dict(zip(AGENT_CONFIG_FILES, (r.stdout.strip() if r.ok else None for r in out[2:])))
     status = first.status
     assert status is not None
     kpr = status.kpr

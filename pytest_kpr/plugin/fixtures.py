@@ -17,6 +17,7 @@ from typing import Any
 from ..cluster.facts import ClusterFacts
 from ..cluster.provider import ClusterHandle
 from ..evidence import Evidence
+from ..observe.node import NodeRules
 from ..observe.lab import Convergence, Ghost, Lab, report_values
 from .session import KprSession
 from ..run.settings import Settings
@@ -152,6 +153,13 @@ def probe(lab: Lab) -> Lab:
 def ghost(lab: Lab, probe: Lab) -> Ghost:
     """ghost: a NodePort service (with its ClusterIP) whose selector matches no pod."""
     return lab.deploy_ghost()
+
+
+@pytest.fixture(scope="session")
+def node_rules(lab: Lab, web: Observation[Convergence], kpr_facts: ClusterFacts) -> dict[str, NodeRules]:
+    """Every node's rule views and IPVS services, read once per run (one exec per node) after web is programmed: the
+    iptables suite and the kube-proxy suite judge the same reading."""
+    return {n.name: lab.node(n.name).rules_and_ipvs() for n in kpr_facts.nodes}
 
 
 @pytest.fixture(scope="session")

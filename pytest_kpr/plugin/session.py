@@ -187,9 +187,7 @@ class KprSession:
             self._write_cluster_json()
             self._refuse_kernels_below_the_floor(self.facts)
             self._refuse_a_profile_that_did_not_take(self.facts)
-            from ..observe.diagnose import read_drop_counters
-
-            self.drop_counters = read_drop_counters(self.handle.kube, self.timeouts.EXEC)  # a failure's drops rise from here
+            self.drop_counters = readiness.drop_baseline(states)  # a failure's drops rise from here (read with the status)
             self._phase("suites")
         except KprError as e:
             self.failed = str(e)
