@@ -658,6 +658,10 @@ def test_issue_15_judgements_in_full() -> None:
     ({"metadata": {"labels": {"k8s-app": "cilium"}}, "spec": {"template": {"spec": {"containers": [{"image": "quay.io/cilium/cilium:v1.20.2",
                                                                                                    "command": ["cilium-agent"]}]}}}}, False),
     ({"spec": {"template": {"spec": {"containers": [{"image": "example.com/kube-proxy-exporter:1"}]}}}}, False),
+    # a registry with a port, a tag and a digest together: the repository is what is left of the last ':' before the '@'
+    ({"spec": {"template": {"spec": {"containers": [{"image": "my.registry:5000/kube-proxy:v1.34.0"}]}}}}, True),
+    ({"spec": {"template": {"spec": {"containers": [{"image": "my.registry:5000/k8s/kube-proxy:v1@sha256:ab@cd"}]}}}}, True),
+    ({"spec": {"template": {"spec": {"containers": [{"image": "my.registry:5000/not-kube-proxy:v1"}]}}}}, False),
     ({}, False),
 ])
 def test_a_kube_proxy_daemonset_is_known_by_label_image_or_command(ds: dict, runs: bool) -> None:
@@ -677,3 +681,68 @@ def test_kube_proxy_is_accepted_only_on_purpose(problems: list[str], allow: bool
 
     assert kube_proxy_accepted(problems, allow) == reason
     assert "pytest-kpr's policy, not Cilium's" in KUBE_PROXY_POLICY and "--kpr-allow-kube-proxy" in KUBE_PROXY_POLICY
+
+
+# -- what the judges report beside their problems (evidence and summaries) --------------------------------------------
+
+@pytest.mark.parametrize(("ds", "want"), [
+    ({"metadata": {"namespace": "kube-system", "name": "kube-proxy"}, "status": {"desiredNumberScheduled": 3, "numberReady": 2}},
+     {"namespace": "kube-system", "name": "kube-proxy", "desired": 3, "ready": 2}),
+    ({}, {"namespace": None, "name": None, "desired": 0, "ready": 0}),
+    ({"metadata": None, "status": None}, {"namespace": None, "name": None, "desired": 0, "ready": 0}),
+])
+def test_a_daemonset_is_summarised_by_where_it_is_and_its_pods(ds: dict, want: dict) -> None:
+    from pytest_kpr.judge.kube_proxy import daemonset_summary
+
+    assert daemonset_summary(ds) == want
+
+
+@pytest.mark.parametrize(("profile", "facts", "want"), [
+    ("default", {"socket_lb_coverage": "Hostns-only"}, []),
+    ("hostns-only", {"socket_lb_coverage": "Hostns-only"}, []),
+    ("hostns-only", {"socket_lb_coverage": "Full"},
+     ["the profile 'hostns-only' promises socket_lb_coverage 'Hostns-only', but the agents report 'Full'"]),
+    ("dsr", {"nodeport_mode": "SNAT", "routing_mode": "Native"},
+     ["the profile 'dsr' promises nodeport_mode 'DSR', but the agents report 'SNAT'"]),
+    ("dsr", {"nodeport_mode": "Hybrid", "routing_mode": "Tunnel"},
+     ["the profile 'dsr' promises nodeport_mode 'DSR', but the agents report 'Hybrid'",
+      "the profile 'dsr' promises routing_mode 'Native', but the agents report 'Tunnel'"]),
+    ("small-maps", {"lb_map_max": 65536}, ["the profile 'small-maps' promises lb_map_max 512, but the agents report 65536"]),
+    ("no-such-profile", {}, []),
+])
+def test_a_profile_is_judged_by_what_the_agents_report(profile: str, facts: dict, want: list[str]) -> None:
+    from types import SimpleNamespace
+
+    from pytest_kpr.judge.profiles import profile_problems
+
+    assert profile_problems(profile, SimpleNamespace(**facts)) == want  # type: ignore[arg-type]
+
+
+def test_convergence_timing_in_its_evidence_form() -> None:
+    from pytest_kpr.judge.backend_slots import ConvergenceTiming
+
+    t = ConvergenceTiming({"a": 0.5, "b": 1.0}, {"w1": {"a": 0.75, "b": 1.12345}, "w2": {"a": 0.6}, "w3": {"a": 0.5, "b": 1.25}}, 0.25)
+    assert t.lag() == {"w1": 0.123, "w2": None, "w3": 0.25}
+    assert t.slowest() == ("w2", None), "an agent that never caught up is the slowest"
+    assert t.to_json() == {"resolution_seconds": 0.25, "endpointslice": {"a": 0.5, "b": 1.0},
+                           "agents": {"w1": {"a": 0.75, "b": 1.12345}, "w2": {"a": 0.6}, "w3": {"a": 0.5, "b": 1.25}},
+                           "lag_seconds": {"w1": 0.123, "w2": None, "w3": 0.25}, "slowest": {"node": "w2", "lag_seconds": None}}
+    done = ConvergenceTiming({"a": 0.5}, {"w1": {"a": 0.7}, "w2": {"a": 0.9}}, 0.25)
+    assert done.slowest() == ("w2", 0.4) and done.to_json()["slowest"] == {"node": "w2", "lag_seconds": 0.4}
+    assert ConvergenceTiming({}, {}, 0.25).to_json()["slowest"] is None
+
+
+@pytest.mark.parametrize(("problems", "then", "want"), [
+    ([], "", None),
+    (["a"], "", "socket LB: a"),
+    (["a", "b"], " (see x)", "socket LB: a; b (see x)"),
+])
+def test_holds_names_the_property_and_every_problem(problems: list[str], then: str, want: str | None) -> None:
+    from pytest_kpr.judge import holds
+
+    if want is None:
+        holds(problems, "socket LB", then=then)
+        return
+    with pytest.raises(AssertionError) as e:
+        holds(problems, "socket LB", then=then)
+    assert str(e.value) == want

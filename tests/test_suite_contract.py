@@ -107,22 +107,6 @@ def test_last_runs_after_every_other_suite_and_the_property_names_the_results(py
     result.stdout.fnmatch_lines_random(["pass  plain *", "pass  filled last *"])
 
 
-@pytest.mark.parametrize(("problems", "then", "want"), [
-    ([], "", None),
-    (["a"], "", "socket LB: a"),
-    (["a", "b"], " (see x)", "socket LB: a; b (see x)"),
-])
-def test_holds_names_the_property_and_every_problem(problems: list[str], then: str, want: str | None) -> None:
-    from pytest_kpr.judge import holds
-
-    if want is None:
-        holds(problems, "socket LB", then=then)
-        return
-    with pytest.raises(AssertionError) as e:
-        holds(problems, "socket LB", then=then)
-    assert str(e.value) == want
-
-
 def test_suites_judge_through_holds_not_by_hand() -> None:
     """``holds(problems, property)`` is the one way a suite turns a judge's problems into a failure: no ``assert not x``."""
     by_hand = [f"{p.name}:{n.lineno}" for p in sorted(SUITES.glob("test_*.py")) for n in ast.walk(ast.parse(p.read_text()))
