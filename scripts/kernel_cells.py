@@ -183,8 +183,15 @@ def boot(kernel: str, cache: Path, work: Path, boot_timeout: float, timeout: flo
             "-virtfs", f"local,path={out},mount_tag=out,security_model=none"]
     print(f"[kernels] booting {kernel} under qemu ({accel.upper()})", flush=True)
     start = time.monotonic()
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    procs.append(p)
+    # Ctrl-C must not land between the VM's start and its entry in ``procs`` (a VM nobody stops): SIGINT waits until
+    # it is recorded; the VM itself starts with the mask it would have had
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, before))
+        procs.append(p)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
     booted_at = None
     while p.poll() is None:
         text = console.read_text(errors="replace") if console.exists() else ""

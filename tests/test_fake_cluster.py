@@ -143,10 +143,8 @@ def test_the_fakes_kube_proxy_nftables_table_has_the_captured_shape() -> None:
 
 def test_the_lb_control_plane_window_closes_with_wall_time_as_ciliums_does() -> None:
     """Cilium flushes its reflector buffer on a 500 ms ticker (wall time), so the fake's LB clock advances with
-    wall time too: a Service is processed after its window however few calls were made, and also after enough
-    calls however little time passed."""
-    import time
-
+    its clock too (virtual: advanced by whoever waits on the fake): a Service is processed after its window however
+    few calls were made, and also after enough calls however little time passed."""
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "w", "namespace": "t"},
            "spec": {"type": "ClusterIP", "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}}
     for wait_by in ("wall", "calls"):
@@ -161,7 +159,7 @@ def test_the_lb_control_plane_window_closes_with_wall_time_as_ciliums_does() -> 
 
         assert not done(), "not processed within its window"
         if wait_by == "wall":
-            time.sleep(0.65)
+            fake.clock.sleep(0.65)
         else:
             for _ in range(6):
                 fake.list("Node")

@@ -72,7 +72,7 @@ def test_the_attach_mode_against_the_kernel_on_both_sides_of_the_tcx_boundary(py
             return PROVIDER
     """))
     result = pytester.runpytest(str(pytester.path / "suites" / "test_socket_lb.py"), "-m", "kpr", "-p", "no:cacheprovider", "--import-mode=importlib",
-                                "--kpr-artifacts=artifacts", "--kpr-timeout-scale=0.004", "-k", "attach_mode_is_possible")
+                                "--kpr-artifacts=artifacts", "-k", "attach_mode_is_possible")
     result.assert_outcomes(**({"passed": 1} if ok else {"failed": 1}))
     if not ok:
         result.stdout.fnmatch_lines([f"*the agent reports tcx, but node fake-control-plane runs kernel {kernel}, which has no tcx*"])

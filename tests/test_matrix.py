@@ -59,8 +59,7 @@ def _make_runs(out: Path) -> None:
         (work / "conftest.py").write_text(textwrap.dedent(CONFTEST.format(version=version, kernel=kernel, faults=fault)))
         cp = subprocess.run([sys.executable, "-m", "pytest",
                              "suites/test_iptables.py", "suites/test_nodeport.py", "-m", "kpr", "-q", "-p", "no:cacheprovider",
-                             f"--kpr-artifacts={out / name}", f"--kpr-cilium-version={version}", f"--junitxml={out / name / 'junit.xml'}",
-                             "--kpr-timeout-scale=0.004"], cwd=work, capture_output=True, text=True, timeout=120)
+                             f"--kpr-artifacts={out / name}", f"--kpr-cilium-version={version}", f"--junitxml={out / name / 'junit.xml'}"], cwd=work, capture_output=True, text=True, timeout=120)
         assert cp.returncode in (0, 1), cp.stdout[-2000:] + cp.stderr[-2000:]
         assert (out / name / "fake" / "results.json").is_file(), cp.stdout[-2000:]
 

@@ -31,9 +31,11 @@ def pytest_kpr_provider(config, settings, timeouts, kube_factory):
     return PROVIDER
 """
 
-# The fake answers at once; a fault that never converges runs into the named timeouts, so scale them
-# down (Timeouts x 0.004: about 1 s for pods + convergence) to keep the negative runs short.
-FAST = ("--kpr-timeout-scale=0.004", "--kpr-settle=0.05")
+# The fake runs on a virtual clock (pytest_kpr.core.clock): a wait costs no real time and cannot end early on a busy
+# machine, so the timeouts need no scaling for speed. They are scaled for CPU: a fault that never converges is polled
+# at a fixed cadence for its whole bound (the backend-slots watch reads every agent every 250 ms: 960 reads for the
+# 240 s of PODS_READY + DATAPATH_CONVERGENCE, about 15 ms of CPU each); x 0.05 leaves 48.
+BOUND = ("--kpr-timeout-scale=0.05",)
 
 
 def run_suites(pytester: pytest.Pytester, config: str = "", *only: str, args: tuple[str, ...] = ()) -> pytest.RunResult:
@@ -42,7 +44,7 @@ def run_suites(pytester: pytest.Pytester, config: str = "", *only: str, args: tu
     pytester.makeconftest(textwrap.dedent(CONFTEST.format(config=config)))
     targets = [str(dest / f"test_{name}.py") for name in only] or [str(dest)]
     # importlib mode: the outer session has imported the real suites under the same module names
-    return pytester.runpytest(*targets, "-m", "kpr", "--kpr-artifacts=artifacts", "-p", "no:cacheprovider", "--import-mode=importlib", *FAST, *args)
+    return pytester.runpytest(*targets, "-m", "kpr", "--kpr-artifacts=artifacts", "-p", "no:cacheprovider", "--import-mode=importlib", *BOUND, *args)
 
 
 def evidence(pytester: pytest.Pytester, name: str) -> dict:
@@ -67,6 +69,9 @@ def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -
     assert cost["run"]["agent_execs"] > 0 and cost["run"]["commands"] == sum(cost["run"][k] for k in ("agent_execs", "pod_execs", "node_commands"))
     assert cost["tests"] == sum(ALL.values()) and cost["most_commands"][0]["commands"] > 0
     result.stdout.fnmatch_lines(["*= kpr properties =*"])
+    # the waits ran on the fake's virtual clock, and the evidence says so
+    result.stdout.fnmatch_lines(["evidence: * (durations on the fake cluster's virtual clock)"])
+    assert evidence(pytester, "cluster.json")["clock"] == "virtual" and evidence(pytester, "results.json")["run"]["clock"] == "virtual"
     result.stdout.fnmatch_lines_random([
         "pass  iptables        0 KUBE-SVC, 0 KUBE-SEP, 0 ClusterIP lines on 3 nodes*",
         "pass  backend slots   4 slots on 3 agents in *s*",
@@ -207,7 +212,7 @@ FAKE.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "squatt
 
 def test_a_taken_nodeport_is_a_clear_setup_error(pytester: pytest.Pytester) -> None:
     with_a_nodeport_squatter(pytester)
-    result = pytester.runpytest(str(pytester.path / "suites" / "test_nodeport.py"), "-m", "kpr", "-p", "no:cacheprovider", "--import-mode=importlib", *FAST)
+    result = pytester.runpytest(str(pytester.path / "suites" / "test_nodeport.py"), "-m", "kpr", "-p", "no:cacheprovider", "--import-mode=importlib")
     result.assert_outcomes(errors=5)
     result.stdout.fnmatch_lines(["*NodePort 30780 is already allocated in this cluster; pick a free one with --kpr-nodeport*"])
 
@@ -269,7 +274,7 @@ def test_the_slowest_agent_is_timed_within_the_poll_resolution(pytester: pytest.
     """One agent programs new backends 1 s after the others: scale.json times each backend per agent (read every
     250 ms), and the summary names that agent with its lag."""
     result = run_suites(pytester, "faults=Faults(slow_agent_on='fake-worker2', slow_agent_s=1.0)", "backend_slots",
-                        args=("--kpr-timeout-scale=0.05",))
+                        args=())
     result.assert_outcomes(passed=3)
     timing = evidence(pytester, "scale.json")["timing"]
     assert timing["resolution_seconds"] == 0.25 and len(timing["endpointslice"]) == 2
@@ -379,7 +384,7 @@ def test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_
     into one summary, one report.txt and one cluster.json, and removes the run's lock directory."""
     shutil.copytree(SUITES, pytester.path / "suites")
     pytester.makeconftest(XDIST_CONFTEST)
-    result = pytester.runpytest_subprocess("suites", "-m", "kpr", "-n", "2", "--kpr-artifacts=artifacts", "-p", "no:cacheprovider", "-v", *FAST)
+    result = pytester.runpytest_subprocess("suites", "-m", "kpr", "-n", "2", "--kpr-artifacts=artifacts", "-p", "no:cacheprovider", "-v")
     result.assert_outcomes(**ALL)
     ran_on: dict[str, set[str]] = {}
     for line in result.stdout.lines:  # "[gw1] [ 12%] PASSED suites/test_affinity.py::test_..."
@@ -466,7 +471,7 @@ def test_a_failure_prints_its_verdict_and_where_the_evidence_is_in_at_most_40_li
 def test_a_fixture_error_gets_one_bundle_for_the_tests_it_errors(pytester: pytest.Pytester) -> None:
     with_a_nodeport_squatter(pytester)
     result = pytester.runpytest(str(pytester.path / "suites" / "test_nodeport.py"), "-m", "kpr", "-p", "no:cacheprovider",
-                                "--import-mode=importlib", "--kpr-artifacts=artifacts", *FAST)
+                                "--import-mode=importlib", "--kpr-artifacts=artifacts")
     result.assert_outcomes(errors=5)
     bundles = list((pytester.path / "artifacts" / "fake" / "failures").iterdir())
     assert len(bundles) == 1, "one fixture error, one bundle (not five)"

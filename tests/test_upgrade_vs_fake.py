@@ -20,7 +20,7 @@ PROVIDER = FakeProvider(FakeCluster(FakeConfig(pod_ready_ticks=2, cilium_version
 def pytest_kpr_provider(config, settings, timeouts, kube_factory):
     return PROVIDER
 """
-ARGS = ("-m", "kpr", "--kpr-artifacts=artifacts", "-p", "no:cacheprovider", "--import-mode=importlib", "--kpr-timeout-scale=0.05",
+ARGS = ("-m", "kpr", "--kpr-artifacts=artifacts", "-p", "no:cacheprovider", "--import-mode=importlib",
         "--kpr-cilium-version=1.19.8", "--kpr-upgrade-to=1.20.2")
 VERDICTS = ["test_no_flow_was_reset_closed_or_stalled", "test_no_flow_saw_a_gap_longer_than_allowed",
             "test_no_service_or_backend_id_changed_or_was_reused", "test_the_flows_conntrack_entries_survive", "test_no_datapath_property_regressed"]

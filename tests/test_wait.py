@@ -9,6 +9,7 @@ import pytest
 from pytest_kpr.observe.readiness import read_facts, wait_ready
 from pytest_kpr.observe.lab import Lab
 from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
+from pytest_kpr.core import clock
 from pytest_kpr.core.wait import Timeouts, WaitTimeout, eventually
 
 
@@ -84,9 +85,10 @@ def test_an_agent_that_lags_is_read_again_until_it_catches_up() -> None:
 
     fake = FakeCluster(FakeConfig(faults=Faults(slow_agent_on="fake-worker2", slow_agent_s=0.5)))
     lab = lab_on(fake)
-    lab.deploy_web(2)
-    start = len(fake.calls)
-    obs = lab.scale_web(4)
+    with clock.use(fake.clock):  # the lag is in the fake's time: the waits must run on it
+        lab.deploy_web(2)
+        start = len(fake.calls)
+        obs = lab.scale_web(4)
     assert obs.value.converged
     per_pod: dict[str, int] = {}
     for c in fake.calls[start:]:

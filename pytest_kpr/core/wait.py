@@ -1,24 +1,19 @@
 """Named timeouts and the only two ways the project waits: :func:`retrying` and :func:`eventually`.
 
 No code in this project sleeps to wait for a state; it polls with a bound, and a timeout names what
-it waited for and what it saw last.
+it waited for and what it saw last. Both read the project's clock (:mod:`pytest_kpr.core.clock`): the real one
+against a real cluster, the fake's virtual one against the fake, where a wait costs no real time.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, fields, replace
 from typing import Any, Callable, Generic, TypeVar
 
-from tenacity import (
-    RetryError,
-    Retrying,
-    retry_if_exception_type,
-    stop_after_delay,
-    wait_exponential,
-)
+from tenacity import Retrying, retry_if_exception_type, wait_exponential
 
+from . import clock
 from .errors import InfraError
 
 log = logging.getLogger("pytest_kpr.wait")
@@ -72,13 +67,16 @@ def retrying(timeout: float, *, on: tuple[type[BaseException], ...] = (InfraErro
     """A tenacity ``Retrying`` for ``for attempt in retrying(T): with attempt: ...``.
 
     Retries the given transport errors (and failed assertions when ``assertions``), backing off from
-    0.2 s to 2 s, for at most ``timeout`` seconds, then re-raises the last error so its message is the
-    failure.
+    0.2 s to 2 s, for at most ``timeout`` seconds of the project's clock, then re-raises the last error so its
+    message is the failure.
     """
     retry_on: tuple[type[BaseException], ...] = on + ((AssertionError,) if assertions else ())
+    clk = clock.current()
+    start = clk.monotonic()
     return Retrying(
-        stop=stop_after_delay(timeout),
+        stop=lambda _state: clk.monotonic() - start >= timeout,
         wait=wait_exponential(multiplier=0.2, max=2),
+        sleep=clk.sleep,
         retry=retry_if_exception_type(retry_on),
         reraise=True,
     )
@@ -117,58 +115,43 @@ def eventually(
     - ``progress(line)`` is called at most every ``progress_every`` seconds with the last observation.
     - On timeout raises :class:`WaitTimeout`: ``timed out after 60s waiting for <what>; last observed: ...``.
     """
-    start = time.monotonic()
+    clk = clock.current()
+    start = clk.monotonic()
     if first_after > 0:
-        time.sleep(min(first_after, timeout))
+        clk.sleep(min(first_after, timeout))
+    polling = clk.monotonic()  # the bound counts from the first poll
     last: list[object] = []  # the last value or error
     last_progress = start
     attempts = 0
-    began = start  # when the current poll started
-
-    def attempt() -> T:
-        nonlocal attempts, last_progress, began
+    # back off from 0.1 s to 2 s, but poll at least ~10 times within a short bound
+    step, longest = min(0.1, timeout / 50), max(min(2.0, timeout / 10), 0.005)
+    while True:
         attempts += 1
-        began = time.monotonic()
+        began = clk.monotonic()
         try:
             value = observe()
         except transient as e:
             last[:] = [e]
-            raise
-        last[:] = [value]
-        if abort is not None:
-            reason = abort(value)
+        else:
+            last[:] = [value]
+            reason = abort(value) if abort is not None else None
             if reason:
-                raise _Abort(reason)
-        now = time.monotonic()
-        if progress is not None and now - last_progress >= progress_every:
-            last_progress = now
-            progress(f"waiting for {what} ({now - start:.0f}s/{timeout:.0f}s): {describe(value)}")
-        if not until(value):
-            raise _NotYet()
-        return value
-
-    try:
-        # back off from 0.1 s to 2 s, but poll at least ~10 times within a short bound
-        backoff = wait_exponential(multiplier=min(0.1, timeout / 50), max=max(min(2.0, timeout / 10), 0.005))
-        fixed = (lambda _: max(0.0, every - (time.monotonic() - began))) if every is not None else None
-        for a in Retrying(
-            stop=stop_after_delay(timeout),
-            wait=fixed or backoff,
-            retry=retry_if_exception_type((_NotYet,) + transient),
-            reraise=False,
-        ):
-            with a:
-                value = attempt()
-    except RetryError:
-        seen = last[0] if last else None
-        shown = f"{type(seen).__name__}: {seen}" if isinstance(seen, BaseException) else describe(seen)  # type: ignore[arg-type]
-        raise WaitTimeout(
-            f"timed out after {timeout:.0f}s waiting for {what}; last observed: {shown}",
-            None if isinstance(seen, BaseException) else seen, time.monotonic() - start, attempts,
-        ) from None
-    except _Abort as e:
-        raise WaitTimeout(f"gave up waiting for {what}: {e}") from None
-    return Observation(value, time.monotonic() - start, attempts)
+                raise WaitTimeout(f"gave up waiting for {what}: {reason}")
+            now = clk.monotonic()
+            if progress is not None and now - last_progress >= progress_every:
+                last_progress = now
+                progress(f"waiting for {what} ({now - start:.0f}s/{timeout:.0f}s): {describe(value)}")
+            if until(value):
+                return Observation(value, clk.monotonic() - start, attempts)
+        if clk.monotonic() - polling >= timeout:
+            seen = last[0] if last else None
+            shown = f"{type(seen).__name__}: {seen}" if isinstance(seen, BaseException) else describe(seen)  # type: ignore[arg-type]
+            raise WaitTimeout(
+                f"timed out after {timeout:.0f}s waiting for {what}; last observed: {shown}",
+                None if isinstance(seen, BaseException) else seen, clk.monotonic() - start, attempts,
+            )
+        pause = every - (clk.monotonic() - began) if every is not None else min(longest, step * 2 ** (attempts - 1))
+        clk.sleep(max(0.0, pause))
 
 
 def eventually_or_now(observe: Callable[[], T], **kw: Any) -> T:
@@ -178,11 +161,3 @@ def eventually_or_now(observe: Callable[[], T], **kw: Any) -> T:
         return eventually(observe, **kw).value
     except WaitTimeout:
         return observe()
-
-
-class _NotYet(Exception):
-    pass
-
-
-class _Abort(Exception):
-    pass

@@ -9,7 +9,6 @@ TCP connection from port 40404 to web's ClusterIP:80); ``web-np`` (NodePort, 307
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -25,6 +24,7 @@ from ..parse.node import CURL_WRITE_OUT, HttpResult, parse_curl, parse_netstat
 from ..parse.probe import HoldEvent, ProbeOutput, parse_hold_log, parse_probe_json
 from ..core.wait import Observation, Timeouts, WaitTimeout, eventually
 from .workloads import PROBE_CONTAINER, probe_pod
+from ..core import clock
 
 #: how often a scale's convergence is read: the resolution of the timing it records
 CONVERGENCE_POLL_S = 0.25
@@ -281,14 +281,14 @@ class Lab:
         observation comes back with ``timed_out`` for the caller to judge."""
         before = self.endpointslice_ready("web")
         self.kube.patch("Deployment", "web", self.ns, {"spec": {"replicas": replicas}})
-        start = time.monotonic()
+        start = clock.monotonic()
         es_seen: dict[str, float] = {}
         agent_seen: dict[str, dict[str, float]] = {}
 
         watch = self.convergence_watch(replicas)
 
         def observe() -> Convergence:
-            polled = round(time.monotonic() - start, 3)
+            polled = round(clock.monotonic() - start, 3)
             c = watch()
             for be in sorted(c.endpointslice - before):
                 es_seen.setdefault(be, polled)
@@ -447,7 +447,7 @@ class Lab:
 
 
 def elapsed_since(start: float) -> float:
-    return round(time.monotonic() - start, 3)
+    return round(clock.monotonic() - start, 3)
 
 
 def report_values(lab: Lab) -> dict[str, str]:

@@ -437,7 +437,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             counts = ", ".join(f"{outcomes.count(o)} {o}" for o in ("passed", "failed", "xfailed", "skipped") if outcomes.count(o))
             fig = figures.get(prop, "")
             terminalreporter.write_line(f"{verdict:<5} {prop:<15} {fig}{'  ' if fig else ''}({counts})", red=verdict == "FAIL", green=verdict == "pass")
-        terminalreporter.write_line(f"evidence: {s.merged_evidence_dir or s.evidence_dir}")
+        virtual = " (durations on the fake cluster's virtual clock)" if s.clock_kind == "virtual" else ""
+        terminalreporter.write_line(f"evidence: {s.merged_evidence_dir or s.evidence_dir}{virtual}")
         if s.handle is not None or s.merged_evidence_dir is not None:
             worst = max(s.cost_per_test.items(), key=lambda kv: kv[1].commands, default=None)
             terminalreporter.write_line(f"cluster cost: {s.cost.line()} ({s.cost.commands} commands)"

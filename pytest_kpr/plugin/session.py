@@ -24,6 +24,7 @@ from ..run.settings import IfUnavailable, ProviderName, Settings
 from ..evidence.runrecord import SETUP_PHASES, RunRecord
 from ..run.shared_run import SharedRun, read_parts, run_dir
 from ..core.wait import Timeouts, WaitTimeout, eventually
+from ..core import clock
 
 #: Exit status of ``pytest -m kpr`` when the environment cannot run the suites (no Docker, no kind, ...).
 EXIT_UNAVAILABLE = 4
@@ -51,6 +52,8 @@ class KprSession:
         #: every agent's drop counters at the last reading (after the facts, then at each failure), by node
         self.drop_counters: dict[str, Any] = {}
         self.drops_since = "the run began"
+        #: the clock the run's waits and the evidence's durations ran on: "real", or "virtual" (the fake cluster's)
+        self.clock_kind = "real"
         #: pytest's exit status as the session ends (results.json records it), and where results.json went
         self.exit_status: int | None = None
         self.results_file: Path | None = None
@@ -151,6 +154,9 @@ class KprSession:
         self._started = True
         provider = self._make_provider()
         self.provider = provider
+        # the fake cluster's time is virtual: the run's waits share it (a real cluster keeps the real clock)
+        clock.install(getattr(provider, "clock", None) or clock.REAL)
+        self.clock_kind = clock.current().kind
         self.record.begin("preflight")
         try:
             provider.preflight()
@@ -314,7 +320,8 @@ class KprSession:
         assert self.facts is not None
         d = self.evidence_dir
         d.mkdir(parents=True, exist_ok=True)
-        data = {**self.facts.to_json(), "profile": self.settings.profile, **self.record.to_json()}
+        data = {**self.facts.to_json(), "profile": self.settings.profile, **self.record.to_json(),
+                "clock": self.clock_kind}  # "virtual": the durations in the evidence are the fake's time, not the machine's
         if self._stopped:
             worst = sorted(self.cost_per_test.items(), key=lambda kv: -kv[1].commands)[:5]
             data["cost"] = {"run": self.cost.to_json(), "tests": len(self.cost_per_test),
@@ -322,10 +329,17 @@ class KprSession:
         (d / "cluster.json").write_text(json.dumps(data, indent=2) + "\n")
 
     def stop(self) -> None:
-        """Delete the namespaces this run created, then let the provider remove its cluster. Idempotent."""
+        """Delete the namespaces this run created, then let the provider remove its cluster. Idempotent. The real
+        clock is the project's again afterwards."""
         if self._stopped:
             return
         self._stopped = True
+        try:
+            self._stop()
+        finally:
+            clock.install(clock.REAL)
+
+    def _stop(self) -> None:
         if self._started and not self.unavailable and self.record.failed() is None:
             self.record.begin("cleanup")
         for fn in self.before_cleanup:
@@ -359,7 +373,7 @@ class KprSession:
         kernels = sorted({n.get("kernel", "") for n in f.get("nodes", []) if n.get("kernel")})
         return {"finished": datetime.now(timezone.utc).isoformat(timespec="seconds"), "plugin_version": __version__, "id": self.run_id,
                 "cilium_version": f.get("cilium_version") or self.settings.cilium_version, "kernels": kernels,
-                "profile": self.settings.profile, "exit_status": self.exit_status,
+                "profile": self.settings.profile, "exit_status": self.exit_status, "clock": self.clock_kind,
                 # pytest's 0 (passed), 1 (a test failed) and 5 (nothing judged) are runs that ended on their own
                 "complete": self.exit_status in (0, 1, 5) and self.interrupted_by is None,
                 "interrupted_by": self.interrupted_by or ("Ctrl-C" if self.exit_status == 2 else None)}

@@ -513,11 +513,6 @@ def resolve(
         if sources.get(name) in ("cli", "ini") and values["provider"] not in providers:
             raise SettingsError(f"{_where(name, sources)} means nothing with --kpr-provider={values['provider']}; it is for "
                                 f"--kpr-provider={' or '.join(str(p) for p in providers)}")
-    if values["provider"] is ProviderName.FAKE and sources["timeout_scale"] == "default":
-        # the fake answers at once: a fault that never converges runs into the named timeouts, scaled to about a second
-        values["timeout_scale"], sources["timeout_scale"] = FAKE_TIMEOUT_SCALE, "fake"
-    if values["provider"] is ProviderName.FAKE and sources["settle"] == "default":
-        values["settle"], sources["settle"] = FAKE_SETTLE, "fake"
     for p in values["helm_values"]:
         if not p.is_file():
             raise SettingsError(f"{OPTIONS_BY_NAME['helm_values'].flag}: no such file: {p}")
@@ -537,9 +532,6 @@ PROVIDER_ONLY: dict[str, tuple[ProviderName, ...]] = {
                      "kind_bin", "docker_bin"), (ProviderName.KIND,)),
 }
 
-#: with the fake provider: the named timeouts x 0.004 (pods and convergence in about a second) and a 50 ms settle window
-FAKE_TIMEOUT_SCALE = 0.004
-FAKE_SETTLE = 0.05
 
 
 def _where(name: str, sources: dict[str, str]) -> str:

@@ -23,6 +23,7 @@ from ..rules.lbmodel import Event, LbModel, Op, Variant
 from ..parse import L3n4
 from ..parse.status_text import modules_health
 from ..core.wait import WaitTimeout, eventually
+from ..core import clock
 
 SHARING_KEY = "lbipam.cilium.io/sharing-key"
 #: the module whose health a frontend conflict degrades, and the error text (pytest_kpr.rules.datapath FORMAT_RULES)
@@ -30,6 +31,8 @@ REFLECTOR_MODULE = "loadbalancer-reflectors"
 CONFLICT = "frontend already owned by another service"
 BUMP = "kpr.cilium.io/bump"
 #: how often the release watch reads db/show frontends (one reflector batching window)
+#: the shortest pause between two reads of a watch (1% of the 1 s settle read spacing)
+MIN_PAUSE_S = 0.01
 WATCH_POLL_S = 0.5
 #: reads spread over the settle window (an appearance in it is timed to settle/SETTLE_READS)
 SETTLE_READS = 5
@@ -46,10 +49,10 @@ class Record:
     claimant: str = ""
     vip: str = ""
     steps: list[dict[str, Any]] = field(default_factory=list)
-    start: float = field(default_factory=time.monotonic)
+    start: float = field(default_factory=clock.monotonic)
 
     def step(self, name: str, **obs: Any) -> dict[str, Any]:
-        entry = {"step": name, "seconds": round(time.monotonic() - self.start, 3), **obs}
+        entry = {"step": name, "seconds": round(clock.monotonic() - self.start, 3), **obs}
         self.steps.append(entry)
         return entry
 
@@ -281,7 +284,7 @@ class SharedVip:
         5 s), since only an appearance can end it early. What ended each watch, and when, goes to
         sharedvip.json; :meth:`late_look` looks once more later."""
         lab = self.lab
-        deleted_at = time.monotonic()
+        deleted_at = clock.monotonic()
         marker = f"vip-marker-{self.run_id[-6:]}"
         lab.kube.create(self.service(marker, "cluster-ip", "", [80]))
         marker_ip = (lab.kube.get("Service", marker, lab.ns) or {}).get("spec", {}).get("clusterIP", "")
@@ -295,7 +298,7 @@ class SharedVip:
         last_progress = 0.0
         while True:
             fes = self.frontends([w.rec.fe(80) for w in watches] + [marker_fe])
-            now = time.monotonic() - deleted_at
+            now = clock.monotonic() - deleted_at
             observations += 1
             if marker_done is None and (fes.get(marker_fe) or {}).get("status") == "Done":
                 marker_done = now
@@ -313,7 +316,9 @@ class SharedVip:
                 last_progress = now
                 lab.progress(f"shared VIP: watching {', '.join(w.rec.fe(80) for w in open_)} after the owners' deletion "
                              f"({now:.0f}s; seen: {', '.join(sorted(open_[0].marks)) or 'nothing yet'})")
-            time.sleep(max(0.0, min(w.next_read(now, poll, settle) for w in open_) - (time.monotonic() - deleted_at)))
+            # never a zero pause: on the fake's virtual clock a read takes no time, so only a pause moves the watch on
+            due = min(w.next_read(now, poll, settle) for w in open_)
+            clock.sleep(max(MIN_PAUSE_S, due - (clock.monotonic() - deleted_at)))
         lab.kube.delete("Service", marker, lab.ns)
         self._deleted_at = deleted_at
         return [{"appeared_by_itself": w.ended_by == "appeared", "ended_by": w.ended_by, "settle_seconds": settle,
@@ -330,9 +335,9 @@ class SharedVip:
         if not pending:
             return
         due = max(self._deleted_at + r.get("owner-deleted")["watched_seconds"] for r in pending) + self.settings.settle
-        time.sleep(max(0.0, due - time.monotonic()))
+        clock.sleep(max(0.0, due - clock.monotonic()))
         fes = self.frontends([r.fe(80) for r in pending])
-        at = round(time.monotonic() - self._deleted_at, 3)
+        at = round(clock.monotonic() - self._deleted_at, 3)
         for r in pending:
             f = fes.get(r.fe(80)) or {}
             r.step("late-look", seconds_after_deletion=at, appeared=f.get("service") == r.claimant and f.get("status") == "Done", frontend=f or None)
@@ -349,11 +354,11 @@ class SharedVip:
         self.wait_owned(fe82, own_ns, t.DATAPATH_CONVERGENCE, f"{owner} to own {fe82}")
         lab.kube.create(self.service(claimant, "external-ips", vip, [83]))
         self.wait_owned(fe83, claim_ns, t.DATAPATH_CONVERGENCE, f"{claimant} to own {fe83}")
-        t_claim = time.monotonic()
+        t_claim = clock.monotonic()
         lab.kube.patch("Service", claimant, lab.ns, {"spec": {"ports": [{"name": "p83", "port": 83, "targetPort": WEB_TARGET, "protocol": "TCP"},
                                                                             {"name": "p82", "port": 82, "targetPort": WEB_TARGET, "protocol": "TCP"}]}})
         lab.kube.delete("Service", owner, lab.ns)
-        t_release = time.monotonic()
+        t_release = clock.monotonic()
         # What is known about the timing, encoded for the model: the owner and the claimant's first version
         # were each seen Done before the next step (so they were processed in earlier batches); the claim and
         # the release were sent back to back, gap_ms apart.

@@ -15,7 +15,6 @@ gate must be able to see: IDs not restored (PR #18119), CT entries deleted at st
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -25,6 +24,7 @@ import yaml
 from ..rules.kernels import KernelFloor, _minor, floor_problems
 from ..rules.upgrade import version_refusal
 from ..core.versions import Version
+from ..core import clock as _clock
 
 # -- what is refused before anything changes --------------------------------------------------------------
 
@@ -108,7 +108,7 @@ class RollWatch:
 
     before: dict[str, str]  # node -> agent pod before the roll
     steps: dict[str, RollStep] = field(default_factory=dict)
-    clock: Callable[[], float] = time.time
+    clock: Callable[[], float] = _clock.time
 
     def observe(self, pods: list[dict[str, Any]]) -> bool:
         """Update from a list of agent pods; True once every node has a new Ready agent pod."""

@@ -16,7 +16,6 @@ Order of one transition (upgrade, and with --kpr-downgrade the way back):
 from __future__ import annotations
 
 import json
-import time
 from typing import Any, Callable
 
 from ..observe.agent import agent_pods
@@ -41,6 +40,7 @@ from .upgrade import (
 )
 from ..core.wait import eventually
 from ..observe.workloads import probe_pod
+from ..core import clock
 
 ECHO_TCP, ECHO_UDP = 7100, 7101
 FLOW_INTERVAL_MS = 10
@@ -189,17 +189,17 @@ class UpgradeRun:
         lab, t = self.lab, self.lab.t
         lab.progress(f"{kind} {from_version} -> {to_version}: starting {len(self.paths)} flows")
         pods = self.start_flows(kind)
-        time.sleep(t.FLOW_BASELINE)
+        clock.sleep(t.FLOW_BASELINE)
         before = self.snapshot(pods)
         watch = RollWatch({p["spec"]["nodeName"]: p["metadata"]["name"] for p in agent_pods(lab.kube)})
-        started = time.time()
+        started = clock.time()
         self.provider.upgrade(to_version, from_version, lab.progress)
         eventually(lambda: watch.observe(agent_pods(lab.kube)), until=bool, timeout=t.CILIUM_READY, every=0.25,
                    what=f"every node's cilium-agent replaced and Ready ({kind} to {to_version})", progress=lab.progress)
         states = readiness.wait_ready(lab.kube, t, lab.progress)
         facts = self.reread_facts()
         lab.facts, lab.minor = facts, (facts.cilium.major, facts.cilium.minor)
-        time.sleep(t.FLOW_BASELINE)
+        clock.sleep(t.FLOW_BASELINE)
         after = self.snapshot(pods)
         reports = self.stop_flows(pods)
         timeline = watch.timeline()

@@ -26,6 +26,7 @@ import secrets
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
+from ..core.clock import VirtualClock
 from ..core.errors import ApiError
 from ..k8s.api import ExecResult, api_version_of, pod_ready
 from ..core.versions import Version
@@ -80,6 +81,8 @@ class FakeCluster:
         self.pod_exec_handlers: dict[str, Callable[[Obj, list[str]], tuple[int, str, str]]] = {}
         self.node_exec_handlers: dict[str, Callable[[str, list[str]], tuple[int, str, str]]] = {}
         self.tick = 0
+        #: the fake's time: virtual, advanced by whoever waits on the fake (the session installs it as the run's clock)
+        self.clock = VirtualClock()
         self.calls: list[tuple[str, ...]] = []  # every API call and exec, for tests to inspect
         self._objects: dict[str, dict[tuple[str | None, str], Obj]] = {}
         self._uid = itertools.count(1)

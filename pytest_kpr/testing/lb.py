@@ -7,7 +7,6 @@ endpoints. NodePort services get ``0.0.0.0:<nodePort>`` and ``<node InternalIP>:
 
 from __future__ import annotations
 
-import time
 
 from ..rules.datapath import LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, REV_NAT_FULL_ERROR, external_backends
 from ..rules.lbmodel import Event, LbModel, Op, Variant
@@ -57,11 +56,11 @@ class LbState:
         self.model = cls(variant=variant, window_ms=cfg.lb_window_ticks * MS_PER_TICK)
         #: (service key, addr) -> (type, port spec) as last pushed
         self._spec: dict[tuple[str, str], tuple[str, dict]] = {}
-        #: when each backend was first programmed anywhere (time.monotonic()), for the slow_agent_on fault
+        #: when each backend was first programmed anywhere (self.cluster.clock.monotonic()), for the slow_agent_on fault
         self._born: dict[tuple[str, int], float] = {}
-        #: when the late_requeue_s fault re-queues the rejected services (time.monotonic())
+        #: when the late_requeue_s fault re-queues the rejected services (self.cluster.clock.monotonic())
         self._late_due: float | None = None
-        self._t0 = time.monotonic()
+        self._t0 = self.cluster.clock.monotonic()
         self._backend_ids: dict[tuple[str, int, str], int] = {}
         self._id_offset = 0
         #: every backend a service port ever had (the stale_slots fault keeps them all)
@@ -96,7 +95,7 @@ class LbState:
         500 ms: cilium/cilium pkg/loadbalancer/reflectors/k8s.go), so the fake's advances with wall time, and
         also one tick (100 ms) per API call or exec so that tests need not sleep: a suite that waits out a
         window sees it closed, one that polls sees it close after a few calls."""
-        return self.cluster.tick * MS_PER_TICK + (time.monotonic() - self._t0) * 1000.0
+        return self.cluster.tick * MS_PER_TICK + (self.cluster.clock.monotonic() - self._t0) * 1000.0
 
     def service_changed(self, key: str, svc: dict | None) -> None:
         at = self.now_ms()
@@ -104,7 +103,7 @@ class LbState:
             self.model.push(Event(at, Op.DELETE, key))
             late = self.cluster.cfg.faults.late_requeue_s
             if late is not None and self._late_due is None:  # fault: whatever is rejected then is re-queued,
-                self._late_due = time.monotonic() + late  # but only this much after the (first pending) deletion
+                self._late_due = self.cluster.clock.monotonic() + late  # but only this much after the (first pending) deletion
             return
         wanted = self.desired(svc)
         for addr, typ, port in wanted:
@@ -152,8 +151,8 @@ class LbState:
         """The frontends the agent on ``node`` has programmed, sorted by ID."""
         c = self.cluster
         self.model.advance(self.now_ms())
-        if self._late_due is not None and time.monotonic() >= self._late_due:
-            due_ms = self.now_ms() - (time.monotonic() - self._late_due) * 1000.0  # when it was due, not when read
+        if self._late_due is not None and self.cluster.clock.monotonic() >= self._late_due:
+            due_ms = self.now_ms() - (self.cluster.clock.monotonic() - self._late_due) * 1000.0  # when it was due, not when read
             self._late_due = None
             for service, (wanted, _) in list(self.model.rejected.items()):
                 self.model.push(Event(due_ms, Op.UPSERT, service, wanted))
@@ -170,7 +169,7 @@ class LbState:
             if node == c.cfg.faults.backend_missing_on and len(bes) > 2:  # fault: this agent lacks one backend
                 bes = bes[:-1]
             if node == c.cfg.faults.slow_agent_on:  # fault: this agent programs new backends late
-                now = time.monotonic()
+                now = self.cluster.clock.monotonic()
                 bes = [b for b in bes if now - self._born.setdefault((b.ip, b.port), now) >= c.cfg.faults.slow_agent_s]
             status = "Done" if state.status == "done" else "Pending"
             internal = None

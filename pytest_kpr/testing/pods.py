@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +43,6 @@ class FakeWorkloads:
         #: (client namespace, client pod, service, port) -> (the backend its affinity remembers, last used: whole seconds)
         self.affinity: dict[tuple[str, str, str, int], tuple[str, int]] = {}
         #: seconds a probe's --interval has let pass (the fake does not sleep: its affinity clock runs ahead instead)
-        self.skipped_s = 0.0
         cluster.pod_exec_handlers["*"] = self.exec
 
     # -- holder ------------------------------------------------------------------------------------
@@ -202,7 +200,7 @@ class FakeWorkloads:
         out = ""
         for i in range(count):
             if i:
-                self.skipped_s += interval
+                self.c.clock.advance(interval)  # the probe's pause between attempts, in the fake's time
             outcome = reach(self.c, pod["spec"]["nodeName"], host_network=bool(pod["spec"].get("hostNetwork")),
                             access="raw" if kind == "syn" else "connect", ip=ip, port=int(port_s))
             result: dict[str, Any] = {"probe": kind, "target": target, **probe_result(outcome, kind, timeout)}
@@ -232,7 +230,7 @@ class FakeWorkloads:
         timeout = int(((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get("timeoutSeconds") or 10800)
         key = (pod["metadata"]["namespace"], pod["metadata"]["name"], fe.service, fe.port)
         backends = [f"{b.ip}:{b.port}" for b in fe.backends]
-        now = int(time.monotonic() + self.skipped_s)  # bpf_mono_now(): whole seconds
+        now = int(self.c.clock.monotonic())  # bpf_mono_now(): whole seconds
         remembered = self.affinity.get(key)
         # lb.h __lb4_affinity_backend_id: an entry is used while now < last_used + timeout, and each use renews it
         if sticky and remembered is not None and remembered[0] in backends and (now < remembered[1] + timeout or faults.affinity_no_timeout):

@@ -63,6 +63,11 @@ class FakeProvider:
         self.events: list[str] = []
         self.values = values or {"kubeProxyReplacement": True, "k8sServiceHost": f"{cluster.cfg.name}-control-plane", "k8sServicePort": 6443}
 
+    @property
+    def clock(self) -> Any:
+        """The fake cluster's virtual clock: the session makes it the run's, so waits on the fake cost no real time."""
+        return self.cluster.clock
+
     def helm_values(self) -> dict[str, Any]:
         return dict(self.values)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -66,7 +65,7 @@ class FakeUpgrades:
 
     def start(self, to_version: str) -> None:
         nodes = sorted(self.c.agents)
-        self.roll = RollState(to_version, time.time(), nodes, self.c.cfg.agent_restart_s)
+        self.roll = RollState(to_version, self.c.clock.time(), nodes, self.c.cfg.agent_restart_s)
 
     def window(self, node: str) -> tuple[float, float] | None:
         """When ``node``'s agent was (or will be) down in the current or last roll."""
@@ -81,7 +80,7 @@ class FakeUpgrades:
         roll = self.roll
         if roll is None:
             return
-        now = time.time()
+        now = self.c.clock.time()
         pods = self.c._objects["Pod"]
         for node in roll.nodes:
             down, up = self.window(node) or (0.0, 0.0)
@@ -119,7 +118,7 @@ class FakeUpgrades:
         if args is None or key in self.flows or pod["status"].get("phase") != "Running":
             return
         node = pod["spec"]["nodeName"]
-        self.flows[key] = FlowPod(key[1], key[0], node, args["udp"], args["interval_ms"], args["target"], time.time())
+        self.flows[key] = FlowPod(key[1], key[0], node, args["udp"], args["interval_ms"], args["target"], self.c.clock.time())
         ip, _, port = args["target"].rpartition(":")
         fe = self.c.lb.find(node, ip, int(port), "UDP" if args["udp"] else "TCP")
         if args["udp"] or pod["spec"].get("hostNetwork") or fe is None or not fe.backends:
@@ -133,7 +132,7 @@ class FakeUpgrades:
     def stop(self, pod: Obj) -> None:
         f = self.flows.get((pod["metadata"]["namespace"], pod["metadata"]["name"]))
         if f is not None and f.ended is None:
-            f.ended = time.time()
+            f.ended = self.c.clock.time()
             pod["status"]["phase"] = "Succeeded"
 
     def log(self, namespace: str, pod: str) -> str:

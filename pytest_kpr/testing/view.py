@@ -74,6 +74,7 @@ class NodeToolsView(Protocol):
 class ClusterView(Protocol):
     cfg: FakeConfig
     tick: int
+    clock: Any  # pytest_kpr.core.clock.VirtualClock: the fake's time, shared with whatever waits on it
     pod_exec_handlers: dict[str, Callable[[Obj, list[str]], tuple[int, str, str]]]
     node_exec_handlers: dict[str, Callable[[str, list[str]], tuple[int, str, str]]]
     node_listeners: dict[str, list[int]]
