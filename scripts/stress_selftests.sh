@@ -6,8 +6,9 @@
 #   scripts/stress_selftests.sh [ROUNDS]     (default 1; the clones and their venvs are made once and reused)
 #
 # Everything it starts is its own: the clones live in one temporary directory named after this process, the burners
-# are remembered by PID and ended by PID on exit, on failure and on Ctrl-C. Logs: <tmp>/run-<round>-<n>.log (kept when
-# a run fails, and the directory is printed).
+# are remembered by PID, each `make test` runs in a session of its own (setsid) whose process group is ended on exit,
+# on failure and on Ctrl-C before the clones are removed (each run's own tests then clean up what they made). Logs:
+# <tmp>/run-<round>-<n>.log (kept when a run fails, and the directory is printed).
 set -euo pipefail
 
 rounds="${1:-1}"
@@ -15,9 +16,12 @@ case "$rounds" in ''|*[!0-9]*|0) echo "usage: $0 [ROUNDS>=1]" >&2; exit 2 ;; esa
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/kpr-stress-$$-XXXX")"
 burners=()
+runs=()
 keep=0
 
 cleanup() {
+    for pid in "${runs[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done  # a run's own process group
+    for pid in "${runs[@]}"; do wait "$pid" 2>/dev/null || true; done
     for pid in "${burners[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${burners[@]}"; do wait "$pid" 2>/dev/null || true; done
     if [ "$keep" = 0 ]; then rm -rf "$work"; else echo "[stress] logs kept in $work"; fi
@@ -37,14 +41,14 @@ echo "[stress] $rounds round(s): 2 concurrent \`make test\` from fresh clones of
 
 failed=0
 for round in $(seq "$rounds"); do
-    pids=()
+    runs=()
     start=$SECONDS
     for n in 1 2; do
-        (cd "$work/clone-$n" && make test) > "$work/run-$round-$n.log" 2>&1 &
-        pids+=("$!")
+        (cd "$work/clone-$n" && exec setsid -w make test) > "$work/run-$round-$n.log" 2>&1 &
+        runs+=("$!")
     done
     for n in 1 2; do
-        if wait "${pids[$((n - 1))]}"; then rc=0; else rc=$?; fi
+        if wait "${runs[$((n - 1))]}"; then rc=0; else rc=$?; fi
         summary="$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$work/run-$round-$n.log" | tail -2 | tr -s '=' | tr '\n' ' ')"
         if [ "$rc" = 0 ]; then
             echo "[stress] round $round run $n: passed ($summary)"
@@ -55,6 +59,7 @@ for round in $(seq "$rounds"); do
             keep=1
         fi
     done
+    runs=()
     echo "[stress] round $round: $((SECONDS - start)) s"
 done
 total=$((2 * rounds))
