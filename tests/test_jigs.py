@@ -8,22 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kpr.core.wait import Timeouts
+from test_wait import lab_on
+
 from pytest_kpr.observe.lab import Lab, LabError
-from pytest_kpr.observe.readiness import read_facts, wait_ready
-from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
+from pytest_kpr.testing import FakeCluster, FakeConfig
 
 SUITES = Path(__file__).resolve().parent.parent / "suites"
 
 
 @pytest.fixture()
 def lab() -> Lab:
-    fake = FakeCluster(FakeConfig(pod_ready_ticks=0))
-    t = Timeouts().scaled(0.05)
-    handle = FakeProvider(fake).provision(lambda line: None)
-    facts = read_facts(handle, wait_ready(handle.kube, t, lambda line: None), t.EXEC)
-    fake.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}})
-    return Lab(handle, facts, t, "t", image="probe:1", node_port=30780)
+    return lab_on(FakeCluster(FakeConfig(pod_ready_ticks=0)))
 
 
 def test_a_tweak_changes_the_spec_and_the_jig_creates_it(lab: Lab) -> None:
