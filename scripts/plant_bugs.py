@@ -173,7 +173,7 @@ BUGS = [
     Bug("enable-no-service-endpoints-routable ignored (ICMP expected when the stack resets)", "pytest_kpr/rules/datapath.py",
         "rule.response in (ANY, response) and rule.routable in (ANY, routable)", "rule.response in (ANY, response) and rule.routable == ANY",
         ("tests/test_datapath_rules.py",)),
-    Bug("a missing ServiceNoBackendResponse silently taken as reject", "pytest_kpr/cluster/cilium.py",
+    Bug("a missing ServiceNoBackendResponse silently taken as reject", "pytest_kpr/observe/readiness.py",
         "    raise FactsError(f\"Cilium {cilium_version} reports no ServiceNoBackendResponse",
         "    return \"reject\", \"assumed\"\n    raise FactsError(f\"Cilium {cilium_version} reports no ServiceNoBackendResponse",
         ("tests/test_datapath_rules.py",)),
