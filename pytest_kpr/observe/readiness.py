@@ -17,7 +17,7 @@ from ..core.errors import ApiError, CommandError, FactsError, InfraError, NotKub
 from ..core.versions import Version
 from ..core.wait import Timeouts, WaitTimeout, eventually
 from ..k8s.api import ExecResult, KubeAPI
-from ..parse import ParseError, StatusJSON, parse_status_json
+from ..parse import ParseError, StatusJSON
 from ..parse.metrics import parse_bpf_metrics_list
 from ..rules.datapath import LB_MAP_FILES, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE
 
@@ -39,17 +39,13 @@ class AgentState:
         return f"{self.node}: cilium {self.status.cilium_state or '?'}, KPR {self.status.kpr.mode}"
 
 
-#: the agent's status, as JSON
-STATUS_JSON = ("status", "-o", "json")
-
-
 def _observe_agents(kube: KubeAPI, exec_timeout: float) -> tuple[int, list[AgentState]]:
     nodes = kube.list("Node")
     states = []
     for agent in agents(kube, exec_timeout=exec_timeout, retry_timeout=0.0):
         try:  # one exec: the status, and the drop counters a failure's drops are later compared with
-            status, metrics = agent.run_many(STATUS_JSON, METRICS)
-            states.append(AgentState(agent.node, agent.pod, parse_status_json(status.check().stdout), drops=_drops(metrics),
+            status, metrics = agent.run_many(VIEWS["status_json"][0], METRICS)
+            states.append(AgentState(agent.node, agent.pod, VIEWS["status_json"][1](status.check().stdout), drops=_drops(metrics),
                                      binary=agent.binary))
         except (CommandError, InfraError, ParseError) as e:
             states.append(AgentState(agent.node, agent.pod, None, str(e).splitlines()[0][:160]))
