@@ -64,7 +64,7 @@ kernel-deps:
 # The timing tests (flow gaps measured in wall time) run after the rest, among themselves only: they mostly sleep, so
 # several at once do not starve each other, while the CPU-bound self-tests would.
 test: $(STAMP) kernel-deps
-	$(BIN)/pytest tests -n $(TEST_WORKERS) --maxprocesses=4 -m "not timing" $(TEST_ARGS)
+	$(BIN)/pytest tests -n $(TEST_WORKERS) --maxprocesses=4 -m "not timing and not browser" $(TEST_ARGS)
 	$(BIN)/pytest tests -n $(TEST_WORKERS) -m timing $(TEST_ARGS)
 
 # What `pip install pytest-kpr` gets: the wheel in a fresh virtualenv, a dry run in an empty directory, the preflight
@@ -87,7 +87,8 @@ qemu-deps:
 		fi; \
 	fi
 
-# kpr matrix's HTML page in a real headless browser: Debian's chromium (installed when root and missing).
+# kpr matrix's HTML page and the documentation site in a real headless browser: Debian's chromium (installed when root
+# and missing); the site's screenshot is kept in kpr-artifacts/browser/.
 test-browser: $(STAMP)
 	@if ! command -v chromium >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -97,7 +98,7 @@ test-browser: $(STAMP)
 			echo "[kpr] make test-browser needs chromium (root installs it)"; exit 2; \
 		fi; \
 	fi
-	KPR_REQUIRE_NETNS=0 KPR_REQUIRE_BROWSER=1 $(BIN)/pytest -p no:cacheprovider tests/test_matrix.py -k browser
+	KPR_REQUIRE_NETNS=0 KPR_REQUIRE_BROWSER=1 $(BIN)/pytest -p no:cacheprovider -m browser tests/test_matrix.py tests/test_docs_browser.py
 
 # The real-kernel tier on Debian's 5.10 (bullseye), 6.1 and 6.12 kernels under qemu, and on the host's kernel: a table of cells.
 test-kernels: $(STAMP) kernel-deps qemu-deps

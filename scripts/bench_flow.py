@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How exactly `kpr probe flow` keeps its cadence: the meter's own overhead, for the README.
+"""How exactly `kpr probe flow` keeps its cadence: the meter's own overhead, for docs/guides/upgrade.md.
 
     sudo .venv/bin/python scripts/bench_flow.py [--seconds 10] [--interval-ms 10]
 

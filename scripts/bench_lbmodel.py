@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How long `kpr lbmodel replay` takes for a long event list, as JSON and as YAML, for the README.
+"""How long `kpr lbmodel replay` takes for a long event list, as JSON and as YAML, for docs/explanation/shared-vip.md.
 
     .venv/bin/python scripts/bench_lbmodel.py [--events 100000]
 

@@ -7,7 +7,7 @@ Each cell boots one of Debian's packaged kernels (``apt-get download linux-image
 under ``.kernels/`` of the checkout) with a busybox initramfs that mounts the host's root read-only over 9p, a tmpfs
 on top, the kernel's own modules and a writable results share, then runs ``pytest -m netns tests`` (the real-kernel
 tier, KPR_REQUIRE_NETNS=1: nothing may skip) and powers off. KVM when /dev/kvm works, TCG otherwise
-(../shared/docs/local-kernel-testing.md §12: ~10 s to boot, ~2 min for the tier per kernel under TCG). The host's
+(measured here: ~10 s to boot, ~10 min for the tier per kernel under TCG on 2 cores). The host's
 kernel is the last cell. Each cell writes its results (kernel, the features the tier probed, passed/failed/skipped)
 to <artifacts>/kernels/<kernel>.json; the script prints a table and exits 1 if a cell failed, skipped or did not boot.
 

@@ -32,7 +32,9 @@ from pytest_kpr.observe.lab import WEB_PORT, Lab, Tweak
 from pytest_kpr.core.wait import eventually
 
 pytestmark = [
-    pytest.mark.kpr(property="affinity", evidence="affinity.json"),
+    pytest.mark.kpr(property="affinity", evidence="affinity.json",
+                    plane="socket",
+                    sources="SRC_AFFINITY_TIMEOUT"),
     pytest.mark.kpr_requires("socket-lb-pods", "session-affinity"),
 ]
 

@@ -17,7 +17,9 @@ from pytest_kpr.judge.backend_slots import convergence_problems
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
 
-pytestmark = pytest.mark.kpr(property="backend slots", evidence=["svc.json", "scale.json"])
+pytestmark = pytest.mark.kpr(property="backend slots", evidence=["svc.json", "scale.json"],
+                             plane="control plane",
+                             sources="SRC_BACKEND_SLOTS")
 
 
 def test_web_slots_hold_exactly_its_ready_endpoints(lab: Lab, web: Any, evidence: Evidence) -> None:

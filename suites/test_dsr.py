@@ -27,7 +27,12 @@ from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
 from pytest_kpr.plugin.outcomes import no_outside_view
 
-pytestmark = [pytest.mark.kpr(property="DSR/SNAT", evidence="dsr.json"), pytest.mark.kpr_requires("nodeport")]
+pytestmark = [
+    pytest.mark.kpr(property="DSR/SNAT", evidence="dsr.json",
+                    plane="per-packet",
+                    sources=["SRC_SNAT_DSR", "SRC_SNAT_ADDRESS", "SRC_HOST_NODEPORT"]),
+    pytest.mark.kpr_requires("nodeport"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,12 @@ from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
 from pytest_kpr.plugin.outcomes import no_outside_view
 
-pytestmark = [pytest.mark.kpr(property="eTP=Local", evidence="etp.json"), pytest.mark.kpr_requires("nodeport")]
+pytestmark = [
+    pytest.mark.kpr(property="eTP=Local", evidence="etp.json",
+                    plane=["per-packet", "socket"],
+                    sources=["SRC_ETP_SCOPES", "SRC_ETP_NO_LOCAL", "SRC_HEALTHSERVER"]),
+    pytest.mark.kpr_requires("nodeport"),
+]
 PROBE_TIMEOUT = 2.0
 
 

@@ -24,7 +24,12 @@ from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
 from pytest_kpr.core.wait import eventually, eventually_or_now
 
-pytestmark = [pytest.mark.kpr(property="hostPort", evidence="hostport.json"), pytest.mark.kpr_requires("host-port")]
+pytestmark = [
+    pytest.mark.kpr(property="hostPort", evidence="hostport.json",
+                    plane=["socket", "node rules"],
+                    sources=["SRC_HOSTPORT", "SRC_SOCK_WILDCARD", "SRC_HOSTPORT_SCHED"]),
+    pytest.mark.kpr_requires("host-port"),
+]
 HOST_PORT = 18780
 
 

@@ -23,7 +23,9 @@ from pytest_kpr.observe.lab import Lab
 from pytest_kpr.observe.node import NodeRules
 from pytest_kpr.parse import RuleDump
 
-pytestmark = pytest.mark.kpr(property="iptables", evidence="iptables.json")
+pytestmark = pytest.mark.kpr(property="iptables", evidence="iptables.json",
+                             plane="node rules",
+                             sources="SRC_NO_KUBE_PROXY_RULES")
 
 Dumps = dict[str, dict[str, RuleDump | None]]
 

@@ -30,7 +30,9 @@ from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import Lab
 from pytest_kpr.observe.node import NodeRules
 
-pytestmark = pytest.mark.kpr(property="kube-proxy", evidence="kubeproxy.json")
+pytestmark = pytest.mark.kpr(property="kube-proxy", evidence="kubeproxy.json",
+                             plane="node rules",
+                             sources=["SRC_KUBE_PROXY_REPLACED", "SRC_NO_KUBE_PROXY_RULES"])
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,12 @@ from pytest_kpr.observe.lab import Lab
 from pytest_kpr.plugin.session import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, KprSession
 from pytest_kpr.core.wait import eventually, eventually_or_now
 
-pytestmark = [pytest.mark.kpr(property="kube-proxy installed", evidence="kubeproxy-installed.json", last=True), pytest.mark.kpr_disruptive]
+pytestmark = [
+    pytest.mark.kpr(property="kube-proxy installed", evidence="kubeproxy-installed.json", last=True,
+                    plane="node rules",
+                    sources=["SRC_KUBE_PROXY_REPLACED", "SRC_NO_KUBE_PROXY_RULES"]),
+    pytest.mark.kpr_disruptive,
+]
 
 
 def _daemonset(lab: Lab, image: str, account: str) -> dict[str, Any]:

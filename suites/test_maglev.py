@@ -38,7 +38,12 @@ from pytest_kpr.observe.lab import WEB_PORT, Lab
 from pytest_kpr.plugin.outcomes import no_outside_view
 from pytest_kpr.core.wait import eventually
 
-pytestmark = [pytest.mark.kpr(property="Maglev", evidence="maglev.json"), pytest.mark.kpr_requires("nodeport", "lb-statedb")]
+pytestmark = [
+    pytest.mark.kpr(property="Maglev", evidence="maglev.json",
+                    plane="per-packet",
+                    sources=["SRC_MAGLEV_HASH", "SRC_MAGLEV_SCOPE", "SRC_MAGLEV_SEED", "SRC_MAGLEV_REMAP", "SRC_MAGLEV_DUMP"]),
+    pytest.mark.kpr_requires("nodeport", "lb-statedb"),
+]
 BACKENDS = 4
 FIRST_PORT = 42000
 

@@ -38,7 +38,12 @@ from pytest_kpr.evidence import Evidence
 from pytest_kpr.observe.lab import WEB_PORT, Lab
 from pytest_kpr.core.wait import eventually_or_now
 
-pytestmark = [pytest.mark.kpr(property="map pressure", evidence="maps.json", last=True), pytest.mark.kpr_requires("lb-statedb")]
+pytestmark = [
+    pytest.mark.kpr(property="map pressure", evidence="maps.json", last=True,
+                    plane="control plane",
+                    sources=["SRC_MAP_SIZE", "SRC_MAP_FULL", "SRC_MAP_HEALTH", "SRC_MAP_PRESSURE"]),
+    pytest.mark.kpr_requires("lb-statedb"),
+]
 
 
 def _map_max(lab: Lab) -> tuple[int, str, int, str]:

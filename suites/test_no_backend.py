@@ -34,7 +34,9 @@ from pytest_kpr.observe.lab import Ghost, Lab
 from pytest_kpr.plugin.outcomes import no_outside_view
 from pytest_kpr.parse.probe import ProbeOutput
 
-pytestmark = pytest.mark.kpr(property="no backend", evidence="ghost.json")
+pytestmark = pytest.mark.kpr(property="no backend", evidence="ghost.json",
+                             plane=["socket", "per-packet"],
+                             sources=["SRC_SOCK_FWD", "SRC_SOCK_RETVAL", "SRC_LXC_PER_PACKET", "SRC_NO_SERVICE_ICMP", "SRC_NO_SERVICE_DROP", "SRC_NO_SVC_ROUTABLE", "SRC_EPERM_BUG"])
 
 #: curl's limit and the probes' timeout: a drop shows as a wait this long
 CURL_MAX_TIME = 5.0

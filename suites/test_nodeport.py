@@ -20,7 +20,12 @@ from pytest_kpr.observe.lab import Lab, same_address
 from pytest_kpr.plugin.outcomes import no_outside_view
 from pytest_kpr.parse import L3n4
 
-pytestmark = [pytest.mark.kpr(property="NodePort", evidence="nodeport.json"), pytest.mark.kpr_requires("nodeport")]
+pytestmark = [
+    pytest.mark.kpr(property="NodePort", evidence="nodeport.json",
+                    plane=["socket", "per-packet", "node rules"],
+                    sources=["SRC_SOCK_WILDCARD", "SRC_HOST_NODEPORT", "SRC_NO_KUBE_PROXY_RULES"]),
+    pytest.mark.kpr_requires("nodeport"),
+]
 
 
 @pytest.fixture(scope="module")

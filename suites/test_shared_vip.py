@@ -32,7 +32,12 @@ from pytest_kpr.plugin.session import KprSession
 from pytest_kpr.scenarios.sharedvip import CONFLICT, REFLECTOR_MODULE, Record, SharedVip, Skip, frontend_key
 from pytest_kpr.core.wait import WaitTimeout, eventually
 
-pytestmark = [pytest.mark.kpr(property="shared VIP", evidence="sharedvip.json"), pytest.mark.kpr_requires(cilium="1.18")]
+pytestmark = [
+    pytest.mark.kpr(property="shared VIP", evidence="sharedvip.json",
+                    plane="control plane",
+                    sources=["SRC_FRONTEND_CONFLICT", "SRC_SKIP_XLATE", "SRC_SKIP_XLATE_LB"]),
+    pytest.mark.kpr_requires(cilium="1.18"),
+]
 GAP = "frontend-conflict-requeue"
 
 

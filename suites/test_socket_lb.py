@@ -26,7 +26,12 @@ from pytest_kpr.observe.lab import Lab, holder_ct, holder_program
 from pytest_kpr.parse.node import parse_netstat
 from pytest_kpr.plugin.session import KprSession
 
-pytestmark = [pytest.mark.kpr(property="socket LB", evidence=["ct.json", "prog.json"]), pytest.mark.kpr_requires("socket-lb")]
+pytestmark = [
+    pytest.mark.kpr(property="socket LB", evidence=["ct.json", "prog.json"],
+                    plane="socket",
+                    sources=["SRC_SOCK_FWD", "SRC_SOCK_GETPEERNAME", "SRC_LXC_PER_PACKET"]),
+    pytest.mark.kpr_requires("socket-lb"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,12 @@ import pytest
 
 from pytest_kpr.judge import holds
 
-pytestmark = [pytest.mark.kpr(property="upgrade", evidence="upgrade.json"), pytest.mark.kpr_upgrade]
+pytestmark = [
+    pytest.mark.kpr(property="upgrade", evidence="upgrade.json",
+                    plane=["socket", "control plane"],
+                    sources="SRC_UPGRADE_PATH"),
+    pytest.mark.kpr_upgrade,
+]
 
 
 @pytest.fixture(params=["upgrade", "downgrade"])

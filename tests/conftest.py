@@ -23,7 +23,7 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
 def _hypothesis_profiles() -> None:
     """CI runs Hypothesis derandomised and without a database (the same examples every run): a property
     that fails only on some seeds is found by running it many times with fresh databases before it is
-    committed (README, shared-VIP section, "The model"), and each counterexample becomes an explicit example."""
+    committed (docs/explanation/shared-vip.md, "The model"), and each counterexample becomes an explicit example."""
     import os
 
     from hypothesis import settings

@@ -1,4 +1,4 @@
-"""A fault per claim: for every row of the README's suite table and every figure in the evidence files,
+"""A fault per claim: for every suite on the documentation's suites page and every figure in the evidence files,
 the fake can produce that one wrong behaviour, and the suites then fail exactly the tests that check it,
 with words that name the property. Every other test passes. (The shared-VIP suite, two thirds of a run, is run for a
 row only if its fault can touch what that suite reads; the other rows' faults are merged into a few configurations it

@@ -56,7 +56,7 @@ def test_two_spellings_of_one_frontend_conflict(tmp_path: Path, capsys: pytest.C
 
 
 def test_a_hundred_thousand_events_replay_without_a_quadratic_step(tmp_path: Path) -> None:
-    """A hang guard, not a timing: the linear replay takes a few seconds on a loaded 2-core runner (scripts: the README's
+    """A hang guard, not a timing: the linear replay takes a few seconds on a loaded 2-core runner (scripts: the docs'
     figure); the quadratic one it replaced ran into minutes."""
     events = [{"at_ms": i, "op": "upsert", "service": f"t/s{i % 500}", "frontends": [f"10.0.{i % 250}.{i % 200 + 1}:80/TCP"]}
               for i in range(100_000)]

@@ -3,7 +3,7 @@ down by hand from Cilium's source, with the reasoning next to it, and both the m
 (pytest_kpr.rules.lbmodel) and the fake cluster's load-balancer control plane (driven through its Kubernetes
 API at the event times) must reach it.
 
-What the outcomes rest on (cilium/cilium, read with the search look-ups; README "Shared VIPs"):
+What the outcomes rest on (cilium/cilium, read with the search look-ups; docs/explanation/shared-vip.md):
 - pkg/loadbalancer/writer/writer.go: UpsertServiceAndFrontends validates every frontend before writing
   anything; a frontend owned by another service fails the whole upsert with ErrFrontendConflict and the
   service keeps what it had. DeleteServiceAndFrontends removes the frontends and re-queues nobody.

@@ -122,6 +122,7 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
+@pytest.mark.browser
 def test_the_html_page_in_a_real_headless_browser(runs: Path, tmp_path: Path) -> None:
     """Debian's chromium loads the page and gives back its DOM: the table with a row per property and a column per
     run, and the regression mark on the regressed cell."""

@@ -25,7 +25,7 @@ def test_markers_are_registered_with_their_signatures(pytester: pytest.Pytester)
     result = pytester.runpytest("--markers")
     result.stdout.fnmatch_lines(
         [
-            "@pytest.mark.kpr(property=None, evidence=(), last=False): a Cilium kube-proxy-replacement conformance test*",
+            "@pytest.mark.kpr(property=None, evidence=(), last=False, plane=(), sources=()): a Cilium kube-proxy-replacement conformance*",
             "@pytest.mark.kpr_requires(*features, cilium=None, kernel=None):*",
             "@pytest.mark.kpr_disruptive:*",
         ]

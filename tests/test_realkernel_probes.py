@@ -84,7 +84,7 @@ def test_syn_probe_classifies_real_answers(topo: Topology, port: int, verdict: V
 
 def test_syn_probe_reports_a_drop_as_timeout_after_waiting_the_timeout(topo: Topology) -> None:
     """Correctness, not speed: the verdict comes only after the whole timeout (how close to it is measured
-    by scripts/bench_probes.py; figures in the README)."""
+    by scripts/bench_probes.py; figures in docs/reference/probes.md)."""
     r = syn(topo, 9292, timeout=0.6)
     assert r.verdict is Verdict.TIMEOUT, r.explain()
     assert r.elapsed_ms >= 600 - 5, r.explain()  # (timer granularity)

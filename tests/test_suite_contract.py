@@ -1,12 +1,10 @@
-"""The suite contract: ``pytest.mark.kpr(property=..., evidence=..., last=...)``, validated at collection, is the one place
-a suite is described; the README's suite table and the suites-vs-fake evidence list are generated from it."""
+"""The suite contract: ``pytest.mark.kpr(property=..., evidence=..., last=..., plane=..., sources=...)``, validated at
+collection, is the one place a suite is described; the documentation's suites page (tests/test_docs.py) and the
+suites-vs-fake evidence list are generated from it."""
 
 from __future__ import annotations
 
 import ast
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,8 +21,16 @@ SUITES = REPO / "suites"
     ((), {}, Suite("test_a_module_name_longer_than_forty_characters_is_kept")),
     ((), {"property": "socket LB", "evidence": "ct.json"}, Suite("socket LB", ("ct.json",))),
     ((), {"property": " NodePort ", "evidence": ["a.json", "b.json"], "last": True}, Suite("NodePort", ("a.json", "b.json"), True)),
-    (("socket LB",), {}, "@pytest.mark.kpr takes keywords only (property=, evidence=, last=), not 'socket LB'"),
-    ((), {"propery": "x"}, "@pytest.mark.kpr: unknown keyword 'propery' (known: property, evidence, last)"),
+    ((), {"plane": "socket", "sources": "SRC_SOCK_FWD"}, Suite("test_x", plane=("socket",), sources=("SRC_SOCK_FWD",))),
+    ((), {"plane": ["socket", "per-packet"], "sources": ["SRC_SOCK_FWD", "SRC_FRONTEND_CONFLICT", "SRC_UPGRADE_PATH"]},
+     Suite("test_x", plane=("socket", "per-packet"), sources=("SRC_SOCK_FWD", "SRC_FRONTEND_CONFLICT", "SRC_UPGRADE_PATH"))),
+    (("socket LB",), {}, "@pytest.mark.kpr takes keywords only (property=, evidence=, last=, plane=, sources=), not 'socket LB'"),
+    ((), {"propery": "x"}, "@pytest.mark.kpr: unknown keyword 'propery' (known: property, evidence, last, plane, sources)"),
+    ((), {"plane": "sockets"}, "@pytest.mark.kpr: plane must be one or a list of 'socket', 'per-packet', 'control plane', 'node rules', not 'sockets'"),
+    ((), {"plane": [1]}, "@pytest.mark.kpr: plane must be one or a list of 'socket', 'per-packet', 'control plane', 'node rules', not [1]"),
+    ((), {"sources": "SRC_NOPE"}, "@pytest.mark.kpr: unknown source 'SRC_NOPE' (a SRC_* citation of pytest_kpr.rules)"),
+    ((), {"sources": ["SRC_SOCK_FWD", "PLANE_RULES"]}, "@pytest.mark.kpr: unknown source 'PLANE_RULES' (a SRC_* citation of pytest_kpr.rules)"),
+    ((), {"sources": {"SRC_SOCK_FWD": 1}}, "@pytest.mark.kpr: sources must be names of SRC_* citations in pytest_kpr.rules, not {'SRC_SOCK_FWD': 1}"),
     ((), {"property": ""}, "@pytest.mark.kpr: property must be a name of 1-40 characters on one line, not ''"),
     ((), {"property": "a\nb"}, "@pytest.mark.kpr: property must be a name of 1-40 characters on one line, not 'a\\nb'"),
     ((), {"property": 3}, "@pytest.mark.kpr: property must be a name of 1-40 characters on one line, not 3"),
@@ -36,7 +42,7 @@ SUITES = REPO / "suites"
 ])
 def test_the_contract_is_validated_in_one_line(args: tuple, kwargs: dict, want: Suite | str) -> None:
     if isinstance(want, Suite):  # the default is the module's name, whatever its length
-        assert parse_suite(args, kwargs, want.property if not kwargs else "test_x") == want
+        assert parse_suite(args, kwargs, want.property if "property" not in kwargs else "test_x") == want
     else:
         with pytest.raises(MarkerError) as e:
             parse_suite(args, kwargs, "test_x")
@@ -66,34 +72,15 @@ def test_every_suite_declares_its_property_and_the_evidence_it_writes() -> None:
         assert written <= set(suite.evidence), f"{name} writes {sorted(written - set(suite.evidence))} without declaring it"
         for e in set(suite.evidence) - written:  # written for the suite by the library (upgrade.json by the upgrade run)
             assert f'"{e}"' in library, f"{name} declares {e}, which nothing writes"
-        assert doc.strip(), f"{name}: no docstring (its first paragraph is the README's 'what it proves')"
-
-
-def test_the_readme_suite_table_is_generated_from_the_contract() -> None:
-    r = subprocess.run([sys.executable, str(REPO / "scripts" / "gen_docs.py"), "--check"], capture_output=True, text=True, cwd=REPO)
-    assert r.returncode == 0, r.stderr
-    readme = (REPO / "README.md").read_text()
-    for suite, _ in suites_in(SUITES).values():
-        assert re.search(rf"\| {re.escape(suite.property)} \|", readme.replace("&lt;", "<").replace("&gt;", ">").replace("\\|", "|")), suite.property
-
-
-def test_a_stale_table_is_named(tmp_path: Path) -> None:
-    """The check fails on a table that differs from the suites (here: a property renamed in the README)."""
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        import gen_docs
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
-    readme = (REPO / "README.md").read_text()
-    stale = readme.replace("| socket LB |", "| socket-LB |", 1)
-    assert stale != readme and gen_docs.render(stale) == readme
+        assert doc.strip(), f"{name}: no docstring (its first paragraph is the rule on the suites page)"
+        assert suite.plane and suite.sources, f"{name}: the contract names no plane or no Cilium source (plane=, sources=)"
 
 
 def test_a_broken_contract_stops_collection_in_one_line(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_a="import pytest\npytestmark = pytest.mark.kpr(propery='x')\ndef test_x():\n    pass\n")
     result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "--kpr-artifacts=artifacts", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: test_a.py::test_x: @pytest.mark.kpr: unknown keyword 'propery' (known: property, evidence, last)"])
+    result.stderr.fnmatch_lines(["ERROR: test_a.py::test_x: @pytest.mark.kpr: unknown keyword 'propery' (known: property, evidence, last, plane, sources)"])
 
 
 def test_last_runs_after_every_other_suite_and_the_property_names_the_results(pytester: pytest.Pytester) -> None:

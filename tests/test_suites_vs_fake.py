@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import holds_schema
 from pytest_kpr.plugin.markers import suites_in
 
 REPO = Path(__file__).resolve().parent.parent
@@ -72,6 +73,8 @@ def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -
     # the waits ran on the fake's virtual clock, and the evidence says so
     result.stdout.fnmatch_lines(["evidence: * (durations on the fake cluster's virtual clock)"])
     assert evidence(pytester, "cluster.json")["clock"] == "virtual" and evidence(pytester, "results.json")["run"]["clock"] == "virtual"
+    for name in ("cluster.json", "results.json"):  # the schemas kpr matrix reads with and the documentation publishes
+        holds_schema(evidence(pytester, name), name)
     result.stdout.fnmatch_lines_random([
         "pass  iptables        0 KUBE-SVC, 0 KUBE-SEP, 0 ClusterIP lines on 3 nodes*",
         "pass  backend slots   4 slots on 3 agents in *s*",

@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers import holds_schema
 
 SUITES = Path(__file__).resolve().parent.parent / "suites"
 CONFTEST = """
@@ -42,6 +43,7 @@ def test_a_conforming_roll_passes_and_upgrade_json_has_the_timeline_the_flows_an
     result.stdout.fnmatch_lines(["pass  upgrade         upgrade 1.19.8 -> 1.20.2: 0/5 flows broken, longest gap 0.01 s (*) of 1 s allowed "
                                  "(pytest-kpr policy), service IDs stable, 0 backend IDs changed; downgrade 1.20.2 -> 1.19.8: 0/5 flows broken*"])
     data = upgrade_json(pytester)
+    holds_schema(data, "upgrade.json")
     up, down = data["transitions"]
     assert (up["from"], up["to"], down["from"], down["to"]) == ("1.19.8", "1.20.2", "1.20.2", "1.19.8")
     assert [s["node"] for s in up["timeline"]] == ["fake-control-plane", "fake-worker", "fake-worker2"], "node by node"
@@ -55,14 +57,21 @@ def test_a_conforming_roll_passes_and_upgrade_json_has_the_timeline_the_flows_an
     assert cluster["cilium_version"] == "1.19.8", "the facts are re-read after each transition (back at 1.19.8 after the downgrade)"
 
 
-@pytest.mark.parametrize(("fault", "verdict", "words"), [
-    ("upgrade_resets_flow='flow-pod-clusterip-upgr'", "test_no_flow_was_reset_closed_or_stalled", "flows broke: pod->ClusterIP: 1 resets"),
-    ("upgrade_blackhole_flow='flow-pod-nodeport-upgr'", "test_no_flow_saw_a_gap_longer_than_allowed",
+#: (name, fault, the one verdict it fails, the failure's words): the docs' suites page lists them (scripts/gen_docs.py)
+UPGRADE_FAULTS = [
+    ("flow-reset", "upgrade_resets_flow='flow-pod-clusterip-upgr'", "test_no_flow_was_reset_closed_or_stalled",
+     "flows broke: pod->ClusterIP: 1 resets"),
+    ("3s-blackhole", "upgrade_blackhole_flow='flow-pod-nodeport-upgr'", "test_no_flow_saw_a_gap_longer_than_allowed",
      "pod->NodePort: longest gap 3.00 s > 1 s (pytest-kpr policy (--kpr-upgrade-max-gap), not a Cilium promise) (during cilium-"),
-    ("upgrade_renumbers_ids=True", "test_no_service_or_backend_id_changed_or_was_reused", "IDs changed"),
-    ("upgrade_flushes_ct=True", "test_the_flows_conntrack_entries_survive", "the conntrack entries of these flows were gone after the roll"),
-    ("upgrade_regresses_no_backend=True", "test_no_datapath_property_regressed", "held before and not after: no_backend_response was 'reject', now 'drop'"),
-], ids=["flow-reset", "3s-blackhole", "ids-renumbered", "ct-flushed", "no-backend-regressed"])
+    ("ids-renumbered", "upgrade_renumbers_ids=True", "test_no_service_or_backend_id_changed_or_was_reused", "IDs changed"),
+    ("ct-flushed", "upgrade_flushes_ct=True", "test_the_flows_conntrack_entries_survive",
+     "the conntrack entries of these flows were gone after the roll"),
+    ("no-backend-regressed", "upgrade_regresses_no_backend=True", "test_no_datapath_property_regressed",
+     "held before and not after: no_backend_response was 'reject', now 'drop'"),
+]
+
+
+@pytest.mark.parametrize(("fault", "verdict", "words"), [row[1:] for row in UPGRADE_FAULTS], ids=[row[0] for row in UPGRADE_FAULTS])
 def test_each_upgrade_fault_fails_the_verdict_that_names_it(pytester: pytest.Pytester, fault: str, verdict: str, words: str) -> None:
     result = run(pytester, f"faults=Faults({fault})", "", "-rf")
     failed = sorted({line.split("::")[1].split("[")[0] for line in result.stdout.lines if line.startswith("FAILED ")})

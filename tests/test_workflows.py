@@ -1,4 +1,4 @@
-"""The GitHub workflows do what the README promises, and are safe to run: every tier of the self-tests in its own job,
+"""The GitHub workflows do what the documentation promises, and are safe to run: every tier of the self-tests in its own job,
 the suites on kind for the pinned Cilium versions and profiles (through one reusable workflow that other repositories
 call), upgrades between adjacent minors, the kernel matrix in little-vm-helper VMs, a regression gate in every report
 job, and a release that publishes by trusted publishing. Hygiene is checked here and by actionlint and zizmor."""
@@ -196,10 +196,10 @@ def test_the_reusable_workflow_takes_a_cell_and_grants_cap_net_raw_to_its_run() 
     assert any("upload-artifact" in s.get("uses", "") and s.get("if") == "always()" for s in steps(job))
 
 
-def test_the_readme_shows_a_caller_of_about_ten_lines_that_the_reusable_workflow_accepts() -> None:
-    readme = (REPO / "README.md").read_text()
-    block = re.search(r"```yaml\n(# \.github/workflows/kpr\.yml in your repository.*?)```", readme, re.S)
-    assert block, "the README's GitHub Actions example"
+def test_the_docs_show_a_caller_of_about_ten_lines_that_the_reusable_workflow_accepts() -> None:
+    guide = (REPO / "docs" / "guides" / "github-actions.md").read_text()
+    block = re.search(r"```yaml\n(# \.github/workflows/kpr\.yml in your repository.*?)```", guide, re.S)
+    assert block, "the GitHub Actions guide's example"
     lines = block.group(1).strip().splitlines()
     header = lines[: lines.index("jobs:") + 1]
     jobs = re.split(r"\n(?=  \S)", "\n".join(lines[len(header):]))  # one chunk per job
@@ -234,6 +234,17 @@ def all_uses() -> list[tuple[str, str]]:
             if m:
                 out.append((path.name, line.strip()))
     return out
+
+
+def test_the_docs_site_is_checked_built_strict_and_published_to_pages_from_main() -> None:
+    wf = load("docs.yml")
+    assert on(wf)["push"]["branches"] == ["main"]
+    build = " ".join(str(s.get("run", "")) for s in steps(wf["jobs"]["build"]))
+    assert "gen_docs.py --check" in build and "mkdocs build --strict" in build
+    assert any("upload-pages-artifact" in s.get("uses", "") for s in steps(wf["jobs"]["build"]))
+    deploy = wf["jobs"]["deploy"]
+    assert deploy["needs"] == "build" and deploy["permissions"] == {"pages": "write", "id-token": "write"}
+    assert wf["jobs"]["build"]["permissions"] == {"contents": "read"}, "only the deploy job may write Pages"
 
 
 def test_every_action_is_pinned_by_commit_with_its_version_and_the_same_everywhere() -> None:

@@ -12,7 +12,7 @@ from ..core import inputs
 
 def register(sub: Any) -> None:
     p = sub.add_parser("lbmodel", help="Model Cilium's frontend ownership (shared VIPs, ErrFrontendConflict)",
-                       description="A model of Cilium 1.18's load-balancer frontend ownership; see the README's shared-VIP section.")
+                       description="A model of Cilium 1.18's load-balancer frontend ownership; see the documentation's shared-VIP page (explanation/shared-vip).")
     from .args import group_help
 
     p.set_defaults(func=group_help(p))

@@ -17,44 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core.inputs import BadInput
-from .runrecord import PHASES
 
 MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 64
 
-_STR = {"type": "string"}
-_OPT_STR = {"type": ["string", "null"]}
-
-#: cluster.json: the facts of the cluster (when they were read) and the run record (always)
-CLUSTER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["cilium_version"],
-    "properties": {
-        "cluster": _STR, "provider": _STR, "cilium_version": _STR, "profile": _STR,
-        "nodes": {"type": "array", "items": {"type": "object", "properties": {"name": _STR, "kernel": _STR, "internal_ip": _STR}}},
-        "run": {"type": "object", "properties": {"id": _STR, "plugin_version": _STR, "git_sha": _OPT_STR, "provider": _STR}},
-        "phases": {"type": "array", "items": {
-            "type": "object", "required": ["phase", "outcome"],
-            "properties": {"phase": {"enum": list(PHASES)}, "outcome": {"enum": ["running", "ok", "failed"]}, "error": _OPT_STR,
-                           "duration_s": {"type": ["number", "null"]}, "started": _STR}}},
-    },
-}
-
-#: results.json: the run it is about, each property's verdict, and every test's outcome
-RESULTS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["properties"],
-    "properties": {
-        "run": {"type": "object", "properties": {
-            "complete": {"type": "boolean"}, "exit_status": {"type": ["integer", "null"]}, "interrupted_by": _OPT_STR,
-            "cilium_version": _STR, "profile": _STR, "kernels": {"type": "array", "items": _STR}, "finished": _STR}},
-        "properties": {"type": "object", "additionalProperties": {
-            "type": "object", "required": ["verdict"],
-            "properties": {"verdict": {"enum": ["pass", "fail", "skip", "xfail"]}, "figure": _STR,
-                           "counts": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}}}},
-        "tests": {"type": "array", "items": {"type": "object"}},
-    },
-}
+from .schemas import CLUSTER_SCHEMA, RESULTS_SCHEMA, UPGRADE_SCHEMA  # noqa: F401  (re-exported: kpr matrix reads them here)
 
 _TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
 

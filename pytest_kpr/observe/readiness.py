@@ -221,4 +221,4 @@ def _cilium_internal_ips(kube: Any) -> dict[str, str]:
     return out
 
 
-# -- upgrades (Documentation/operations/upgrade.rst; ../shared/docs/provisioning.md §3) --------------------------
+# -- upgrades (cilium/cilium Documentation/operations/upgrade.rst) ---------------------------------------------

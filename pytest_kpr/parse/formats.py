@@ -1,6 +1,6 @@
 """The registry of formats: ``kpr parse FORMAT`` and any code that needs "parse this as X" by name.
 
-Each entry turns raw text into plain JSON-able data with stable keys (documented in the README).
+Each entry turns raw text into plain JSON-able data with stable keys (documented on the kpr parse reference page).
 """
 
 from __future__ import annotations

@@ -17,9 +17,10 @@ KNOWN_GAP = "kpr_known_gap"
 UPGRADE = "kpr_upgrade"
 
 DOCS = {
-    KPR: ("kpr(property=None, evidence=(), last=False): a Cilium kube-proxy-replacement conformance test; runs only when "
-          "selected with -m kpr. The suite contract: the property it proves (default: the module's name), the evidence "
-          "files it writes, and last=True to run after every other suite."),
+    KPR: ("kpr(property=None, evidence=(), last=False, plane=(), sources=()): a Cilium kube-proxy-replacement conformance "
+          "test; runs only when selected with -m kpr. The suite contract: the property it proves (default: the module's "
+          "name), the evidence files it writes, last=True to run after every other suite, the plane(s) whose answer it "
+          "judges and the SRC_* citations of pytest_kpr.rules its rule rests on."),
     REQUIRES: (
         "kpr_requires(*features, cilium=None, kernel=None): skip unless the cluster has every feature "
         f"({', '.join(f.value for f in Feature)}), runs Cilium >= cilium and every node a kernel >= kernel."
@@ -125,7 +126,7 @@ def parse_requires(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Requirement
 
 # -- the suite contract: pytest.mark.kpr(property=..., evidence=..., last=...) ---------------------------------------
 
-SUITE_KEYS = ("property", "evidence", "last")
+SUITE_KEYS = ("property", "evidence", "last", "plane", "sources")
 _EVIDENCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\.json$")
 
 
@@ -137,6 +138,12 @@ class Suite:
     property: str
     evidence: tuple[str, ...] = ()
     last: bool = False
+    plane: tuple[str, ...] = ()  # keys of pytest_kpr.rules.PLANES
+    sources: tuple[str, ...] = ()  # names of pytest_kpr.rules.sources(): the citations the suite's rule rests on
+
+
+def _names(value: Any) -> Any:
+    return (value,) if isinstance(value, str) else value
 
 
 def parse_suite(args: tuple[Any, ...], kwargs: dict[str, Any], default_property: str) -> Suite:
@@ -157,7 +164,18 @@ def parse_suite(args: tuple[Any, ...], kwargs: dict[str, Any], default_property:
     last = kwargs.get("last", False)
     if not isinstance(last, bool):
         raise MarkerError(f"@pytest.mark.{KPR}: last must be True or False, not {last!r}")
-    return Suite(prop.strip(), tuple(names), last)
+    from ..rules import PLANES, sources as known_sources
+
+    planes = _names(kwargs.get("plane", ()))
+    if not isinstance(planes, (tuple, list)) or not all(isinstance(p, str) and p in PLANES for p in planes):
+        raise MarkerError(f"@pytest.mark.{KPR}: plane must be one or a list of {', '.join(map(repr, PLANES))}, not {kwargs['plane']!r}")
+    cited = _names(kwargs.get("sources", ()))
+    if not isinstance(cited, (tuple, list)) or not all(isinstance(c, str) for c in cited):
+        raise MarkerError(f"@pytest.mark.{KPR}: sources must be names of SRC_* citations in pytest_kpr.rules, not {kwargs['sources']!r}")
+    unknown_src = [c for c in cited if c not in known_sources()]
+    if unknown_src:
+        raise MarkerError(f"@pytest.mark.{KPR}: unknown source {unknown_src[0]!r} (a SRC_* citation of pytest_kpr.rules)")
+    return Suite(prop.strip(), tuple(names), last, tuple(planes), tuple(cited))
 
 
 def suites_in(directory: Any) -> "dict[str, tuple[Suite, str]]":

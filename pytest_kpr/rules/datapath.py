@@ -35,8 +35,8 @@ class Plane(str, enum.Enum):
 
 ANY = "*"
 
-# Sources, written once and referenced by the rows (path @ what was read; see PROVENANCE notes in
-# ../shared/docs/datapath-planes.md).
+# Sources, written once and referenced by the rows and by each suite's contract (``pytest.mark.kpr(sources=...)``): the
+# cilium/cilium path @ what was read and the line that decides the rule.
 SRC_SOCK_FWD = ("cilium/cilium bpf/bpf_sock.c __sock4_xlate_fwd / cil_sock4_connect (1.16+ layout, read via the code index): "
                 "ENABLE_SOCKET_LB_HOST_ONLY && !in_hostns -> -ENXIO (no translation); svc->count == 0 -> -EHOSTUNREACH; "
                 "connect4 rejects -EHOSTUNREACH/-ENOMEM with try_set_retval, proceeds on anything else")
@@ -60,6 +60,23 @@ SRC_NO_SERVICE_DROP = ("cilium/cilium bpf/bpf_lxc.c (main, __per_packet_lb_svc_x
 SRC_EPERM_BUG = ("https://github.com/cilium/cilium/issues/45184: connect() to a backendless service fails with EPERM instead of "
                  "EHOSTUNREACH in v1.19.2 <= v < v1.20.0 (bpf_set_retval compiled out); fixed by #45185, backported to v1.19.4 (#45673)")
 
+
+SRC_SOCK_GETPEERNAME = ("cilium/cilium bpf/bpf_sock.c@66382ef3 cil_sock4_getpeername (under `#ifdef ENABLE_SOCKET_LB_PEER`) calls "
+                        "`__sock4_xlate_rev(ctx, ctx);`, which looks the backend up in LB4_REVERSE_NAT_SK_MAP (written by connect4's "
+                        "sock4_update_revnat) and sets `ctx->user_ip4 = val->address; ctx_set_port(ctx, val->port);`: the service, "
+                        "not the backend")
+SRC_NO_KUBE_PROXY_RULES = ("cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst@f3e6eb53 (Validate the Setup): \"At the "
+                           "same time we can verify, using ``iptables`` in the host namespace, that no ``iptables`` rule for the "
+                           "service is present:\" -- `iptables-save | grep KUBE-SVC` prints an empty line")
+SRC_KUBE_PROXY_REPLACED = ("cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst@f3e6eb53: \"This guide explains how to "
+                           "provision a Kubernetes cluster without ``kube-proxy``, and to use Cilium to fully replace it.\"")
+SRC_BACKEND_SLOTS = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go@ff106690 updateFrontend: one slot per backend of "
+                     "`ops.sortedBackends(fe)` (`svcKey.SetBackendSlot(i + 1)`, active first), the master's count "
+                     "`svcVal.SetCount(activeBackends)`, and `cleanupSlots` deletes the slots beyond `activeCount+inactiveCount`")
+SRC_AFFINITY_TIMEOUT = ("cilium/cilium bpf/lib/lb.h@0040d667 __lb4_affinity_backend_id: `if (READ_ONCE(val->last_used) + "
+                        "bpf_sec_to_mono(svc->affinity_timeout) <= now) {` the entry is deleted and a new backend selected "
+                        "(\"Session is sticky for range [current, last_used + affinity_timeout)\"); bpf_sock.c picks a random "
+                        "slot otherwise (`sock_select_slot`: `get_prandom_u32()` for TCP)")
 
 @dataclass(frozen=True)
 class PlaneRule:

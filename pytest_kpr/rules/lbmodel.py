@@ -1,6 +1,6 @@
 """A model of Cilium's load-balancer frontend ownership (the new control plane, 1.18+).
 
-What it models (``pkg/loadbalancer``; see docs/provisioning.md §4):
+What it models (``pkg/loadbalancer``, read at the commits :data:`SRC_FRONTEND_CONFLICT` names):
 
 - **Writer.** ``UpsertServiceAndFrontends`` validates the whole frontend set first: a frontend owned by
   another service rejects the upsert whole (``ErrFrontendConflict``, "frontend already owned by another
@@ -29,6 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..core import inputs
+
+SRC_FRONTEND_CONFLICT = ("cilium/cilium pkg/loadbalancer/writer/writer.go@da6d7b49 validateFrontends: `if found && "
+                         "!fe.ServiceName.Equal(params.ServiceName) {` returns `fmt.Errorf(\"%w: %s is owned by %s\", "
+                         "loadbalancer.ErrFrontendConflict, ...)`; UpsertServiceAndFrontends returns it before `w.svcs.Insert`, so "
+                         "the claimant's upsert is rejected whole and nothing re-queues it")
 
 _ADDR = re.compile(r"(?:\[[0-9a-fA-F:.]+\]|[0-9.]+):\d{1,5}/(?:TCP|UDP|SCTP|ANY)")
 

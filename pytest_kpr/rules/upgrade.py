@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from ..core.versions import Version
 
+SRC_UPGRADE_PATH = ("cilium/cilium Documentation/operations/upgrade.rst@a43d22be: \"The only tested upgrade and rollback path is "
+                    "between consecutive minor releases.\"")
+
 
 def version_refusal(from_text: str, to_text: str) -> str | None:
     """Why upgrading ``from`` to ``to`` is refused, or None (one minor at a time, upwards)."""

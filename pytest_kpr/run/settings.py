@@ -312,7 +312,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("suites", _choice(Suites), "Which suites `pytest -m kpr` runs when no paths are named: packaged (the conformance suites "
            "installed with the plugin, beside the rootdir's own tests) or none (only the rootdir's). Default: packaged", "packaged",
            metavar="packaged|none"),
-    Option("clusters_dir", _path, "Directory with kind configs, Helm values and versions.yaml. Default: ./clusters of the checkout", metavar="DIR"),
+    Option("clusters_dir", _path, "Directory with kind configs, Helm values and versions.yaml (there is no fallback once one is named). Default: the rootdir's clusters/, else the one installed with the plugin", metavar="DIR"),
 )
 
 OPTIONS_BY_NAME = {o.name: o for o in OPTIONS}
@@ -552,8 +552,3 @@ def add_options(group: Any, parser: Any) -> None:
         else:
             group.addoption(opt.flag, action="store", default=None, dest=opt.dest, metavar=opt.metavar, help=opt.help)
             parser.addini(opt.ini, opt.help, default="")
-
-
-def option_table() -> Sequence[tuple[str, str, str]]:
-    """(flag, ini key, help) rows, for the README and ``kpr options``."""
-    return [(o.flag, o.ini, o.help) for o in OPTIONS]

@@ -1,6 +1,6 @@
 """Upgrade gating: refuse what Cilium does not support, watch the roll, judge the flows and the datapath.
 
-The procedure follows Cilium's ``Documentation/operations/upgrade.rst`` (../shared/docs/provisioning.md §3):
+The procedure follows Cilium's ``Documentation/operations/upgrade.rst``:
 one minor at a time ("The only tested upgrade and rollback path is between consecutive minor releases"),
 a pre-flight DaemonSet that pre-pulls the images, ``helm upgrade`` with the saved values (never
 ``--reuse-values``) plus ``upgradeCompatibility=<from minor>``. The helm side is

@@ -13,7 +13,7 @@ wall-clock time it happened (to tie it to an agent restart):
 
 Cilium's own gate (cilium-cli's conn-disrupt test, ``cilium-cli/connectivity/tests/upgrade.go``) only
 compares pod restart counts, and its client exits on an error or after 5 s without a reply: a stall
-under 5 s, loss or a renumbered backend go unseen (../shared/docs/provisioning.md §3.1). This one measures.
+under 5 s, loss or a renumbered backend go unseen. This one measures.
 
 One loop, no threads: ``select`` waits for an answer until the next send is due.
 """

@@ -1,0 +1,143 @@
+"""The documentation stays true: the generated pages (suites, options, the kpr command, the evidence schemas) equal
+what the code generates, the site builds with ``mkdocs build --strict`` (a broken link or anchor fails it), the README
+stays short, and nothing user-facing points outside the repository."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+MKDOCS = Path(sys.executable).parent / "mkdocs"
+
+sys.path.insert(0, str(REPO / "scripts"))
+import gen_docs  # noqa: E402
+
+sys.path.remove(str(REPO / "scripts"))
+
+
+def test_the_generated_pages_are_current() -> None:
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "gen_docs.py"), "--check"], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_stale_page_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copytree(DOCS, tmp_path / "docs")
+    page = tmp_path / "docs" / "reference" / "options.md"
+    page.write_text(page.read_text().replace("`--kpr-provider`", "`--kpr-providr`"))
+    monkeypatch.setattr(gen_docs, "DOCS", tmp_path / "docs")
+    assert gen_docs.main(["--check"]) == 1
+    assert capsys.readouterr().err == "docs/reference/options.md: generated page is stale; run python scripts/gen_docs.py\n"
+    assert gen_docs.main([]) == 0 and gen_docs.main(["--check"]) == 0, "regenerating makes it current"
+
+
+def test_changing_a_suites_rule_text_changes_its_page(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "suites", tmp_path / "suites")
+    before = gen_docs.suites_page(tmp_path / "suites")
+    module = tmp_path / "suites" / "test_nodeport.py"
+    old = "NodePort without a listener: the node answers HTTP 200 on the NodePort"
+    module.write_text(module.read_text().replace(old, "NodePort without a listener: the node answers HTTP 204 on the NodePort", 1))
+    after = gen_docs.suites_page(tmp_path / "suites")
+    assert after != before
+    section = after.split("## NodePort\n", 1)[1].split("\n## ", 1)[0]
+    assert "**Rule.** NodePort without a listener: the node answers HTTP 204 on the NodePort" in section
+
+
+def test_each_suite_section_shows_its_rule_plane_sources_evidence_and_faults() -> None:
+    from pytest_kpr.plugin.markers import suites_in
+    from pytest_kpr.rules import sources
+
+    page = (DOCS / "reference" / "suites.md").read_text()
+    for name, (suite, doc) in suites_in(REPO / "suites").items():
+        section = page.split(f"\n## {suite.property}\n", 1)[1].split("\n## ", 1)[0]
+        assert f"`suites/{name}`" in section
+        assert all(f"`{e}`" in section for e in suite.evidence), name
+        assert suite.plane and f"**Plane.** {suite.plane[0]}: " in section, name
+        assert suite.sources and all(f"- `{s}`: {sources()[s]}" in section for s in suite.sources), name
+        assert "**Faults that fail it** (" in section, f"{name}: no fault of the fake fails it"
+
+
+def test_the_fault_column_is_read_from_the_fault_tables() -> None:
+    rows = {name: (config, failing) for name, config, failing, _ in gen_docs._fault_rows(REPO / "tests")}
+    assert rows["getpeername-returns-the-backend"] == (
+        "faults=Faults(getpeername_backend=True)", {"test_socket_lb.py::test_application_sees_the_service_while_its_socket_points_at_a_backend"})
+    assert rows["ct-flushed"] == ("faults=Faults(upgrade_flushes_ct=True)", {"test_upgrade.py::test_the_flows_conntrack_entries_survive"})
+    assert gen_docs._words("*iptables: rules name web's ClusterIP 10.96.*so something other than BPF translates it*") == \
+        "iptables: rules name web's ClusterIP 10.96. ... so something other than BPF translates it"
+
+
+def test_the_options_and_cli_pages_cover_every_option_and_command() -> None:
+    from pytest_kpr.cli.main import build_parser
+    from pytest_kpr.run.settings import OPTIONS
+
+    options = (DOCS / "reference" / "options.md").read_text()
+    assert all(f"| `{o.flag}` | `{o.ini}` |" in options for o in OPTIONS)
+    cli = (DOCS / "reference" / "cli.md").read_text()
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert all(f"## `kpr {name}`" in cli for name in sub.choices)
+    assert "### `kpr probe flow`" in cli and "`--interval-ms" in cli
+
+
+def test_the_published_schemas_are_json_schema() -> None:
+    for path in sorted((DOCS / "reference" / "schemas").glob("*.schema.json")):
+        jsonschema.Draft202012Validator.check_schema(json.loads(path.read_text()))
+
+
+def test_the_site_builds_strict(tmp_path: Path) -> None:
+    r = subprocess.run([str(MKDOCS), "build", "--strict", "--site-dir", str(tmp_path / "site")], capture_output=True, text=True,
+                       cwd=REPO, env={"PATH": "/usr/bin:/bin", "NO_MKDOCS_2_WARNING": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (tmp_path / "site" / "reference" / "suites" / "index.html").is_file()
+
+
+def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
+    shutil.copytree(DOCS, tmp_path / "docs")
+    shutil.copy(REPO / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    page = tmp_path / "docs" / "index.md"
+    page.write_text(page.read_text() + "\nSee [the planes](explanation/planes.md#no-such-heading).\n")
+    r = subprocess.run([str(MKDOCS), "build", "--strict", "--site-dir", str(tmp_path / "site")], capture_output=True, text=True,
+                       cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "NO_MKDOCS_2_WARNING": "1"})
+    assert r.returncode != 0 and "no-such-heading" in r.stderr, r.stderr[-2000:]
+
+
+def test_the_readme_is_short_and_its_links_resolve() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.encode()) <= 10 * 1024, f"README is {len(readme.encode())} bytes"
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
+    assert links and all((REPO / link).is_file() for link in links if "://" not in link), [
+        link for link in links if "://" not in link and not (REPO / link).is_file()]
+
+
+def test_nothing_user_facing_points_outside_the_repository() -> None:
+    user_facing = [REPO / "README.md", REPO / "CHANGELOG.md", *DOCS.rglob("*.md"), *(REPO / "clusters").rglob("*.yaml")]
+    outside = [f"{p.relative_to(REPO)}: {m}" for p in user_facing for m in re.findall(r"\.\./shared\S*|/work/\S+", p.read_text())]
+    assert outside == []
+
+
+@pytest.mark.parametrize(("name", "data", "words"), [
+    ("cluster.json", {"provider": "fake"}, "cilium_version"),
+    ("cluster.json", {"cilium_version": "1.20.5", "clock": "sundial"}, "clock"),
+    ("results.json", {"properties": {"socket LB": {"verdict": "fine"}}}, "verdict"),
+    ("upgrade.json", {"from": "1.19.8", "to": "1.20.5", "max_gap_s": 1, "transitions": [{"kind": "sideways"}]}, "transitions"),
+    ("upgrade.json", {"from": "1.19.8", "to": "1.20.5", "max_gap_s": "1 s", "transitions": []}, "max_gap_s"),
+])
+def test_a_file_that_breaks_its_schema_fails_both_checks(name: str, data: dict, words: str) -> None:
+    """The schema checks in the suites-vs-fake runs can fail: pytest-kpr's checker and jsonschema both refuse each file."""
+    from helpers import holds_schema
+
+    from pytest_kpr.evidence.artifacts import check
+    from pytest_kpr.evidence.schemas import SCHEMAS
+
+    assert words in (check(data, SCHEMAS[name]) or "")
+    published = json.loads((DOCS / "reference" / "schemas" / name.replace(".json", ".schema.json")).read_text())
+    assert not jsonschema.Draft202012Validator(published).is_valid(data)
+    with pytest.raises(AssertionError):
+        holds_schema(data, name)
