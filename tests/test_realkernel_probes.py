@@ -160,3 +160,14 @@ def test_connect_reports_the_kernel_sockets_peer_read_in_its_own_namespace(topo:
     the server, the same as getpeername(); under socket LB it would be the backend while getpeername() shows the service."""
     r = conn(topo, 8080)
     assert r.verdict is Verdict.CONNECTED and r.extra["socket_peer"] == r.extra["peer"] == f"{server(topo)}:8080", r.extra
+
+
+def test_the_connect_probes_json_carries_peer_and_socket_peer_at_the_top_as_the_suites_read_them(topo: Topology) -> None:
+    """The affinity suite reads each connection's backend as ``socket_peer`` of `kpr probe connect --count N --json`'s
+    lines, as the fake cluster prints them; the real command printed them inside an "extra" object (found 2026-12-01):
+    every connection would have been read as reaching no backend."""
+    cp = subprocess.run(["nsenter", f"--net=/run/netns/{topo.ns('client')}", sys.executable, "-m", "pytest_kpr", "probe", "connect",
+                         f"{server(topo)}:8080", "--json", "--count", "2"], capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    lines = [json.loads(line) for line in cp.stdout.splitlines()]
+    assert len(lines) == 2 and all(x.get("socket_peer") == x.get("peer") == f"{server(topo)}:8080" and "extra" not in x for x in lines), lines

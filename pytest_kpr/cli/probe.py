@@ -26,7 +26,7 @@ def register(sub: Any) -> None:
 
     target = argtype(inputs.target, "HOST:PORT")
     sport = argtype(lambda t: inputs.port(t, "--sport"), "port")
-    p = sub.add_parser("probe", help="Probe a service address: raw SYN, connect(), HTTP, or hold a connection",
+    p = sub.add_parser("probe", help="Probe a service address: raw SYN, connect(), UDP, HTTP, or hold a connection",
                        description="Classify what a client sees at an address. Prints one line (JSON with --json). "
                                    "Exit status 0 when a verdict was reached, whichever it is; 2 for bad input.")
     p.set_defaults(func=group_help(p))
@@ -47,6 +47,17 @@ def register(sub: Any) -> None:
             k.add_argument("--interval", type=argtype(lambda t: inputs.seconds(t, "--interval", allow_zero=True), "seconds"), default=0.0,
                            help="Seconds between the starts of consecutive connections with --count (default 0: one after the other)")
         k.set_defaults(func=_run)
+    k = kinds.add_parser("udp", help="One datagram and its reply: answered (and from which address), timeout, refused, unreachable",
+                         description="Send one datagram to an echo server and read the reply with recvfrom(): the verdict and "
+                                     "reply_from, the address the reply came from (a resolver drops a reply from any other "
+                                     "address than the one it sent to). Unconnected (sendto) by default; --connected "
+                                     "connects first and records getpeername() as peer.")
+    k.add_argument("target", type=target, metavar="HOST:PORT", help="address ([IPv6] in brackets) or host name, and port")
+    k.add_argument("--connected", action="store_true", help="connect() the socket first, then send() (default: sendto())")
+    k.add_argument("--timeout", type=argtype(lambda t: inputs.seconds(t, "--timeout"), "seconds"), default=2.0,
+                   help="Seconds to wait for the reply, more than zero (default 2)")
+    k.add_argument("--json", action="store_true", help="Print one JSON object instead of a sentence")
+    k.set_defaults(func=_run)
     k = kinds.add_parser("http", help="HTTP GET: status code and time", description="HTTP GET: status code and time")
     k.add_argument("url", type=argtype(inputs.http_url, "URL"), help="http:// or https:// URL")
     k.add_argument("--timeout", type=argtype(lambda t: inputs.seconds(t, "--timeout"), "seconds"), default=5.0,
@@ -103,7 +114,7 @@ def _print(r: Any, as_json: bool) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..traffic.probes import connect_probe, http_probe, syn_probe
+    from ..traffic.probes import connect_probe, http_probe, syn_probe, udp_probe
 
     if args.probe == "syn":
         host, port = args.target
@@ -116,6 +127,9 @@ def _run(args: argparse.Namespace) -> int:
             _print(connect_probe(addr, port, timeout=args.timeout, source_port=args.sport), args.json)
             time.sleep(max(0.0, args.interval - (time.monotonic() - began)))
         r = connect_probe(addr, port, timeout=args.timeout, source_port=args.sport)
+    elif args.probe == "udp":
+        host, port = args.target
+        r = udp_probe(inputs.resolve(host), port, timeout=args.timeout, connected=args.connected)
     else:
         inputs.resolve(urlsplit(args.url).hostname or "")  # a name that does not resolve is bad input, not a verdict
         r = http_probe(args.url, timeout=args.timeout)

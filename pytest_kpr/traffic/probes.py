@@ -51,6 +51,8 @@ class Verdict(str, enum.Enum):
     INCONCLUSIVE = "inconclusive"
     # http
     HTTP = "http"  # an HTTP response arrived (see http_code)
+    # udp
+    ANSWERED = "answered"  # a datagram came back (see reply_from: the address recvfrom() reported)
 
     def __str__(self) -> str:
         return self.value
@@ -77,7 +79,10 @@ class ProbeResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """One flat JSON object: the probe's own fields (``peer``, ``socket_peer``, ``reply_from``, ...) beside the common
+        ones, where the suites and the fake cluster read them."""
         d = asdict(self)
+        d.update(d.pop("extra"))
         d["verdict"] = self.verdict.value
         d["elapsed_ms"] = round(self.elapsed_ms, 3)
         return {k: v for k, v in d.items() if v is not None and v != {} and v != ""}
@@ -235,6 +240,45 @@ def connect_probe(host: str, port: int, timeout: float = 2.0, source_port: int |
     except OSError as e:
         verdict = Verdict.NO_ROUTE if e.errno == errno.ENETUNREACH else Verdict.UNREACHABLE if e.errno in _UNREACHABLE else Verdict.INCONCLUSIVE
         return ProbeResult("connect", target, verdict, _ms(start), errno=e.errno, errno_name=errno.errorcode.get(e.errno or 0), detail=str(e))
+    finally:
+        s.close()
+
+
+def udp_probe(host: str, port: int, timeout: float = 2.0, connected: bool = False) -> ProbeResult:
+    """One datagram to ``host:port`` and the answer, as a resolver does it: unconnected (``sendto()``, the reply read
+    with ``recvfrom()``), or ``connected`` (``connect()``, ``send()``, ``recvfrom()``). ``reply_from`` is the address
+    recvfrom() reports for the reply. With Cilium's socket LB the datagram goes to a backend, and the recvmsg hook must
+    turn the backend's address back into the service's (bpf_sock.c ``cil_sock4_recvmsg``): a resolver that sent to
+    the ClusterIP drops a reply from any other address. A connected socket's ``peer`` (getpeername()) is recorded too."""
+    target = f"{host}:{port}"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    mode = "connected" if connected else "unconnected"
+    s = socket.socket(family, socket.SOCK_DGRAM)
+    start = time.monotonic()
+    extra: dict[str, Any] = {"mode": mode}
+    payload = b"kpr-udp-probe"
+    try:
+        if connected:
+            s.connect((host, port))
+            extra["peer"] = "%s:%d" % s.getpeername()[:2]
+            s.send(payload)
+        else:
+            s.sendto(payload, (host, port))
+        local = s.getsockname()
+        readable, _, _ = select.select([s], [], [], timeout)
+        if not readable:
+            return ProbeResult("udp", target, Verdict.TIMEOUT, _ms(start), source=f"{local[0]}:{local[1]}",
+                               detail=f"no reply within {timeout:g}s", extra=extra)
+        data, addr = s.recvfrom(65535)
+        extra["reply_from"] = "%s:%d" % addr[:2] if family == socket.AF_INET else "[%s]:%d" % addr[:2]
+        extra["echoed"] = data == payload
+        return ProbeResult("udp", target, Verdict.ANSWERED, _ms(start), source=f"{local[0]}:{local[1]}", extra=extra)
+    except OSError as e:
+        name = errno.errorcode.get(e.errno or 0)
+        if e.errno in _REFUSED:  # a connected socket reports the ICMP port unreachable on its next call
+            return ProbeResult("udp", target, Verdict.REFUSED, _ms(start), errno=e.errno, errno_name=name, extra=extra)
+        verdict = Verdict.NO_ROUTE if e.errno == errno.ENETUNREACH else Verdict.UNREACHABLE if e.errno in _UNREACHABLE else Verdict.INCONCLUSIVE
+        return ProbeResult("udp", target, verdict, _ms(start), errno=e.errno, errno_name=name, detail=str(e), extra=extra)
     finally:
         s.close()
 
