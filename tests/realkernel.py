@@ -97,7 +97,10 @@ class SocketLB:
     Links detach when destroyed or when this process exits, so nothing outlives the test.
     """
 
-    def __init__(self, obj_path: Path):
+    #: every program of tests/bpf/sock_lb.c, as Cilium's bpf_sock.c attaches its own (connect4, sendmsg4, getpeername4, recvmsg4)
+    PROGRAMS = ("kprt_connect4", "kprt_sendmsg4", "kprt_getpeername4", "kprt_recvmsg4")
+
+    def __init__(self, obj_path: Path, programs: "tuple[str, ...]" = PROGRAMS):
         L = libbpf()
         L.bpf_program__attach_cgroup.restype = ctypes.c_void_p
         L.bpf_program__attach_cgroup.argtypes = [ctypes.c_void_p, ctypes.c_int]
@@ -119,7 +122,8 @@ class SocketLB:
             if rc != 0:
                 raise OSError(-rc, "bpf_object__load (verifier or permissions)")
             self.cgfd = os.open(self.cgroup, os.O_RDONLY | os.O_DIRECTORY)
-            for prog in (b"kprt_connect4", b"kprt_getpeername4"):
+            self.attached = tuple(programs)
+            for prog in (name.encode() for name in programs):
                 p = L.bpf_object__find_program_by_name(self.obj, prog)
                 link = L.bpf_program__attach_cgroup(p, self.cgfd)
                 if not link or L.libbpf_get_error(link):
@@ -248,7 +252,10 @@ def compile_tc_pass(out_dir: Path) -> Path:
 class TcProgram:
     """tc_pass.o loaded through libbpf (no bpffs pin); its fd attaches by tcx or is handed to tc by the object file."""
 
-    def __init__(self, obj_path: Path):
+    #: every program of tests/bpf/sock_lb.c, as Cilium's bpf_sock.c attaches its own (connect4, sendmsg4, getpeername4, recvmsg4)
+    PROGRAMS = ("kprt_connect4", "kprt_sendmsg4", "kprt_getpeername4", "kprt_recvmsg4")
+
+    def __init__(self, obj_path: Path, programs: "tuple[str, ...]" = PROGRAMS):
         L = libbpf()
         L.bpf_program__fd.argtypes = [ctypes.c_void_p]
         self.L, self.path = L, obj_path

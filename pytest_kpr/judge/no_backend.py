@@ -22,7 +22,7 @@ class NoBackendAttempt:
     """One client's attempt on a backendless service, as observed."""
 
     path: str  # e.g. "pod connect() to ClusterIP 10.96.0.12:80"
-    tool: str  # curl | connect | raw
+    tool: str  # curl | connect | sendto (an unconnected UDP datagram) | raw
     verdict: str  # curl: its exit code as text; probes: their verdict
     seconds: float
     errno: str | None = None
@@ -40,13 +40,13 @@ def no_backend_problems(a: NoBackendAttempt, rule: "NoBackendRule", response: st
             meaning = {"28": "it timed out: the traffic was dropped", "7": "it could not connect"}.get(a.verdict, "")
             p.append(f"{where}: curl exited {a.verdict} after {a.seconds:.2f}s{' (' + meaning + ')' if meaning else ''}; "
                      f"expected exit {rule.curl_exit} {want_fast}: {why}")
-    elif a.tool == "connect":
+    elif a.tool in ("connect", "sendto"):
         if a.verdict not in rule.connect:
-            p.append(f"{where}: connect() gave {a.verdict}{' (' + a.errno + ')' if a.errno else ''} after {a.seconds:.2f}s; "
+            p.append(f"{where}: {a.tool}() gave {a.verdict}{' (' + a.errno + ')' if a.errno else ''} after {a.seconds:.2f}s; "
                      f"expected {' or '.join(sorted(rule.connect))} {want_fast}: {why}")
         elif rule.errnos and a.errno not in rule.errnos:
             note = f" ({rule.errno_note})" if rule.errno_note and a.errno == "EPERM" else ""
-            p.append(f"{where}: connect() failed with {a.errno}, expected {' or '.join(sorted(rule.errnos))}{note}: {why}")
+            p.append(f"{where}: {a.tool}() failed with {a.errno}, expected {' or '.join(sorted(rule.errnos))}{note}: {why}")
     elif a.tool == "raw":
         if rule.raw is None:
             p.append(f"{where}: a raw packet cannot reach the {rule.plane} plane; this attempt was misclassified")

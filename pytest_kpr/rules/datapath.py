@@ -65,6 +65,14 @@ SRC_SOCK_GETPEERNAME = ("cilium/cilium bpf/bpf_sock.c@66382ef3 cil_sock4_getpeer
                         "`__sock4_xlate_rev(ctx, ctx);`, which looks the backend up in LB4_REVERSE_NAT_SK_MAP (written by connect4's "
                         "sock4_update_revnat) and sets `ctx->user_ip4 = val->address; ctx_set_port(ctx, val->port);`: the service, "
                         "not the backend")
+SRC_SOCK_SENDMSG = ("cilium/cilium bpf/bpf_sock.c@66382ef3 cil_sock4_sendmsg: `err = __sock4_xlate_fwd(ctx, ctx, true);` -- an "
+                    "unconnected UDP sendto() to a frontend is translated to a backend like a connect() (and a backendless one "
+                    "rejected: `if (err == -EHOSTUNREACH || err == -ENOMEM) { try_set_retval(err); return SYS_REJECT; }`); "
+                    "sock4_update_revnat remembers (socket cookie, backend address, port) -> the frontend in LB4_REVERSE_NAT_SK_MAP")
+SRC_SOCK_RECVMSG = ("cilium/cilium bpf/bpf_sock.c@66382ef3 cil_sock4_recvmsg: `__sock4_xlate_rev(ctx, ctx); return SYS_PROCEED;` -- "
+                    "the source of a datagram read with recvfrom()/recvmsg() is looked up by (socket cookie, backend address, "
+                    "port) and rewritten `ctx->user_ip4 = val->address; ctx_set_port(ctx, val->port);`: the reply comes from the "
+                    "frontend the client sent to, never from the backend")
 SRC_NO_KUBE_PROXY_RULES = ("cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst@f3e6eb53 (Validate the Setup): \"At the "
                            "same time we can verify, using ``iptables`` in the host namespace, that no ``iptables`` rule for the "
                            "service is present:\" -- `iptables-save | grep KUBE-SVC` prints an empty line")

@@ -1,0 +1,43 @@
+"""UDP through the socket plane: a client that sent to a Service must read the reply from the Service's address.
+
+A resolver sends its query to the ClusterIP and drops any reply whose source is another address. With socket LB the
+datagram goes straight to a backend (connect4 for a connected socket, sendmsg4 for an unconnected ``sendto()``), so the
+backend's reply carries the backend's address, and only the recvmsg4 hook's reverse translation turns it back into the
+ClusterIP's (pytest_kpr.rules.datapath ``SRC_SOCK_SENDMSG``, ``SRC_SOCK_RECVMSG``). A connected client's getpeername()
+is translated by getpeername4 (``SRC_SOCK_GETPEERNAME``).
+
+Pure: observations in, problems out (empty = the property holds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class UdpAttempt:
+    """One ``kpr probe udp`` from a client, as observed."""
+
+    mode: str  # connected | unconnected
+    target: str  # the frontend the client sent to, ip:port
+    verdict: str  # answered | timeout | refused | unreachable | no-route | inconclusive
+    reply_from: str | None = None  # the source recvfrom() reported for the reply
+    peer: str | None = None  # getpeername() of a connected socket
+    errno: str | None = None
+
+
+def udp_reply_problems(a: UdpAttempt, backends: frozenset[str]) -> list[str]:
+    """A UDP client of a Service with backends: it gets a reply, and reads it from the address it sent to."""
+    what = f"UDP ({a.mode} client to {a.target})"
+    if a.verdict != "answered":
+        return [f"{what}: {a.verdict}{' (' + a.errno + ')' if a.errno else ''}, expected a reply: the Service has backends "
+                f"{', '.join(sorted(backends)) or '(none listed)'}"]
+    p: list[str] = []
+    if a.reply_from != a.target:
+        why = ("the backend's own address: the socket LB's recvmsg4 reverse translation is missing" if a.reply_from in backends
+               else "neither the Service nor one of its backends")
+        p.append(f"{what}: the reply came from {a.reply_from}, not from {a.target} ({why}); a resolver that sent to {a.target} "
+                 f"drops it")
+    if a.mode == "connected" and a.peer != a.target:
+        p.append(f"{what}: getpeername() returned {a.peer}, not {a.target}: the getpeername4 reverse translation is missing")
+    return p
