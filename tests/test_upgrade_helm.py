@@ -15,6 +15,7 @@ from pytest_kpr.core.errors import ProvisioningError
 from pytest_kpr.run.settings import resolve
 from pytest_kpr.testing import FakeCluster, FakeConfig
 from pytest_kpr.testing.fake import STATIC
+from pytest_kpr.core import clock
 from pytest_kpr.core.wait import Timeouts
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,7 +49,8 @@ def test_preflight_then_helm_upgrade_with_the_saved_values_never_reuse_values(he
     settings = resolve({}, lambda k: None, REPO)
     saved = tmp_path / "values-1.19.8.yaml"
     saved.write_text(yaml.safe_dump(cilium.helm_get_values(tool, None)))
-    cilium.helm_upgrade(tool, fake, settings.provider_config(), None, "1.19.8", "1.20.2", saved, Timeouts().scaled(0.01), lambda line: None)
+    with clock.use(fake.clock):  # the waits on the fake run on its virtual clock: full bounds, no real sleep
+        cilium.helm_upgrade(tool, fake, settings.provider_config(), None, "1.19.8", "1.20.2", saved, Timeouts(), lambda line: None)
     got = calls(stub, "helm")
     assert got[0] == ["get", "values", "cilium", "--namespace", "kube-system", "--output", "yaml"]
     pre, uninstall, upgrade = got[1:]
@@ -69,8 +71,11 @@ def test_a_preflight_that_never_gets_ready_stops_before_the_upgrade_and_is_remov
     ready_preflight(fake, 1)  # 1 of 3 nodes
     saved = tmp_path / "v.yaml"
     saved.write_text("{}\n")
-    with pytest.raises(Exception, match=r"the pre-flight DaemonSet Ready on all 3 agent nodes.*DaemonSet 1/3 Ready"):
-        cilium.helm_upgrade(tool, fake, resolve({}, lambda k: None, REPO).provider_config(), None, "1.19.8", "1.20.2", saved, Timeouts().scaled(0.001),
+    # the preflight wait runs its full 420 s bound on the fake's virtual clock; the stub helm's own runs keep their real,
+    # unscaled bounds (a scaled 0.42 s bound on a subprocess timed out on a loaded machine: scripts/stress_selftests.sh)
+    with pytest.raises(Exception, match=r"timed out after 420s waiting for the pre-flight DaemonSet Ready on all 3 agent nodes.*DaemonSet 1/3 Ready"), \
+            clock.use(fake.clock):
+        cilium.helm_upgrade(tool, fake, resolve({}, lambda k: None, REPO).provider_config(), None, "1.19.8", "1.20.2", saved, Timeouts(),
                             lambda line: None)
     assert [c[0] for c in calls(stub, "helm")] == ["install", "uninstall"], "no helm upgrade; the pre-flight release removed"
 
