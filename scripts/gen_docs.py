@@ -175,7 +175,9 @@ def suites_page(suites_dir: Path = REPO / "suites", tests_dir: Path = REPO / "te
             out.append("| fault | the fake's configuration | fails | the failure says |")
             out.append("|---|---|---|---|")
             for f, c, tests_failed, words in mine:
-                out.append(f"| {f} | `{c}` | {', '.join(f'`{t}`' for t in tests_failed)} | {_cell(_words(words[0])) if words else ''} |")
+                # a row that fails several suites lists each one's words: show the ones that name this suite's property
+                said = next((w for w in words if suite.property.lower() in w.lower()), words[0] if words else "")
+                out.append(f"| {f} | `{c}` | {', '.join(f'`{t}`' for t in tests_failed)} | {_cell(_words(said))} |")
             out.append("")
         else:
             out.append("**Faults that fail it.** None in the fault tables yet.\n")

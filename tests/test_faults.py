@@ -29,6 +29,7 @@ DSR = "test_dsr.py::"
 MAG = "test_maglev.py::"
 MAPS = "test_maps.py::"
 KPI = "test_kube_proxy_installed.py::"
+UDP = "test_udp.py::"
 
 FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     # -- iptables -------------------------------------------------------------------------------------
@@ -112,7 +113,7 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
      ["*Maglev (ClusterIP): the ClusterIP frontend has a Maglev table on fake-control-plane, fake-worker, fake-worker2*"]),
     # -- map pressure ------------------------------------------------------------------------------------------
     ("service-map-full-unexpectedly", "faults=Faults(service_map_capacity=104)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
-     ["*map pressure: service map full (104 of 65536 service entries): 8 of the run's 20 Services are in Kubernetes but not in the BPF maps (mp-12, *"]),
+     ["*map pressure: service map full (104 of 65536 service entries): 12 of the run's 20 Services are in Kubernetes but not in the BPF maps (mp-8, *"]),
     # the reverse-NAT entry is written before the master (bpf_reconciler.go updateFrontend): that map can fill first
     ("rev-nat-map-full-unexpectedly", "faults=Faults(rev_nat_map_capacity=40)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
      ["*map pressure: reverse-NAT map full (* of 65536 service entries): * of the run's 20 Services are in Kubernetes but not in the BPF maps*"]),
@@ -174,8 +175,10 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
      ["*socket LB (agent reports coverage Hostns-only): socket LB is hostns-only, yet the pod's socket peer is 10.244.*, not the service*",
       "*no backend (pod connect() to ClusterIP *; per-packet plane, ServiceNoBackendResponse=reject): connect() gave unreachable (EHOSTUNREACH)*"]),
     ("getpeername-returns-the-backend", "faults=Faults(getpeername_backend=True)",
-     {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend"},
-     ["*getpeername() returned 10.244.*:8080, not the service address 10.96.*:80: the reverse translation is missing*"]),
+     {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend",
+      UDP + "test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip"},
+     ["*getpeername() returned 10.244.*:8080, not the service address 10.96.*:80: the reverse translation is missing*",
+      "*UDP (connected client to 10.96.*:53): getpeername() returned 10.244.*:5353, not 10.96.*:53: the getpeername4 reverse translation is missing*"]),
     ("snat-at-the-backend", "faults=Faults(snat_at_backend=True)",
      {SL + "test_backend_sees_the_holder_pod_address"},
      ["*socket LB: the backend web-* sees [[]'172.18.0.3:61234'[]], not the holder's pod address 10.244.*:40404 (a node IP would mean SNAT)*"]),
@@ -211,15 +214,32 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
       NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
      ["*raw failed as expected (icmp-unreachable) but took 2.00s; the per-packet plane answers at once (bound 1s)*"]),
     ("socket-plane-follows-drop", "no_backend_response='drop', faults=Faults(socket_lb_honours_drop=True)",
-     {NB + "test_curl_from_a_pod_fails_as_its_plane_says", NB + "test_connect_from_a_pod_fails_as_its_plane_says"},
+     {NB + "test_curl_from_a_pod_fails_as_its_plane_says", NB + "test_connect_from_a_pod_fails_as_its_plane_says",
+      UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once"},
      ["*no backend (pod curl to ClusterIP *; socket plane, ServiceNoBackendResponse=drop): curl exited 28 after 5.00s (it timed out: "
-      "the traffic was dropped); expected exit 7 at once*whatever ServiceNoBackendResponse says*"]),
+      "the traffic was dropped); expected exit 7 at once*whatever ServiceNoBackendResponse says*",
+      "*no backend (pod sendto() to UDP ClusterIP 10.96.*:53; socket plane, ServiceNoBackendResponse=drop): sendto() gave timeout after 2.00s*"]),
     # the socket plane's errno: EHOSTUNREACH from kernel 6.1 (clusters/kernels.yaml sock_addr_set_retval)
-    ("eperm-on-a-6.1-kernel", "faults=Faults(eperm_on_new_kernel=True)", {NB + "test_connect_from_a_pod_fails_as_its_plane_says"},
+    ("eperm-on-a-6.1-kernel", "faults=Faults(eperm_on_new_kernel=True)",
+     {NB + "test_connect_from_a_pod_fails_as_its_plane_says", UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once"},
      ["*no backend (pod connect() to ClusterIP *; socket plane, ServiceNoBackendResponse=reject): connect() failed with EPERM, expected "
-      "EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (Cilium 1.19.2 and 1.19.3*"]),
-    ("cilium-1.19.3-eperm-regression", "cilium_version='1.19.3'", {NB + "test_connect_from_a_pod_fails_as_its_plane_says"},
-     ["*connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184*"]),
+      "EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (Cilium 1.19.2 and 1.19.3*",
+      "*UDP (no backend)*sendto() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression*"]),
+    ("cilium-1.19.3-eperm-regression", "cilium_version='1.19.3'",
+     {NB + "test_connect_from_a_pod_fails_as_its_plane_says", UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once"},
+     ["*connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184*",
+      "*UDP (no backend)*sendto() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184*"]),
+    # -- UDP through the socket plane (bpf_sock.c sendmsg4/recvmsg4) ------------------------------------------------
+    ("udp-reply-from-the-backend", "faults=Faults(udp_reply_from_backend=True)",
+     {UDP + "test_an_unconnected_client_reads_the_reply_from_the_cluster_ip",
+      UDP + "test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip"},
+     ["*UDP (unconnected client to 10.96.*:53): the reply came from 10.244.*:5353, not from 10.96.*:53 (the backend's own address: the "
+      "socket LB's recvmsg4 reverse translation is missing); a resolver that sent to 10.96.*:53 drops it*",
+      "*UDP (connected client to 10.96.*:53): the reply came from 10.244.*:5353*"]),
+    ("udp-backendless-datagram-passes", "faults=Faults(udp_no_backend_passes=True)",
+     {UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once"},
+     ["*no backend (pod sendto() to UDP ClusterIP 10.96.*:53; socket plane, ServiceNoBackendResponse=reject): sendto() gave timeout after "
+      "2.00s; expected unreachable at once (under 1s)*"]),
     # enable-no-service-endpoints-routable is true (the default), yet the per-packet plane lets the SYN through to the stack
     ("no-backend-not-routable", "faults=Faults(no_backend_not_routable=True)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",

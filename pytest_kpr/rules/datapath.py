@@ -10,8 +10,9 @@ Vocabulary:
 - **client**: ``pod`` (a pod's own network namespace), ``host`` (a node's host namespace: a
   host-network pod), ``outside`` (a packet that arrives at a node from elsewhere: a host-network pod
   on *another* node, or the runner, sending to the node's InternalIP).
-- **access**: ``connect`` (an application's ``connect()``: curl, ``kpr probe connect``) or ``raw``
-  (a crafted packet that never meets a socket hook: ``kpr probe syn``).
+- **access**: ``connect`` (an application's ``connect()``: curl, ``kpr probe connect``, a connected UDP socket),
+  ``sendmsg`` (an unconnected UDP ``sendto()``: ``kpr probe udp``) or ``raw`` (a crafted packet that never meets a
+  socket hook: ``kpr probe syn``).
 - **frontend**: ``ClusterIP``, ``NodePort`` (a node's InternalIP:nodePort), ``ExternalIP`` (an
   ``externalIPs`` address that is not a node address), ``LoadBalancer`` (an LB-IPAM VIP).
 - **coverage**: socket-LB coverage as the agent reports it (``Full`` | ``Hostns-only``).
@@ -73,6 +74,10 @@ SRC_SOCK_RECVMSG = ("cilium/cilium bpf/bpf_sock.c@66382ef3 cil_sock4_recvmsg: `_
                     "the source of a datagram read with recvfrom()/recvmsg() is looked up by (socket cookie, backend address, "
                     "port) and rewritten `ctx->user_ip4 = val->address; ctx_set_port(ctx, val->port);`: the reply comes from the "
                     "frontend the client sent to, never from the backend")
+SRC_LXC_REV_NAT = ("cilium/cilium bpf/lib/lb.h@0040d667 lb4_rev_nat: `nat = map_lookup_elem(&LB4_REVERSE_NAT_MAP, "
+                   "&ct_state->rev_nat_index);` then __lb4_rev_nat writes `new_sip = nat->address` into the reply's source "
+                   "(`ctx_store_bytes(ctx, l3_off + offsetof(struct iphdr, saddr), &new_sip, 4, 0)`) and the port "
+                   "(reverse_map_l4_port): on the per-packet path a backend's reply reaches the client from the frontend")
 SRC_NO_KUBE_PROXY_RULES = ("cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst@f3e6eb53 (Validate the Setup): \"At the "
                            "same time we can verify, using ``iptables`` in the host namespace, that no ``iptables`` rule for the "
                            "service is present:\" -- `iptables-save | grep KUBE-SVC` prints an empty line")
@@ -89,7 +94,7 @@ SRC_AFFINITY_TIMEOUT = ("cilium/cilium bpf/lib/lb.h@0040d667 __lb4_affinity_back
 @dataclass(frozen=True)
 class PlaneRule:
     client: str  # pod | host | outside
-    access: str  # connect | raw
+    access: str  # connect (TCP, or a connected UDP socket) | sendmsg (an unconnected UDP sendto()) | raw
     frontend: str  # ClusterIP | NodePort | ExternalIP | LoadBalancer
     coverage: str  # Full | Hostns-only | *
     mitigation: str  # on | off | *  (the CVE-2020-8554 ExternalIP mitigation)
@@ -115,6 +120,14 @@ PLANE_RULES: tuple[PlaneRule, ...] = (
               "bpf_lxc looks the packet up as a service (per-packet LB is compiled in under hostns-only)", SRC_LXC_PER_PACKET),
     PlaneRule("host", "connect", "ClusterIP", ANY, ANY, Plane.SOCKET,
               "the host namespace is covered by socket LB in both coverage modes", SRC_SOCK_FWD),
+    PlaneRule("pod", "sendmsg", "ClusterIP", "Full", ANY, Plane.SOCKET,
+              "socket LB covers pod namespaces: an unconnected UDP sendto() is translated (or rejected) in the sendmsg4 hook, "
+              "and the reply's source reversed by recvmsg4", SRC_SOCK_SENDMSG + "; " + SRC_SOCK_RECVMSG),
+    PlaneRule("pod", "sendmsg", "ClusterIP", "Hostns-only", ANY, Plane.PER_PACKET,
+              "the socket hooks skip pod namespaces (-ENXIO); bpf_lxc has per-packet LB because of hostns-only",
+              SRC_SOCK_FWD + "; " + SRC_LXC_PER_PACKET),
+    PlaneRule("host", "sendmsg", "ClusterIP", ANY, ANY, Plane.SOCKET,
+              "the host namespace is covered by socket LB in both coverage modes", SRC_SOCK_SENDMSG + "; " + SRC_SOCK_RECVMSG),
     PlaneRule("host", "connect", "NodePort", ANY, ANY, Plane.SOCKET,
               "a host-namespace connect() to a node address and NodePort is translated through the wildcard entry",
               SRC_SOCK_FWD + "; " + SRC_SOCK_WILDCARD),

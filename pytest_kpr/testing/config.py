@@ -64,6 +64,10 @@ class Faults:
     #: this node's agent programs a new backend only slow_agent_s (wall-clock) seconds after it became ready
     slow_agent_on: str | None = None
     slow_agent_s: float = 2.0
+    #: the socket LB translates UDP datagrams but not their replies' source (no recvmsg4): a client reads the backend's address
+    udp_reply_from_backend: bool = False
+    #: sendmsg4 lets a datagram to a backendless UDP Service through untranslated instead of failing sendto() (it times out)
+    udp_no_backend_passes: bool = False
     affinity_ignored: bool = False  # sessionAffinity ClientIP is not honoured: every connect() picks a random backend
     lb_always_first: bool = False  # the socket LB always picks the first backend slot (no spreading without affinity)
     kube_proxy_daemonset: bool = False  # kube-proxy runs as a DaemonSet in kube-system beside the replacement

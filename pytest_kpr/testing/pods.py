@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..rules.datapath import Plane, backend_sees, coverage_name, plane_for
-from .reach import Outcome, probe_result, reach
+from ..rules.datapath import NoRule, Plane, backend_sees, coverage_name, plane_for
+from .reach import ERRNO, Outcome, probe_result, reach
 from .view import ClusterView, FakeFrontend, Obj
 
 
@@ -188,10 +188,12 @@ class FakeWorkloads:
         return 0, out, ""
 
     def probe(self, pod: Obj, kind: str, args: list[str]) -> tuple[int, str, str]:
-        """``kpr probe syn|connect|http TARGET --json [--timeout T] [--count N]`` from a pod, answered by the sourced rules."""
+        """``kpr probe syn|connect|http|udp TARGET --json [--timeout T] [--count N]`` from a pod, answered by the sourced rules."""
         if "--json" not in args:
             return 2, "", "the fake answers --json probes only\n"
         timeout = float(args[args.index("--timeout") + 1]) if "--timeout" in args else 2.0
+        if kind == "udp":
+            return 0, json.dumps(self.udp(pod, args[0], "--connected" in args, timeout)) + "\n", ""
         count = int(args[args.index("--count") + 1]) if "--count" in args else 1
         interval = float(args[args.index("--interval") + 1]) if "--interval" in args else 0.0
         target = args[0]
@@ -211,6 +213,43 @@ class FakeWorkloads:
                     result["socket_peer"] = be
             out += json.dumps(result) + "\n"
         return 0, out, ""
+
+    def udp(self, pod: Obj, target: str, connected: bool, timeout: float) -> dict[str, Any]:
+        """``kpr probe udp TARGET [--connected]``: one datagram to an echo backend and the reply, as recvfrom() reports it.
+        The socket plane translates the datagram (connect4 or sendmsg4) and reverses the reply's source (recvmsg4) and a
+        connected socket's getpeername() (getpeername4): datapath.SRC_SOCK_SENDMSG, SRC_SOCK_RECVMSG, SRC_SOCK_GETPEERNAME.
+        On the per-packet plane the socket is never translated and bpf_lxc reverse-NATs the reply (SRC_LXC_REV_NAT); a
+        backendless UDP Service there has no sourced rule here: NoRule, never a guess.
+        Faults: udp_reply_from_backend (no recvmsg4), getpeername_backend, udp_no_backend_passes."""
+        ip, _, port_s = target.rpartition(":")
+        node, hostnet = pod["spec"]["nodeName"], bool(pod["spec"].get("hostNetwork"))
+        outcome = reach(self.c, node, host_network=hostnet, access="connect" if connected else "sendmsg", ip=ip, port=int(port_s), proto="UDP")
+        faults = self.c.cfg.faults
+        out: dict[str, Any] = {"probe": "udp", "target": target, "mode": "connected" if connected else "unconnected"}
+        if outcome.plane is Plane.PER_PACKET and outcome.result != "answered":
+            raise NoRule(f"a UDP datagram to a backendless {target} on the per-packet plane: no sourced rule for what the client sees yet")
+        if outcome.result == "answered" and outcome.backend is not None:  # per-packet: bpf_lxc reverse-NATs the reply (SRC_LXC_REV_NAT)
+            be = f"{outcome.backend.ip}:{outcome.backend.port}"
+            socket = outcome.plane is Plane.SOCKET
+            out.update(verdict="answered", elapsed_ms=0.4, reply_from=be if socket and faults.udp_reply_from_backend else target,
+                       echoed=True)
+            if connected:
+                out["peer"] = be if socket and faults.getpeername_backend else target
+            client = (pod["status"].get("podIP") or self.c.node_ip(node), 40000 + len(self.c.ct.get(node, [])))
+            # bpf_lxc tracks the pod's datagram to the backend it was translated to (the socket plane left no service entry)
+            self.c.ct.setdefault(node, []).append({"proto": "UDP", "dir": "OUT", "src_ip": client[0], "src_port": client[1],
+                                                   "dst_ip": outcome.backend.ip, "dst_port": outcome.backend.port, "rx_flags_seen": 0,
+                                                   "tx_flags_seen": 0, "flags": 0, "flag_names": (), "expires": 60,
+                                                   "source_security_id": 4242, "rev_nat": 0})
+            return out
+        if outcome.result == "unreachable" and faults.udp_no_backend_passes:
+            outcome = Outcome("timeout", outcome.plane, frontend=outcome.frontend)
+        if outcome.result == "timeout":
+            return {**out, "verdict": "timeout", "elapsed_ms": timeout * 1000.0}
+        if outcome.result in ("unreachable", "refused"):
+            return {**out, "verdict": outcome.result, "elapsed_ms": 0.05, "errno": ERRNO.get(outcome.errno or "", 0),
+                    "errno_name": outcome.errno}
+        raise NoRule(f"a UDP datagram to {target}: outcome {outcome.result} has no sourced rule")
 
     def pick_backend(self, pod: Obj, ip: str, port: int) -> str | None:
         """The backend socket LB picks for a connect() (cilium/cilium bpf/bpf_sock.c ``__sock4_xlate_fwd``): for a

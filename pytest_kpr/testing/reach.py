@@ -73,9 +73,10 @@ DROP_NO_SERVICE = "Service backend not found"
 
 
 def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str, port: int, outside: bool = False,
-          flow: tuple[str, int] | None = None) -> Outcome:
-    """A ``connect`` or a ``raw`` SYN to ``ip:port`` from a pod on ``node`` (its own namespace, or the host's
-    for a host-network pod), or, with ``outside``, from a machine that reaches the nodes (the runner)."""
+          flow: tuple[str, int] | None = None, proto: str = "TCP") -> Outcome:
+    """A ``connect``, an unconnected UDP ``sendmsg`` or a ``raw`` SYN to ``ip:port`` (``proto``) from a pod on ``node``
+    (its own namespace, or the host's for a host-network pod), or, with ``outside``, from a machine that reaches the
+    nodes (the runner)."""
     kind, target_node = classify(c, ip)
     if kind == "none":
         return routed(c, ip, port)
@@ -88,9 +89,9 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
     rule = plane_for(client, access, kind, _coverage(c, client, access, kind), "on" if c.cfg.external_ip_mitigation else "off")
     if rule.plane is Plane.NONE:
         return routed(c, ip, port, kind, Plane.NONE)
-    fe = c.lb.find(handler, ip, port)
+    fe = c.lb.find(handler, ip, port, proto)
     if fe is None and kind == "NodePort":
-        fe = c.lb.find(handler, "0.0.0.0", port)
+        fe = c.lb.find(handler, "0.0.0.0", port, proto)
     if fe is None:  # no such frontend: nothing translates it
         return routed(c, ip, port, kind, rule.plane)
     # traffic from outside looks up the external scope; east-west lookups the internal one (datapath.SRC_ETP_SCOPES)

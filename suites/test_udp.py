@@ -1,0 +1,119 @@
+"""UDP through the socket plane: a UDP client of a ClusterIP, connected or not, reaches a backend and reads the reply from the ClusterIP:port it sent to, never from the backend; a backendless UDP ClusterIP fails the datagram at once.
+
+This is the DNS case: a resolver sends to the ClusterIP and drops a reply from any other address. With socket LB the
+datagram goes straight to a backend: a connected socket is translated at connect() (connect4), an unconnected
+``sendto()`` in the sendmsg4 hook, and only the recvmsg4 hook turns the reply's source (the backend) back into the
+ClusterIP (cilium/cilium bpf/bpf_sock.c ``cil_sock4_sendmsg``, ``cil_sock4_recvmsg``, ``__sock4_xlate_rev``;
+pytest_kpr.rules.datapath SRC_SOCK_SENDMSG, SRC_SOCK_RECVMSG). ``dns`` (two UDP echo backends, ``kpr probe
+echo-server --udp`` on 5353) behind the ClusterIP Service ``dns`` 53/UDP; the probe pod runs ``kpr probe udp``
+unconnected (sendto/recvfrom, as a resolver) and ``--connected`` (also getpeername()). ``dns-ghost`` (53/UDP, no
+backends): sendmsg4 rejects the datagram as connect4 rejects a connection, EHOSTUNREACH from kernel 6.1 (EPERM below),
+whatever ServiceNoBackendResponse says. The agent's view is recorded, not judged (the backend-slots suite judges
+slots): its ``bpf lb list`` slots for the UDP frontend and the UDP conntrack entries to the backends. Needs socket LB in pod namespaces: with Hostns-only coverage the pod's
+datagram takes the per-packet path, whose UDP reply rule is not yet sourced here. Evidence: udp.json.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pytest_kpr.evidence import Evidence
+from pytest_kpr.judge import holds
+from pytest_kpr.judge.no_backend import NoBackendAttempt, no_backend_problems
+from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems
+from pytest_kpr.core.versions import kernel_tuple
+from pytest_kpr.core.wait import eventually
+from pytest_kpr.cluster.facts import ClusterFacts
+from pytest_kpr.observe.lab import Lab, Tweak, same_address
+from pytest_kpr.parse import L3n4
+from pytest_kpr.rules.datapath import Plane, no_backend
+
+pytestmark = [
+    pytest.mark.kpr(property="UDP", evidence="udp.json",
+                    plane="socket",
+                    sources=["SRC_SOCK_SENDMSG", "SRC_SOCK_RECVMSG", "SRC_SOCK_GETPEERNAME", "SRC_SOCK_FWD", "SRC_SOCK_RETVAL"]),
+    pytest.mark.kpr_requires("socket-lb-pods"),
+]
+DNS_PORT, ECHO_PORT, BACKENDS, TIMEOUT = 53, 5353, 2, 2.0
+
+
+def _udp_echo(dep: dict[str, Any]) -> None:
+    """The web Deployment as UDP echo servers: no HTTP, no HTTP readiness probe."""
+    ctr = dep["spec"]["template"]["spec"]["containers"][0]
+    ctr["command"] = ["kpr", "probe", "echo-server", "--udp", "--port", str(ECHO_PORT)]
+    ctr["ports"] = [{"containerPort": ECHO_PORT, "name": "dns", "protocol": "UDP"}]
+    ctr.pop("readinessProbe", None)
+
+
+def _udp_port(svc: dict[str, Any]) -> None:
+    svc["spec"]["ports"] = [{"name": "dns", "port": DNS_PORT, "targetPort": ECHO_PORT, "protocol": "UDP"}]
+
+
+TWEAK_DEP: Tweak = _udp_echo
+TWEAK_SVC: Tweak = _udp_port
+
+
+def _probe(lab: Lab, target: str, connected: bool) -> dict[str, Any]:
+    r = lab.exec("probe", "kpr", "probe", "udp", target, "--json", "--timeout", f"{TIMEOUT:g}", *(["--connected"] if connected else []),
+                 timeout=TIMEOUT + lab.t.EXEC)
+    return dict(json.loads(r.check().stdout.strip().splitlines()[-1]))
+
+
+@pytest.fixture(scope="module")
+def seen(lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str) -> dict[str, Any]:
+    lab.create_deployment("dns", BACKENDS, tweak=TWEAK_DEP)
+    lab.create_service("dns", {"app": "dns"}, tweak=TWEAK_SVC)
+    lab.create_service("dns-ghost", {"app": "dns-ghost-none"}, tweak=TWEAK_SVC)
+    backends = lab.wait_ready_endpoints("dns", BACKENDS)
+    fe = L3n4(lab.cluster_ip("dns"), DNS_PORT, "UDP" if lab.minor >= (1, 17) else None)
+    agent, client = lab.agent(lab.client_node), kpr_facts.node(lab.client_node)
+
+    # a precondition, not the property: the client's agent serves dns (how many slots it programs is the backend-slots
+    # suite's property; the slots are recorded below)
+    eventually(lambda: lab.slot_view(agent.node, agent.lb_entries(), fe), until=lambda v: len(v.backends) >= 1,
+               timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {agent.node} to serve dns's UDP frontend with backends",
+               describe=lambda v: f"{len(v.backends)} slots", progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK)
+    target, ghost = f"{fe.ip}:{DNS_PORT}", f"{lab.cluster_ip('dns-ghost')}:{DNS_PORT}"
+    runs = {"unconnected": _probe(lab, target, False), "connected": _probe(lab, target, True),
+            "ghost": _probe(lab, ghost, False)}
+    entries = agent.lb_entries()
+    slots = lab.slot_view(agent.node, entries, fe)
+    ct = [e for e in agent.conntrack(lab.minor) if e.proto == "UDP" and f"{e.dst_ip}:{e.dst_port}" in backends]
+    data = {"service": target, "backends": sorted(backends), "ghost": ghost, "probes": runs,
+            "agent": {"node": agent.node, "service_id": slots.service_id, "slots": list(slots.backends),
+                      "lb_entries": [{"frontend": str(e.frontend), "slot": e.slot, "backend": e.backend.host_port() if e.backend else None}
+                                     for e in entries if same_address(e.frontend, fe)],
+                      "conntrack_udp": [f"{e.proto} {e.dir} {e.src_ip}:{e.src_port} -> {e.dst_ip}:{e.dst_port}" for e in ct]},
+            "client_kernel": client.kernel if client else None,
+            "no_backend_response": kpr_facts.no_backend_response}
+    evidence.write("udp.json", data)
+    u, c, g = runs["unconnected"], runs["connected"], runs["ghost"]
+    evidence.figure(kpr_property, f"unconnected reply from {u.get('reply_from', u['verdict'])}, connected peer {c.get('peer', c['verdict'])} "
+                                  f"for {target}; backendless {g['verdict']}{' ' + g['errno_name'] if g.get('errno_name') else ''}")
+    return data
+
+
+def _attempt(r: dict[str, Any]) -> UdpAttempt:
+    return UdpAttempt(r["mode"], r["target"], r["verdict"], r.get("reply_from"), r.get("peer"), r.get("errno_name"))
+
+
+def test_an_unconnected_client_reads_the_reply_from_the_cluster_ip(seen: dict[str, Any]) -> None:
+    """As a resolver does it: sendto() the ClusterIP, recvfrom() the reply."""
+    holds(udp_reply_problems(_attempt(seen["probes"]["unconnected"]), frozenset(seen["backends"])), "UDP (unconnected)")
+
+
+def test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip(seen: dict[str, Any]) -> None:
+    """connect() the ClusterIP (connect4 translates it), send(), recvfrom(); getpeername() must show the ClusterIP too."""
+    holds(udp_reply_problems(_attempt(seen["probes"]["connected"]), frozenset(seen["backends"])), "UDP (connected)")
+
+
+def test_a_backendless_udp_service_fails_the_datagram_at_once(seen: dict[str, Any], kpr_facts: ClusterFacts) -> None:
+    """sendmsg4 rejects it, as connect4 rejects a connection (the socket plane's no-backend rule, for the lowest kernel)."""
+    g = seen["probes"]["ghost"]
+    a = NoBackendAttempt(f"pod sendto() to UDP ClusterIP {seen['ghost']}", "sendto", g["verdict"], g["elapsed_ms"] / 1000.0, g.get("errno_name"))
+    kernel = kernel_tuple(seen["client_kernel"]) if seen["client_kernel"] else None  # the probe pod's node: its hook sets the errno
+    rule = no_backend(Plane.SOCKET, kpr_facts.no_backend_response, kernel=kernel)
+    holds(no_backend_problems(a, rule, kpr_facts.no_backend_response), "UDP (no backend)")
