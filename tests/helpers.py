@@ -59,3 +59,13 @@ def holds_schema(data: Any, name: str) -> None:
     assert problem is None, f"{name}: {problem}"
     published = Path(__file__).resolve().parent.parent / "docs" / "reference" / "schemas" / name.replace(".json", ".schema.json")
     jsonschema.Draft202012Validator(json.loads(published.read_text())).validate(data)
+
+
+def ctrl_c_as_from_a_terminal() -> None:
+    """``preexec_fn`` for a child a test sends SIGINT to, as a terminal's Ctrl-C would: SIGINT back at its default.
+    A process started in the background by a shell without job control (``cmd &`` in a script, a CI runner) inherits
+    SIGINT *ignored*, and Python then installs no KeyboardInterrupt handler: such a test passed or failed by how its run
+    was started (a fresh-clone `.ci/run` started that way failed both tests that send SIGINT, 2026-12-01)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

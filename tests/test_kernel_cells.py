@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import ctrl_c_as_from_a_terminal
 
 REPO = Path(__file__).resolve().parent.parent
 KERNEL = "6.1.0-50-amd64"
@@ -50,7 +51,7 @@ def start(s: dict[str, Path], boot_timeout: float) -> subprocess.Popen[str]:
     env = {**os.environ, "PATH": f"{s['bin']}:{os.environ['PATH']}", "TMPDIR": str(s["tmp"])}
     return subprocess.Popen([sys.executable, str(REPO / "scripts" / "kernel_cells.py"), "--kernel", KERNEL, "--no-host", "--cache", str(s["cache"]),
                              "--artifacts", str(s["artifacts"]), "--boot-timeout", str(boot_timeout)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_as_from_a_terminal)
 
 
 def alive(pid: int) -> bool:

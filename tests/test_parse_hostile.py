@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+from helpers import ctrl_c_as_from_a_terminal
 
 KPR = [sys.executable, "-m", "pytest_kpr"]
 
@@ -42,7 +43,8 @@ def test_an_endless_device_is_refused_not_read_forever() -> None:
 
 
 def test_ctrl_c_stops_a_read_that_waits_for_input() -> None:
-    p = subprocess.Popen([*KPR, "parse", "status", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([*KPR, "parse", "status", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=ctrl_c_as_from_a_terminal)
     try:
         deadline = time.monotonic() + 120  # a hang guard: the wait ends when the process blocks reading its stdin
         while not _blocked_reading_stdin(p.pid) and time.monotonic() < deadline and p.poll() is None:
