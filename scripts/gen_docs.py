@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -77,17 +76,6 @@ def _fault_rows(tests_dir: Path) -> list[tuple[str, str, set[str], list[str]]]:
     return rows
 
 
-def _suite_modules(suites_dir: Path) -> dict[str, Any]:
-    out = {}
-    for path in sorted(suites_dir.glob("test_*.py")):
-        spec = importlib.util.spec_from_file_location(f"_kpr_docs_{path.stem}", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        out[path.name] = module
-    return out
-
-
 def _requires(module: Any) -> str:
     from pytest_kpr.plugin.markers import REQUIRES, parse_requires
 
@@ -118,7 +106,7 @@ def _words(pattern: str) -> str:
 
 
 def suites_page(suites_dir: Path = REPO / "suites", tests_dir: Path = REPO / "tests") -> str:
-    from pytest_kpr.plugin.markers import KPR, parse_suite
+    from pytest_kpr.plugin.markers import suite_modules, suite_of
     from pytest_kpr.rules import PLANES, sources
 
     cited = sources()
@@ -132,13 +120,8 @@ def suites_page(suites_dir: Path = REPO / "suites", tests_dir: Path = REPO / "te
            "self-tests prove it fails on, with the words of the failure. What each suite needs from a cluster: "
            "[what each suite needs](needs.md).\n",
            "| suite | property | plane | evidence |", "|---|---|---|---|"]
-    modules = _suite_modules(suites_dir)
-    contracts = {}
-    for name, module in modules.items():
-        marks = getattr(module, "pytestmark", [])
-        kpr = [m for m in (marks if isinstance(marks, list) else [marks]) if getattr(m, "name", None) == KPR]
-        if kpr:
-            contracts[name] = parse_suite(kpr[0].args, dict(kpr[0].kwargs), Path(name).stem)
+    modules = suite_modules(suites_dir)
+    contracts = {name: suite for name, module in modules.items() if (suite := suite_of(module, Path(name).stem)) is not None}
     for name, suite in contracts.items():
         anchor = suite.property.lower().replace(" ", "-").replace("=", "").replace("/", "")
         out.append(f"| [`{name}`](#{anchor}) | {_cell(suite.property)} | {', '.join(suite.plane) or '-'} | "

@@ -27,7 +27,7 @@ from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems
 from pytest_kpr.core.versions import kernel_tuple
 from pytest_kpr.core.wait import eventually
 from pytest_kpr.cluster.facts import ClusterFacts
-from pytest_kpr.observe.lab import Lab, Tweak, same_address
+from pytest_kpr.observe.lab import Lab, same_address
 from pytest_kpr.parse import L3n4
 from pytest_kpr.rules.datapath import Plane, no_backend
 
@@ -52,9 +52,6 @@ def _udp_port(svc: dict[str, Any]) -> None:
     svc["spec"]["ports"] = [{"name": "dns", "port": DNS_PORT, "targetPort": ECHO_PORT, "protocol": "UDP"}]
 
 
-TWEAK_DEP: Tweak = _udp_echo
-TWEAK_SVC: Tweak = _udp_port
-
 
 def _probe(lab: Lab, target: str, connected: bool) -> dict[str, Any]:
     r = lab.exec("probe", "kpr", "probe", "udp", target, "--json", "--timeout", f"{TIMEOUT:g}", *(["--connected"] if connected else []),
@@ -64,9 +61,9 @@ def _probe(lab: Lab, target: str, connected: bool) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def seen(lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str) -> dict[str, Any]:
-    lab.create_deployment("dns", BACKENDS, tweak=TWEAK_DEP)
-    lab.create_service("dns", {"app": "dns"}, tweak=TWEAK_SVC)
-    lab.create_service("dns-ghost", {"app": "dns-ghost-none"}, tweak=TWEAK_SVC)
+    lab.create_deployment("dns", BACKENDS, tweak=_udp_echo)
+    lab.create_service("dns", {"app": "dns"}, tweak=_udp_port)
+    lab.create_service("dns-ghost", {"app": "dns-ghost-none"}, tweak=_udp_port)
     backends = lab.wait_ready_endpoints("dns", BACKENDS)
     fe = L3n4(lab.cluster_ip("dns"), DNS_PORT, "UDP" if lab.minor >= (1, 17) else None)
     agent, client = lab.agent(lab.client_node), kpr_facts.node(lab.client_node)

@@ -69,3 +69,10 @@ def ctrl_c_as_from_a_terminal() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def chromium() -> str | None:
+    """Debian's chromium here; GitHub's Ubuntu runners ship Google Chrome (their chromium package is a snap stub)."""
+    import shutil
+
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")

@@ -143,14 +143,14 @@ def three_namespaces(work: Path) -> Topology:
 LISTEN_TIMEOUT = 120.0
 
 
-def wait_listening(t: Topology, role: str, port: int, timeout: float = LISTEN_TIMEOUT) -> None:
-    """Poll `ss` until something listens on the port (bounded; no fixed sleep)."""
+def wait_listening(t: Topology, role: str, port: int, timeout: float = LISTEN_TIMEOUT, udp: bool = False) -> None:
+    """Poll `ss` until something listens on the port (a UDP socket is bound to it, with ``udp``; bounded; no fixed sleep)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if t.exec(role, "ss", "-Htln", f"sport = :{port}").stdout.strip():
+        if t.exec(role, "ss", "-Huln" if udp else "-Htln", f"sport = :{port}").stdout.strip():
             return
         time.sleep(0.02)
-    raise TimeoutError(f"nothing listens on :{port} in {t.ns(role)} after {timeout}s")
+    raise TimeoutError(f"nothing listens on :{port}{'/udp' if udp else ''} in {t.ns(role)} after {timeout}s")
 
 
 def namespaces() -> list[str]:

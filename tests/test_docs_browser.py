@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import chromium
 from netns import Topology, can_use_netns, wait_listening
 
 pytestmark = pytest.mark.browser
@@ -25,7 +25,7 @@ CONSOLE = re.compile(r":CONSOLE[:(]\d+\)?\] (.*), source: (\S*)")
 
 
 def _browser() -> str:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    browser = chromium()
     why = can_use_netns() or (None if browser else "chromium is not installed (make test-browser installs Debian's chromium)")
     if why:
         if os.environ.get("KPR_REQUIRE_BROWSER") == "1":

@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers import chromium
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -115,11 +116,6 @@ def test_bad_input_is_one_line(argv: list[str], words: str, tmp_path: Path, caps
     assert main([str(tmp_path) if a == "TMP" else a for a in argv]) == 2
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1
-
-
-def chromium() -> str | None:
-    """Debian's chromium here; GitHub's Ubuntu runners ship Google Chrome (their chromium package is a snap stub)."""
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
 @pytest.mark.browser

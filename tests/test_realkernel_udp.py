@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from netns import Topology, can_use_netns, sh, three_namespaces
+from netns import Topology, can_use_netns, sh, three_namespaces, wait_listening
 from realkernel import SocketLB, compile_sock_lb, spawn_in
 
 from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems
@@ -38,24 +38,10 @@ def topo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
     try:
         t.spawn("server", [sys.executable, "-m", "pytest_kpr", "probe", "echo-server", "--udp", "--port", str(PORT),
                            "--bind", backend(t)[0]])
-        wait_udp(t, PORT)
+        wait_listening(t, "server", PORT, udp=True)
         yield t
     finally:
         t.close()
-
-
-def wait_udp(t: Topology, port: int) -> None:
-    """Poll `ss` until a UDP socket is bound to the port (bounded; the interpreter's start is the wait)."""
-    import time
-
-    from netns import LISTEN_TIMEOUT
-
-    deadline = time.monotonic() + LISTEN_TIMEOUT
-    while time.monotonic() < deadline:
-        if t.exec("server", "ss", "-Hunl", f"sport = :{port}").stdout.strip():
-            return
-        time.sleep(0.02)
-    raise TimeoutError(f"no UDP socket on :{port} in {t.ns('server')}")
 
 
 def backend(t: Topology) -> tuple[str, int]:

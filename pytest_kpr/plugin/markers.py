@@ -178,20 +178,34 @@ def parse_suite(args: tuple[Any, ...], kwargs: dict[str, Any], default_property:
     return Suite(prop.strip(), tuple(names), last, tuple(planes), tuple(cited))
 
 
-def suites_in(directory: Any) -> "dict[str, tuple[Suite, str]]":
-    """Every suite module ``test_*.py`` in ``directory``: file name -> (its contract, its docstring). Imported under
-    private names, so that a test session that collected the same files is not disturbed."""
+def suite_modules(directory: Any) -> "dict[str, Any]":
+    """Every suite module ``test_*.py`` in ``directory``, by file name, imported under private names, so that a test
+    session that collected the same files is not disturbed."""
     import importlib.util
     from pathlib import Path
 
-    out: dict[str, tuple[Suite, str]] = {}
+    out: dict[str, Any] = {}
     for path in sorted(Path(directory).glob("test_*.py")):
         spec = importlib.util.spec_from_file_location(f"_kpr_contract_{path.stem}", path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        marks = getattr(module, "pytestmark", [])
-        kpr = [m for m in (marks if isinstance(marks, list) else [marks]) if getattr(m, "name", None) == KPR]
-        if kpr:
-            out[path.name] = (parse_suite(kpr[0].args, dict(kpr[0].kwargs), path.stem), module.__doc__ or "")
+        out[path.name] = module
+    return out
+
+
+def suite_of(module: Any, default_property: str) -> Suite | None:
+    """A module's contract (its ``pytestmark``'s kpr mark, validated), or None when it has none."""
+    marks = getattr(module, "pytestmark", [])
+    kpr = [m for m in (marks if isinstance(marks, list) else [marks]) if getattr(m, "name", None) == KPR]
+    return parse_suite(kpr[0].args, dict(kpr[0].kwargs), default_property) if kpr else None
+
+
+def suites_in(directory: Any) -> "dict[str, tuple[Suite, str]]":
+    """Every suite module in ``directory`` that carries the contract: file name -> (its contract, its docstring)."""
+    out: dict[str, tuple[Suite, str]] = {}
+    for name, module in suite_modules(directory).items():
+        suite = suite_of(module, name.removesuffix(".py"))
+        if suite is not None:
+            out[name] = (suite, module.__doc__ or "")
     return out
