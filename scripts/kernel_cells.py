@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -63,7 +64,7 @@ mkdir -p /run/netns; ip link set lo up
 echo "{stage2} $(uname -r)"
 cd {repo}
 PYTHONDONTWRITEBYTECODE=1 KPR_REQUIRE_NETNS=1 KPR_KERNEL_FEATURES=/kpr-out/features.jsonl HOME=/tmp \\
-  {python} -m pytest -m netns tests -q -p no:cacheprovider -p no:randomly -o cache_dir=/tmp/pytest-cache \\
+  {python} -m pytest -m netns {tests} -q -p no:cacheprovider -p no:randomly -o cache_dir=/tmp/pytest-cache \\
   --junitxml=/kpr-out/junit.xml > /kpr-out/pytest.txt 2>&1
 echo $? > /kpr-out/rc
 echo "{done} $(cat /kpr-out/rc)"
@@ -166,12 +167,14 @@ def kvm_works() -> bool:
     return "vmx" in Path("/proc/cpuinfo").read_text() or "svm" in Path("/proc/cpuinfo").read_text()
 
 
-def boot(kernel: str, cache: Path, work: Path, boot_timeout: float, timeout: float, procs: list[subprocess.Popen[bytes]]) -> dict:
+def boot(kernel: str, cache: Path, work: Path, boot_timeout: float, timeout: float, procs: list[subprocess.Popen[bytes]],
+         tests: list[str] | None = None) -> dict:
     root = fetch(kernel, cache)
     initrd = initramfs(root, kernel, work)
     out = work / "out"
     out.mkdir()
-    (out / "stage2.sh").write_text(STAGE2.format(stage2=STAGE2_MARK, done=DONE_MARK, repo=REPO, python=sys.executable))
+    (out / "stage2.sh").write_text(STAGE2.format(stage2=STAGE2_MARK, done=DONE_MARK, repo=REPO, python=sys.executable,
+                                                     tests=" ".join(shlex.quote(t) for t in tests or ["tests"])))
     console = work / "console.log"
     accel = "kvm" if kvm_works() else "tcg"
     argv = ["qemu-system-x86_64", "-accel", accel, "-m", "2048", "-smp", "2", "-display", "none", "-no-reboot",
@@ -219,10 +222,24 @@ def _failed(kernel: str, p: subprocess.Popen[bytes], console: Path, why: str, el
     return {"kernel": kernel, "ok": False, "error": why, "console_tail": tail, "seconds": round(elapsed, 1)}
 
 
+def failures(junit: Path, lines: int = 6, width: int = 300) -> list[dict[str, str]]:
+    """Each failed or erroring test of a junit file with the first ``lines`` lines of its message (each cut at
+    ``width``): what a CI log shows of a cell, whose own files are removed with it."""
+    out = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        for bad in [*case.findall("failure"), *case.findall("error")]:
+            text = (bad.get("message") or bad.text or "").strip().splitlines()[:lines]
+            out.append({"test": f"{case.get('classname', '')}::{case.get('name', '')}",
+                        "message": "\n".join(x if len(x) <= width else x[:width] + " ..." for x in text)})
+    return out
+
+
 def collect(kernel: str, out: Path, booted_at: float | None, elapsed: float, accel: str) -> dict:
     counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
     junit = out / "junit.xml"
+    failed: list[dict[str, str]] = []
     if junit.exists():
+        failed = failures(junit)
         suite = ET.parse(junit).getroot()
         suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
         assert suite is not None
@@ -242,17 +259,17 @@ def collect(kernel: str, out: Path, booted_at: float | None, elapsed: float, acc
     tail = (out / "pytest.txt").read_text(errors="replace").splitlines()[-3:] if (out / "pytest.txt").exists() else []
     return {"kernel": kernel, "ok": rc == 0 and counts["failed"] == counts["errors"] == counts["skipped"] == 0 and counts["passed"] > 0,
             "rc": rc, **counts, "features": features, "accel": accel, "boot_seconds": round(booted_at or 0.0, 1),
-            "seconds": round(elapsed, 1), "pytest_tail": tail}
+            "seconds": round(elapsed, 1), "pytest_tail": tail, "failures": failed}
 
 
-def host_cell(work: Path) -> dict:
+def host_cell(work: Path, tests: list[str] | None = None) -> dict:
     out = work / "host"
     out.mkdir()
     kernel = os.uname().release
     print(f"[kernels] the host's kernel {kernel}: running the real-kernel tier", flush=True)
     start = time.monotonic()
     env = {**os.environ, "KPR_REQUIRE_NETNS": "1", "KPR_KERNEL_FEATURES": str(out / "features.jsonl"), "PYTHONDONTWRITEBYTECODE": "1"}
-    cp = subprocess.run([sys.executable, "-m", "pytest", "-m", "netns", "tests", "-q", "-p", "no:cacheprovider", f"--junitxml={out / 'junit.xml'}"],
+    cp = subprocess.run([sys.executable, "-m", "pytest", "-m", "netns", *(tests or ["tests"]), "-q", "-p", "no:cacheprovider", f"--junitxml={out / 'junit.xml'}"],
                         cwd=REPO, env=env, capture_output=True, text=True)
     (out / "rc").write_text(str(cp.returncode))
     (out / "pytest.txt").write_text(cp.stdout + cp.stderr)
@@ -279,6 +296,8 @@ def main() -> int:
     ap.add_argument("--artifacts", type=Path, default=REPO / "kpr-artifacts" / "kernels")
     ap.add_argument("--boot-timeout", type=float, default=120.0)
     ap.add_argument("--timeout", type=float, default=1200.0, help="per VM, boot and tier")
+    ap.add_argument("--tests", nargs="+", metavar="SELECTOR", help="what pytest runs in each cell (default: tests, the whole tier); "
+                    "e.g. tests/test_realkernel_flow.py to repeat one module on every kernel")
     a = ap.parse_args()
     global ARTIFACTS
     ARTIFACTS = a.artifacts
@@ -301,9 +320,9 @@ def main() -> int:
         for kernel in a.kernel or KERNELS:
             cell_dir = work / kernel
             cell_dir.mkdir()
-            cells.append(boot(kernel, a.cache, cell_dir, a.boot_timeout, a.timeout, procs))
+            cells.append(boot(kernel, a.cache, cell_dir, a.boot_timeout, a.timeout, procs, a.tests))
         if not a.no_host:
-            cells.append(host_cell(work))
+            cells.append(host_cell(work, a.tests))
     except KeyboardInterrupt:
         print("[kernels] interrupted: stopping the VMs", file=sys.stderr)
         return 130
@@ -323,6 +342,10 @@ def main() -> int:
                                                f"{c.get('skipped', 0)} skipped"), file=sys.stderr)
         for line in c.get("console_tail") or c.get("pytest_tail") or []:
             print(f"    {line}", file=sys.stderr)
+        for f in c.get("failures") or []:
+            print(f"    {f['test']}:", file=sys.stderr)
+            for line in f["message"].splitlines():
+                print(f"        {line}", file=sys.stderr)
     return 1 if bad else 0
 
 

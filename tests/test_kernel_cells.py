@@ -89,3 +89,22 @@ def test_ctrl_c_stops_the_vm_and_removes_the_runs_files(stand_in: dict[str, Path
     assert p.returncode == 130 and "interrupted: stopping the VMs" in err
     assert not alive(pid)
     assert not list(stand_in["tmp"].iterdir())
+
+
+def test_a_cells_failures_are_printed_with_their_messages_from_the_junit_file(tmp_path: Path) -> None:
+    """The CI log keeps what failed in a cell and why (the cell's own files are removed with it): each failed or
+    erroring test with the first lines of its message, long lines cut."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import kernel_cells
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    junit = tmp_path / "junit.xml"
+    junit.write_text("""<testsuites><testsuite tests="3" failures="1" errors="1" skipped="0">
+<testcase classname="tests.test_realkernel_flow" name="test_a_drop"><failure message="AssertionError: {&quot;gaps&quot;: []}&#10;assert 0 == 1&#10;3&#10;4&#10;5&#10;6&#10;7">trace</failure></testcase>
+<testcase classname="tests.test_x" name="test_fixture"><error message="setup: no such file">trace</error></testcase>
+<testcase classname="tests.test_x" name="test_ok"/>
+</testsuite></testsuites>""")
+    got = kernel_cells.failures(junit, lines=6, width=20)
+    assert got == [{"test": "tests.test_realkernel_flow::test_a_drop", "message": "AssertionError: {\"ga ...\nassert 0 == 1\n3\n4\n5\n6"},
+                   {"test": "tests.test_x::test_fixture", "message": "setup: no such file"}]

@@ -82,16 +82,38 @@ def server(t: Topology) -> str:
     return f"{t.subnets['right']}.2"
 
 
-def run_flow(t: Topology, host: str, port: int, disrupt: Any = None, at: float = 0.5, **kw: Any) -> FlowReport:
-    """A flow in the client namespace; ``disrupt(t)`` runs on the node ``at`` seconds in."""
-    timer = threading.Timer(at, disrupt, args=(t,)) if disrupt else None
-    if timer:
-        timer.start()
+def run_flow(t: Topology, host: str, port: int, disrupt: Any = None, at: float = 0.3, after: float = 1.5, *,
+             udp: bool = False, duration_s: float | None = None, **kw: Any) -> FlowReport:
+    """A flow in the client namespace. With ``disrupt``: ``disrupt(t)`` runs on the node ``at`` seconds after the flow
+    has connected, and the flow goes on ``after`` seconds once that command has returned (60 s at most), or runs a
+    fixed ``duration_s`` if one is given. Both ends are anchored on events, not on the flow's start: under qemu's TCG
+    on a loaded runner, the flow's start-up and one `nft` each took over a second, and a window timed from the flow's
+    start fell after a 2 s flow had ended. ``after``: 1.5 s covers the slowest recovery the bounds below allow
+    (900 ms) with room for the grace of the answers in flight."""
+    if disrupt is None:
+        return in_netns(t.ns("client"), flow, host, port, udp=udp, duration_s=duration_s or 10.0, **kw)
+    box: dict[str, Any] = {}
+
+    def disruption() -> None:
+        try:
+            started(t, "udp" if udp else "tcp", port, host=host)
+            time.sleep(at)
+            disrupt(t)
+        except BaseException as e:  # re-raised by the test
+            box["error"] = e
+        box["done"] = time.monotonic()
+
+    thread = threading.Thread(target=disruption, name="disruption")
+    thread.start()
     try:
-        return in_netns(t.ns("client"), flow, host, port, **kw)
+        if duration_s is None:
+            kw["stop"] = lambda: "done" in box and time.monotonic() >= box["done"] + after
+        r = in_netns(t.ns("client"), flow, host, port, udp=udp, duration_s=duration_s or 60.0, **kw)
     finally:
-        if timer:
-            timer.join()
+        thread.join()
+    if "error" in box:
+        raise box["error"]
+    return r
 
 
 def blocked(set_name: str, port: int, ms: int) -> Any:
@@ -110,9 +132,7 @@ def test_a_clean_flow_has_no_gap_loss_or_reset(topo: Topology) -> None:
 
 
 def test_a_300_ms_udp_drop_is_one_gap_of_300_ms_with_the_lost_messages_counted(topo: Topology) -> None:
-    # 3 s, not 1.5: the drop is an `nft` run on the node 0.5 s in, and under qemu's TCG on a loaded runner that command
-    # alone took over 1.2 s (a fresh-clone CI run beside other work: the window fell after a 1.5 s flow had ended)
-    r = run_flow(topo, server(topo), UDP, blocked("drop_udp", UDP, 300), udp=True, duration_s=3.0)
+    r = run_flow(topo, server(topo), UDP, blocked("drop_udp", UDP, 300), udp=True)
     (gap,) = big_gaps(r)
     assert 250 <= gap["ms"] <= 350, r.to_json()  # 300 +- (INTERVAL_MS + 2 x LATE_MS = 30) + 20 ms spare
     # 30 +- 5 messages: the window's ends move by at most 2 x LATE_MS, i.e. 2 messages each way (+1 spare)
@@ -125,7 +145,7 @@ def test_a_300_ms_tcp_drop_is_one_gap_until_the_retransmission_that_gets_through
     at about 200 ms (into the drop) and 600 ms; but this flow keeps sending, so the first segment after the
     window reaches the server, its SACKs trigger a fast retransmission of the dropped ones, and the gap
     measured here is about 310 ms. The bound allows either recovery."""
-    r = run_flow(topo, server(topo), TCP, blocked("drop_tcp", TCP, 300), duration_s=2.0)
+    r = run_flow(topo, server(topo), TCP, blocked("drop_tcp", TCP, 300))
     (gap,) = big_gaps(r)
     # 290, not 300: the set element expires by jiffies (HZ 250: 4 ms steps), and the last answer before the window
     # can arrive a round trip after it opened (a fresh-clone run measured 299.8 ms)
@@ -134,7 +154,7 @@ def test_a_300_ms_tcp_drop_is_one_gap_until_the_retransmission_that_gets_through
 
 
 def test_a_tcp_reset_is_counted_and_so_is_the_reconnect(topo: Topology) -> None:
-    r = run_flow(topo, server(topo), TCP, blocked("reset_tcp", TCP, 300), duration_s=2.0)
+    r = run_flow(topo, server(topo), TCP, blocked("reset_tcp", TCP, 300))
     assert r.resets == 1 and r.reconnects == 1, r.to_json()
     assert [e["event"] for e in r.events if e["event"] != "connect_failed"] == ["connected", "reset", "reconnected"], r.events
     assert big_gaps(r, 250), "the flow was down while the resets lasted"
@@ -145,20 +165,21 @@ def test_a_conntrack_flush_on_a_nated_path_is_seen(topo: Topology) -> None:
     segments have none (and are not picked up mid-stream), so they are invalid and dropped. The flow stalls,
     is given up after --stall-ms and reconnects through a fresh entry."""
     flush = lambda t: t.exec("node", "conntrack", "-F")  # noqa: E731
-    r = run_flow(topo, VIP, VIP_PORT, flush, duration_s=2.0, stall_ms=400)
+    r = run_flow(topo, VIP, VIP_PORT, flush, stall_ms=400)
     assert r.stalls == 1 and r.reconnects == 1, r.to_json()
     assert r.max_gap_ms >= 400 and r.resets == 0
 
 
-def started(t: Topology, proto: str, port: int, timeout: float = 30.0) -> None:
-    """Until the client namespace has a connected socket to the server's port: the flow's process is past its
-    start-up (seconds under qemu's TCG), so a disruption timed from here falls inside the flow."""
+def started(t: Topology, proto: str, port: int, timeout: float = 30.0, host: str | None = None) -> None:
+    """Until the client namespace has a connected socket to ``host`` (the server) and ``port``: the flow's process is
+    past its start-up (seconds under qemu's TCG), so a disruption timed from here falls inside the flow."""
+    dst = host or server(t)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if t.exec("client", "ss", "-Hn", "-u" if proto == "udp" else "-t", "state", "established", "dst", f"{server(t)}:{port}").stdout.strip():
+        if t.exec("client", "ss", "-Hn", "-u" if proto == "udp" else "-t", "state", "established", "dst", f"{dst}:{port}").stdout.strip():
             return
         time.sleep(0.05)
-    raise AssertionError(f"no {proto} flow to {server(t)}:{port} started within {timeout:.0f} s")
+    raise AssertionError(f"no {proto} flow to {dst}:{port} started within {timeout:.0f} s")
 
 
 def test_kpr_probe_flow_prints_a_gap_line_and_one_summary(topo: Topology) -> None:
@@ -234,7 +255,7 @@ def test_a_peer_that_dies_and_stays_gone_is_silent_to_the_end_of_the_flow(topo: 
     one monotonic clock, so the check does not depend on how fast the machine is)."""
     srv = topo.spawn("server", [sys.executable, "-m", "pytest_kpr.cli", "probe", "echo-server", "--port", str(GONE), "--bind", server(topo)])
     wait_listening(topo, "server", GONE)
-    r = run_flow(topo, server(topo), GONE, lambda t: (srv.kill(), srv.wait()), at=0.5, duration_s=2.0)
+    r = run_flow(topo, server(topo), GONE, lambda t: (srv.kill(), srv.wait()), duration_s=3.0)
     last = r.gaps[-1]
     assert last.get("open") is True and abs(r.max_gap_ms - last["ms"]) < 0.1, r.to_json()
     assert abs(last["start"] + last["ms"] / 1000 - (r.started + r.duration_s)) < 0.01, "the open gap runs to the flow's end"
