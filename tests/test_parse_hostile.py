@@ -64,3 +64,18 @@ def _blocked_reading_stdin(pid: int) -> bool:
     except OSError:
         return False
     return len(fields) > 1 and fields[0] in ("0", "63") and fields[1] == "0x0"
+
+
+def test_probe_json_reads_every_verdict_the_probes_print() -> None:
+    """`kpr parse probe-json` reads what every `kpr probe ... --json` prints, the UDP probe's `answered` included (its
+    reply_from and peer are extra keys)."""
+    import json
+
+    from pytest_kpr.parse.probe import parse_probe_json
+    from pytest_kpr.traffic.probes import Verdict
+
+    for v in Verdict:
+        assert parse_probe_json(json.dumps({"verdict": v.value, "elapsed_ms": 1.5})).verdict == v.value
+    udp = parse_probe_json('{"probe": "udp", "target": "10.96.0.10:53", "verdict": "answered", "elapsed_ms": 0.4, '
+                           '"mode": "unconnected", "reply_from": "10.96.0.10:53"}')
+    assert (udp.probe, udp.verdict, udp.target) == ("udp", "answered", "10.96.0.10:53")

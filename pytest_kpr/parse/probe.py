@@ -8,7 +8,8 @@ from typing import Any
 from .common import numbered, strict_json
 from .errors import ParseError
 
-VERDICTS = frozenset({"accepted", "reset", "icmp-unreachable", "connected", "refused", "unreachable", "timeout", "no-route", "inconclusive", "http"})
+VERDICTS = frozenset({"accepted", "reset", "icmp-unreachable", "connected", "refused", "unreachable", "timeout", "no-route", "inconclusive", "http",
+                      "answered"})
 
 
 @dataclass(frozen=True)
