@@ -399,3 +399,24 @@ def test_service_no_backend_response_is_read_never_assumed(config: str | None, f
         with pytest.raises(FactsError) as e:
             no_backend_response_of(config, file, "1.20.5")
         assert str(e.value).startswith("Cilium 1.20.5 reports no ServiceNoBackendResponse (reject|drop)") and str(want) in str(e.value)
+
+
+@pytest.mark.parametrize(("value", "enabled"), [("true", True), ("True\n", True), (None, True), ("false", False), (" FALSE ", False)])
+def test_enable_internal_traffic_policy_is_off_only_when_the_agent_says_false(value: str | None, enabled: bool) -> None:
+    from pytest_kpr.rules.datapath import itp_enabled
+
+    assert itp_enabled(value) is enabled
+
+
+@pytest.mark.parametrize(("itp_local", "node", "picked"), [
+    (True, "worker", ["a"]),  # only the node's own backends (SRC_ITP_CLUSTER_IP)
+    (True, "worker3", []),  # none on this node: the frontend has no backend (SRC_ITP_NO_LOCAL)
+    (False, "worker3", ["a", "b", "c"]),  # Cluster: every backend
+])
+def test_a_cluster_ips_backends_under_internal_traffic_policy(itp_local: bool, node: str, picked: list[str]) -> None:
+    from types import SimpleNamespace
+
+    from pytest_kpr.rules.datapath import internal_backends
+
+    bes = [SimpleNamespace(pod="a", node="worker"), SimpleNamespace(pod="b", node="worker2"), SimpleNamespace(pod="c", node="worker2")]
+    assert [b.pod for b in internal_backends(itp_local, bes, node)] == picked

@@ -30,6 +30,7 @@ MAG = "test_maglev.py::"
 MAPS = "test_maps.py::"
 KPI = "test_kube_proxy_installed.py::"
 UDP = "test_udp.py::"
+ITP = "test_itp.py::"
 
 FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     # -- iptables -------------------------------------------------------------------------------------
@@ -67,6 +68,21 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     ("healthcheck-cluster-count", "faults=Faults(healthcheck_cluster_count=True)",
      {ETP + "test_the_health_check_node_port_reports_each_nodes_local_endpoints"},
      ["*eTP=Local (health-check NodePort *): fake-control-plane answered HTTP 200 with localEndpoints 1, expected 503 with 0 (its own backends)*"]),
+    # -- internalTrafficPolicy=Local ---------------------------------------------------------------------
+    ("itp-local-ignored", "faults=Faults(itp_local_ignored=True)",
+     {ITP + "test_a_pod_reaches_only_the_backends_on_its_own_node",
+      ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
+     ["*iTP=Local (local backends only): * of 12 connections from a pod on fake-worker* were served by itp-* (on fake-worker*): "
+      "another node's backend, as if internalTrafficPolicy were Cluster*",
+      "*iTP=Local (no local backend): no backend (pod connect() on fake-worker to 10.96.*:80, whose only backend is on fake-worker2; "
+      "socket plane, ServiceNoBackendResponse=reject): connect() gave connected after *; expected unreachable at once*"]),
+    ("itp-no-local-drops", "faults=Faults(itp_no_local_drops=True)",
+     {ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
+     ["*iTP=Local (no local backend): no backend (pod connect() on fake-worker to 10.96.*:80, whose only backend is on fake-worker2; "
+      "socket plane, ServiceNoBackendResponse=reject): connect() gave timeout after 2.00s; expected unreachable at once (under 1s)*"]),
+    ("itp-narrows-external", "faults=Faults(itp_narrows_external=True)", {ITP + "test_traffic_from_outside_is_unaffected"},
+     ["*iTP=Local (from outside): a raw SYN from outside to 172.18.0.3:*, which has no local backend, got icmp-unreachable; "
+      "internalTrafficPolicy must not apply to traffic from outside (externalTrafficPolicy Cluster: the backend on fake-worker2 serves it)*"]),
     # -- hostPort ----------------------------------------------------------------------------------------
     ("hostport-unserved", "faults=Faults(hostport_unserved=True)",
      {HP + "test_the_host_port_answers_on_the_nodes_address", HP + "test_the_agent_lists_a_host_port_frontend"},

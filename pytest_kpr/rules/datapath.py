@@ -52,7 +52,8 @@ SRC_SKIP_XLATE = ("cilium/cilium bpf/bpf_sock.c sock4_skip_xlate (CVE-2020-8554 
                   "address is not translated (-EPERM, connect proceeds untranslated); off with Helm bpf.disableExternalIPMitigation "
                   "(agent flag disable-external-ip-mitigation, pkg/option/config.go; PR #31513, v1.16+)")
 SRC_SKIP_XLATE_LB = "cilium/cilium bpf/bpf_sock.c sock4_skip_xlate: only external-IP and HostPort services are skipped; LoadBalancer VIPs translate"
-SRC_NO_SERVICE_ICMP = ("cilium/cilium bpf/lib/lb.h __tail_no_service_ipv4 @ e61549c7: ICMP_DEST_UNREACH / ICMP_PORT_UNREACH "
+SRC_NO_SERVICE_ICMP = ("cilium/cilium bpf/lib/lb.h (the index's newest copy, commit not reported) tail_no_service_ipv4: "
+                       "`ret = generate_icmp4_reply(ctx, ICMP_DEST_UNREACH, ICMP_PORT_UNREACH);` "
                        "(type 3 code 3) when SERVICE_NO_BACKEND_RESPONSE (reject) is compiled in; PR #28157 (v1.15). "
                        "The code-1 variant (#28025) was never merged")
 SRC_NO_SERVICE_DROP = ("cilium/cilium bpf/bpf_lxc.c (main, __per_packet_lb_svc_xlate_4) and bpf/lib/nodeport.h: lb4_local returns "
@@ -152,7 +153,7 @@ SRC_SOCK_RETVAL = ("cilium/cilium bpf/include/bpf/helpers.h (the copy in the cod
                    "return set_retval(retval); #else return 0;` (PR #47737 later made it a load-time bpf_core_enum_value_exists); "
                    "bpf/bpf_sock.c cil_sock4_connect rejects after it: without the helper connect() fails with the kernel's EPERM. "
                    "cgroup sock_addr programs may call bpf_set_retval from Linux 6.1 (clusters/kernels.yaml sock_addr_set_retval)")
-SRC_NO_SVC_ROUTABLE = ("cilium/cilium bpf/lib/lb.h@e61549c7 (index copy) handle_nonroutable_endpoints_v4: eTP/iTP Local -> "
+SRC_NO_SVC_ROUTABLE = ("cilium/cilium bpf/lib/lb.h (the index's newest copy, commit not reported) handle_nonroutable_endpoints_v4: eTP/iTP Local -> "
                        "`return DROP_NO_SERVICE;`, otherwise `/* continue via the slowpath */ return CTX_ACT_OK;`, reached only "
                        "`if (!CONFIG(enable_no_service_endpoints_routable))`; pkg/svcrouteconfig/cell.go DefaultConfig "
                        "`EnableNoServiceEndpointsRoutable: true`: the host stack answers a SYN to a NodePort nothing listens on with a RST")
@@ -358,6 +359,40 @@ def backend_sees(mode: str, etp_local: bool, on_node: bool, routing: str = "") -
         if rule.matches(mode, etp_local, on_node, routing):
             return rule
     raise NoRule(f"no sourced rule for the client address at a backend with NodePort mode {mode!r} and routing mode {routing!r}")
+
+
+# -- internalTrafficPolicy=Local --------------------------------------------------------------------------------------
+
+SRC_ITP_CLUSTER_IP = ("cilium/cilium pkg/loadbalancer/writer/writer.go@da6d7b49 shouldUseLocalBackends: `case "
+                      "loadbalancer.ScopeExternal: if fe.Type == loadbalancer.SVCTypeClusterIP { ... return isIntLocal(extCfg, fe) }` "
+                      "(\"ClusterIP doesn't support externalTrafficPolicy and has only the external scope, which contains only "
+                      "node-local backends when internalTrafficPolicy=Local.\"); isIntLocal: `if !extCfg.EnableInternalTrafficPolicy "
+                      "{ return false }`")
+SRC_ITP_NO_LOCAL = ("cilium/cilium bpf/bpf_sock.c@66382ef3 __sock4_xlate_fwd: `svc = lb4_lookup_service(&key, true, false);` then "
+                    "`if (svc->count == 0 && !lb4_svc_is_l7loadbalancer(svc)) return -EHOSTUNREACH;` -- on a node with no local "
+                    "backend the agent programs the ClusterIP with no backend (SRC_ITP_CLUSTER_IP), so a pod there gets the socket "
+                    "plane's no-backend answer, as for a Service with no backend at all")
+SRC_ITP_EXTERNAL = ("cilium/cilium bpf/lib/nodeport.h@f541499b nodeport_lb4: `svc = lb4_lookup_service(&key, false, false);` (no scope "
+                    "switch: traffic from outside reads the external scope) and writer.go@da6d7b49 shouldUseLocalBackends for any "
+                    "other type: `case loadbalancer.ScopeExternal: ... return isExtLocal(fe)` -- internalTrafficPolicy does not "
+                    "narrow the external scope, so with externalTrafficPolicy Cluster every backend serves outside traffic")
+SRC_ITP_ENABLED = ("the agent's enable-internal-traffic-policy (/tmp/cilium/config-map/enable-internal-traffic-policy; cilium-cli's "
+                   "install defaults write `\"enable-internal-traffic-policy\": \"true\"`, and pkg/defaults/defaults.go "
+                   "`EnableInternalTrafficPolicy = true` in the index's copy, whose commit is not reported)")
+#: the agent's resolved enable-internal-traffic-policy (SRC_ITP_ENABLED)
+ITP_FILE = "/tmp/cilium/config-map/enable-internal-traffic-policy"
+
+
+def itp_enabled(value: str | None) -> bool:
+    """enable-internal-traffic-policy as the agent resolved it: only an explicit false turns it off (SRC_ITP_ENABLED)."""
+    return value is None or value.strip().lower() != "false"
+
+
+def internal_backends(itp_local: bool, backends: "list[Any]", node: str) -> "list[Any]":
+    """The backends a pod's lookup on ``node`` may pick for a ClusterIP (its only scope, SRC_ITP_CLUSTER_IP): with
+    internalTrafficPolicy=Local (and the agent honouring it) only those on ``node``; else all. None left: the plane's
+    no-backend answer (SRC_ITP_NO_LOCAL)."""
+    return [b for b in backends if b.node == node] if itp_local else list(backends)
 
 
 def external_backends(etp_local: bool, backends: "list[Any]", node: str) -> "list[Any]":

@@ -79,6 +79,13 @@ class Faults:
     etp_local_ignored: bool = False
     etp_snat: bool = False  # traffic from outside to an eTP=Local Service is SNATed: the backend sees the node, not the client
     etp_breaks_cluster_ip: bool = False  # an eTP=Local Service's ClusterIP is served from local backends only (iTP treated as Local)
+    #: internalTrafficPolicy=Local is not honoured: the ClusterIP keeps every backend (a pod reaches another node's backend)
+    itp_local_ignored: bool = False
+    #: a pod on a node without a local backend of an internalTrafficPolicy=Local Service gets a silent drop (connect() times
+    #: out) instead of its plane's no-backend answer
+    itp_no_local_drops: bool = False
+    #: internalTrafficPolicy=Local narrows the external scope too: outside traffic through a node without a local backend fails
+    itp_narrows_external: bool = False
     healthcheck_cluster_count: bool = False  # the health-check NodePort answers 200 with the cluster-wide backend count on every node
     #: a request from outside for another node's backend is forwarded in the other mode than the agent reports (it reports
     #: SNAT and the backend sees the client, or DSR and the backend sees the node)
@@ -123,6 +130,9 @@ class FakeConfig:
     routing_mode: str = "Tunnel"
     #: enable-no-service-endpoints-routable as the agents resolve it (None: unset, Cilium's default true)
     no_service_endpoints_routable: bool | None = None
+    #: enable-internal-traffic-policy as the agents resolve it ("true" / "false"; None: not in the config map, Cilium's
+    #: default true; datapath.SRC_ITP_ENABLED)
+    enable_internal_traffic_policy: str | None = "true"
     lb_algorithm: str = "Random"
     #: bpf-lb-map-max as the agents resolve it (None: unset, Cilium's default 65536)
     lb_map_max: int | None = None

@@ -8,7 +8,7 @@ endpoints. NodePort services get ``0.0.0.0:<nodePort>`` and ``<node InternalIP>:
 from __future__ import annotations
 
 
-from ..rules.datapath import LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, REV_NAT_FULL_ERROR, external_backends
+from ..rules.datapath import LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, REV_NAT_FULL_ERROR, external_backends, internal_backends, itp_enabled
 from ..rules.lbmodel import Event, LbModel, Op, Variant
 from .view import ClusterView, FakeBackend, FakeFrontend
 
@@ -173,12 +173,23 @@ class LbState:
                 bes = [b for b in bes if now - self._born.setdefault((b.ip, b.port), now) >= c.cfg.faults.slow_agent_s]
             status = "Done" if state.status == "done" else "Pending"
             internal = None
-            if typ != "ClusterIP" and svc is not None and svc["spec"].get("externalTrafficPolicy") == "Local" \
-                    and not c.cfg.faults.etp_local_ignored:  # fault: the external scope keeps every backend
-                internal, bes = bes, external_backends(True, bes, node)
-            elif typ == "ClusterIP" and svc is not None and svc["spec"].get("externalTrafficPolicy") == "Local" \
-                    and c.cfg.faults.etp_breaks_cluster_ip:  # fault: the ClusterIP too is served from local backends only
+            spec = svc["spec"] if svc is not None else {}
+            faults = c.cfg.faults
+            # datapath.SRC_ITP_CLUSTER_IP: internalTrafficPolicy=Local narrows a ClusterIP's only scope to the node's backends,
+            # and a NodePort's (LoadBalancer's) internal scope; SRC_ITP_EXTERNAL: never the external scope
+            itp_local = spec.get("internalTrafficPolicy") == "Local" and itp_enabled(c.cfg.enable_internal_traffic_policy)
+            if typ != "ClusterIP" and spec.get("externalTrafficPolicy") == "Local" \
+                    and not faults.etp_local_ignored:  # fault: the external scope keeps every backend
+                internal, bes = (None, external_backends(True, bes, node)) if itp_local else (bes, external_backends(True, bes, node))
+            elif typ == "ClusterIP" and spec.get("externalTrafficPolicy") == "Local" \
+                    and faults.etp_breaks_cluster_ip:  # fault: the ClusterIP too is served from local backends only
                 bes = external_backends(True, bes, node)
+            elif typ == "ClusterIP" and itp_local and not faults.itp_local_ignored:  # fault: the ClusterIP keeps every backend
+                bes = internal_backends(True, bes, node)
+            elif typ != "ClusterIP" and itp_local:
+                internal = internal_backends(True, bes, node)
+                if faults.itp_narrows_external:  # fault: outside traffic too is served from local backends only
+                    bes = list(internal)
             out.append(FakeFrontend(ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status, internal=internal))
             if ip == "0.0.0.0":
                 out.append(FakeFrontend(node_ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status,

@@ -104,6 +104,9 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         return Outcome("answered", rule.plane, frontend=kind, backend=_select(c, handler, fe, backends, client, port, flow), handler=handler,
                        service=fe.service)
     faults, response = c.cfg.faults, c.cfg.no_backend_response
+    if faults.itp_no_local_drops and client != "outside" \
+            and c.service(fe.service).get("spec", {}).get("internalTrafficPolicy") == "Local":  # fault: a silent drop
+        return Outcome("timeout", rule.plane, frontend=kind)
     if rule.plane is Plane.SOCKET:
         if faults.socket_lb_honours_drop and response == "drop":
             return Outcome("timeout", rule.plane, frontend=kind)

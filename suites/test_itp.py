@@ -1,0 +1,121 @@
+"""internalTrafficPolicy=Local: a pod's connections to the ClusterIP go to backends on its own node only; a pod on a node without one gets its plane's no-backend answer; traffic from outside through a NodePort is unaffected.
+
+For a ClusterIP the agent writes one scope, and with internalTrafficPolicy=Local it holds only the node's own backends
+(cilium/cilium pkg/loadbalancer/writer/writer.go shouldUseLocalBackends; pytest_kpr.rules.datapath SRC_ITP_CLUSTER_IP):
+on a node with none the frontend has no backend, and the socket plane fails connect() at once (SRC_ITP_NO_LOCAL).
+Traffic from outside reads a NodePort's external scope, which internalTrafficPolicy does not narrow (SRC_ITP_EXTERNAL).
+Two web pods, ``itp-near`` on the client node and ``itp-far`` on another node, behind ``itp`` (NodePort,
+internalTrafficPolicy Local); ``itp-far-only`` (the same, ``itp-far`` alone). A probe pod on each of the two nodes
+connects to ``itp``'s ClusterIP ``CONNECTIONS`` times (``kpr probe connect``: the socket's peer is the backend the socket
+LB chose); the client node's probe connects to ``itp-far-only`` (no local backend); a host-network probe on the far node
+sends a raw SYN to the client node's InternalIP at ``itp-far-only``'s NodePort (it arrives at that node's bpf_host from
+outside). The agents' slots for the ClusterIPs are recorded per node. Honoured only while the agent's
+enable-internal-traffic-policy is true (SRC_ITP_ENABLED); else the tests skip, naming it. Needs socket LB in pod
+namespaces and NodePort. Evidence: itp.json.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pytest_kpr.cluster.facts import ClusterFacts
+from pytest_kpr.core.versions import kernel_tuple
+from pytest_kpr.evidence import Evidence
+from pytest_kpr.judge import holds
+from pytest_kpr.judge.itp import external_problems, local_only_problems
+from pytest_kpr.judge.no_backend import NoBackendAttempt, no_backend_problems
+from pytest_kpr.observe.lab import WEB_TARGET, Lab
+from pytest_kpr.observe.workloads import probe_pod
+from pytest_kpr.rules.datapath import ITP_FILE, Plane, itp_enabled, no_backend
+
+pytestmark = [
+    pytest.mark.kpr(property="iTP=Local", evidence="itp.json", plane=["socket", "per-packet"],
+                    sources=["SRC_ITP_CLUSTER_IP", "SRC_ITP_NO_LOCAL", "SRC_ITP_EXTERNAL", "SRC_ITP_ENABLED", "SRC_SOCK_RETVAL"]),
+    pytest.mark.kpr_requires("socket-lb-pods", "nodeport"),
+]
+#: connections per probe pod: with two backends, a Cluster policy keeps all of them local by chance with 2^-12 per node
+CONNECTIONS, TIMEOUT, WEB_PORT = 12, 2.0, 80
+
+
+def _local(svc: dict[str, Any]) -> None:
+    svc["spec"]["internalTrafficPolicy"] = "Local"
+
+
+def _peers(lab: Lab, pod: str, target: str) -> list[str | None]:
+    r = lab.exec(pod, "kpr", "probe", "connect", target, "--json", "--timeout", f"{TIMEOUT:g}", "--count", str(CONNECTIONS),
+                 timeout=CONNECTIONS * TIMEOUT + lab.t.EXEC)
+    lines = [json.loads(x) for x in r.check().stdout.splitlines() if x.startswith("{")]
+    return [x.get("socket_peer") if x.get("verdict") == "connected" else None for x in lines]
+
+
+@pytest.fixture(scope="module")
+def itp(lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str) -> dict[str, Any]:
+    near, far = lab.client_node, lab.remote_node()
+    enabled = lab.agent(near).exec(["cat", ITP_FILE])
+    setting = enabled.stdout.strip() if enabled.ok else None
+    if not itp_enabled(setting):
+        pytest.skip(f"the agent's enable-internal-traffic-policy is {setting}: Cilium ignores internalTrafficPolicy "
+                    "(writer.go isIntLocal returns false), so there is no Local behaviour to check")
+    lab.create_web_pod("itp-near", {"app": "itp", "side": "near"}, near)
+    lab.create_web_pod("itp-far", {"app": "itp", "side": "far"}, far)
+    lab.create_service("itp", {"app": "itp"}, "NodePort", tweak=_local)
+    lab.create_service("itp-far-only", {"app": "itp", "side": "far"}, "NodePort", tweak=_local)
+    lab.create(probe_pod("probe-far", lab.ns, lab.image, node=far, labels={"app": "probe-far"}))
+    lab.create(probe_pod("hostprobe-far", lab.ns, lab.image, node=far, labels={"app": "hostprobe-far"}, host_network=True))
+    for pod in ("probe-far", "hostprobe-far"):
+        lab.wait_running(pod)
+    lab.wait_ready_endpoints("itp", 2)
+    lab.wait_ready_endpoints("itp-far-only", 1)
+    # a precondition, not the property: each agent lists both Services (how many slots each holds is recorded below)
+    for i, node in enumerate((near, far)):
+        for name in ("itp", "itp-far-only"):
+            lab.wait_programmed(node, lab.frontend(name), f"the agent on {node} to program {name}", first_look=i == 0 and name == "itp")
+    pods = {p["metadata"]["name"]: p for p in lab.pods("app=itp")}
+    backend_node = {f"{p['status']['podIP']}:{WEB_TARGET}": p["spec"]["nodeName"] for p in pods.values()}
+    backend_pod = {f"{p['status']['podIP']}:{WEB_TARGET}": name for name, p in pods.items()}
+    target = f"{lab.cluster_ip('itp')}:{WEB_PORT}"
+    peers = {near: _peers(lab, "probe", target), far: _peers(lab, "probe-far", target)}
+    ghost_target = f"{lab.cluster_ip('itp-far-only')}:{WEB_PORT}"
+    no_local = lab.probe("connect", ghost_target, TIMEOUT)
+    node_port = lab.allocated_node_port("itp-far-only")
+    outside = lab.probe("syn", f"{lab.node_ip(near)}:{node_port}", TIMEOUT, pod="hostprobe-far")
+    slots = {node: {name: (lambda s: None if s is None else len(s.backends))(lab.service_entry(lab.agent(node), lab.frontend(name)))
+                    for name in ("itp", "itp-far-only")} for node in (near, far)}
+    client = kpr_facts.node(near)
+    data = {"enable_internal_traffic_policy": setting, "nodes": {"near": near, "far": far},
+            "backends": {backend_pod[a]: {"address": a, "node": n} for a, n in backend_node.items()},
+            "cluster_ip": target, "connections": {n: [backend_pod.get(p, p) if p else None for p in ps] for n, ps in peers.items()},
+            "no_local": {"target": ghost_target, "verdict": no_local.verdict, "errno": no_local.errno_name, "elapsed_ms": no_local.elapsed_ms},
+            "outside": {"from": f"{far}'s host network", "to": f"{lab.node_ip(near)}:{node_port}", "verdict": outside.verdict},
+            "agent_slots": slots, "client_kernel": client.kernel if client else None,
+            "no_backend_response": kpr_facts.no_backend_response}
+    evidence.write("itp.json", data)
+    local = sum(backend_node.get(p or "") == n for n, ps in peers.items() for p in ps)
+    evidence.figure(kpr_property, f"{local} of {sum(len(ps) for ps in peers.values())} connections served by a backend on the pod's own node; "
+                                  f"no local backend: {no_local.verdict}{' ' + no_local.errno_name if no_local.errno_name else ''}; "
+                                  f"from outside: {outside.verdict}")
+    return {**data, "backend_node": {backend_pod[a]: n for a, n in backend_node.items()}}
+
+
+def test_a_pod_reaches_only_the_backends_on_its_own_node(itp: dict[str, Any]) -> None:
+    """From each of two nodes, every connection to the ClusterIP goes to that node's own backend (SRC_ITP_CLUSTER_IP)."""
+    holds(local_only_problems(itp["connections"], itp["backend_node"]), "iTP=Local (local backends only)")
+
+
+def test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer(itp: dict[str, Any], kpr_facts: ClusterFacts) -> None:
+    """The ClusterIP has backends, none on this node: connect() fails as for a Service with no backend (SRC_ITP_NO_LOCAL)."""
+    nl = itp["no_local"]
+    a = NoBackendAttempt(f"pod connect() on {itp['nodes']['near']} to {nl['target']}, whose only backend is on {itp['nodes']['far']}",
+                         "connect", nl["verdict"], nl["elapsed_ms"] / 1000.0, nl["errno"])
+    kernel = kernel_tuple(itp["client_kernel"]) if itp["client_kernel"] else None
+    rule = no_backend(Plane.SOCKET, kpr_facts.no_backend_response, kernel=kernel)
+    holds(no_backend_problems(a, rule, kpr_facts.no_backend_response), "iTP=Local (no local backend)")
+
+
+def test_traffic_from_outside_is_unaffected(itp: dict[str, Any]) -> None:
+    """A raw SYN from outside to the node without a local backend is served by the other node's backend (SRC_ITP_EXTERNAL)."""
+    o = itp["outside"]
+    holds(external_problems(o["verdict"], o["to"], itp["nodes"]["far"]), "iTP=Local (from outside)")

@@ -1,0 +1,37 @@
+"""internalTrafficPolicy=Local judgements (pytest_kpr.judge.itp): table-driven, no cluster, no root."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_kpr.judge.itp import external_problems, local_only_problems
+
+NODES = {"near": "worker", "far": "worker2"}
+
+
+@pytest.mark.parametrize(("served", "problems"), [
+    ({"worker": ["near"] * 3, "worker2": ["far"] * 3}, []),
+    # as if Cluster: some connections crossed to the other node's backend
+    ({"worker": ["near", "far", "near"], "worker2": ["far"] * 3},
+     ["1 of 3 connections from a pod on worker were served by far (on worker2): another node's backend, as if internalTrafficPolicy were Cluster"]),
+    ({"worker": ["far"] * 2, "worker2": ["near", "far"]},
+     ["2 of 2 connections from a pod on worker were served by far (on worker2): another node's backend, as if internalTrafficPolicy were Cluster",
+      "1 of 2 connections from a pod on worker2 were served by near (on worker): another node's backend, as if internalTrafficPolicy were Cluster"]),
+    # an unknown backend counts as another node's
+    ({"worker": ["stray"]}, ["1 of 1 connections from a pod on worker were served by stray (on ?): another node's backend, as if internalTrafficPolicy were Cluster"]),
+    ({"worker": ["near", None]}, ["1 of 2 connections from a pod on worker reached no backend (its node has a local backend)"]),
+    ({"worker": []}, ["a pod on worker made no connection, so which backends serve it is unknown"]),
+], ids=["local-only", "one-crossed", "both-crossed", "unknown-backend", "not-connected", "no-connections"])
+def test_local_only(served: dict, problems: list[str]) -> None:
+    assert local_only_problems(served, NODES) == problems
+
+
+@pytest.mark.parametrize(("verdict", "problems"), [
+    ("accepted", []),
+    ("timeout", ["a raw SYN from outside to 172.18.0.3, which has no local backend, got timeout; internalTrafficPolicy must not apply to "
+                 "traffic from outside (externalTrafficPolicy Cluster: the backend on worker2 serves it)"]),
+    ("icmp-unreachable", ["a raw SYN from outside to 172.18.0.3, which has no local backend, got icmp-unreachable; internalTrafficPolicy "
+                          "must not apply to traffic from outside (externalTrafficPolicy Cluster: the backend on worker2 serves it)"]),
+])
+def test_external(verdict: str, problems: list[str]) -> None:
+    assert external_problems(verdict, "172.18.0.3", "worker2") == problems
