@@ -31,6 +31,7 @@ MAPS = "test_maps.py::"
 KPI = "test_kube_proxy_installed.py::"
 UDP = "test_udp.py::"
 ITP = "test_itp.py::"
+TERM = "test_terminating.py::"
 
 FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     # -- iptables -------------------------------------------------------------------------------------
@@ -83,6 +84,22 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     ("itp-narrows-external", "faults=Faults(itp_narrows_external=True)", {ITP + "test_traffic_from_outside_is_unaffected"},
      ["*iTP=Local (from outside): a raw SYN from outside to 172.18.0.3:*, which has no local backend, got icmp-unreachable; "
       "internalTrafficPolicy must not apply to traffic from outside (externalTrafficPolicy Cluster: the backend on fake-worker2 serves it)*"]),
+    # -- terminating backends ----------------------------------------------------------------------------
+    ("terminating-selected", "faults=Faults(terminating_selected=True)",
+     {TERM + "test_new_connections_never_pick_a_terminating_backend_while_an_active_one_exists"},
+     ["*terminating backends (new connections): while term-a terminates: * of 20 new connections reached term-a, which should not be picked*"]),
+    ("terminating-cuts-connections", "faults=Faults(terminating_cuts_connections=True)",
+     {TERM + "test_an_established_connection_keeps_working_while_its_backend_terminates"},
+     ["*terminating backends (established connection): the established connection to term-a was interrupted while it terminated: "
+      "1 resets, 1 reconnects*"]),
+    ("terminating-stalls-connections", "faults=Faults(terminating_stalls_connections=True)",
+     {TERM + "test_an_established_connection_keeps_working_while_its_backend_terminates"},
+     ["*terminating backends (established connection): the established connection to term-a went silent for 3000 ms while it "
+      "terminated (bound 1000 ms)*"]),
+    ("terminating-never-used", "faults=Faults(terminating_never_used=True)",
+     {TERM + "test_when_only_terminating_backends_remain_new_connections_follow_the_rule"},
+     ["*terminating backends (only terminating): with only terminating backends: 20 of 20 new connections failed although term-a, "
+      "term-b are there to serve them*"]),
     # -- hostPort ----------------------------------------------------------------------------------------
     ("hostport-unserved", "faults=Faults(hostport_unserved=True)",
      {HP + "test_the_host_port_answers_on_the_nodes_address", HP + "test_the_agent_lists_a_host_port_frontend"},
@@ -128,10 +145,10 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     ("maglev-cluster-ip", "lb_algorithm='Maglev', faults=Faults(maglev_cluster_ip=True)", {MAG + "test_cluster_ip_traffic_is_not_maglevd"},
      ["*Maglev (ClusterIP): the ClusterIP frontend has a Maglev table on fake-control-plane, fake-worker, fake-worker2*"]),
     # -- map pressure ------------------------------------------------------------------------------------------
-    ("service-map-full-unexpectedly", "faults=Faults(service_map_capacity=104)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
-     ["*map pressure: service map full (104 of 65536 service entries): 12 of the run's 20 Services are in Kubernetes but not in the BPF maps (mp-8, *"]),
+    ("service-map-full-unexpectedly", "faults=Faults(service_map_capacity=118)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
+     ["*map pressure: service map full (118 of 65536 service entries): 12 of the run's 20 Services are in Kubernetes but not in the BPF maps (mp-8, *"]),
     # the reverse-NAT entry is written before the master (bpf_reconciler.go updateFrontend): that map can fill first
-    ("rev-nat-map-full-unexpectedly", "faults=Faults(rev_nat_map_capacity=40)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
+    ("rev-nat-map-full-unexpectedly", "faults=Faults(rev_nat_map_capacity=50)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
      ["*map pressure: reverse-NAT map full (* of 65536 service entries): * of the run's 20 Services are in Kubernetes but not in the BPF maps*"]),
     ("rev-nat-map-full-silent", "lb_map_max=512, lb_rev_nat_map_max=300, faults=Faults(map_full_silent=True)", {MAPS + "test_a_full_map_is_not_silent"},
      ["*map pressure (how the agent shows a full map): * of * Services missing from the map show no error for it (e.g. mp-*: status Done, "
@@ -182,9 +199,15 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     ("pods-per-packet-while-full", "faults=Faults(socket_lb_broken=True)",
      {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend", SL + "test_conntrack_out_entry_names_the_socket_peer",
       NB + "test_connect_from_a_pod_fails_as_its_plane_says", AFF + "test_a_client_stays_on_one_backend_with_session_affinity",
-      AFF + "test_without_affinity_connections_spread_over_the_backends", AFF + "test_the_affinity_expires_after_its_timeout"},
+      AFF + "test_without_affinity_connections_spread_over_the_backends", AFF + "test_the_affinity_expires_after_its_timeout",
+      ITP + "test_a_pod_reaches_only_the_backends_on_its_own_node", ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer",
+      TERM + "test_new_connections_never_pick_a_terminating_backend_while_an_active_one_exists",
+      TERM + "test_when_only_terminating_backends_remain_new_connections_follow_the_rule"},
      ["*socket LB (agent reports coverage Full): the socket's peer is the service address*not rewritten at connect()*service translation entries exist*",
-      "*affinity (sessionAffinity ClientIP): connections reached [[]'10.96.*:80'[]], which are not the Service's backends*"]),
+      "*affinity (sessionAffinity ClientIP): connections reached [[]'10.96.*:80'[]], which are not the Service's backends*",
+      "*iTP=Local (local backends only): 12 of 12 connections from a pod on fake-worker have their socket on 10.96.*:80, no backend of the "
+      "Service (the socket plane did not translate them to a backend)*",
+      "*terminating backends (new connections): while term-a terminates: 20 of 20 new connections reached 10.96.*:7000, no backend of the Service*"]),
     ("pods-on-socket-lb-while-hostns-only", "socket_lb_hostns_only=True, faults=Faults(socket_lb_reverse=True)",
      {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend",
       NB + "test_connect_from_a_pod_fails_as_its_plane_says", NB + "test_raw_syn_from_a_pod_to_the_cluster_ip_where_a_plane_handles_it"},
@@ -231,18 +254,21 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
      ["*raw failed as expected (icmp-unreachable) but took 2.00s; the per-packet plane answers at once (bound 1s)*"]),
     ("socket-plane-follows-drop", "no_backend_response='drop', faults=Faults(socket_lb_honours_drop=True)",
      {NB + "test_curl_from_a_pod_fails_as_its_plane_says", NB + "test_connect_from_a_pod_fails_as_its_plane_says",
-      UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once"},
+      UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once",
+      ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
      ["*no backend (pod curl to ClusterIP *; socket plane, ServiceNoBackendResponse=drop): curl exited 28 after 5.00s (it timed out: "
       "the traffic was dropped); expected exit 7 at once*whatever ServiceNoBackendResponse says*",
       "*no backend (pod sendto() to UDP ClusterIP 10.96.*:53; socket plane, ServiceNoBackendResponse=drop): sendto() gave timeout after 2.00s*"]),
     # the socket plane's errno: EHOSTUNREACH from kernel 6.1 (clusters/kernels.yaml sock_addr_set_retval)
     ("eperm-on-a-6.1-kernel", "faults=Faults(eperm_on_new_kernel=True)",
-     {NB + "test_connect_from_a_pod_fails_as_its_plane_says", UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once"},
+     {NB + "test_connect_from_a_pod_fails_as_its_plane_says", UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once",
+      ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
      ["*no backend (pod connect() to ClusterIP *; socket plane, ServiceNoBackendResponse=reject): connect() failed with EPERM, expected "
       "EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (Cilium 1.19.2 and 1.19.3*",
       "*UDP (no backend)*sendto() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression*"]),
     ("cilium-1.19.3-eperm-regression", "cilium_version='1.19.3'",
-     {NB + "test_connect_from_a_pod_fails_as_its_plane_says", UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once"},
+     {NB + "test_connect_from_a_pod_fails_as_its_plane_says", UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once",
+      ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
      ["*connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184*",
       "*UDP (no backend)*sendto() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184*"]),
     # -- UDP through the socket plane (bpf_sock.c sendmsg4/recvmsg4) ------------------------------------------------

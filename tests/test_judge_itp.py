@@ -18,10 +18,11 @@ NODES = {"near": "worker", "far": "worker2"}
      ["2 of 2 connections from a pod on worker were served by far (on worker2): another node's backend, as if internalTrafficPolicy were Cluster",
       "1 of 2 connections from a pod on worker2 were served by near (on worker): another node's backend, as if internalTrafficPolicy were Cluster"]),
     # an unknown backend counts as another node's
-    ({"worker": ["stray"]}, ["1 of 1 connections from a pod on worker were served by stray (on ?): another node's backend, as if internalTrafficPolicy were Cluster"]),
+    ({"worker": ["10.96.0.12:80", "near"]}, ["1 of 2 connections from a pod on worker have their socket on 10.96.0.12:80, no backend of the "
+                                            "Service (the socket plane did not translate them to a backend)"]),
     ({"worker": ["near", None]}, ["1 of 2 connections from a pod on worker reached no backend (its node has a local backend)"]),
     ({"worker": []}, ["a pod on worker made no connection, so which backends serve it is unknown"]),
-], ids=["local-only", "one-crossed", "both-crossed", "unknown-backend", "not-connected", "no-connections"])
+], ids=["local-only", "one-crossed", "both-crossed", "not-translated", "not-connected", "no-connections"])
 def test_local_only(served: dict, problems: list[str]) -> None:
     assert local_only_problems(served, NODES) == problems
 

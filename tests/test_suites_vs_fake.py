@@ -119,13 +119,15 @@ NO_BACKEND_ALL_JUDGED = {"passed": 6}  # Hostns-only: bpf_lxc handles the pod's 
         ("lb_algorithm='Maglev', maglev_seed='a3ByLW1hZ2xldnNk'", ("maglev", "nodeport", "etp"), {"passed": 5 + 5 + 4}),
         # enable-internal-traffic-policy false: Cilium ignores internalTrafficPolicy, and the iTP suite skips, saying so
         ("enable_internal_traffic_policy='false'", ("itp",), {"skipped": 3}),
+        # enable-k8s-terminating-endpoint false: with only terminating backends the Service has none (the no-backend answer)
+        ("k8s_terminating_endpoint='false'", ("terminating",), {"passed": 3}),
         # the small-maps profile: the suite fills the 512-entry map on purpose; the overflow is the expected failure, shown
         ("lb_map_max=512", ("maps",), {"passed": 2, "xfailed": 1}),
         # a smaller reverse-NAT map fills first (its entry is written before the master): the overflow is shown with its error
         ("lb_map_max=512, lb_rev_nat_map_max=300", ("maps",), {"passed": 2, "xfailed": 1}),
     ],
     ids=["hostns-only", "drop", "drop-hostns-only", "kernel-5.15-eperm", "not-routable", "not-routable-drop", "cilium-1.18-legacy-tc",
-         "cilium-1.19", "dsr", "snat-native", "etp-drop", "maglev", "itp-disabled", "small-maps", "small-rev-nat-map"],
+         "cilium-1.19", "dsr", "snat-native", "etp-drop", "maglev", "itp-disabled", "terminating-option-off", "small-maps", "small-rev-nat-map"],
 )
 def test_suites_pass_on_other_conforming_configurations(pytester: pytest.Pytester, config: str, suites: tuple[str, ...], outcomes: dict) -> None:
     result = run_suites(pytester, config, *suites)

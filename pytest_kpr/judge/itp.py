@@ -19,8 +19,13 @@ def local_only_problems(served: "Mapping[str, Sequence[str | None]]", backend_no
         if not pods:
             out.append(f"a pod on {node} made no connection, so which backends serve it is unknown")
             continue
-        remote = sorted({p for p in pods if p is not None and backend_node.get(p) != node})
+        remote = sorted({p for p in pods if p is not None and p in backend_node and backend_node[p] != node})
+        stray = sorted({p for p in pods if p is not None and p not in backend_node})
         lost = sum(p is None for p in pods)
+        if stray:
+            n = sum(p in stray for p in pods)
+            out.append(f"{n} of {len(pods)} connections from a pod on {node} have their socket on {', '.join(stray)}, no backend of the "
+                       "Service (the socket plane did not translate them to a backend)")
         if remote:
             where = ", ".join(f"{p} (on {backend_node.get(p, '?')})" for p in remote)
             n = sum(p in remote for p in pods)

@@ -121,10 +121,12 @@ class RealKube:
             )
         )
 
-    def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
+    def delete(self, kind: str, name: str, namespace: str | None = None, grace_period_seconds: int | None = None) -> None:
+        """Delete an object; ``grace_period_seconds`` overrides a pod's terminationGracePeriodSeconds (0: at once)."""
         res = self._resource(kind)
+        body = {"gracePeriodSeconds": grace_period_seconds} if grace_period_seconds is not None else None
         try:
-            self._call(lambda: res.delete(name=name, namespace=namespace))
+            self._call(lambda: res.delete(name=name, namespace=namespace, body=body))
         except ApiError as e:
             if e.status != 404:
                 raise

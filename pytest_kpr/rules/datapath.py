@@ -395,6 +395,42 @@ def internal_backends(itp_local: bool, backends: "list[Any]", node: str) -> "lis
     return [b for b in backends if b.node == node] if itp_local else list(backends)
 
 
+# -- terminating backends -------------------------------------------------------------------------------------------
+
+SRC_TERMINATING_STATE = ("cilium/cilium pkg/k8s/endpoints.go@eea4c1e8 ParseEndpointSliceV1: `if !isReady && "
+                         "option.Config.EnableK8sTerminatingEndpoint && isServing && isTerminating { ... backend.Terminating = true`, "
+                         "a not-ready endpoint that is not serving is discarded; pkg/loadbalancer/reflectors/conversions.go@bb5d8694 "
+                         "convertEndpoints: `if entry.backend.Terminating { state = loadbalancer.BackendStateTerminating }`")
+SRC_TERMINATING_SLOTS = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go@ff106690 updateFrontend: slots in "
+                         "`ops.sortedBackends(fe)` order (active first), then `if activeCount == 0 { activeCount = terminatingCount } "
+                         "else { inactiveCount += terminatingCount }` and the master's count is activeCount: terminating backends are "
+                         "picked only when no active one remains (KEP-1669), else they keep their slots beyond the count")
+SRC_TERMINATING_NEW = ("cilium/cilium bpf/bpf_sock.c@66382ef3 __sock4_xlate_fwd: `key.backend_slot = (sock_select_slot(ctx_full) % "
+                       "svc->count) + 1;` -- a new connection picks among the first count slots only")
+SRC_TERMINATING_DRAIN = ("cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst@f3e6eb53 (Graceful Termination): \"When "
+                         "Cilium agent receives a Kubernetes update event for a terminating endpoint, the datapath state for the "
+                         "endpoint is removed such that it won't service new connections, but the endpoint's active connections are "
+                         "able to terminate gracefully.\"")
+SRC_TERMINATING_OPTION = ("cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst@f3e6eb53: \"By default, the Cilium agent "
+                          "then detects such terminating Pod events [...] If needed, the feature can be disabled with the configuration "
+                          "option ``enable-k8s-terminating-endpoint``.\" (off: pkg/k8s/endpoints.go@eea4c1e8 `if "
+                          "!option.Config.EnableK8sTerminatingEndpoint { ... continue }` drops every not-ready endpoint)")
+#: the agent's resolved enable-k8s-terminating-endpoint (SRC_TERMINATING_OPTION); the file is absent where the chart no
+#: longer writes the key
+TERMINATING_FILE = "/tmp/cilium/config-map/enable-k8s-terminating-endpoint"
+
+
+def terminating_endpoints_kept(value: str | None) -> bool:
+    """enable-k8s-terminating-endpoint as the agent resolved it: on unless it says false (SRC_TERMINATING_OPTION)."""
+    return value is None or value.strip().lower() != "false"
+
+
+def new_connection_backends(active: "list[Any]", terminating: "list[Any]") -> "list[Any]":
+    """The backends a new connection may reach (SRC_TERMINATING_SLOTS, SRC_TERMINATING_NEW): the active ones while any
+    exists, else the terminating ones; none at all: the plane's no-backend answer."""
+    return list(active) if active else list(terminating)
+
+
 def external_backends(etp_local: bool, backends: "list[Any]", node: str) -> "list[Any]":
     """The backends a node's per-packet plane may pick for traffic from outside (the external scope): with
     externalTrafficPolicy=Local only those on ``node`` (``.node``); else all (SRC_ETP_SCOPES)."""

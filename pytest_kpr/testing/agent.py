@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..rules.datapath import (ITP_FILE, LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE, NO_BACKEND_RESPONSE_FILE, REV_NAT_MAP_FILE,
-                              ROUTABLE_FILE)
+                              ROUTABLE_FILE, TERMINATING_FILE)
 from . import maglev, render
 from .view import ClusterView, FakeFrontend
 
@@ -67,7 +67,7 @@ class FakeAgent:
                      # the chart writes both into cilium-config (enable-no-service-endpoints-routable: "true" by default)
                      NO_BACKEND_RESPONSE_FILE: None if cfg.faults.no_backend_response_unreported else cfg.no_backend_response,
                      ROUTABLE_FILE: None if routable is None else str(routable).lower(),
-                     ITP_FILE: cfg.enable_internal_traffic_policy}.get(argv[1])
+                     ITP_FILE: cfg.enable_internal_traffic_policy, TERMINATING_FILE: cfg.k8s_terminating_endpoint}.get(argv[1])
             return (0, value, "") if value is not None else (1, "", f"cat: {argv[1]}: No such file or directory\n")
         if not argv or argv[0] != cfg.agent_binary:
             name = argv[0] if argv else ""
@@ -198,7 +198,7 @@ class FakeAgent:
 
     def _service_list(self) -> tuple[int, str, str]:
         rows = [
-            (fe.id, self._addr(fe.ip, fe.port, fe.proto), fe.type, [(self._addr(b.ip, b.port, fe.proto), "active") for b in fe.backends])
+            (fe.id, self._addr(fe.ip, fe.port, fe.proto), fe.type, [(self._addr(b.ip, b.port, fe.proto), b.state) for b in fe.backends])
             for fe in self.frontends()
         ]
         return 0, render.service_list(rows), ""
@@ -210,7 +210,9 @@ class FakeAgent:
             entries.append({
                 "id": fe.id, "ip": fe.ip, "port": fe.port, "protocol": self._proto(fe.proto), "type": fe.type,
                 "name": name, "namespace": ns,
-                "backends": [{"ip": b.ip, "port": b.port, "protocol": self._proto(fe.proto), "node": b.node} for b in fe.backends],
+                # the selected backends only (v1.18 Frontend.ToModel): the active ones, or the terminating ones when no active remains
+                "backends": [{"ip": b.ip, "port": b.port, "protocol": self._proto(fe.proto), "node": b.node, "state": b.state}
+                             for b in fe.backends],
             })
         return 0, render.service_list_json(entries), ""
 
@@ -220,7 +222,7 @@ class FakeAgent:
             key = self._addr(fe.ip, fe.port, fe.proto)
             flags = [fe.type] + (["non-routable"] if fe.type == "ClusterIP" or fe.ip == "0.0.0.0" else [])
             rows.append((f"{key} (0)", render.lb_master_value(fe.id, flags)))
-            for slot, b in enumerate(fe.backends, 1):
+            for slot, b in enumerate(fe.backends + fe.draining, 1):  # terminating backends keep their slots after the count
                 rows.append((f"{key} ({slot})", f"{self._addr(b.ip, b.port, fe.proto)} ({fe.id}) ({slot})"))
         return 0, render.lb_list(rows), ""
 
@@ -273,10 +275,12 @@ class FakeAgent:
                 lines.add(f"REV: ID={fe.id} ADDR={fe.ip}:{fe.port}")
             if not fe.in_map:
                 continue
-            lines.add(f"SVC: ID={fe.id} ADDR={addr} SLOT=0 LBALG=undef AFFTimeout=0 COUNT={len(fe.backends)} QCOUNT=0 FLAGS={flags}")
-            for slot, be in enumerate(fe.backends, 1):
+            # the master's count is the selectable backends, QCOUNT the rest (datapath.SRC_TERMINATING_SLOTS)
+            lines.add(f"SVC: ID={fe.id} ADDR={addr} SLOT=0 LBALG=undef AFFTimeout=0 COUNT={len(fe.backends)} QCOUNT={len(fe.draining)} "
+                      f"FLAGS={flags}")
+            for slot, be in enumerate(fe.backends + fe.draining, 1):
                 beid = lb.backend_id(be.ip, be.port, fe.proto)
-                lines.add(f"BE: ID={beid} ADDR={be.ip}:{be.port}/{fe.proto} STATE=active")
+                lines.add(f"BE: ID={beid} ADDR={be.ip}:{be.port}/{fe.proto} STATE={be.state}")
                 lines.add(f"SVC: ID={fe.id} ADDR={addr} SLOT={slot} BEID={beid} COUNT=0 QCOUNT=0 FLAGS={flags}")
             if self.has_maglev_table(fe):
                 counts = maglev.slot_counts(self.seed(), tuple(f"{b.ip}:{b.port}" for b in fe.backends))

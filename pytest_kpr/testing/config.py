@@ -86,6 +86,14 @@ class Faults:
     itp_no_local_drops: bool = False
     #: internalTrafficPolicy=Local narrows the external scope too: outside traffic through a node without a local backend fails
     itp_narrows_external: bool = False
+    #: a terminating backend stays selectable while active ones exist: new connections may pick it
+    terminating_selected: bool = False
+    #: when only terminating backends remain they are not used: new connections get the no-backend answer
+    terminating_never_used: bool = False
+    #: a backend's established connections are reset the moment it starts terminating (its datapath state dropped at once)
+    terminating_cuts_connections: bool = False
+    #: a terminating backend's established connections go silent for 3 s when it starts terminating (no reset)
+    terminating_stalls_connections: bool = False
     healthcheck_cluster_count: bool = False  # the health-check NodePort answers 200 with the cluster-wide backend count on every node
     #: a request from outside for another node's backend is forwarded in the other mode than the agent reports (it reports
     #: SNAT and the backend sees the client, or DSR and the backend sees the node)
@@ -133,6 +141,9 @@ class FakeConfig:
     #: enable-internal-traffic-policy as the agents resolve it ("true" / "false"; None: not in the config map, Cilium's
     #: default true; datapath.SRC_ITP_ENABLED)
     enable_internal_traffic_policy: str | None = "true"
+    #: enable-k8s-terminating-endpoint as the agents resolve it (None: not in the config map, on by default;
+    #: datapath.SRC_TERMINATING_OPTION)
+    k8s_terminating_endpoint: str | None = None
     lb_algorithm: str = "Random"
     #: bpf-lb-map-max as the agents resolve it (None: unset, Cilium's default 65536)
     lb_map_max: int | None = None

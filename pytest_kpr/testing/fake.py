@@ -84,6 +84,8 @@ class FakeCluster:
         #: the fake's time: virtual, advanced by whoever waits on the fake (the session installs it as the run's clock)
         self.clock = VirtualClock()
         self.calls: list[tuple[str, ...]] = []  # every API call and exec, for tests to inspect
+        #: (namespace, pod) -> (when its deletion started, when its process exits) for pods deleted with a grace period
+        self.terminations: dict[tuple[str, str], tuple[float, float]] = {}
         self._objects: dict[str, dict[tuple[str | None, str], Obj]] = {}
         self._uid = itertools.count(1)
         self._svc_ips = (str(ipaddress.ip_address("10.96.0.0") + i) for i in itertools.count(11))
@@ -226,7 +228,8 @@ class FakeCluster:
         self._reconcile()
 
     def _reconcile(self) -> None:
-        """Controllers: Deployments -> pods, pods -> Ready after pod_ready_ticks."""
+        """Controllers: Deployments -> pods, pods -> Ready after pod_ready_ticks, terminating pods gone when their time is up."""
+        self._reap()
         for dep in list(self._objects.get("Deployment", {}).values()):
             self._reconcile_deployment(dep)
         for ds in list(self._objects.get("DaemonSet", {}).values()):
@@ -376,7 +379,8 @@ class FakeCluster:
         eps = [
             {
                 "addresses": [p["status"]["podIP"]],
-                "conditions": {"ready": self.pod_ready(p), "serving": self.pod_ready(p), "terminating": False},
+                "conditions": {"ready": self.pod_ready(p) and not p["metadata"].get("deletionTimestamp"), "serving": self.pod_ready(p),
+                               "terminating": bool(p["metadata"].get("deletionTimestamp"))},
                 "nodeName": p["spec"]["nodeName"],
                 "targetRef": {"kind": "Pod", "name": p["metadata"]["name"], "namespace": p["metadata"]["namespace"]},
             }
@@ -608,8 +612,11 @@ class FakeCluster:
         self._reconcile()
         return copy.deepcopy(new)
 
-    def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
+    def delete(self, kind: str, name: str, namespace: str | None = None, grace_period_seconds: int | None = None) -> None:
         self._advance("delete", kind, namespace or "", name)
+        pod = self._objects.get("Pod", {}).get((namespace, name)) if kind == "Pod" else None
+        if pod is not None and self._terminate(pod, grace_period_seconds):
+            return
         gone = self._objects.get(kind, {}).pop((namespace, name), None)
         if kind == "Service" and gone is not None:
             self.lb.service_changed(f"{namespace}/{name}", None)
@@ -623,6 +630,44 @@ class FakeCluster:
             for p in self.pods(namespace):
                 if (p["metadata"].get("ownerReferences") or [{}])[0].get("name") == name:
                     del self._objects["Pod"][(namespace, p["metadata"]["name"])]
+
+    def _terminate(self, pod: Obj, grace: int | None) -> bool:
+        """A running pod deleted with a grace period terminates as the kubelet runs it: a preStop ``sleep N`` first (the
+        container keeps serving, still Ready), then SIGTERM, on which the probe image's servers exit at once; the pod is
+        gone at the end of the sleep or of the grace period, whichever comes first. Meanwhile it carries a
+        deletionTimestamp and its EndpointSlice entry reads ready false, serving true, terminating true (the conditions
+        as pkg/k8s/endpoints.go@eea4c1e8 quotes discovery/v1: serving "is identical to ready except that it is set
+        regardless of the terminating state of endpoints"). Without a preStop sleep, or with grace 0, it goes at once.
+        True if the pod is now terminating (not yet gone)."""
+        if pod["metadata"].get("deletionTimestamp"):
+            if grace == 0:
+                self.terminations[(pod["metadata"]["namespace"], pod["metadata"]["name"])] = (
+                    self.terminations.get((pod["metadata"]["namespace"], pod["metadata"]["name"]), (self.clock.time(), 0.0))[0], self.clock.time())
+                self._objects["Pod"].pop((pod["metadata"]["namespace"], pod["metadata"]["name"]), None)
+                return True
+            return True
+        period = float(pod["spec"].get("terminationGracePeriodSeconds", 30) if grace is None else grace)
+        hold = 0.0
+        for c in pod["spec"].get("containers") or []:
+            cmd = ((c.get("lifecycle") or {}).get("preStop") or {}).get("exec", {}).get("command") or []
+            if cmd[:1] == ["sleep"] and len(cmd) == 2:
+                hold = max(hold, float(cmd[1]))
+        hold = min(hold, period)
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        now = self.clock.time()
+        self.terminations[key] = (now, now + hold)
+        if hold <= 0 or pod.get("status", {}).get("phase") != "Running":
+            return False
+        pod["metadata"]["deletionTimestamp"] = "2026-12-01T06:00:00Z"
+        return True
+
+    def _reap(self) -> None:
+        """Terminating pods whose time is up are gone (their process exited)."""
+        now = self.clock.time()
+        for key, (_, exit_at) in list(self.terminations.items()):
+            pod = self._objects.get("Pod", {}).get(key)
+            if pod is not None and pod["metadata"].get("deletionTimestamp") and now >= exit_at:
+                del self._objects["Pod"][key]
 
     def logs(self, namespace: str, pod: str, container: str | None = None) -> str:
         self._advance("logs", namespace, pod)

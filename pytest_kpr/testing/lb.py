@@ -8,8 +8,10 @@ endpoints. NodePort services get ``0.0.0.0:<nodePort>`` and ``<node InternalIP>:
 from __future__ import annotations
 
 
-from ..rules.datapath import LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, REV_NAT_FULL_ERROR, external_backends, internal_backends, itp_enabled
+from ..rules.datapath import (LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, REV_NAT_FULL_ERROR, external_backends, internal_backends, itp_enabled,
+                              terminating_endpoints_kept)
 from ..rules.lbmodel import Event, LbModel, Op, Variant
+from .config import Faults
 from .view import ClusterView, FakeBackend, FakeFrontend
 
 #: upsertService's words for E2BIG (datapath.SRC_MAP_FULL)
@@ -133,10 +135,14 @@ class LbState:
     def backends_of(self, svc: dict, port: dict) -> list[FakeBackend]:
         c = self.cluster
         target = int(port.get("targetPort", port["port"]))
+        # datapath.SRC_TERMINATING_STATE: a ready endpoint is an active backend; one that is terminating and still serving
+        # is a terminating backend, kept while enable-k8s-terminating-endpoint is on; any other is left out
+        keep = terminating_endpoints_kept(c.cfg.k8s_terminating_endpoint)
         bes = [
-            FakeBackend(p["status"]["podIP"], target, p["spec"]["nodeName"], p["metadata"]["name"])
+            FakeBackend(p["status"]["podIP"], target, p["spec"]["nodeName"], p["metadata"]["name"],
+                        "terminating" if p["metadata"].get("deletionTimestamp") else "active")
             for p in c.endpoints_of(svc)
-            if c.pod_ready(p)
+            if c.pod_ready(p) and (keep or not p["metadata"].get("deletionTimestamp"))
         ]
         if c.cfg.faults.stale_slots:  # fault: backends removed by scaling down stay in the slots
             key = (svc["metadata"]["namespace"], svc["metadata"]["name"], target)
@@ -190,10 +196,14 @@ class LbState:
                 internal = internal_backends(True, bes, node)
                 if faults.itp_narrows_external:  # fault: outside traffic too is served from local backends only
                     bes = list(internal)
-            out.append(FakeFrontend(ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status, internal=internal))
+            bes, draining = selectable(bes, faults)
+            if internal is not None:
+                internal, _ = selectable(internal, faults)
+            out.append(FakeFrontend(ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status, internal=internal,
+                                    draining=list(draining)))
             if ip == "0.0.0.0":
                 out.append(FakeFrontend(node_ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status,
-                                        internal=internal))
+                                        internal=internal, draining=list(draining)))
         out += self.hostport_frontends(node)
         for fe in out:
             fe.id = self._id(fe.key)
@@ -283,3 +293,16 @@ class LbState:
             if fe.key == (ip, port, proto) and fe.in_map:
                 return fe
         return None
+
+
+def selectable(backends: list[FakeBackend], faults: Faults) -> tuple[list[FakeBackend], list[FakeBackend]]:
+    """(the backends new connections may pick, the terminating ones that only keep their slots), by the reconciler's rule
+    (datapath.SRC_TERMINATING_SLOTS): active ones while any exists, else the terminating ones. Faults: terminating_selected
+    (terminating backends stay selectable beside active ones), terminating_never_used (never selectable)."""
+    active = [b for b in backends if b.state == "active"]
+    terminating = [b for b in backends if b.state == "terminating"]
+    if faults.terminating_never_used:
+        return active, terminating
+    if faults.terminating_selected or not active:
+        return active + terminating, []
+    return active, terminating

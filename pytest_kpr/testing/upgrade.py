@@ -44,6 +44,8 @@ class FlowPod:
     target: str
     started: float
     ended: float | None = None
+    #: (namespace, pod) of the backend its TCP connection reached (a pod's TCP flow to a Service)
+    backend: tuple[str, str] | None = None
 
 
 def flow_args(pod: Obj) -> dict[str, Any] | None:
@@ -124,6 +126,7 @@ class FakeUpgrades:
         if args["udp"] or pod["spec"].get("hostNetwork") or fe is None or not fe.backends:
             return
         be = fe.backends[len(self.flows) % len(fe.backends)]
+        self.flows[key].backend = (key[0], be.pod)
         self.c.ct.setdefault(node, []).append({
             "proto": "TCP", "dir": "OUT", "src_ip": pod["status"]["podIP"], "src_port": 50000 + len(self.flows), "dst_ip": be.ip,
             "dst_port": be.port, "rx_flags_seen": 0x1A, "tx_flags_seen": 0x1A, "flags": 0x10, "flag_names": ("SeenNonSyn",),
@@ -160,4 +163,27 @@ class FakeUpgrades:
                               lost=report["lost"] + 3, answered=report["answered"] - 3)
                 report["events"] += [{"at": gap["start"], "event": "reset"}, {"at": round(window[1], 3), "event": "reconnected"}]
                 lines.append({"kind": "gap", **gap})
+        self._backend_went(f, report, lines)
         return "".join(json.dumps(x) + "\n" for x in lines + [report])
+
+    def _backend_went(self, f: FlowPod, report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
+        """The backend of a TCP flow was deleted while the flow ran. Its established connection keeps working while the
+        pod terminates (datapath.SRC_TERMINATING_DRAIN): the server closes it when its process exits, and the flow
+        reconnects through the Service. Faults: terminating_cuts_connections (a reset the moment the termination starts),
+        terminating_stalls_connections (3 s of silence from then, no reset)."""
+        if f.backend is None or f.ended is None or f.backend not in self.c.terminations:
+            return
+        start, exit_at = self.c.terminations[f.backend]
+        if self.c.cfg.faults.terminating_cuts_connections and f.started <= start <= f.ended:
+            gap = {"start": round(start, 3), "ms": 200.0}
+            report.update(resets=report["resets"] + 1, reconnects=report["reconnects"] + 1, max_gap_ms=max(report["max_gap_ms"], gap["ms"]),
+                          gaps=report["gaps"] + [gap], lost=report["lost"] + 1, answered=report["answered"] - 1)
+            report["events"] += [{"at": gap["start"], "event": "reset"}, {"at": round(start + 0.2, 3), "event": "reconnected"}]
+            lines.append({"kind": "gap", **gap})
+        elif self.c.cfg.faults.terminating_stalls_connections and f.started <= start <= f.ended:
+            gap = {"start": round(start, 3), "ms": 3000.0}
+            report.update(max_gap_ms=max(report["max_gap_ms"], gap["ms"]), gaps=report["gaps"] + [gap])
+            lines.append({"kind": "gap", **gap})
+        elif f.started <= exit_at <= f.ended:
+            report.update(closed=report["closed"] + 1, reconnects=report["reconnects"] + 1)
+            report["events"] += [{"at": round(exit_at, 3), "event": "closed"}, {"at": round(exit_at + 0.01, 3), "event": "reconnected"}]

@@ -22,6 +22,8 @@ class FakeBackend:
     port: int
     node: str
     pod: str
+    #: active | terminating (its EndpointSlice entry serving and terminating: datapath.SRC_TERMINATING_STATE)
+    state: str = "active"
 
 
 @dataclass
@@ -39,6 +41,9 @@ class FakeFrontend:
     #: the internal scope's backends when they differ from the external scope's (externalTrafficPolicy=Local): what
     #: east-west lookups (socket plane, pods) pick from; ``backends`` is what traffic from outside sees
     internal: list[FakeBackend] | None = None
+    #: terminating backends while an active one exists: they keep their slots after ``backends`` (the master's count
+    #: leaves them out), so established connections still find them but new ones never pick them (SRC_TERMINATING_SLOTS)
+    draining: list[FakeBackend] = field(default_factory=list)
     #: False: the service map was full when this frontend was reconciled (it has no entry; datapath.SRC_MAP_FULL)
     in_map: bool = True
     #: its reverse-NAT entry was written (before the master: it stays when the master entry did not fit)
