@@ -22,14 +22,13 @@ from typing import Any
 import pytest
 
 from pytest_kpr.cluster.facts import ClusterFacts
-from pytest_kpr.core.versions import kernel_tuple
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.judge import holds
 from pytest_kpr.judge.itp import external_problems, local_only_problems
-from pytest_kpr.judge.no_backend import NoBackendAttempt, no_backend_problems
+from pytest_kpr.judge.no_backend import socket_no_backend_problems
 from pytest_kpr.observe.lab import WEB_TARGET, Lab
 from pytest_kpr.observe.workloads import probe_pod
-from pytest_kpr.rules.datapath import ITP_FILE, Plane, itp_enabled, no_backend
+from pytest_kpr.rules.datapath import ITP_FILE, itp_enabled
 
 pytestmark = [
     pytest.mark.kpr(property="iTP=Local", evidence="itp.json", plane=["socket", "per-packet"],
@@ -108,11 +107,9 @@ def test_a_pod_reaches_only_the_backends_on_its_own_node(itp: dict[str, Any]) ->
 def test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer(itp: dict[str, Any], kpr_facts: ClusterFacts) -> None:
     """The ClusterIP has backends, none on this node: connect() fails as for a Service with no backend (SRC_ITP_NO_LOCAL)."""
     nl = itp["no_local"]
-    a = NoBackendAttempt(f"pod connect() on {itp['nodes']['near']} to {nl['target']}, whose only backend is on {itp['nodes']['far']}",
-                         "connect", nl["verdict"], nl["elapsed_ms"] / 1000.0, nl["errno"])
-    kernel = kernel_tuple(itp["client_kernel"]) if itp["client_kernel"] else None
-    rule = no_backend(Plane.SOCKET, kpr_facts.no_backend_response, kernel=kernel)
-    holds(no_backend_problems(a, rule, kpr_facts.no_backend_response), "iTP=Local (no local backend)")
+    path = f"pod connect() on {itp['nodes']['near']} to {nl['target']}, whose only backend is on {itp['nodes']['far']}"
+    holds(socket_no_backend_problems(path, "connect", nl["verdict"], nl["elapsed_ms"], nl["errno"], kpr_facts.no_backend_response,
+                                     itp["client_kernel"]), "iTP=Local (no local backend)")
 
 
 def test_traffic_from_outside_is_unaffected(itp: dict[str, Any]) -> None:

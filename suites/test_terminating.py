@@ -23,16 +23,15 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from pytest_kpr.cluster.facts import ClusterFacts
-from pytest_kpr.core.versions import kernel_tuple
 from pytest_kpr.core.wait import eventually
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.judge import holds
-from pytest_kpr.judge.no_backend import NoBackendAttempt, no_backend_problems
+from pytest_kpr.judge.no_backend import socket_no_backend_problems
 from pytest_kpr.judge.terminating import draining_flow_problems, new_connection_problems
 from pytest_kpr.observe.lab import Lab, same_address
 from pytest_kpr.observe.workloads import probe_pod
 from pytest_kpr.parse import L3n4
-from pytest_kpr.rules.datapath import TERMINATING_FILE, Plane, no_backend, terminating_endpoints_kept
+from pytest_kpr.rules.datapath import TERMINATING_FILE, terminating_endpoints_kept
 
 pytestmark = [
     pytest.mark.kpr(property="terminating backends", evidence="terminating.json", plane=["socket", "control plane"],
@@ -172,8 +171,6 @@ def test_when_only_terminating_backends_remain_new_connections_follow_the_rule(t
               "terminating backends (only terminating)")
         return
     p = term["only_terminating_probe"]
-    attempt = NoBackendAttempt(f"pod connect() to {term['service']}, whose backends all terminate (enable-k8s-terminating-endpoint false)",
-                               "connect", p["verdict"], p["elapsed_ms"] / 1000.0, p["errno"])
-    kernel = kernel_tuple(term["client_kernel"]) if term["client_kernel"] else None
-    rule = no_backend(Plane.SOCKET, kpr_facts.no_backend_response, kernel=kernel)
-    holds(no_backend_problems(attempt, rule, kpr_facts.no_backend_response), "terminating backends (only terminating, option off)")
+    path = f"pod connect() to {term['service']}, whose backends all terminate (enable-k8s-terminating-endpoint false)"
+    holds(socket_no_backend_problems(path, "connect", p["verdict"], p["elapsed_ms"], p["errno"], kpr_facts.no_backend_response,
+                                     term["client_kernel"]), "terminating backends (only terminating, option off)")

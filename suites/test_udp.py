@@ -22,14 +22,12 @@ import pytest
 
 from pytest_kpr.evidence import Evidence
 from pytest_kpr.judge import holds
-from pytest_kpr.judge.no_backend import NoBackendAttempt, no_backend_problems
+from pytest_kpr.judge.no_backend import socket_no_backend_problems
 from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems
-from pytest_kpr.core.versions import kernel_tuple
 from pytest_kpr.core.wait import eventually
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.observe.lab import Lab, same_address
 from pytest_kpr.parse import L3n4
-from pytest_kpr.rules.datapath import Plane, no_backend
 
 pytestmark = [
     pytest.mark.kpr(property="UDP", evidence="udp.json",
@@ -110,7 +108,5 @@ def test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip(seen
 def test_a_backendless_udp_service_fails_the_datagram_at_once(seen: dict[str, Any], kpr_facts: ClusterFacts) -> None:
     """sendmsg4 rejects it, as connect4 rejects a connection (the socket plane's no-backend rule, for the lowest kernel)."""
     g = seen["probes"]["ghost"]
-    a = NoBackendAttempt(f"pod sendto() to UDP ClusterIP {seen['ghost']}", "sendto", g["verdict"], g["elapsed_ms"] / 1000.0, g.get("errno_name"))
-    kernel = kernel_tuple(seen["client_kernel"]) if seen["client_kernel"] else None  # the probe pod's node: its hook sets the errno
-    rule = no_backend(Plane.SOCKET, kpr_facts.no_backend_response, kernel=kernel)
-    holds(no_backend_problems(a, rule, kpr_facts.no_backend_response), "UDP (no backend)")
+    holds(socket_no_backend_problems(f"pod sendto() to UDP ClusterIP {seen['ghost']}", "sendto", g["verdict"], g["elapsed_ms"],
+                                     g.get("errno_name"), kpr_facts.no_backend_response, seen["client_kernel"]), "UDP (no backend)")

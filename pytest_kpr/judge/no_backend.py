@@ -63,3 +63,15 @@ def no_backend_problems(a: NoBackendAttempt, rule: "NoBackendRule", response: st
         p.append(f"{where}: {a.tool} failed as expected ({a.verdict}) but took {a.seconds:.2f}s; the {rule.plane} plane answers at once "
                  f"(bound {FAST_S:g}s)")
     return p
+
+
+def socket_no_backend_problems(path: str, tool: str, verdict: str, elapsed_ms: float, errno: str | None, response: str,
+                               kernel: str | None) -> list[str]:
+    """A pod's ``connect``/``sendto`` on the socket plane to a Service that has no backend for it (none at all, none on
+    its node, only discarded ones), judged by the socket plane's no-backend rule for the client node's ``kernel``
+    release (the hook on that node sets the errno)."""
+    from ..core.versions import kernel_tuple
+    from ..rules.datapath import Plane, no_backend
+
+    rule = no_backend(Plane.SOCKET, response, kernel=kernel_tuple(kernel) if kernel else None)
+    return no_backend_problems(NoBackendAttempt(path, tool, verdict, elapsed_ms / 1000.0, errno), rule, response)
