@@ -64,6 +64,7 @@ class Topology:
     namespaces: list[str] = field(default_factory=list)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     subnets: dict[str, str] = field(default_factory=dict)
+    subnets6: dict[str, str] = field(default_factory=dict)
 
     def ns(self, role: str) -> str:
         return ownership.name(role, self.suffix)
@@ -117,12 +118,16 @@ class Topology:
         self.namespaces.clear()
 
 
-def three_namespaces(work: Path) -> Topology:
-    """client <-> node <-> server, the node forwarding; the server routes the client subnet back via the node."""
+def three_namespaces(work: Path, v6: bool = False) -> Topology:
+    """client <-> node <-> server, the node forwarding; the server routes the client subnet back via the node. With
+    ``v6`` each link also carries an IPv6 ULA prefix (``t.subnets6``: fd00:250:<n>:: with ::1 and ::2 as in IPv4;
+    nodad, so the addresses work at once) and the node forwards IPv6 too."""
     t = Topology()
     a, b = random.sample(range(0, 250), 2)
     left, right = f"10.250.{a}", f"10.250.{b}"
     t.subnets = {"left": left, "right": right}
+    left6, right6 = f"fd00:250:{a}::", f"fd00:250:{b}::"
+    t.subnets6 = {"left": left6, "right": right6} if v6 else {}
     try:
         for role in ("client", "node", "server"):
             t.add_ns(role)
@@ -131,6 +136,23 @@ def three_namespaces(work: Path) -> Topology:
         t.exec("node", "sysctl", "-qw", "net.ipv4.ip_forward=1")
         t.exec("client", "ip", "route", "add", f"{right}.0/24", "via", f"{left}.2")
         t.exec("server", "ip", "route", "add", f"{left}.0/24", "via", f"{right}.1")
+        if v6:
+            for role, dev, addr in (("client", "c0", f"{left6}1"), ("node", "n0", f"{left6}2"), ("node", "n1", f"{right6}1"),
+                                    ("server", "s0", f"{right6}2")):
+                # a new namespace may inherit IPv6 switched off (the machine's default): on for these devices only
+                t.exec(role, "sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=0", "net.ipv6.conf.lo.disable_ipv6=0")
+                t.exec(role, "ip", "-6", "addr", "add", f"{addr}/64", "dev", dev, "nodad")
+            t.exec("node", "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+            t.exec("client", "ip", "-6", "route", "add", f"{right6}/64", "via", f"{left6}2")
+            t.exec("server", "ip", "-6", "route", "add", f"{left6}/64", "via", f"{right6}1")
+            # the link-local addresses (neighbour discovery's source) pass duplicate address detection first: until then
+            # the first packet on a link waits, and a probe's first SYN timed out. A readiness wait, returning at once
+            # when none is tentative; 10 s bounds it (DAD takes about 1 s: one probe, RetransTimer 1000 ms)
+            deadline = time.monotonic() + 10.0
+            while any(t.exec(role, "ip", "-6", "addr", "show", "tentative").stdout.strip() for role in ("client", "node", "server")):
+                if time.monotonic() > deadline:
+                    raise TimeoutError("IPv6 addresses still tentative after 10 s")
+                time.sleep(0.05)
     except BaseException:
         t.close()
         raise

@@ -63,14 +63,28 @@ def ip_hex(ip: str) -> str:
     return f"0x{a:02x}{b:02x}{c:02x}{d:02x}"
 
 
+def ip6_words(ip: str) -> str:
+    """An IPv6 address as the C initializer of four 32-bit words in host order, most significant first."""
+    import ipaddress
+    import struct
+
+    return "{" + ",".join(f"0x{w:08x}" for w in struct.unpack("!4I", ipaddress.IPv6Address(ip).packed)) + "}"
+
+
 def compile_sock_lb(out_dir: Path, svc: tuple[str, int], backend: tuple[str, int], no_backend: tuple[str, int] | None = None,
-                    set_retval: bool = False) -> Path:
+                    set_retval: bool = False, v6: "tuple[tuple[str, int], tuple[str, int], tuple[str, int] | None] | None" = None) -> Path:
     """``no_backend``: a second service without backends, rejected at connect(); ``set_retval``: with connect()'s
-    errno set to EHOSTUNREACH through bpf_set_retval (else the kernel's EPERM)."""
+    errno set to EHOSTUNREACH through bpf_set_retval (else the kernel's EPERM); ``v6``: (service, backend, backendless
+    service or None) for the IPv6 programs (connect6, sendmsg6, getpeername6, recvmsg6: :data:`SocketLB.PROGRAMS6`)."""
     src = Path(__file__).parent / "bpf" / "sock_lb.c"
-    obj = out_dir / f"sock_lb{'-nobe' if no_backend else ''}{'-retval' if set_retval else ''}.o"
+    obj = out_dir / f"sock_lb{'-nobe' if no_backend else ''}{'-retval' if set_retval else ''}{'-v6' if v6 else ''}.o"
     arch = os.uname().machine
     extra = [f"-DNOBE_IP={ip_hex(no_backend[0])}", f"-DNOBE_PORT={no_backend[1]}"] if no_backend else []
+    if v6:
+        (s6, p6), (b6, bp6), nobe6 = v6
+        extra += [f"-DSVC6={ip6_words(s6)}", f"-DSVC6_PORT={p6}", f"-DBE6={ip6_words(b6)}", f"-DBE6_PORT={bp6}"]
+        if nobe6:
+            extra += [f"-DNOBE6={ip6_words(nobe6[0])}", f"-DNOBE6_PORT={nobe6[1]}"]
     sh("clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{arch}-linux-gnu",
        f"-DSVC_IP={ip_hex(svc[0])}", f"-DSVC_PORT={svc[1]}", f"-DBE_IP={ip_hex(backend[0])}", f"-DBE_PORT={backend[1]}",
        *extra, *(["-DHAVE_SET_RETVAL"] if set_retval else []), "-c", str(src), "-o", str(obj), timeout=60)
@@ -99,6 +113,8 @@ class SocketLB:
 
     #: every program of tests/bpf/sock_lb.c, as Cilium's bpf_sock.c attaches its own (connect4, sendmsg4, getpeername4, recvmsg4)
     PROGRAMS = ("kprt_connect4", "kprt_sendmsg4", "kprt_getpeername4", "kprt_recvmsg4")
+    #: the IPv6 twins (compile_sock_lb(v6=...)): connect6, sendmsg6, getpeername6, recvmsg6
+    PROGRAMS6 = ("kprt_connect6", "kprt_sendmsg6", "kprt_getpeername6", "kprt_recvmsg6")
 
     def __init__(self, obj_path: Path, programs: "tuple[str, ...]" = PROGRAMS):
         L = libbpf()
@@ -252,10 +268,7 @@ def compile_tc_pass(out_dir: Path) -> Path:
 class TcProgram:
     """tc_pass.o loaded through libbpf (no bpffs pin); its fd attaches by tcx or is handed to tc by the object file."""
 
-    #: every program of tests/bpf/sock_lb.c, as Cilium's bpf_sock.c attaches its own (connect4, sendmsg4, getpeername4, recvmsg4)
-    PROGRAMS = ("kprt_connect4", "kprt_sendmsg4", "kprt_getpeername4", "kprt_recvmsg4")
-
-    def __init__(self, obj_path: Path, programs: "tuple[str, ...]" = PROGRAMS):
+    def __init__(self, obj_path: Path):
         L = libbpf()
         L.bpf_program__fd.argtypes = [ctypes.c_void_p]
         self.L, self.path = L, obj_path

@@ -21,7 +21,7 @@ Vocabulary:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 
@@ -271,14 +271,24 @@ def plane_for(client: str, access: str, frontend: str, coverage: str, mitigation
                  f"ExternalIP mitigation {mitigation})")
 
 
-def no_backend(plane: Plane, response: str, routable: bool = True, kernel: "tuple[int, ...] | None" = None) -> NoBackendRule:
+SRC_NO_SERVICE_ICMP6 = ("cilium/cilium bpf/lib/lb.h (the index's newest copy, commit not reported) __tail_no_service_ipv6: "
+                        "`icmphdr->icmp6_type = ICMPV6_DEST_UNREACH; icmphdr->icmp6_code = ICMPV6_PORT_UNREACH;` (type 1 code 4), "
+                        "rate-limited by tail_no_service_ipv6 to 100 replies a second per device, bursts of 1000")
+#: the per-packet reject for IPv6: ICMPv6 destination unreachable, port unreachable (SRC_NO_SERVICE_ICMP6)
+ICMP6_PORT_UNREACHABLE = (1, 4)
+
+
+def no_backend(plane: Plane, response: str, routable: bool = True, kernel: "tuple[int, ...] | None" = None, family: int = 4) -> NoBackendRule:
     """The rule for a backendless Cluster-policy service on ``plane``. ``routable``: the agent's
     enable-no-service-endpoints-routable; ``kernel``: the client node's kernel (the socket plane's errno depends on it;
-    None: 6.1 or newer)."""
+    None: 6.1 or newer); ``family``: 4 or 6 (the per-packet reject's ICMP differs: SRC_NO_SERVICE_ICMP6; the socket
+    plane's answer is the same, bpf_sock.c __sock6_xlate_fwd returning -EHOSTUNREACH as __sock4_xlate_fwd does)."""
     if plane is Plane.SOCKET and kernel is not None and kernel < SET_RETVAL_KERNEL:
         return SOCKET_NO_BACKEND_OLD_KERNEL
     for rule in NO_BACKEND_RULES:
         if rule.plane is plane and rule.response in (ANY, response) and rule.routable in (ANY, routable):
+            if family == 6 and rule.icmp is not None:
+                return replace(rule, icmp=ICMP6_PORT_UNREACHABLE, source=SRC_NO_SERVICE_ICMP6 + "; " + rule.source)
             return rule
     raise NoRule(f"no sourced rule for a backendless service on the {plane} plane with ServiceNoBackendResponse={response}")
 

@@ -100,6 +100,11 @@ class ProbeResult:
         return "; ".join(parts)
 
 
+def hp(host: str, port: int) -> str:
+    """``host:port``, an IPv6 address in brackets (``[fd00::1]:80``), as every probe prints addresses."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def _ms(start: float) -> float:
     return (time.monotonic() - start) * 1000.0
 
@@ -137,8 +142,10 @@ def _scapy() -> Any:
 
 
 def syn_probe(dst: str, dport: int, timeout: float = 2.0, sport: int | None = None) -> ProbeResult:
-    """Send one TCP SYN and classify the answer. IPv4. Needs CAP_NET_RAW."""
-    target = f"{dst}:{dport}"
+    """Send one TCP SYN and classify the answer: a SYN-ACK, a reset, an ICMP destination unreachable (IPv4 type 3,
+    IPv6 type 1, with its code), or nothing. IPv4 or IPv6. Needs CAP_NET_RAW."""
+    target = hp(dst, dport)
+    v6 = ":" in dst
     start = time.monotonic()
     src, err = route_source(dst)
     if src is None:
@@ -146,9 +153,10 @@ def syn_probe(dst: str, dport: int, timeout: float = 2.0, sport: int | None = No
                            detail="no route to the destination; nothing was sent")
     sc = _scapy()
     sport = sport or random.randint(40000, 60999)
-    pkt = sc.IP(src=src, dst=dst) / sc.TCP(sport=sport, dport=dport, flags="S", seq=random.getrandbits(32))
+    ip = sc.IPv6(src=src, dst=dst) if v6 else sc.IP(src=src, dst=dst)
+    pkt = ip / sc.TCP(sport=sport, dport=dport, flags="S", seq=random.getrandbits(32))
     try:
-        sock = sc.L3RawSocket()
+        sock = sc.L3RawSocket6() if v6 else sc.L3RawSocket()
     except PermissionError as e:
         return ProbeResult("syn", target, Verdict.INCONCLUSIVE, _ms(start), errno=e.errno, errno_name="EPERM",
                            detail="raw sockets need CAP_NET_RAW")
@@ -158,14 +166,16 @@ def syn_probe(dst: str, dport: int, timeout: float = 2.0, sport: int | None = No
         elapsed = _ms(start)
     finally:
         sock.close()
-    source = f"{src}:{sport}"
+    source = hp(src, sport)
     if ans is None:
         return ProbeResult("syn", target, Verdict.TIMEOUT, elapsed, source=source, detail=f"no answer within {timeout:g}s")
-    if ans.haslayer(sc.ICMP):
-        icmp = ans[sc.ICMP]
-        if icmp.type == 3:
+    unreachable = sc.ICMPv6DestUnreach if v6 else sc.ICMP
+    if ans.haslayer(unreachable) or (v6 and ans.haslayer(sc.ICMPv6Unknown)):
+        icmp = ans[unreachable] if ans.haslayer(unreachable) else ans[sc.ICMPv6Unknown]
+        frm = ans[sc.IPv6].src if v6 else ans[sc.IP].src
+        if int(icmp.type) == (1 if v6 else 3):
             return ProbeResult("syn", target, Verdict.ICMP_UNREACHABLE, elapsed, icmp_type=int(icmp.type), icmp_code=int(icmp.code),
-                               source=source, detail=f"from {ans[sc.IP].src}")
+                               source=source, detail=f"from {frm}")
         return ProbeResult("syn", target, Verdict.INCONCLUSIVE, elapsed, icmp_type=int(icmp.type), icmp_code=int(icmp.code),
                            source=source, detail="unexpected ICMP message")
     if ans.haslayer(sc.TCP):
@@ -183,13 +193,24 @@ _UNREACHABLE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EACCES, errno.EPERM
 
 
 def socket_peer(local_ip: str, local_port: int) -> str | None:
-    """The kernel socket's remote address for a local IPv4 address and port, from the calling thread's network
-    namespace (/proc/thread-self/net/tcp: ``local_address rem_address`` as little-endian hex). With socket LB it is the
-    backend, while getpeername() shows the service (the getpeername hook reverse-translates it)."""
+    """The kernel socket's remote address for a local address and port, from the calling thread's network namespace
+    (/proc/thread-self/net/tcp or tcp6: ``local_address rem_address`` as hex, each 32-bit word little-endian). With
+    socket LB it is the backend, while getpeername() shows the service (the getpeername hook reverse-translates it)."""
     import ipaddress
 
-    path = "/proc/thread-self/net/tcp" if os.path.exists("/proc/thread-self/net/tcp") else "/proc/net/tcp"
-    want = f"{int(ipaddress.IPv4Address(local_ip)).to_bytes(4, 'big')[::-1].hex().upper()}:{local_port:04X}"
+    v6 = ":" in local_ip
+    name = "tcp6" if v6 else "tcp"
+    path = f"/proc/thread-self/net/{name}" if os.path.exists(f"/proc/thread-self/net/{name}") else f"/proc/net/{name}"
+
+    def enc(ip: str) -> str:
+        raw = ipaddress.ip_address(ip).packed
+        return "".join(raw[i:i + 4][::-1].hex().upper() for i in range(0, len(raw), 4))
+
+    def dec(text: str) -> str:
+        raw = bytes.fromhex(text)
+        return str(ipaddress.ip_address(b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))))
+
+    want = f"{enc(local_ip)}:{local_port:04X}"
     try:
         with open(path) as f:
             next(f)
@@ -197,7 +218,7 @@ def socket_peer(local_ip: str, local_port: int) -> str | None:
                 parts = line.split()
                 if len(parts) > 2 and parts[1] == want:
                     ip_hex, port_hex = parts[2].split(":")
-                    return f"{ipaddress.IPv4Address(bytes.fromhex(ip_hex)[::-1])}:{int(port_hex, 16)}"
+                    return hp(dec(ip_hex), int(port_hex, 16))
     except OSError:
         return None
     return None
@@ -205,7 +226,7 @@ def socket_peer(local_ip: str, local_port: int) -> str | None:
 
 def connect_probe(host: str, port: int, timeout: float = 2.0, source_port: int | None = None) -> ProbeResult:
     """``connect()`` as an application does it, bounded by ``timeout``."""
-    target = f"{host}:{port}"
+    target = hp(host, port)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     s = socket.socket(family, socket.SOCK_STREAM)
     start = time.monotonic()
@@ -224,11 +245,11 @@ def connect_probe(host: str, port: int, timeout: float = 2.0, source_port: int |
         name = errno.errorcode.get(rc) if rc else None
         if rc == 0:
             local = s.getsockname()
-            extra = {"peer": "%s:%d" % s.getpeername()[:2]}
-            kernel_peer = socket_peer(local[0], local[1]) if family == socket.AF_INET else None
+            extra = {"peer": hp(*s.getpeername()[:2])}
+            kernel_peer = socket_peer(local[0], local[1])
             if kernel_peer:
                 extra["socket_peer"] = kernel_peer
-            return ProbeResult("connect", target, Verdict.CONNECTED, elapsed, source=f"{local[0]}:{local[1]}", extra=extra)
+            return ProbeResult("connect", target, Verdict.CONNECTED, elapsed, source=hp(*local[:2]), extra=extra)
         if rc in _REFUSED:
             return ProbeResult("connect", target, Verdict.REFUSED, elapsed, errno=rc, errno_name=name)
         if rc in _UNREACHABLE:
@@ -250,7 +271,7 @@ def udp_probe(host: str, port: int, timeout: float = 2.0, connected: bool = Fals
     recvfrom() reports for the reply. With Cilium's socket LB the datagram goes to a backend, and the recvmsg hook must
     turn the backend's address back into the service's (bpf_sock.c ``cil_sock4_recvmsg``): a resolver that sent to
     the ClusterIP drops a reply from any other address. A connected socket's ``peer`` (getpeername()) is recorded too."""
-    target = f"{host}:{port}"
+    target = hp(host, port)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     mode = "connected" if connected else "unconnected"
     s = socket.socket(family, socket.SOCK_DGRAM)
@@ -260,19 +281,19 @@ def udp_probe(host: str, port: int, timeout: float = 2.0, connected: bool = Fals
     try:
         if connected:
             s.connect((host, port))
-            extra["peer"] = "%s:%d" % s.getpeername()[:2]
+            extra["peer"] = hp(*s.getpeername()[:2])
             s.send(payload)
         else:
             s.sendto(payload, (host, port))
         local = s.getsockname()
         readable, _, _ = select.select([s], [], [], timeout)
         if not readable:
-            return ProbeResult("udp", target, Verdict.TIMEOUT, _ms(start), source=f"{local[0]}:{local[1]}",
+            return ProbeResult("udp", target, Verdict.TIMEOUT, _ms(start), source=hp(*local[:2]),
                                detail=f"no reply within {timeout:g}s", extra=extra)
         data, addr = s.recvfrom(65535)
-        extra["reply_from"] = "%s:%d" % addr[:2] if family == socket.AF_INET else "[%s]:%d" % addr[:2]
+        extra["reply_from"] = hp(*addr[:2])
         extra["echoed"] = data == payload
-        return ProbeResult("udp", target, Verdict.ANSWERED, _ms(start), source=f"{local[0]}:{local[1]}", extra=extra)
+        return ProbeResult("udp", target, Verdict.ANSWERED, _ms(start), source=hp(*local[:2]), extra=extra)
     except OSError as e:
         name = errno.errorcode.get(e.errno or 0)
         if e.errno in _REFUSED:  # a connected socket reports the ICMP port unreachable on its next call
@@ -328,15 +349,15 @@ def hold(host: str, port: int, source_port: int, out: TextIO, stop: Callable[[fl
         s.bind(("", source_port))
         s.connect((host, port))
     except OSError as e:
-        out.write(json.dumps({"event": "error", "target": f"{host}:{port}", "errno": e.errno,
+        out.write(json.dumps({"event": "error", "target": hp(host, port), "errno": e.errno,
                               "errno_name": errno.errorcode.get(e.errno or 0), "detail": str(e)}) + "\n")
         out.flush()
         s.close()
         return 1
     local = s.getsockname()
     peer = s.getpeername()
-    out.write(json.dumps({"event": "connected", "target": f"{host}:{port}", "local": f"{local[0]}:{local[1]}",
-                          "app_peer": f"{peer[0]}:{peer[1]}", "peer": f"{peer[0]}:{peer[1]}"}) + "\n")
+    out.write(json.dumps({"event": "connected", "target": hp(host, port), "local": hp(*local[:2]),
+                          "app_peer": hp(*peer[:2]), "peer": hp(*peer[:2])}) + "\n")
     out.flush()
     try:
         while not stop(1.0):
