@@ -139,9 +139,11 @@ NODEPORTS = KIND_NAT.replace(":CILIUM_PRE_nat - [0:0]\n", ":CILIUM_PRE_nat - [0:
 EMPTY_NFT = "table ip filter {\n\tchain INPUT {\n\t\ttype filter hook input priority filter; policy accept;\n\t}\n}\n"
 
 
-def views(nat: str = KIND_NAT, legacy: str | None = "", nft: str | None = EMPTY_NFT) -> dict:
+def views(nat: str = KIND_NAT, legacy: str | None = "", nft: str | None = EMPTY_NFT, v6: str | None = "") -> dict:
+    """One node's rule views; ``v6``: both ip6tables views' dump (None: not read)."""
+    six = parse_iptables_save(v6) if v6 is not None else None
     return {"n1": {"iptables-nft": parse_iptables_save(nat), "iptables-legacy": parse_iptables_save(legacy) if legacy is not None else None,
-                   "nft": parse_nft_ruleset(nft) if nft is not None else None}}
+                   "ip6tables-nft": six, "ip6tables-legacy": six, "nft": parse_nft_ruleset(nft) if nft is not None else None}}
 
 
 def test_kubelet_chains_are_not_kube_proxy_rules() -> None:
@@ -267,7 +269,15 @@ def test_a_view_that_was_never_read_counts_as_unreadable() -> None:
     """A view missing from the dumps altogether (not just None) is as blind as one whose tool failed."""
     dropped = {"n1": {"iptables-nft": views()["n1"]["iptables-nft"], "nft": views()["n1"]["nft"]}}
     assert rule_view_problems(dropped) == [
-        "n1: the iptables-legacy view could not be read (tool missing or failed); its rules were not checked"]
+        "n1: the iptables-legacy, ip6tables-nft, ip6tables-legacy view could not be read (tool missing or failed); its rules were not checked"]
+
+
+def test_kube_proxy_chains_in_ip6tables_alone_are_found() -> None:
+    """An IPv6 Service's kube-proxy rules live in ip6tables: an IPv4-only reading would miss them."""
+    problems = kube_proxy_rule_problems(views(v6=KUBE_PROXY))
+    assert [p.split(":")[0] for p in problems] == ["n1 (ip6tables-legacy)", "n1 (ip6tables-nft)"], problems
+    assert rule_view_problems(views(v6=None)) == [
+        "n1: the ip6tables-nft, ip6tables-legacy view could not be read (tool missing or failed); its rules were not checked"]
 
 
 @pytest.mark.parametrize(("es", "agents", "lag", "slowest"), [

@@ -51,6 +51,16 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     ("kube-proxy-nftables-mode", "faults=Faults(kube_proxy_rules='nftables')",
      {IPT + "test_no_node_has_kube_proxy_service_rules", IPT + "test_no_rule_names_the_web_cluster_ip", NP + "test_no_rule_names_the_nodeport"},
      ["*(nft): kube-proxy's nftables table [[]'ip kube-proxy'[]] with * chains*", "*fake-worker (nft): * lines name web's ClusterIP*"]),
+    # IPv6: kube-proxy programs an IPv6 Service into ip6tables (the nft family ip6 when iptables-nft), where an IPv4-only
+    # reading would never look
+    ("kube-proxy-ip6tables-nft", "faults=Faults(kube_proxy_rules_v6='nft')", {IPT + "test_no_node_has_kube_proxy_service_rules"},
+     ["*iptables: kube-proxy's service rules are on the nodes*fake-control-plane (ip6tables-nft): kube-proxy chains {'KUBE-SERVICES': *"
+      "fake-control-plane (nft): kube-proxy chains*"]),
+    ("kube-proxy-ip6tables-legacy", "faults=Faults(kube_proxy_rules_v6='legacy')", {IPT + "test_no_node_has_kube_proxy_service_rules"},
+     ["*iptables: kube-proxy's service rules are on the nodes*fake-control-plane (ip6tables-legacy): kube-proxy chains {'KUBE-SERVICES': *"]),
+    ("unreadable-ip6tables-view", "faults=Faults(unreadable_rule_view='ip6tables-legacy')",
+     {IPT + "test_every_node_can_be_read_in_each_rule_view", NP + "test_no_rule_names_the_nodeport", HP + "test_no_rule_names_the_host_port"},
+     ["*iptables: the rule views are not all readable*fake-worker: the ip6tables-legacy view could not be read*"]),
     # -- session affinity --------------------------------------------------------------------------------
     ("affinity-ignored", "faults=Faults(affinity_ignored=True)", {AFF + "test_a_client_stays_on_one_backend_with_session_affinity"},
      ["*affinity (sessionAffinity ClientIP): 20 connections from one client reached * backends * despite sessionAffinity ClientIP*"]),

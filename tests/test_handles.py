@@ -126,7 +126,7 @@ def test_exit_codes_are_results_but_transport_errors_are_retried(fake: FakeClust
 def test_node_handle_reads_rules_sockets_attachments_and_http(fake: FakeCluster) -> None:
     node = Node(fake, "fake-worker")
     dumps = node.rule_dumps()
-    assert set(dumps) == {"iptables-nft", "iptables-legacy", "nft"}
+    assert set(dumps) == {"iptables-nft", "iptables-legacy", "ip6tables-nft", "ip6tables-legacy", "nft"}
     assert all(d.count("KUBE-SVC") == 0 for d in dumps.values())
     assert dumps["iptables-nft"].count("CILIUM") > 0, "Cilium's own chains are there"
     assert node.listening(30780) == [] and node.listening(10250)[0].local == "0.0.0.0:10250"

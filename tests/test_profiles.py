@@ -18,7 +18,7 @@ PROFILES = REPO / "clusters" / "profiles"
 
 
 def test_the_profiles_the_readme_names_exist_and_each_says_where_its_values_come_from() -> None:
-    assert sorted(p.stem for p in PROFILES.glob("*.yaml")) == ["default", "drop", "dsr", "hostns-only", "maglev", "small-maps"]
+    assert sorted(p.stem for p in PROFILES.glob("*.yaml")) == ["default", "drop", "dsr", "dual-stack", "hostns-only", "ipv6", "maglev", "small-maps"]
     for p in PROFILES.glob("*.yaml"):
         text = p.read_text()
         assert text.startswith("#") and isinstance(yaml.safe_load(text), dict), p.name
@@ -30,6 +30,8 @@ def test_the_profiles_the_readme_names_exist_and_each_says_where_its_values_come
     ("maglev", ("loadBalancer", "algorithm"), "maglev"),
     ("dsr", ("loadBalancer", "mode"), "dsr"),
     ("small-maps", ("bpf", "lbMapMax"), 512),
+    ("dual-stack", ("ipv6", "enabled"), True),
+    ("ipv6", ("ipv4", "enabled"), False),
 ])
 def test_a_profile_is_applied_after_the_version_values_and_before_the_users(profile: str, key: tuple[str, ...], value: object,
                                                                              tmp_path: Path) -> None:
@@ -51,7 +53,7 @@ def test_a_profile_is_applied_after_the_version_values_and_before_the_users(prof
 
 
 def test_an_unknown_profile_is_a_usage_error_listing_the_profiles() -> None:
-    with pytest.raises(SettingsError, match=r"--kpr-profile: no profile 'maglve' \(known: default, drop, dsr, hostns-only, maglev, small-maps;"):
+    with pytest.raises(SettingsError, match=r"--kpr-profile: no profile 'maglve' \(known: default, drop, dsr, dual-stack, hostns-only, ipv6, maglev, small-maps;"):
         resolve({"kpr_profile": "maglve"}, lambda k: None, REPO)
 
 
@@ -70,7 +72,7 @@ def test_the_profile_is_recorded_in_cluster_json_and_the_header(pytester: pytest
     assert json.loads((pytester.path / "artifacts" / "fake" / "cluster.json").read_text())["profile"] == "maglev"
 
 
-@pytest.mark.parametrize("profile", ["default", "hostns-only", "drop", "maglev", "dsr", "small-maps"])
+@pytest.mark.parametrize("profile", ["default", "hostns-only", "drop", "maglev", "dsr", "small-maps", "dual-stack", "ipv6"])
 def test_every_profile_promises_what_its_values_set_and_the_dry_run_shows_it(pytester: pytest.Pytester, profile: str) -> None:
     """The promises are read back after provisioning; the fake, configured by the profile, shows them (no refusal)."""
     from pytest_kpr.judge.profiles import PROFILE_PROMISES
@@ -104,3 +106,29 @@ def test_a_run_that_judged_nothing_exits_5_unless_asked(pytester: pytest.Pyteste
     assert result.ret == 5
     result.stdout.fnmatch_lines(["*pytest-kpr: no property was judged (1 kpr tests skipped, 0 deselected): that is not a pass; exit status 5*"])
     assert pytester.runpytest("-m", "kpr", "--kpr-allow-all-skipped", "-p", "no:cacheprovider").ret == 0
+
+
+@pytest.mark.parametrize(("profile", "family"), [("dual-stack", "dual"), ("ipv6", "ipv6"), ("default", None)])
+def test_a_profile_with_a_kind_config_of_its_name_creates_the_cluster_from_it(profile: str, family: str | None) -> None:
+    """dual-stack and ipv6 change the cluster itself: kind's ipFamily, with kind's IPv6 subnets; --kpr-kind-config still wins."""
+    s = resolve({"kpr_profile": profile}, lambda k: None, REPO)
+    cfg = yaml.safe_load(s.kind_config.read_text())
+    assert s.kind_config.name == (f"{profile}.yaml" if family else "kpr.yaml")
+    assert cfg["networking"].get("ipFamily") == family
+    assert cfg["networking"]["disableDefaultCNI"] is True and cfg["networking"]["kubeProxyMode"] == "none"
+    if family:
+        assert "fd00:10:244::/56" in cfg["networking"]["podSubnet"] and "fd00:10:96::/112" in cfg["networking"]["serviceSubnet"]
+    mine = resolve({"kpr_profile": profile, "kpr_kind_config": str(REPO / "clusters/kind/kpr.yaml")}, lambda k: None, REPO)
+    assert mine.kind_config == REPO / "clusters/kind/kpr.yaml"
+
+
+@pytest.mark.parametrize(("files", "families"), [
+    ({}, ("IPv4",)),
+    ({"/tmp/cilium/config-map/enable-ipv4": "true", "/tmp/cilium/config-map/enable-ipv6": "true"}, ("IPv4", "IPv6")),
+    ({"/tmp/cilium/config-map/enable-ipv4": "false", "/tmp/cilium/config-map/enable-ipv6": "true\n"}, ("IPv6",)),
+    ({"/tmp/cilium/config-map/enable-ipv6": "false"}, ("IPv4",)),
+])
+def test_the_agents_address_families_are_read_from_their_resolved_config(files: dict, families: tuple) -> None:
+    from pytest_kpr.rules.datapath import ip_families
+
+    assert ip_families(files) == families

@@ -62,6 +62,8 @@ class ClusterFacts:
     no_backend_response_source: str = "config -a"
     #: bpf-lb-map-max as the agent resolved it (None: unset, Cilium's default)
     lb_map_max: int | None = None
+    #: the address families the agents serve (enable-ipv4 / enable-ipv6 as resolved: datapath.FAMILY_FILES)
+    ip_families: tuple[str, ...] = ("IPv4",)
 
     def node(self, name: str) -> NodeFacts | None:
         return next((n for n in self.nodes if n.name == name), None)
@@ -99,6 +101,7 @@ class ClusterFacts:
             f"kpr cilium: {self.cilium_version} ({self.agent_binary}), KubeProxyReplacement "
             f"{'True' if self.kube_proxy_replacement else 'False'}, socket LB {self.socket_lb_coverage}, "
             f"NodePort {self.nodeport_mode or 'off'}, routing {self.routing_mode or '?'}, attach {self.attach_mode or '?'}, "
+            f"{'+'.join(self.ip_families) or 'no family'}, "
             f"ServiceNoBackendResponse {self.no_backend_response}"
             f"{'' if self.no_service_endpoints_routable else ' (enable-no-service-endpoints-routable false)'}",
             f"kpr features: {', '.join(sorted(f.value for f in self.features)) or '(none)'}",

@@ -20,7 +20,9 @@ KUBE_PROXY_MARKS = ("KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-EXTERNAL-SERVICES",
 #: kube-proxy's table in nftables mode (kubernetes pkg/proxy/nftables/proxier.go kubeProxyTable)
 KUBE_PROXY_NFT_TABLE = "kube-proxy"
 #: the views a node's rules are read in; each can hide the others' rules
-RULE_VIEWS = ("iptables-nft", "iptables-legacy", "nft")
+#: (kube-proxy programs an IPv6 Service into ip6tables; iptables-nft's IPv6 tables are nft's ``ip6`` family, which
+#: ``nft list ruleset`` shows too)
+RULE_VIEWS = ("iptables-nft", "iptables-legacy", "ip6tables-nft", "ip6tables-legacy", "nft")
 
 
 def rule_view_problems(dumps: "Mapping[str, Mapping[str, RuleDump | None]]") -> list[str]:

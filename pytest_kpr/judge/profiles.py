@@ -21,6 +21,8 @@ PROFILE_PROMISES: dict[str, dict[str, Any]] = {
     "maglev": {"lb_algorithm": "Maglev"},
     "dsr": {"nodeport_mode": "DSR", "routing_mode": "Native"},
     "small-maps": {"lb_map_max": 512},
+    "dual-stack": {"ip_families": ("IPv4", "IPv6")},
+    "ipv6": {"ip_families": ("IPv6",)},
 }
 
 

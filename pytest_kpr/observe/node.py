@@ -30,6 +30,8 @@ from ..core.wait import retrying
 
 #: iptables-save variants: the default one (whatever /usr/sbin/iptables-save points at), and each backend.
 IPTABLES_SAVE = {"default": "iptables-save", "nft": "iptables-nft-save", "legacy": "iptables-legacy-save"}
+#: their IPv6 twins (kube-proxy writes an IPv6 Service's rules there)
+IP6TABLES_SAVE = {"nft": "ip6tables-nft-save", "legacy": "ip6tables-legacy-save"}
 
 
 @dataclass
@@ -63,8 +65,9 @@ class Node:
         return parse_nft_ruleset(r.check().stdout)
 
     def rule_dumps(self) -> dict[str, RuleDump | None]:
-        """Every view of the node's rules (each can hide the others'): ``iptables-nft``, ``iptables-legacy``,
-        ``nft``; None for a view whose tool is missing, so a check can say it was not read. One exec."""
+        """Every view of the node's rules (each can hide the others'): ``iptables-nft``, ``iptables-legacy``, their IPv6
+        twins ``ip6tables-nft`` and ``ip6tables-legacy``, and ``nft`` (every family); None for a view whose tool is
+        missing, so a check can say it was not read. One exec."""
         return self.rules_and_listeners(None)[0]
 
     def rules_and_listeners(self, port: int | None) -> tuple[dict[str, RuleDump | None], list[Socket]]:
@@ -79,13 +82,15 @@ class Node:
         return NodeRules(dumps, _ipvs(ipvs))
 
     def _rules_and(self, extra: list[list[str]]) -> tuple[dict[str, RuleDump | None], list[ExecResult]]:
-        commands: list[list[str]] = [[IPTABLES_SAVE["nft"]], [IPTABLES_SAVE["legacy"]], ["nft", "list", "ruleset"], *extra]
-        nft_save, legacy_save, nft, *rest = self.run_many(*commands)
+        commands: list[list[str]] = [[IPTABLES_SAVE["nft"]], [IPTABLES_SAVE["legacy"]], [IP6TABLES_SAVE["nft"]], [IP6TABLES_SAVE["legacy"]],
+                                     ["nft", "list", "ruleset"], *extra]
+        nft_save, legacy_save, nft6_save, legacy6_save, nft, *rest = self.run_many(*commands)
 
         def dump(r: ExecResult, parse: Callable[[str], RuleDump]) -> RuleDump | None:
             return None if r.returncode == 127 else parse(r.check().stdout)
 
         dumps = {"iptables-nft": dump(nft_save, parse_iptables_save), "iptables-legacy": dump(legacy_save, parse_iptables_save),
+                 "ip6tables-nft": dump(nft6_save, parse_iptables_save), "ip6tables-legacy": dump(legacy6_save, parse_iptables_save),
                  "nft": dump(nft, parse_nft_ruleset)}
         return dumps, rest
 

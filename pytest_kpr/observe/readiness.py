@@ -19,7 +19,7 @@ from ..core.wait import Timeouts, WaitTimeout, eventually
 from ..k8s.api import ExecResult, KubeAPI
 from ..parse import ParseError, StatusJSON
 from ..parse.metrics import parse_bpf_metrics_list
-from ..rules.datapath import LB_MAP_FILES, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE
+from ..rules.datapath import FAMILY_FILES, LB_MAP_FILES, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE, ip_families
 
 
 @dataclass(frozen=True)
@@ -185,10 +185,11 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
         no_service_endpoints_routable=routable is None or routable.lower() != "false",
         no_backend_response_source=response_source,
         lb_map_max=int(files[LB_MAP_FILES[1]]) if (files[LB_MAP_FILES[1]] or "").isdigit() else None,
+        ip_families=ip_families(files),
     )
 
 
-AGENT_CONFIG_FILES = (NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE, LB_MAP_FILES[1])
+AGENT_CONFIG_FILES = (NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE, LB_MAP_FILES[1], *FAMILY_FILES.values())
 
 
 def no_backend_response_of(from_config: str | None, from_file: str | None, cilium_version: str) -> tuple[str, str]:

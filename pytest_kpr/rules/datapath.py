@@ -162,6 +162,16 @@ SRC_NO_SVC_ROUTABLE = ("cilium/cilium bpf/lib/lb.h (the index's newest copy, com
 #: /tmp/cilium/config-map/<key>; SRC_MAGLEV_SEED)
 NO_BACKEND_RESPONSE_FILE = "/tmp/cilium/config-map/service-no-backend-response"
 ROUTABLE_FILE = "/tmp/cilium/config-map/enable-no-service-endpoints-routable"
+#: the address families the agent serves (the chart writes both keys: cilium-configmap.yaml@1efbf98a
+#: `enable-ipv4: {{ .Values.ipv4.enabled | quote }}`, `enable-ipv6: {{ .Values.ipv6.enabled | quote }}`)
+FAMILY_FILES = {"IPv4": "/tmp/cilium/config-map/enable-ipv4", "IPv6": "/tmp/cilium/config-map/enable-ipv6"}
+
+
+def ip_families(files: "dict[str, str | None]") -> tuple[str, ...]:
+    """The families whose enable-ipv4 / enable-ipv6 the agent resolved true (FAMILY_FILES); an unreadable file counts as
+    the agent's default (IPv4 on, IPv6 off)."""
+    default = {"IPv4": "true", "IPv6": "false"}
+    return tuple(f for f in ("IPv4", "IPv6") if (files.get(FAMILY_FILES[f]) or default[f]).strip().lower() == "true")
 
 #: the kernel from which connect4/6 may set connect()'s errno (clusters/kernels.yaml sock_addr_set_retval)
 SET_RETVAL_KERNEL = (6, 1)

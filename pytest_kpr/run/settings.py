@@ -267,7 +267,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("cluster_name", _cluster_name, "Name of the kind cluster. Default: kpr", "kpr", metavar="NAME"),
     Option("keep_cluster", _bool, "Keep a kind cluster the plugin created (do not delete it at the end)", False, kind="flag"),
     Option("reuse_cluster", _bool, "Reuse a running kind cluster of the same name instead of refusing to touch it", False, kind="flag"),
-    Option("kind_config", _existing_file, "kind cluster config. Default: clusters/kind/kpr.yaml", metavar="PATH"),
+    Option("kind_config", _existing_file, "kind cluster config. Default: clusters/kind/<profile>.yaml if the profile has one "
+           "(dual-stack, ipv6), else clusters/kind/kpr.yaml", metavar="PATH"),
     Option("node_image", _image, "kindest/node image (pin it by digest). Default: clusters/versions.yaml", metavar="IMAGE"),
     Option("cilium_version", _version, "Cilium chart version to install (1.18 or later). Default: clusters/versions.yaml", metavar="VERSION"),
     Option("cilium_chart", _nonempty, "Helm chart reference or local path for Cilium. Default: cilium/cilium", "cilium/cilium", metavar="CHART"),
@@ -286,7 +287,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("lbipam_block", _ip_range, "start-stop of the CiliumLoadBalancerIPPool the shared-VIP suite creates. Default: 198.18.20.10-198.18.20.20", "198.18.20.10-198.18.20.20", metavar="RANGE"),
     Option("settle", _positive_float, "Seconds the shared-VIP suite keeps watching after Cilium's load-balancer reflector has provably processed the owner's deletion (10 of its 500 ms batching windows). Default: 5", "5", metavar="SECONDS"),
     Option("profile", _nonempty, "Cluster profile: a Helm values overlay under clusters/profiles/ (default, hostns-only, drop, maglev, dsr, "
-           "small-maps), recorded in cluster.json. The suites read what the agent reports, never the profile's name. Default: default",
+           "small-maps, dual-stack, ipv6), recorded in cluster.json. The suites read what the agent reports, never the profile's name. Default: default",
            "default", metavar="NAME"),
     Option("upgrade_to", _version, "Upgrade Cilium to this version under live traffic once the cluster is ready at --kpr-cilium-version (the from version), "
            "measure every flow and diff the datapath (upgrade.json); then the suites run against the upgraded cluster. One minor at a time", metavar="VERSION"),
@@ -467,7 +468,8 @@ def resolve(
     clusters_dir = find_clusters_dir(rootdir, explicit)
     values["clusters_dir"] = clusters_dir
     pins = Pins.load(clusters_dir) if clusters_dir is not None else None
-    if values["kind_config"] is None:
+    kind_config_given = values["kind_config"] is not None
+    if not kind_config_given:
         values["kind_config"] = (clusters_dir / "kind" / "kpr.yaml") if clusters_dir else Path("clusters/kind/kpr.yaml")
     if not values["node_image"]:
         values["node_image"] = pins.node_image if pins else ""
@@ -499,6 +501,9 @@ def resolve(
         if values["profile"] not in known:
             raise SettingsError(f"{_where('profile', sources)}: no profile {values['profile']!r} (known: {', '.join(known)}; "
                                 f"each is a Helm values file in {clusters_dir / 'profiles'})")
+        own = clusters_dir / "kind" / f"{values['profile']}.yaml"
+        if not kind_config_given and own.is_file():  # the profile's own kind config (dual-stack, ipv6) unless one was named
+            values["kind_config"] = own
     if values["downgrade"] and not values["upgrade_to"]:
         raise SettingsError(f"{OPTIONS_BY_NAME['downgrade'].flag} needs --kpr-upgrade-to (it rolls back what the upgrade did)")
     if values["upgrade_to"] and values["cilium_version"]:

@@ -21,7 +21,10 @@ class Faults:
     #: KUBE-SEP chains), "nodeports" (only a KUBE-NODEPORTS chain for the NodePort services), "nftables"
     #: (kube-proxy in nftables mode: its "kube-proxy" table)
     kube_proxy_rules: str | None = None
-    unreadable_rule_view: str | None = None  # "iptables-nft" | "iptables-legacy" | "nft": that view's tool is missing
+    #: kube-proxy's service rules in ip6tables only ("nft" / "legacy"): what it programs for an IPv6 Service
+    kube_proxy_rules_v6: str | None = None
+    #: "iptables-nft" | "iptables-legacy" | "ip6tables-nft" | "ip6tables-legacy" | "nft": that view's tool is missing
+    unreadable_rule_view: str | None = None
     missing_agent_on: str | None = None  # this node runs no cilium-agent pod
     snat_at_backend: bool = False  # a backend sees the client's node address (SNAT) instead of its pod address
     getpeername_backend: bool = False  # getpeername() returns the backend, not the service (no reverse translation)
@@ -141,6 +144,8 @@ class FakeConfig:
     #: enable-internal-traffic-policy as the agents resolve it ("true" / "false"; None: not in the config map, Cilium's
     #: default true; datapath.SRC_ITP_ENABLED)
     enable_internal_traffic_policy: str | None = "true"
+    #: the address families the agents serve (enable-ipv4 / enable-ipv6 in their config map; datapath.FAMILY_FILES)
+    ip_families: tuple[str, ...] = ("IPv4",)
     #: enable-k8s-terminating-endpoint as the agents resolve it (None: not in the config map, on by default;
     #: datapath.SRC_TERMINATING_OPTION)
     k8s_terminating_endpoint: str | None = None

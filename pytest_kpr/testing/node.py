@@ -43,7 +43,8 @@ _BUILTIN = {"nat": ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"], "filter": [
 class FakeNodeTools:
     def __init__(self, cluster: ClusterView):
         self.cluster = cluster
-        for name in ("iptables-save", "iptables-nft-save", "iptables-legacy-save", "nft", "ss", "bpftool", "tc", "curl", "uname", "cat"):
+        for name in ("iptables-save", "iptables-nft-save", "iptables-legacy-save", "ip6tables-nft-save", "ip6tables-legacy-save", "nft", "ss",
+                     "bpftool", "tc", "curl", "uname", "cat"):
             cluster.node_exec_handlers[name] = self.handle
         cluster.node_exec_handlers["sh"] = self.sh
 
@@ -81,13 +82,16 @@ class FakeNodeTools:
 
     def handle(self, node: str, argv: list[str]) -> tuple[int, str, str]:
         tool = argv[0]
-        view = {"iptables-nft-save": "iptables-nft", "iptables-legacy-save": "iptables-legacy", "nft": "nft"}.get(tool)
+        view = {"iptables-nft-save": "iptables-nft", "iptables-legacy-save": "iptables-legacy", "ip6tables-nft-save": "ip6tables-nft",
+                "ip6tables-legacy-save": "ip6tables-legacy", "nft": "nft"}.get(tool)
         if view is not None and view == self.cluster.cfg.faults.unreadable_rule_view:
             return 127, "", f'OCI runtime exec failed: exec: "{tool}": executable file not found in $PATH'
         if tool in ("iptables-save", "iptables-nft-save"):
             return 0, self.iptables_save(node, "nft"), ""
         if tool == "iptables-legacy-save":
             return 0, self.iptables_save(node, "legacy"), ""
+        if tool in ("ip6tables-nft-save", "ip6tables-legacy-save"):
+            return 0, self.iptables_save(node, tool.split("-")[1], v6=True), ""
         if argv[:3] == ["nft", "list", "ruleset"]:
             return 0, self.nft_ruleset(node), ""
         if tool == "ss":
@@ -106,15 +110,18 @@ class FakeNodeTools:
 
     # -- iptables / nft --------------------------------------------------------------------------------
 
-    def _kube_proxy_rules(self) -> list[str]:
-        """The rules kube-proxy (iptables mode) would leave: the fault a KPR cluster must not have."""
+    def _kube_proxy_rules(self, v6: bool = False) -> list[str]:
+        """The rules kube-proxy (iptables mode) would leave: the fault a KPR cluster must not have. ``v6``: as in ip6tables,
+        for each Service's IPv6 twin in kind's IPv6 service range (fd00:10:96::/112, the last octet kept)."""
         rules = [":KUBE-SERVICES - [0:0]", "-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES"]
         for svc in self.cluster.services():
             ns, name = svc["metadata"]["namespace"], svc["metadata"]["name"]
             chain = "KUBE-SVC-" + _h(f"{ns}/{name}")
             rules.insert(0, f":{chain} - [0:0]")
+            ip = svc["spec"]["clusterIP"]
+            dst = f"fd00:10:96::{int(ip.rsplit('.', 1)[-1]):x}/128" if v6 else f"{ip}/32"
             for port in svc["spec"].get("ports", []):
-                rules.append(f"-A KUBE-SERVICES -d {svc['spec']['clusterIP']}/32 -p tcp -m comment --comment \"{ns}/{name} cluster IP\" -m tcp --dport {port['port']} -j {chain}")
+                rules.append(f"-A KUBE-SERVICES -d {dst} -p tcp -m comment --comment \"{ns}/{name} cluster IP\" -m tcp --dport {port['port']} -j {chain}")
                 for pod in self.cluster.endpoints_of(svc):
                     sep = "KUBE-SEP-" + _h(f"{ns}/{name}/{pod['metadata']['name']}/{port['port']}")
                     rules.insert(0, f":{sep} - [0:0]")
@@ -204,9 +211,23 @@ class FakeNodeTools:
             out += ["", f"\tchain {chain} {{", *[f"\t\t{line}" for line in body], "\t}"]
         return "\n".join(out + ["}"]) + "\n"
 
-    def iptables_save(self, node: str, backend: str) -> str:
-        tables = self._tables(node, backend)
-        head = "iptables-nft-save v1.8.9 (nf_tables)" if backend == "nft" else "iptables-save v1.8.9"
+    def _tables6(self, node: str, backend: str) -> dict[str, list[str]]:
+        """ip6tables: kubelet's and Cilium's chains as in IPv4 (kind's nodes run both families' tools); the
+        kube_proxy_rules_v6 fault adds kube-proxy's service chains there only (an IPv6 Service's rules)."""
+        mode = self.cluster.cfg.faults.kube_proxy_rules_v6
+        if node in self.cluster.kube_proxy_cleaned and node not in self.cluster.kube_proxy_nodes:
+            mode = None  # kube-proxy --cleanup ran here (it flushes both families)
+        if backend == "legacy":
+            return {"nat": self._kube_proxy_rules(v6=True)} if mode == "legacy" else {}
+        nat = list(_KIND_NAT)
+        if mode == "nft":
+            nat = self._kube_proxy_rules(v6=True) + nat
+        return {"nat": nat, "filter": list(_KIND_FILTER)}
+
+    def iptables_save(self, node: str, backend: str, v6: bool = False) -> str:
+        tables = self._tables6(node, backend) if v6 else self._tables(node, backend)
+        head = (f"ip6tables-nft-save v1.8.9 (nf_tables)" if v6 else "iptables-nft-save v1.8.9 (nf_tables)") if backend == "nft" \
+            else ("ip6tables-save v1.8.9" if v6 else "iptables-save v1.8.9")
         out = []
         for table, rules in tables.items():
             out.append(f"# Generated by {head} on Sun Nov 29 12:00:00 2026")
@@ -222,8 +243,9 @@ class FakeNodeTools:
         """iptables-nft tables as ``nft list ruleset`` shows them (rules kept in iptables syntax as comments
         would not be real; translate the few shapes used here)."""
         out = []
-        for table, rules in self._tables(node, "nft").items():
-            out.append(f"table ip {table} {{")
+        for family, table, rules in [("ip", t, r) for t, r in self._tables(node, "nft").items()] + \
+                [("ip6", t, r) for t, r in self._tables6(node, "nft").items()]:
+            out.append(f"table {family} {table} {{")
             chains: dict[str, list[str]] = {c: [] for c in _BUILTIN[table]}
             for r in rules:
                 if r.startswith(":"):
