@@ -63,6 +63,16 @@ def ip_hex(ip: str) -> str:
     return f"0x{a:02x}{b:02x}{c:02x}{d:02x}"
 
 
+def need_clang() -> None:
+    """Skip the calling test where clang is missing (make test installs it when root)."""
+    import shutil
+
+    import pytest
+
+    if shutil.which("clang") is None:
+        pytest.skip("clang is not installed (make test installs it when root)")
+
+
 def ip6_words(ip: str) -> str:
     """An IPv6 address as the C initializer of four 32-bit words in host order, most significant first."""
     import ipaddress

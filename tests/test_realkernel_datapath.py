@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from netns import Topology, can_use_netns, sh, three_namespaces, wait_listening
-from realkernel import NetnsRunner, SocketLB, compile_sock_lb, in_netns, spawn_in
+from netns import Topology, can_use_netns, three_namespaces, wait_listening
+from realkernel import NetnsRunner, SocketLB, compile_sock_lb, in_netns, need_clang, spawn_in
 
 from pytest_kpr.judge.socket_lb import SocketLBObservation, socket_lb_problems
 from pytest_kpr.observe.node import Node
@@ -92,8 +92,7 @@ def test_nodeport_iptables_view_sees_an_iptables_rule(topo: Topology) -> None:
 
 @pytest.fixture
 def socket_lb(topo: Topology, tmp_path: Path) -> Iterator[SocketLB]:
-    if sh("sh", "-c", "command -v clang", check=False).returncode != 0:
-        pytest.skip("clang is not installed (make test installs it when root)")
+    need_clang()
     lb = SocketLB(compile_sock_lb(tmp_path, SERVICE, backend(topo)))
     try:
         yield lb
@@ -173,8 +172,7 @@ def _ghost_connect(topo: Topology, lb: SocketLB) -> tuple[str, str | None, float
 
 
 def _load(topo: Topology, tmp_path: Path, set_retval: bool) -> SocketLB:
-    if sh("sh", "-c", "command -v clang", check=False).returncode != 0:
-        pytest.skip("clang is not installed (make test installs it when root)")
+    need_clang()
     return SocketLB(compile_sock_lb(tmp_path, SERVICE, backend(topo), no_backend=GHOST, set_retval=set_retval))
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from netns import Topology, can_use_netns, sh, three_namespaces, wait_listening
-from realkernel import NetnsRunner, SocketLB, compile_sock_lb, in_netns, spawn_in
+from netns import Topology, can_use_netns, three_namespaces, wait_listening
+from realkernel import NetnsRunner, SocketLB, compile_sock_lb, in_netns, need_clang, spawn_in
 
 from pytest_kpr.observe.node import Node
 from pytest_kpr.traffic.probes import ProbeResult, Verdict, connect_probe, syn_probe
@@ -63,6 +63,16 @@ def topo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
 
 def server(t: Topology) -> str:
     return f"{t.subnets6['right']}2"
+
+
+def lb6(topo: Topology, tmp_path: Path, service: tuple[str, int], backend_port: int, ghost: tuple[str, int] | None = None,
+        set_retval: bool = False, programs: "tuple[str, ...]" = SocketLB.PROGRAMS6) -> SocketLB:
+    """The socket LB's IPv6 programs for ``service`` -> the server's address at ``backend_port`` (and a backendless
+    ``ghost``), attached to a cgroup of their own. (The IPv4 programs in the object get a placeholder service.)"""
+    need_clang()
+    obj = compile_sock_lb(tmp_path, ("10.96.0.10", 80), (f"{topo.subnets['right']}.2", 8080), set_retval=set_retval,
+                          v6=(service, (server(topo), backend_port), ghost))
+    return SocketLB(obj, programs=programs)
 
 
 def syn(t: Topology, port: int, timeout: float = 1.0) -> ProbeResult:
@@ -115,11 +125,7 @@ def test_kpr_probe_takes_and_prints_bracketed_ipv6_addresses(topo: Topology) -> 
 
 @pytest.fixture
 def socket_lb6(topo: Topology, tmp_path: Path) -> Iterator[SocketLB]:
-    if sh("sh", "-c", "command -v clang", check=False).returncode != 0:
-        pytest.skip("clang is not installed (make test installs it when root)")
-    obj = compile_sock_lb(tmp_path, ("10.96.0.10", 80), (f"{topo.subnets['right']}.2", 8080),
-                          v6=(SERVICE6, (server(topo), 8080), None))
-    lb = SocketLB(obj, programs=SocketLB.PROGRAMS6)
+    lb = lb6(topo, tmp_path, SERVICE6, 8080)
     try:
         yield lb
     finally:
@@ -153,12 +159,8 @@ def test_sendmsg6_and_recvmsg6_the_reply_comes_from_the_service(topo: Topology, 
     recvfrom() reports the service as the reply's source (recvmsg6): bpf_sock.c cil_sock6_sendmsg / cil_sock6_recvmsg."""
     from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems
 
-    if sh("sh", "-c", "command -v clang", check=False).returncode != 0:
-        pytest.skip("clang is not installed (make test installs it when root)")
     svc = f"[{SERVICE6[0]}]:{UDP_PORT}"
-    obj = compile_sock_lb(tmp_path, ("10.96.0.10", 80), (f"{topo.subnets['right']}.2", 8080),
-                          v6=((SERVICE6[0], UDP_PORT), (server(topo), UDP_PORT), None))
-    lb = SocketLB(obj, programs=SocketLB.PROGRAMS6)
+    lb = lb6(topo, tmp_path, (SERVICE6[0], UDP_PORT), UDP_PORT)
     try:
         r = _udp(topo, lb, svc, connected)
     finally:
@@ -172,11 +174,7 @@ def test_recvmsg6_detached_shows_the_backend_and_the_judgement_flags_it(topo: To
     """Without recvmsg6 the reply reads as coming from the backend: what the UDP suite must flag."""
     from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems
 
-    if sh("sh", "-c", "command -v clang", check=False).returncode != 0:
-        pytest.skip("clang is not installed (make test installs it when root)")
-    obj = compile_sock_lb(tmp_path, ("10.96.0.10", 80), (f"{topo.subnets['right']}.2", 8080),
-                          v6=((SERVICE6[0], UDP_PORT), (server(topo), UDP_PORT), None))
-    lb = SocketLB(obj, programs=("kprt_connect6", "kprt_sendmsg6", "kprt_getpeername6"))
+    lb = lb6(topo, tmp_path, (SERVICE6[0], UDP_PORT), UDP_PORT, programs=("kprt_connect6", "kprt_sendmsg6", "kprt_getpeername6"))
     try:
         r = _udp(topo, lb, f"[{SERVICE6[0]}]:{UDP_PORT}", False)
     finally:
@@ -193,13 +191,9 @@ def test_a_backendless_ipv6_service_fails_connect_as_the_socket_plane_rule_says(
     from pytest_kpr.judge.no_backend import socket_no_backend_problems
     from pytest_kpr.rules.kernels import KernelTable
 
-    if sh("sh", "-c", "command -v clang", check=False).returncode != 0:
-        pytest.skip("clang is not installed (make test installs it when root)")
     release = os.uname().release
     retval = bool(KernelTable.load(REPO / "clusters" / "kernels.yaml").expects("sock_addr_set_retval", release))
-    obj = compile_sock_lb(tmp_path, ("10.96.0.10", 80), (f"{topo.subnets['right']}.2", 8080), set_retval=retval,
-                          v6=(SERVICE6, (server(topo), 8080), GHOST6))
-    lb = SocketLB(obj, programs=SocketLB.PROGRAMS6)
+    lb = lb6(topo, tmp_path, SERVICE6, 8080, ghost=GHOST6, set_retval=retval)
     try:
         p = spawn_in(lb, topo.ns("client"), [sys.executable, "-m", "pytest_kpr", "probe", "connect", f"[{GHOST6[0]}]:{GHOST6[1]}",
                                              "--json", "--timeout", "2"])

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from netns import Topology, can_use_netns, sh, three_namespaces, wait_listening
-from realkernel import SocketLB, compile_sock_lb, spawn_in
+from netns import Topology, can_use_netns, three_namespaces, wait_listening
+from realkernel import SocketLB, compile_sock_lb, need_clang, spawn_in
 
 from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems
 
@@ -32,8 +32,7 @@ def topo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
     reason = can_use_netns()
     if reason:
         pytest.skip(reason)
-    if sh("sh", "-c", "command -v clang", check=False).returncode != 0:
-        pytest.skip("clang is not installed (make test installs it when root)")
+    need_clang()
     t = three_namespaces(tmp_path_factory.mktemp("udp"))
     try:
         t.spawn("server", [sys.executable, "-m", "pytest_kpr", "probe", "echo-server", "--udp", "--port", str(PORT),
