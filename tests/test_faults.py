@@ -268,19 +268,23 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
       ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
      ["*no backend (pod curl to ClusterIP *; socket plane, ServiceNoBackendResponse=drop): curl exited 28 after 5.00s (it timed out: "
       "the traffic was dropped); expected exit 7 at once*whatever ServiceNoBackendResponse says*",
-      "*no backend (pod sendto() to UDP ClusterIP 10.96.*:53; socket plane, ServiceNoBackendResponse=drop): sendto() gave timeout after 2.00s*"]),
+      "*no backend (pod sendto() to UDP ClusterIP 10.96.*:53; socket plane, ServiceNoBackendResponse=drop): sendto() gave timeout after 2.00s*",
+      "*iTP=Local (no local backend): no backend (pod connect() on fake-worker to 10.96.*:80, whose only backend is on fake-worker2; socket "
+      "plane, ServiceNoBackendResponse=drop): connect() gave timeout after 2.00s*"]),
     # the socket plane's errno: EHOSTUNREACH from kernel 6.1 (clusters/kernels.yaml sock_addr_set_retval)
     ("eperm-on-a-6.1-kernel", "faults=Faults(eperm_on_new_kernel=True)",
      {NB + "test_connect_from_a_pod_fails_as_its_plane_says", UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once",
       ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
      ["*no backend (pod connect() to ClusterIP *; socket plane, ServiceNoBackendResponse=reject): connect() failed with EPERM, expected "
       "EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (Cilium 1.19.2 and 1.19.3*",
-      "*UDP (no backend)*sendto() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression*"]),
+      "*UDP (no backend)*sendto() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression*",
+      "*iTP=Local (no local backend)*connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression*"]),
     ("cilium-1.19.3-eperm-regression", "cilium_version='1.19.3'",
      {NB + "test_connect_from_a_pod_fails_as_its_plane_says", UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once",
       ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
      ["*connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184*",
-      "*UDP (no backend)*sendto() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184*"]),
+      "*UDP (no backend)*sendto() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184*",
+      "*iTP=Local (no local backend)*connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression*"]),
     # -- UDP through the socket plane (bpf_sock.c sendmsg4/recvmsg4) ------------------------------------------------
     ("udp-reply-from-the-backend", "faults=Faults(udp_reply_from_backend=True)",
      {UDP + "test_an_unconnected_client_reads_the_reply_from_the_cluster_ip",
