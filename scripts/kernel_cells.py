@@ -222,6 +222,24 @@ def _failed(kernel: str, p: subprocess.Popen[bytes], console: Path, why: str, el
     return {"kernel": kernel, "ok": False, "error": why, "console_tail": tail, "seconds": round(elapsed, 1)}
 
 
+def remove_stale_work(tmp: Path) -> list[Path]:
+    """Remove the work directories (``kpr-kernels-<pid>-*``) of runs whose process no longer exists: a run killed
+    outright (SIGKILL, a lost machine) cannot remove its own. A live run's directory is left alone."""
+    removed = []
+    for d in sorted(tmp.glob("kpr-kernels-*-*")):
+        pid = d.name.split("-")[2]
+        if not d.is_dir() or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+        except PermissionError:
+            pass  # alive, someone else's
+    return removed
+
+
 def failures(junit: Path, lines: int = 6, width: int = 300) -> list[dict[str, str]]:
     """Each failed or erroring test of a junit file with the first ``lines`` lines of its message (each cut at
     ``width``): what a CI log shows of a cell, whose own files are removed with it."""
@@ -309,6 +327,8 @@ def main() -> int:
             print(f"kernel cells: {tool} is missing (make test-kernels installs qemu-system-x86 busybox-static kmod)", file=sys.stderr)
             return 2
     procs: list[subprocess.Popen[bytes]] = []
+    for gone in remove_stale_work(Path(tempfile.gettempdir())):
+        print(f"[kernels] removed {gone} (its run, PID {gone.name.split('-')[2]}, is gone)", flush=True)
     work = Path(tempfile.mkdtemp(prefix=f"kpr-kernels-{os.getpid()}-"))
 
     def stop(signum: int, frame: object) -> None:

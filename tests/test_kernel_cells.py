@@ -108,3 +108,21 @@ def test_a_cells_failures_are_printed_with_their_messages_from_the_junit_file(tm
     got = kernel_cells.failures(junit, lines=6, width=20)
     assert got == [{"test": "tests.test_realkernel_flow::test_a_drop", "message": "AssertionError: {\"ga ...\nassert 0 == 1\n3\n4\n5\n6"},
                    {"test": "tests.test_x::test_fixture", "message": "setup: no such file"}]
+
+
+def test_a_dead_runs_work_directory_is_removed_and_a_live_ones_is_kept(tmp_path: Path) -> None:
+    """A run killed outright leaves kpr-kernels-<pid>-*; the next run removes it when that PID is gone, never a live one's."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import kernel_cells
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    p = subprocess.Popen(["true"])
+    p.wait()  # a PID that was used and is gone now (reaped)
+    dead = tmp_path / f"kpr-kernels-{p.pid}-abc"
+    live = tmp_path / f"kpr-kernels-{os.getpid()}-def"
+    for d in (dead, live):
+        (d / "6.1.0-50-amd64").mkdir(parents=True)
+    (tmp_path / "kpr-kernels-notapid-x").mkdir()
+    assert kernel_cells.remove_stale_work(tmp_path) == [dead]
+    assert not dead.exists() and live.exists() and (tmp_path / "kpr-kernels-notapid-x").exists()
