@@ -12,7 +12,6 @@ namespaces (Full coverage): under Hostns-only the client cannot see the backend.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -64,11 +63,7 @@ def seen(lab: Lab, probe: Lab, evidence: Evidence, kpr_property: str) -> dict[st
     peers: dict[str, list[str | None]] = {}
     for name, count, interval in (("aff-sticky", AFFINITY_CONNECTIONS, 0.0), ("aff-plain", AFFINITY_CONNECTIONS, 0.0),
                                   ("aff-timeout", AFFINITY_TIMEOUT_ROUNDS, AFFINITY_IDLE_S)):
-        target = f"{lab.cluster_ip(name)}:{WEB_PORT}"
-        r = lab.exec("probe", "kpr", "probe", "connect", target, "--json", "--timeout", "3", "--count", str(count), "--interval", f"{interval:g}",
-                     timeout=count * (3 + interval) + lab.t.EXEC)
-        lines = [json.loads(x) for x in r.check().stdout.splitlines() if x.startswith("{")]
-        peers[name] = [x.get("socket_peer") if x.get("verdict") == "connected" else None for x in lines]
+        peers[name] = lab.socket_peers(f"{lab.cluster_ip(name)}:{WEB_PORT}", count, 3.0, interval=interval)
     data = {"backends": backends, "connections": AFFINITY_CONNECTIONS, "sticky": peers["aff-sticky"], "plain": peers["aff-plain"],
             "timeout": {"timeout_s": AFFINITY_TIMEOUT_S, "idle_s": AFFINITY_IDLE_S, "peers": peers["aff-timeout"]},
             "problems": {**affinity_problems(peers["aff-sticky"], peers["aff-plain"], backends),

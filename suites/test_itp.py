@@ -16,7 +16,6 @@ namespaces and NodePort. Evidence: itp.json.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -41,13 +40,6 @@ CONNECTIONS, TIMEOUT, WEB_PORT = 12, 2.0, 80
 
 def _local(svc: dict[str, Any]) -> None:
     svc["spec"]["internalTrafficPolicy"] = "Local"
-
-
-def _peers(lab: Lab, pod: str, target: str) -> list[str | None]:
-    r = lab.exec(pod, "kpr", "probe", "connect", target, "--json", "--timeout", f"{TIMEOUT:g}", "--count", str(CONNECTIONS),
-                 timeout=CONNECTIONS * TIMEOUT + lab.t.EXEC)
-    lines = [json.loads(x) for x in r.check().stdout.splitlines() if x.startswith("{")]
-    return [x.get("socket_peer") if x.get("verdict") == "connected" else None for x in lines]
 
 
 @pytest.fixture(scope="module")
@@ -76,13 +68,13 @@ def itp(lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_p
     backend_node = {f"{p['status']['podIP']}:{WEB_TARGET}": p["spec"]["nodeName"] for p in pods.values()}
     backend_pod = {f"{p['status']['podIP']}:{WEB_TARGET}": name for name, p in pods.items()}
     target = f"{lab.cluster_ip('itp')}:{WEB_PORT}"
-    peers = {near: _peers(lab, "probe", target), far: _peers(lab, "probe-far", target)}
+    peers = {near: lab.socket_peers(target, CONNECTIONS, TIMEOUT), far: lab.socket_peers(target, CONNECTIONS, TIMEOUT, pod="probe-far")}
     ghost_target = f"{lab.cluster_ip('itp-far-only')}:{WEB_PORT}"
     no_local = lab.probe("connect", ghost_target, TIMEOUT)
     node_port = lab.allocated_node_port("itp-far-only")
     outside = lab.probe("syn", f"{lab.node_ip(near)}:{node_port}", TIMEOUT, pod="hostprobe-far")
-    slots = {node: {name: (lambda s: None if s is None else len(s.backends))(lab.service_entry(lab.agent(node), lab.frontend(name)))
-                    for name in ("itp", "itp-far-only")} for node in (near, far)}
+    entries = {node: {name: lab.service_entry(lab.agent(node), lab.frontend(name)) for name in ("itp", "itp-far-only")} for node in (near, far)}
+    slots = {node: {name: None if e is None else len(e.backends) for name, e in es.items()} for node, es in entries.items()}
     client = kpr_facts.node(near)
     data = {"enable_internal_traffic_policy": setting, "nodes": {"near": near, "far": far},
             "backends": {backend_pod[a]: {"address": a, "node": n} for a, n in backend_node.items()},

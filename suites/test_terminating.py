@@ -17,7 +17,6 @@ Needs socket LB in pod namespaces. Evidence: terminating.json.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -56,13 +55,6 @@ def _echo(name: str, lab: Lab, node: str) -> dict[str, Any]:
     ctr["lifecycle"] = {"preStop": {"exec": {"command": ["sleep", str(HOLD_S)]}}}
     pod["spec"]["terminationGracePeriodSeconds"] = HOLD_S + 60
     return pod
-
-
-def _peers(lab: Lab, target: str) -> list[str | None]:
-    r = lab.exec("probe", "kpr", "probe", "connect", target, "--json", "--timeout", f"{TIMEOUT:g}", "--count", str(NEW),
-                 timeout=NEW * TIMEOUT + lab.t.EXEC)
-    lines = [json.loads(x) for x in r.check().stdout.splitlines() if x.startswith("{")]
-    return [x.get("socket_peer") if x.get("verdict") == "connected" else None for x in lines]
 
 
 @pytest.fixture(scope="module")
@@ -111,27 +103,19 @@ def _run(lab: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: st
     lab.kube.delete("Pod", "term-a", lab.ns)
     steps["a_terminating"] = wait_view(lambda v: v.get(addr["term-a"]) != "active" and v.get(addr["term-b"]) == "active",
                                        f"the agent on {client} to stop offering term-a (terminating) to new connections")
-    peers_one = _peers(lab, target)
+    peers_one = lab.socket_peers(target, NEW, TIMEOUT)
     slots_one = len(lab.slot_view(client, agent.lb_entries(), fe).backends)
 
     lab.kube.delete("Pod", "term-b", lab.ns)
     steps["only_terminating"] = wait_view(lambda v: v.get(addr["term-b"]) != "active" and "active" not in v.values(),
                                           f"the agent on {client} to see only terminating backends of term")
     only = lab.probe("connect", target, TIMEOUT)
-    peers_only = _peers(lab, target) if kept else []
+    peers_only = lab.socket_peers(target, NEW, TIMEOUT) if kept else []
     slots_only = len(lab.slot_view(client, agent.lb_entries(), fe).backends)
     a_pod = lab.kube.get("Pod", "term-a", lab.ns) or {}
     a_still = bool(a_pod.get("metadata", {}).get("deletionTimestamp"))
 
-    lab.exec("term-flow", "kill", "-TERM", "1")
-
-    def summary() -> dict[str, Any] | None:
-        for line in reversed(lab.kube.logs(lab.ns, "term-flow", "probe").splitlines()):
-            if line.startswith("{") and json.loads(line).get("kind") == "flow":
-                return dict(json.loads(line))
-        return None
-
-    report = eventually(summary, until=lambda s: s is not None, timeout=lab.t.EXEC, what="the summary of flow term-flow").value or {}
+    report = lab.stop_flow("term-flow")
     by_addr = {a: p for p, a in addr.items()}
     client_facts = kpr_facts.node(client)
     data = {"enable_k8s_terminating_endpoint": setting, "hold_s": HOLD_S, "backends": addr, "service": target,

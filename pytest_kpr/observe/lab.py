@@ -9,6 +9,7 @@ TCP connection from port 40404 to web's ClusterIP:80); ``web-np`` (NodePort, 307
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -367,6 +368,26 @@ class Lab:
     def probe(self, kind: str, target: str, timeout: float, pod: str = "probe") -> ProbeOutput:
         r = self.exec(pod, "kpr", "probe", kind, target, "--json", "--timeout", f"{timeout:g}", timeout=timeout + self.t.EXEC)
         return parse_probe_json(r.check().stdout)
+
+    def socket_peers(self, target: str, count: int, timeout: float, pod: str = "probe", interval: float = 0.0) -> list[str | None]:
+        """``count`` connections from ``pod`` (``kpr probe connect --count``): the backend each one's kernel socket points
+        at (``socket_peer``: with socket LB the backend the hook chose), None for one that did not connect."""
+        r = self.exec(pod, "kpr", "probe", "connect", target, "--json", "--timeout", f"{timeout:g}", "--count", str(count),
+                      "--interval", f"{interval:g}", timeout=count * (timeout + interval) + self.t.EXEC)
+        lines = [json.loads(x) for x in r.check().stdout.splitlines() if x.startswith("{")]
+        return [x.get("socket_peer") if x.get("verdict") == "connected" else None for x in lines]
+
+    def stop_flow(self, pod: str) -> dict[str, Any]:
+        """End the ``kpr probe flow`` a pod runs as its command (``kill -TERM 1``) and read its summary from the pod's log."""
+        self.exec(pod, "kill", "-TERM", "1")
+
+        def summary() -> dict[str, Any] | None:
+            for line in reversed(self.kube.logs(self.ns, pod, PROBE_CONTAINER).splitlines()):
+                if line.startswith("{") and json.loads(line).get("kind") == "flow":
+                    return dict(json.loads(line))
+            return None
+
+        return eventually(summary, until=lambda s: s is not None, timeout=self.t.EXEC, what=f"the summary of flow {pod}").value or {}
 
     def curl(self, url: str, max_time: float, pod: str = "probe") -> HttpResult:
         r = self.exec(pod, "curl", "-s", "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url, timeout=max_time + self.t.EXEC)

@@ -403,16 +403,20 @@ SRC_ITP_ENABLED = ("the agent's enable-internal-traffic-policy (/tmp/cilium/conf
 ITP_FILE = "/tmp/cilium/config-map/enable-internal-traffic-policy"
 
 
-def itp_enabled(value: str | None) -> bool:
-    """enable-internal-traffic-policy as the agent resolved it: only an explicit false turns it off (SRC_ITP_ENABLED)."""
+def on_unless_false(value: str | None) -> bool:
+    """An agent option that is on by default, as resolved in its config map: only an explicit false turns it off."""
     return value is None or value.strip().lower() != "false"
+
+
+#: enable-internal-traffic-policy as the agent resolved it (SRC_ITP_ENABLED)
+itp_enabled = on_unless_false
 
 
 def internal_backends(itp_local: bool, backends: "list[Any]", node: str) -> "list[Any]":
     """The backends a pod's lookup on ``node`` may pick for a ClusterIP (its only scope, SRC_ITP_CLUSTER_IP): with
     internalTrafficPolicy=Local (and the agent honouring it) only those on ``node``; else all. None left: the plane's
-    no-backend answer (SRC_ITP_NO_LOCAL)."""
-    return [b for b in backends if b.node == node] if itp_local else list(backends)
+    no-backend answer (SRC_ITP_NO_LOCAL). The same node filter as the external scope's (:func:`external_backends`)."""
+    return external_backends(itp_local, backends, node)
 
 
 # -- terminating backends -------------------------------------------------------------------------------------------
@@ -440,9 +444,8 @@ SRC_TERMINATING_OPTION = ("cilium/cilium Documentation/network/kubernetes/kubepr
 TERMINATING_FILE = "/tmp/cilium/config-map/enable-k8s-terminating-endpoint"
 
 
-def terminating_endpoints_kept(value: str | None) -> bool:
-    """enable-k8s-terminating-endpoint as the agent resolved it: on unless it says false (SRC_TERMINATING_OPTION)."""
-    return value is None or value.strip().lower() != "false"
+#: enable-k8s-terminating-endpoint as the agent resolved it (SRC_TERMINATING_OPTION)
+terminating_endpoints_kept = on_unless_false
 
 
 def new_connection_backends(active: "list[Any]", terminating: "list[Any]") -> "list[Any]":

@@ -15,7 +15,6 @@ Order of one transition (upgrade, and with --kpr-downgrade the way back):
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 from ..observe.agent import agent_pods
@@ -131,18 +130,7 @@ class UpgradeRun:
 
     def stop_flows(self, pods: dict[str, str]) -> dict[str, dict[str, Any]]:
         """``kill -TERM 1`` in each flow pod: the flow prints its summary, read from the pod's log."""
-        lab, out = self.lab, {}
-        for name in pods.values():
-            lab.exec(name, "kill", "-TERM", "1")
-        for path, name in pods.items():
-            def summary(name: str = name) -> dict[str, Any] | None:
-                for line in reversed(lab.kube.logs(lab.ns, name, "probe").splitlines()):
-                    if line.startswith("{") and json.loads(line).get("kind") == "flow":
-                        return dict(json.loads(line))
-                return None
-
-            out[path] = eventually(summary, until=lambda s: s is not None, timeout=lab.t.EXEC, what=f"the summary of flow {name}").value or {}
-        return out
+        return {path: self.lab.stop_flow(name) for path, name in pods.items()}
 
     # -- the datapath ----------------------------------------------------------------------------------------
 

@@ -639,12 +639,12 @@ class FakeCluster:
         as pkg/k8s/endpoints.go@eea4c1e8 quotes discovery/v1: serving "is identical to ready except that it is set
         regardless of the terminating state of endpoints"). Without a preStop sleep, or with grace 0, it goes at once.
         True if the pod is now terminating (not yet gone)."""
-        if pod["metadata"].get("deletionTimestamp"):
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        now = self.clock.time()
+        if pod["metadata"].get("deletionTimestamp"):  # already terminating: grace 0 ends it now, anything else changes nothing
             if grace == 0:
-                self.terminations[(pod["metadata"]["namespace"], pod["metadata"]["name"])] = (
-                    self.terminations.get((pod["metadata"]["namespace"], pod["metadata"]["name"]), (self.clock.time(), 0.0))[0], self.clock.time())
-                self._objects["Pod"].pop((pod["metadata"]["namespace"], pod["metadata"]["name"]), None)
-                return True
+                self.terminations[key] = (self.terminations[key][0], now)
+                self._objects["Pod"].pop(key, None)
             return True
         period = float(pod["spec"].get("terminationGracePeriodSeconds", 30) if grace is None else grace)
         hold = 0.0
@@ -653,8 +653,6 @@ class FakeCluster:
             if cmd[:1] == ["sleep"] and len(cmd) == 2:
                 hold = max(hold, float(cmd[1]))
         hold = min(hold, period)
-        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
-        now = self.clock.time()
         self.terminations[key] = (now, now + hold)
         if hold <= 0 or pod.get("status", {}).get("phase") != "Running":
             return False

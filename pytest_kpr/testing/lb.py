@@ -9,7 +9,7 @@ from __future__ import annotations
 
 
 from ..rules.datapath import (LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, REV_NAT_FULL_ERROR, external_backends, internal_backends, itp_enabled,
-                              terminating_endpoints_kept)
+                              new_connection_backends, terminating_endpoints_kept)
 from ..rules.lbmodel import Event, LbModel, Op, Variant
 from .config import Faults
 from .view import ClusterView, FakeBackend, FakeFrontend
@@ -186,7 +186,8 @@ class LbState:
             itp_local = spec.get("internalTrafficPolicy") == "Local" and itp_enabled(c.cfg.enable_internal_traffic_policy)
             if typ != "ClusterIP" and spec.get("externalTrafficPolicy") == "Local" \
                     and not faults.etp_local_ignored:  # fault: the external scope keeps every backend
-                internal, bes = (None, external_backends(True, bes, node)) if itp_local else (bes, external_backends(True, bes, node))
+                # both policies Local: one scope, the local backends (writer.go shouldUseLocalBackends)
+                internal, bes = (None if itp_local else bes), external_backends(True, bes, node)
             elif typ == "ClusterIP" and spec.get("externalTrafficPolicy") == "Local" \
                     and faults.etp_breaks_cluster_ip:  # fault: the ClusterIP too is served from local backends only
                 bes = external_backends(True, bes, node)
@@ -303,6 +304,7 @@ def selectable(backends: list[FakeBackend], faults: Faults) -> tuple[list[FakeBa
     terminating = [b for b in backends if b.state == "terminating"]
     if faults.terminating_never_used:
         return active, terminating
-    if faults.terminating_selected or not active:
+    if faults.terminating_selected:
         return active + terminating, []
-    return active, terminating
+    picked = new_connection_backends(active, terminating)
+    return picked, [b for b in terminating if b not in picked]
