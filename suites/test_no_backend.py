@@ -15,6 +15,10 @@ cilium/cilium, cited there):
   (Hostns-only coverage): under Full coverage nothing in Cilium looks at it.
 
 Evidence: ghost.json (addresses, the agent's mode and coverage, every attempt with its plane and rule).
+
+Each family has its own hooks and tail calls (connect6 in bpf_sock.c, ``__tail_no_service_ipv6`` in bpf/lib/lb.h, whose
+reject is ICMPv6 1/4: SRC_NO_SERVICE_ICMP6): the attempts run once per family of --kpr-ip-families, against ghost's
+ClusterIP and the remote node's address of that family (evidence ``ghost-ipv6.json`` for IPv6).
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from pytest_kpr.judge.no_backend import NoBackendAttempt, no_backend_problems
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.rules.datapath import Plane, no_backend, plane_for
-from pytest_kpr.evidence import Evidence
+from pytest_kpr.evidence import Evidence, family_file
+from pytest_kpr.parse.addr import hp
 from pytest_kpr.rules.kernels import kernel_tuple
 from pytest_kpr.observe.lab import Ghost, Lab
 from pytest_kpr.plugin.outcomes import no_outside_view
@@ -54,14 +59,20 @@ def _record(a: NoBackendAttempt, plane: Plane, rule_source: str) -> dict[str, An
 
 
 @pytest.fixture(scope="module")
-def seen(ghost: Ghost, lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle) -> dict[str, Any]:
+def seen(ghost: Ghost, family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle,
+         kpr_family: str) -> dict[str, Any]:
+    lab = family_lab
     response, coverage = kpr_facts.no_backend_response, kpr_facts.socket_lb_coverage
     client = kpr_facts.node(lab.client_node)
     routable, kernel = kpr_facts.no_service_endpoints_routable, kernel_tuple(client.kernel) if client else None
-    target = f"{ghost.cluster_ip.ip}:{ghost.cluster_ip.port}"
     remote = lab.remote_node()
+    fe = lab.frontend("ghost")  # this family's ClusterIP frontend, programmed where the attempts arrive
+    if fe != ghost.cluster_ip:
+        for node in (lab.client_node, remote):
+            lab.wait_programmed(node, fe, f"the agent on {node} to program ghost's {kpr_family} frontend {fe}", first_look=False)
+    target = fe.host_port()
     remote_ip = lab.node_ip(remote)
-    svc = lab.service_entry(lab.agent(lab.client_node), ghost.cluster_ip)
+    svc = lab.service_entry(lab.agent(lab.client_node), fe)
     attempts: dict[str, dict[str, Any]] = {}
 
     connect_plane = plane_for("pod", "connect", "ClusterIP", coverage)
@@ -76,7 +87,7 @@ def seen(ghost: Ghost, lab: Lab, evidence: Evidence, kpr_property: str, kpr_fact
     attempts["pod_raw_syn"] = _record(pod_raw, raw_plane.plane, raw_plane.source)
 
     np_plane = plane_for("outside", "raw", "NodePort", coverage)
-    np_target = f"{remote_ip}:{ghost.node_port}"
+    np_target = hp(remote_ip, ghost.node_port)
     lab.deploy_host_probe()
     np_a = _attempt(f"raw SYN from {lab.client_node}'s host network to {remote}'s NodePort {np_target}", "raw",
                     lab.probe("syn", np_target, PROBE_TIMEOUT, pod="hostprobe"))
@@ -96,7 +107,8 @@ def seen(ghost: Ghost, lab: Lab, evidence: Evidence, kpr_property: str, kpr_fact
         attempts["runner_raw_syn"] = _record(runner, np_plane.plane, np_plane.source)
 
     data = {
-        "cluster_ip": ghost.cluster_ip.ip,
+        "family": kpr_family,
+        "cluster_ip": fe.ip,
         "node_port": ghost.node_port,
         "backends": len(svc.backends) if svc else None,
         "no_backend_response": response,
@@ -108,24 +120,25 @@ def seen(ghost: Ghost, lab: Lab, evidence: Evidence, kpr_property: str, kpr_fact
         "seconds": curl.seconds,
         "attempts": attempts,
     }
-    evidence.write("ghost.json", data)
+    file = family_file("ghost.json", kpr_family)
+    evidence.write(file, data)
     icmp = f" ICMP {np_a.icmp[0]}/{np_a.icmp[1]}" if np_a.icmp else ""
     evidence.figure(kpr_property, f"pod curl exit {curl.exit_code} in {curl.seconds:.2f}s ({connect_plane.plane}), "
-                              f"NodePort raw SYN {np_a.verdict}{icmp} ({response})")
+                              f"NodePort raw SYN {np_a.verdict}{icmp} ({response})", kpr_family)
     return {"data": data, "response": response, "coverage": coverage, "routable": routable, "kernel": kernel, "curl": curl_a, "connect": conn_a, "pod_raw": pod_raw,
-            "nodeport_raw": np_a, "runner_raw": runner, "skips": attempts}
+            "nodeport_raw": np_a, "runner_raw": runner, "skips": attempts, "family": 6 if kpr_family == "IPv6" else 4, "file": file}
 
 
 def _judge(a: NoBackendAttempt, client: str, access: str, frontend: str, seen: dict[str, Any]) -> None:
     plane = plane_for(client, access, frontend, seen["coverage"]).plane
-    rule = no_backend(plane, seen["response"], seen["routable"], seen["kernel"])
+    rule = no_backend(plane, seen["response"], seen["routable"], seen["kernel"], family=seen["family"])
     problems = no_backend_problems(a, rule, seen["response"] + ("" if seen["routable"] else ", enable-no-service-endpoints-routable=false"))
     holds(problems, "no backend")
 
 
 def test_agent_lists_ghost_without_backends(seen: dict[str, Any]) -> None:
     d = seen["data"]
-    assert d["backends"] == 0, f"no backend: the agent lists {d['backends']} backends for ghost {d['cluster_ip']}:80"
+    assert d["backends"] == 0, f"no backend: the agent lists {d['backends']} backends for ghost {hp(d['cluster_ip'], 80)}"
 
 
 def test_curl_from_a_pod_fails_as_its_plane_says(seen: dict[str, Any]) -> None:
@@ -150,5 +163,5 @@ def test_raw_syn_from_a_pod_to_the_cluster_ip_where_a_plane_handles_it(seen: dic
     rule = plane_for("pod", "raw", "ClusterIP", seen["coverage"])
     if rule.plane is Plane.NONE:
         pytest.skip(f"recorded, not judged: with socket-LB coverage {seen['coverage']} {rule.why} "
-                    f"(got {seen['pod_raw'].verdict}; ghost.json)")
+                    f"(got {seen['pod_raw'].verdict}; {seen['file']})")
     _judge(seen["pod_raw"], "pod", "raw", "ClusterIP", seen)

@@ -5,6 +5,10 @@ destination is rewritten at connect(): the application still sees the ClusterIP 
 socket (netstat) and the agent's conntrack OUT entry name a backend, no TCP SVC entry exists for
 :40404, and the backend sees the holder's pod IP. With hostns-only coverage pods take the per-packet
 path instead; the expectations follow the agent's reported mode. Evidence: ct.json, prog.json.
+
+The connection is the same in each address family and the socket plane has a hook per family (connect4/connect6,
+getpeername4/getpeername6 in cilium/cilium bpf/bpf_sock.c): the tests that read the connection run once per family of
+--kpr-ip-families, each with its own holder (``holder-ipv6`` for IPv6) and evidence (``ct-ipv6.json``).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pytest_kpr.judge.socket_lb import (
     socket_lb_problems,
 )
 from pytest_kpr.cluster.facts import ClusterFacts
-from pytest_kpr.evidence import Evidence
+from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.observe.lab import Lab, holder_ct, holder_program
 from pytest_kpr.parse.node import parse_netstat
 from pytest_kpr.plugin.session import KprSession
@@ -35,10 +39,11 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def seen(holder: Lab, evidence: Evidence, kpr_property: str) -> tuple[SocketLBObservation, str, str]:
-    """What the holder's connection looks like, read once: the tests below judge it (``bpf ct list`` is one exec
+def seen(family_lab: Lab, holder: Lab, evidence: Evidence, kpr_property: str, kpr_family: str) -> tuple[SocketLBObservation, str, str]:
+    """What the holder's connection looks like, read once per family: the tests below judge it (``bpf ct list`` is one exec
     of a whole table, not worth repeating per test)."""
-    lab = holder
+    lab = family_lab
+    lab.ensure_holder()
     event = lab.holder_event()
     socket_peer = lab.holder_socket_peer()
     backend, svc_entries = holder_ct(lab)
@@ -47,11 +52,11 @@ def seen(holder: Lab, evidence: Evidence, kpr_property: str) -> tuple[SocketLBOb
         service=lab.frontend("web").host_port(), client=event.local, app_peer=event.app_peer, socket_peer=socket_peer,
         backends=lab.endpointslice_ready("web"), service_translations=svc_entries,
     )
-    evidence.write("ct.json", {
-        "client": obs.client, "app_peer": obs.app_peer, "socket_peer": obs.socket_peer, "backend": backend,
-        "backend_pod": lab.pod_by_ip(backend.rsplit(":", 1)[0]), "svc_entries": svc_entries, "socket_lb_coverage": coverage,
+    evidence.write(family_file("ct.json", kpr_family), {
+        "family": kpr_family, "client": obs.client, "app_peer": obs.app_peer, "socket_peer": obs.socket_peer, "backend": backend,
+        "backend_pod": lab.pod_by_ip(backend.rsplit(":", 1)[0].strip("[]")), "svc_entries": svc_entries, "socket_lb_coverage": coverage,
     })
-    evidence.figure(kpr_property, f"getpeername {obs.app_peer}, socket {obs.socket_peer} ({coverage})")
+    evidence.figure(kpr_property, f"getpeername {obs.app_peer}, socket {obs.socket_peer} ({coverage})", kpr_family)
     return obs, str(coverage), backend
 
 
@@ -67,9 +72,10 @@ def test_conntrack_out_entry_names_the_socket_peer(seen: tuple[SocketLBObservati
     holds(problems, "socket LB")
 
 
-def test_backend_sees_the_holder_pod_address(seen: tuple[SocketLBObservation, str, str], holder: Lab) -> None:
+def test_backend_sees_the_holder_pod_address(seen: tuple[SocketLBObservation, str, str], family_lab: Lab) -> None:
     obs, _, backend = seen
-    pod = holder.pod_by_ip(backend.rsplit(":", 1)[0])
+    holder = family_lab
+    pod = holder.pod_by_ip(backend.rsplit(":", 1)[0].strip("[]"))
     assert pod, f"socket LB: no pod has the backend address {backend}"
     port = int(backend.rsplit(":", 1)[1])  # every peer of the backend's serving port: SNAT rewrites the source port too
     peers = sorted(s.peer for s in parse_netstat(holder.exec(pod, "netstat", "-tn").check().stdout) if s.local_port == port)

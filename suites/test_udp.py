@@ -11,6 +11,9 @@ backends): sendmsg4 rejects the datagram as connect4 rejects a connection, EHOST
 whatever ServiceNoBackendResponse says. The agent's view is recorded, not judged (the backend-slots suite judges
 slots): its ``bpf lb list`` slots for the UDP frontend and the UDP conntrack entries to the backends. Needs socket LB in pod namespaces: with Hostns-only coverage the pod's
 datagram takes the per-packet path, whose UDP reply rule is not yet sourced here. Evidence: udp.json.
+
+IPv6 has hooks of its own (sendmsg6, recvmsg6, connect6, getpeername6): the probes run once per family of
+--kpr-ip-families, to dns's and dns-ghost's ClusterIPs of that family (evidence ``udp-ipv6.json``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.evidence import Evidence
+from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.judge import holds
 from pytest_kpr.judge.no_backend import socket_no_backend_problems
 from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems
@@ -28,6 +31,7 @@ from pytest_kpr.core.wait import eventually
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.observe.lab import Lab, same_address
 from pytest_kpr.parse import L3n4
+from pytest_kpr.parse.addr import hp
 
 pytestmark = [
     pytest.mark.kpr(property="UDP", evidence="udp.json",
@@ -58,7 +62,8 @@ def _probe(lab: Lab, target: str, connected: bool) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def seen(lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str) -> dict[str, Any]:
+def seen(family_lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str, kpr_family: str) -> dict[str, Any]:
+    lab = family_lab  # the workloads are made once (a second family finds them there) and read in this family
     lab.create_deployment("dns", BACKENDS, tweak=_udp_echo)
     lab.create_service("dns", {"app": "dns"}, tweak=_udp_port)
     lab.create_service("dns-ghost", {"app": "dns-ghost-none"}, tweak=_udp_port)
@@ -71,23 +76,23 @@ def seen(lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_
     eventually(lambda: lab.slot_view(agent.node, agent.lb_entries(), fe), until=lambda v: len(v.backends) >= 1,
                timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {agent.node} to serve dns's UDP frontend with backends",
                describe=lambda v: f"{len(v.backends)} slots", progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK)
-    target, ghost = f"{fe.ip}:{DNS_PORT}", f"{lab.cluster_ip('dns-ghost')}:{DNS_PORT}"
+    target, ghost = hp(fe.ip, DNS_PORT), hp(lab.cluster_ip("dns-ghost"), DNS_PORT)
     runs = {"unconnected": _probe(lab, target, False), "connected": _probe(lab, target, True),
             "ghost": _probe(lab, ghost, False)}
     entries = agent.lb_entries()
     slots = lab.slot_view(agent.node, entries, fe)
-    ct = [e for e in agent.conntrack(lab.minor) if e.proto == "UDP" and f"{e.dst_ip}:{e.dst_port}" in backends]
-    data = {"service": target, "backends": sorted(backends), "ghost": ghost, "probes": runs,
+    ct = [e for e in agent.conntrack(lab.minor) if e.proto == "UDP" and hp(e.dst_ip, e.dst_port) in backends]
+    data = {"family": kpr_family, "service": target, "backends": sorted(backends), "ghost": ghost, "probes": runs,
             "agent": {"node": agent.node, "service_id": slots.service_id, "slots": list(slots.backends),
                       "lb_entries": [{"frontend": str(e.frontend), "slot": e.slot, "backend": e.backend.host_port() if e.backend else None}
                                      for e in entries if same_address(e.frontend, fe)],
-                      "conntrack_udp": [f"{e.proto} {e.dir} {e.src_ip}:{e.src_port} -> {e.dst_ip}:{e.dst_port}" for e in ct]},
+                      "conntrack_udp": [f"{e.proto} {e.dir} {e.src} -> {e.dst}" for e in ct]},
             "client_kernel": client.kernel if client else None,
             "no_backend_response": kpr_facts.no_backend_response}
-    evidence.write("udp.json", data)
+    evidence.write(family_file("udp.json", kpr_family), data)
     u, c, g = runs["unconnected"], runs["connected"], runs["ghost"]
     evidence.figure(kpr_property, f"unconnected reply from {u.get('reply_from', u['verdict'])}, connected peer {c.get('peer', c['verdict'])} "
-                                  f"for {target}; backendless {g['verdict']}{' ' + g['errno_name'] if g.get('errno_name') else ''}")
+                                  f"for {target}; backendless {g['verdict']}{' ' + g['errno_name'] if g.get('errno_name') else ''}", kpr_family)
     return data
 
 

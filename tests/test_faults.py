@@ -296,6 +296,24 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
      {UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once"},
      ["*no backend (pod sendto() to UDP ClusterIP 10.96.*:53; socket plane, ServiceNoBackendResponse=reject): sendto() gave timeout after "
       "2.00s; expected unreachable at once (under 1s)*"]),
+    # -- one family broken on a dual-stack cluster: only that family's tests fail (issue 29) ---------------------------
+    ("ipv6-pods-per-packet-while-full", "ip_families=('IPv4', 'IPv6'), faults=Faults(socket_lb_v6_broken=True)",
+     {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend[IPv6]",
+      SL + "test_conntrack_out_entry_names_the_socket_peer[IPv6]", NB + "test_connect_from_a_pod_fails_as_its_plane_says[IPv6]"},
+     ["*socket LB (agent reports coverage Full): the socket's peer is the service address [[]fd00:10:96::*]:80: the destination was not "
+      "rewritten at connect()*",
+      "*no backend (pod connect() to ClusterIP [[]fd00:10:96::*]:80; socket plane, ServiceNoBackendResponse=reject): connect() gave "
+      "refused (ECONNREFUSED)*"]),
+    ("ipv6-udp-reply-from-the-backend", "ip_families=('IPv4', 'IPv6'), faults=Faults(recvmsg6_missing=True)",
+     {UDP + "test_an_unconnected_client_reads_the_reply_from_the_cluster_ip[IPv6]",
+      UDP + "test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip[IPv6]"},
+     ["*UDP (unconnected client to [[]fd00:10:96::*]:53): the reply came from [[]fd00:10:244:*]:5353, not from [[]fd00:10:96::*]:53 (the "
+      "backend's own address: the socket LB's recvmsg6 reverse translation is missing)*"]),
+    ("ipv6-silent-drop-while-reject", "ip_families=('IPv4', 'IPv6'), faults=Faults(no_backend_v6_drops=True)",
+     {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer[IPv6]",
+      NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer[IPv6]"},
+     ["*no backend (raw SYN from fake-worker's host network to fake-worker2's NodePort [[]fc00:f853:ccd:e793::4]:*; per-packet plane, "
+      "ServiceNoBackendResponse=reject): a raw SYN got timeout after 3.00s; expected icmp-unreachable ICMP 1/4*"]),
     # enable-no-service-endpoints-routable is true (the default), yet the per-packet plane lets the SYN through to the stack
     ("no-backend-not-routable", "faults=Faults(no_backend_not_routable=True)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",

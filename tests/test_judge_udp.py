@@ -10,7 +10,7 @@ from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems
 from pytest_kpr.rules.datapath import Plane, no_backend
 
 SVC = "10.96.0.53:53"
-BES = frozenset({"10.244.1.7:5353", "10.244.2.9:5353"})
+BES = frozenset({"10.244.1.7:5353", "10.244.2.9:5353", "[fd00:10:244:1::7]:5353"})
 
 
 @pytest.mark.parametrize(("attempt", "want"), [
@@ -30,11 +30,21 @@ BES = frozenset({"10.244.1.7:5353", "10.244.2.9:5353"})
       "address: the socket LB's recvmsg4 reverse translation is missing); a resolver that sent to 10.96.0.53:53 drops it",
       "UDP (connected client to 10.96.0.53:53): getpeername() returned 10.244.2.9:5353, not 10.96.0.53:53: the getpeername4 "
       "reverse translation is missing"]),
+    # IPv6: the words name the family's hooks (recvmsg6, getpeername6)
+    (UdpAttempt("connected", "[fd00:10:96::35]:53", "answered", reply_from="[fd00:10:244:2::9]:5353", peer="[fd00:10:244:2::9]:5353"),
+     ["UDP (connected client to [fd00:10:96::35]:53): the reply came from [fd00:10:244:2::9]:5353, not from [fd00:10:96::35]:53 (neither "
+      "the Service nor one of its backends); a resolver that sent to [fd00:10:96::35]:53 drops it",
+      "UDP (connected client to [fd00:10:96::35]:53): getpeername() returned [fd00:10:244:2::9]:5353, not [fd00:10:96::35]:53: the "
+      "getpeername6 reverse translation is missing"]),
+    (UdpAttempt("unconnected", "[fd00:10:96::35]:53", "answered", reply_from="[fd00:10:244:1::7]:5353"),
+     ["UDP (unconnected client to [fd00:10:96::35]:53): the reply came from [fd00:10:244:1::7]:5353, not from [fd00:10:96::35]:53 (the "
+      "backend's own address: the socket LB's recvmsg6 reverse translation is missing); a resolver that sent to [fd00:10:96::35]:53 drops it"]),
     (UdpAttempt("unconnected", SVC, "timeout"),
-     ["UDP (unconnected client to 10.96.0.53:53): timeout, expected a reply: the Service has backends 10.244.1.7:5353, 10.244.2.9:5353"]),
+     ["UDP (unconnected client to 10.96.0.53:53): timeout, expected a reply: the Service has backends 10.244.1.7:5353, 10.244.2.9:5353, "
+      "[fd00:10:244:1::7]:5353"]),
     (UdpAttempt("connected", SVC, "refused", errno="ECONNREFUSED"),
      ["UDP (connected client to 10.96.0.53:53): refused (ECONNREFUSED), expected a reply: the Service has backends 10.244.1.7:5353, "
-      "10.244.2.9:5353"]),
+      "10.244.2.9:5353, [fd00:10:244:1::7]:5353"]),
 ])
 def test_udp_reply_problems(attempt: UdpAttempt, want: list[str]) -> None:
     assert udp_reply_problems(attempt, BES) == want

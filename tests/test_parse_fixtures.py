@@ -401,3 +401,16 @@ def test_bpf_metrics_list_four_columns_before_v116(cilium_fixtures: Path) -> Non
     assert [(r.reason, r.direction, r.packets, r.line, r.file) for r in rows][:2] == [
         ("Decrypted packet", "ingress", 227499, None, None), ("Not a local target address", "ingress", 169955, None, None)]
     assert rows[3].bytes == 124463343
+
+
+@pytest.mark.parametrize("line", [
+    # pkg/maps/ctmap/types.go@d93bee93 CtKey6Global.Dump: " OUT [" addr "]:" port (a NatPort-era dump)
+    "TCP OUT [fd00:10:244:1::a]:40404 -> [fd00:10:244:2::b]:8080 expires=100 Packets=0 Bytes=0 RxFlagsSeen=0x00 LastRxReport=0 "
+    "TxFlagsSeen=0x00 LastTxReport=0 Flags=0x0000 [ ] RevNAT=0 SourceSecurityID=0 BackendID=0 NatPort=0 ",
+    # the older, bare form
+    "TCP OUT fd00:10:244:1::a:40404 -> fd00:10:244:2::b:8080 expires=100 Packets=0 Bytes=0 RxFlagsSeen=0x00 LastRxReport=0 "
+    "TxFlagsSeen=0x00 LastTxReport=0 Flags=0x0000 [ ] RevNAT=0 SourceSecurityID=0 BackendID=0 NatPort=0 ",
+])
+def test_ct_list_reads_ipv6_bracketed_or_bare(line: str) -> None:
+    (e,) = parse_ct_list(line + "\n", version=(1, 19))
+    assert (e.src_ip, e.src_port, e.dst_ip, e.dst_port) == ("fd00:10:244:1::a", 40404, "fd00:10:244:2::b", 8080)

@@ -99,3 +99,25 @@ def test_the_outside_view_is_required_under_ci_on_a_cluster_the_run_creates(opti
 
     s = Settings(provider=provider, require_outside=RequireOutside(option))
     assert s.outside_required({} if ci is None else {"CI": ci}) is required
+
+
+@pytest.mark.parametrize(("cli", "profile", "want", "source"), [
+    (None, "default", ("IPv4",), "default"),
+    (None, "dual-stack", ("IPv4", "IPv6"), "profile"),
+    (None, "ipv6", ("IPv6",), "profile"),
+    ("ipv6,IPv4", "default", ("IPv4", "IPv6"), "cli"),
+    ("IPV6", "dual-stack", ("IPv6",), "cli"),
+])
+def test_the_families_come_from_the_option_else_the_profile(cli: str | None, profile: str, want: tuple[str, ...], source: str) -> None:
+    from pytest_kpr.run.settings import resolve
+
+    s = resolve({"kpr_ip_families": cli, "kpr_profile": profile}, lambda key: None, REPO)
+    assert (s.ip_families, s.sources["ip_families"]) == (want, source)
+
+
+@pytest.mark.parametrize("text", ["IPv5", "", "ipv4,dual"])
+def test_an_unknown_family_is_refused_naming_the_choices(text: str) -> None:
+    from pytest_kpr.run.settings import SettingsError, resolve
+
+    with pytest.raises(SettingsError, match="--kpr-ip-families.*name IPv4, IPv6 or IPv4,IPv6"):
+        resolve({"kpr_ip_families": text}, lambda key: None, REPO)

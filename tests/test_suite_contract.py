@@ -50,11 +50,15 @@ def test_the_contract_is_validated_in_one_line(args: tuple, kwargs: dict, want: 
 
 
 def _written(path: Path) -> set[str]:
-    """The evidence files a module writes itself: every ``evidence.write("<name>", ...)`` with a literal name."""
+    """The evidence files a module writes itself: every ``evidence.write("<name>", ...)`` with a literal name, or with
+    ``family_file("<name>", family)`` (a family-dependent suite's file: ``<name>`` for IPv4, ``<stem>-ipv6.json`` for IPv6)."""
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "write"
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "evidence" and node.args
+                and isinstance(node.args[0], ast.Constant)):
+            out.add(node.args[0].value)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "family_file" and node.args
                 and isinstance(node.args[0], ast.Constant)):
             out.add(node.args[0].value)
     return out

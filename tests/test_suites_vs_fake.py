@@ -44,6 +44,10 @@ def run_suites(pytester: pytest.Pytester, config: str = "", *only: str, args: tu
     shutil.copytree(SUITES, dest, dirs_exist_ok=True)
     pytester.makeconftest(textwrap.dedent(CONFTEST.format(config=config)))
     targets = [str(dest / f"test_{name}.py") for name in only] or [str(dest)]
+    if "ip_families=" in config:  # the families the fake serves are the ones the family-dependent suites run for
+        fams = re.search(r"ip_families=\(([^)]*)\)", config)
+        assert fams is not None, config
+        args = (f"--kpr-ip-families={','.join(f.strip(' ,') for f in fams.group(1).replace(chr(39), '').split(',') if f.strip(' ,'))}", *args)
     # importlib mode: the outer session has imported the real suites under the same module names
     return pytester.runpytest(*targets, "-m", "kpr", "--kpr-artifacts=artifacts", "-p", "no:cacheprovider", "--import-mode=importlib", *BOUND, *args)
 
@@ -495,3 +499,64 @@ def test_a_probe_dropped_at_an_agent_names_the_drop_reason_and_the_node(pytester
     assert outcomes.get("failed", 0) >= 1, result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines(["*NodePort from outside*",
                                  "drops since the run began: Service backend not found x1 on fake-worker (ingress, nodeport.h:1)*"])
+
+
+#: the tests that run once per address family (they use kpr_family), by module
+FAMILY_TESTS = {
+    "test_socket_lb.py": ("test_application_sees_the_service_while_its_socket_points_at_a_backend",
+                          "test_conntrack_out_entry_names_the_socket_peer", "test_backend_sees_the_holder_pod_address"),
+    "test_no_backend.py": ("test_agent_lists_ghost_without_backends", "test_curl_from_a_pod_fails_as_its_plane_says",
+                           "test_connect_from_a_pod_fails_as_its_plane_says",
+                           "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
+                           "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer",
+                           "test_raw_syn_from_a_pod_to_the_cluster_ip_where_a_plane_handles_it"),
+    "test_udp.py": ("test_an_unconnected_client_reads_the_reply_from_the_cluster_ip",
+                    "test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip",
+                    "test_a_backendless_udp_service_fails_the_datagram_at_once"),
+}
+DUAL_STACK = "ip_families=('IPv4', 'IPv6')"
+
+
+def test_a_dual_stack_cluster_runs_each_family_dependent_test_once_per_family(pytester: pytest.Pytester) -> None:
+    """With both families, every family-dependent test runs as [IPv4] and [IPv6] and passes (the one recorded-only test
+    skips in each), its evidence is per family, and results.json says which family each test was for."""
+    result = run_suites(pytester, DUAL_STACK, "socket_lb", "no_backend", "udp", args=("-rA",))
+    ran = {line.split(" ")[1].split("/")[-1]: line.split(" ")[0] for line in result.stdout.lines if line.startswith(("PASSED ", "SKIPPED "))}
+    for module, tests in FAMILY_TESTS.items():
+        for test in tests:
+            for family in ("IPv4", "IPv6"):
+                assert f"{module}::{test}[{family}]" in ran or module == "test_no_backend.py" and "raw_syn_from_a_pod" in test, (test, family)
+    assert_the_rest_passed(result, skipped=2, xfailed=0)  # the pod's raw SYN under Full coverage, once per family
+    result.stdout.fnmatch_lines(["kpr: provider kind*, families IPv4+IPv6, *"])
+    for name in ("ct", "ghost", "udp"):
+        assert evidence(pytester, f"{name}.json")["family"] == "IPv4" and evidence(pytester, f"{name}-ipv6.json")["family"] == "IPv6"
+    assert ":" in evidence(pytester, "ghost-ipv6.json")["cluster_ip"] and evidence(pytester, "udp-ipv6.json")["service"].startswith("[fd00:")
+    results = evidence(pytester, "results.json")
+    assert results["run"]["ip_families"] == ["IPv4", "IPv6"]
+    assert results["properties"]["socket LB"]["families"] == {"IPv4": "pass", "IPv6": "pass"}
+    assert {t.get("family") for t in results["tests"] if t["property"] == "UDP"} == {"IPv4", "IPv6"}
+    holds_schema(results, "results.json")
+    from pytest_kpr.evidence.matrix import collect, to_markdown  # kpr matrix: the column names the families, the cell each one's verdict
+
+    cols = collect([pytester.path / "artifacts"])
+    assert cols[0].key.endswith("/ default / IPv4+IPv6 (fake cluster: no real datapath)") and cols[0].families == ("IPv4", "IPv6")
+    assert "| socket LB | **pass** (IPv4 pass, IPv6 pass) " in to_markdown(cols)
+    result.stdout.fnmatch_lines_random(["pass  socket LB       IPv4 getpeername 10.96.*, socket 10.244.*; IPv6 getpeername [[]fd00:10:96::*]:80, "
+                                        "socket [[]fd00:10:244:*]:8080 (Full)*",
+                                        "pass  no backend      IPv4 *ICMP 3/3 (reject); IPv6 *ICMP 1/4 (reject)*"])
+
+
+def test_an_ipv4_run_keeps_plain_test_ids_and_files(pytester: pytest.Pytester) -> None:
+    """The default (IPv4 only) parametrizes nothing: the ids, the evidence names and results.json stay as before."""
+    result = run_suites(pytester, "", "udp", args=("-rA",))
+    assert not [line for line in result.stdout.lines if "[IPv4]" in line or "[IPv6]" in line]
+    assert evidence(pytester, "udp.json")["family"] == "IPv4" and not (pytester.path / "artifacts" / "fake" / "udp-ipv6.json").exists()
+    assert "families" not in evidence(pytester, "results.json")["properties"]["UDP"]
+
+
+def test_a_family_the_agents_do_not_serve_is_skipped_naming_it(pytester: pytest.Pytester) -> None:
+    """IPv6 asked for on a cluster whose agents serve IPv4 only: the IPv6 runs skip, saying so; IPv4's pass."""
+    result = run_suites(pytester, "", "udp", args=("--kpr-ip-families=IPv4,IPv6", "-rs"))
+    result.assert_outcomes(passed=3, skipped=3)
+    skips = [line for line in result.stdout.lines if line.startswith("SKIPPED ")]
+    assert len(skips) == 3 and all(line.endswith("IPv6: the agents do not serve it (enable-ipv6 is not true; they serve IPv4)") for line in skips)

@@ -47,12 +47,15 @@ class Column:
     ended: str = ""
     #: the n-th run of the same (Cilium, kernel, profile) among those read: twins are distinct columns
     twin: int = 1
+    #: the families the family-dependent suites ran for (results.json run.ip_families)
+    families: tuple[str, ...] = ("IPv4",)
 
     @property
     def key(self) -> str:
         fake = " (fake cluster: no real datapath)" if self.provider == "fake" else ""
         twin = f" #{self.twin}" if self.twin > 1 else ""
-        return f"Cilium {self.cilium} / kernel {self.kernel} / {self.profile}{fake}{twin}"
+        fams = "" if self.families == ("IPv4",) else f" / {'+'.join(self.families)}"
+        return f"Cilium {self.cilium} / kernel {self.kernel} / {self.profile}{fams}{fake}{twin}"
 
     def sort_key(self) -> tuple[Any, ...]:
         try:
@@ -86,8 +89,10 @@ def read_column(evidence: Path) -> Column:
     if os.path.lexists(results):
         data = load(results, RESULTS_SCHEMA)
         for prop, r in data["properties"].items():
-            col.cells[prop] = {"verdict": r["verdict"], "figure": r.get("figure", ""), "counts": r.get("counts", {})}
+            col.cells[prop] = {"verdict": r["verdict"], "figure": r.get("figure", ""), "counts": r.get("counts", {}),
+                               **({"families": r["families"]} if r.get("families") else {})}
         run = data.get("run") or {}
+        col.families = tuple(run.get("ip_families") or ("IPv4",))
         col.complete = run.get("complete", True)
         col.ended = f"exit status {run.get('exit_status')}" + (f", {run['interrupted_by']}" if run.get("interrupted_by") else "")
         return col
@@ -154,7 +159,7 @@ def properties(cols: list[Column]) -> list[str]:
 
 def to_json(cols: list[Column]) -> dict[str, Any]:
     reg = regressions(cols)
-    return {"columns": [{"key": c.key, "cilium": c.cilium, "kernel": c.kernel, "profile": c.profile, "provider": c.provider,
+    return {"columns": [{"key": c.key, "cilium": c.cilium, "kernel": c.kernel, "profile": c.profile, "families": list(c.families), "provider": c.provider,
                          "evidence": str(c.evidence)} for c in cols],
             "properties": {p: {c.key: {**c.cells[p], **({"regressed_from": reg[(c.key, p)]} if (c.key, p) in reg else {})}
                                for c in cols if p in c.cells} for p in properties(cols)}}
@@ -189,9 +194,17 @@ def to_markdown(cols: list[Column], base: Path | None = None) -> str:
                 continue
             mark = " ⚠ regression" if (c.key, p) in reg else ""
             fig = f" {md(cell['figure'])}" if cell.get("figure") else ""
-            cells.append(f"**{SYMBOL[cell['verdict']]}**{mark}{fig}")
+            cells.append(f"**{SYMBOL[cell['verdict']]}**{md(family_note(cell))}{mark}{fig}")
         rows.append(f"| {md(p)} | " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
+
+
+def family_note(cell: dict[str, Any]) -> str:
+    """`` (IPv4 pass, IPv6 FAIL)`` for a cell whose property ran per family beyond IPv4 alone; empty otherwise."""
+    fams = cell.get("families") or {}
+    if not fams or list(fams) == ["IPv4"]:
+        return ""
+    return " (" + ", ".join(f"{f} {SYMBOL[v]}" for f, v in sorted(fams.items())) + ")"
 
 
 def to_html(cols: list[Column], base: Path | None = None) -> str:
@@ -208,7 +221,8 @@ def to_html(cols: list[Column], base: Path | None = None) -> str:
                 continue
             regressed = (c.key, p) in reg
             mark = f'<span class="regression" title="passed in {esc(reg[(c.key, p)])}">regression</span>' if regressed else ""
-            tds.append(f'<td class="{cell["verdict"]}{" regressed" if regressed else ""}"><b>{esc(SYMBOL[cell["verdict"]])}</b>{mark}'
+            tds.append(f'<td class="{cell["verdict"]}{" regressed" if regressed else ""}"><b>{esc(SYMBOL[cell["verdict"]])}</b>'
+                       f'{esc(family_note(cell))}{mark}'
                        f'<div class="fig">{esc(cell.get("figure", ""))}</div></td>')
         body.append(f"<tr><th>{esc(p)}</th>{''.join(tds)}</tr>")
     return f"""<!doctype html>

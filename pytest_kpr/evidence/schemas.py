@@ -53,12 +53,17 @@ RESULTS_SCHEMA: dict[str, Any] = {
             "complete": {"type": "boolean", "description": "false when the run stopped early (setup failure, interrupt)"},
             "exit_status": {"type": ["integer", "null"]}, "interrupted_by": _OPT_STR,
             "cilium_version": _STR, "profile": _STR, "kernels": _STRS, "finished": _STR,
+            "ip_families": {"type": "array", "items": {"enum": ["IPv4", "IPv6"]},
+                            "description": "the families the family-dependent suites ran for (--kpr-ip-families)"},
             "clock": {"enum": ["real", "virtual"]}}},
         "properties": {"type": "object", "description": "property name (the suite contract's property=) -> its verdict",
                        "additionalProperties": {
                            "type": "object", "required": ["verdict"],
                            "properties": {"verdict": {"enum": ["pass", "fail", "skip", "xfail"]}, "figure": _STR,
-                                          "counts": {"type": "object", "additionalProperties": _INT0}}}},
+                                          "counts": {"type": "object", "additionalProperties": _INT0},
+                                          "families": {"type": "object", "description": "a property tested per address family: "
+                                                       "family -> the verdict of its tests",
+                                                       "additionalProperties": {"enum": ["pass", "fail", "skip", "xfail"]}}}}},
         "tests": {"type": "array", "items": {"type": "object"}},
     },
 }

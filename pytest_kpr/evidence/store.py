@@ -25,6 +25,8 @@ REPORT_KEYS = (
 class Evidence:
     dir: Path
     figures: dict[str, str] = field(default_factory=dict)
+    #: property -> family -> figure, for the family-dependent suites
+    by_family: dict[str, dict[str, str]] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
     #: a pytest-xdist worker keeps report.txt's values for the controller instead of writing the file
     defer_report: bool = False
@@ -42,9 +44,15 @@ class Evidence:
         p = self.dir / name
         return json.loads(p.read_text()) if p.exists() else None
 
-    def figure(self, prop: str, text: str) -> None:
-        """The key figure of a property for the terminal summary (``backend slots: converged in 1.4s``)."""
-        self.figures[prop] = text
+    def figure(self, prop: str, text: str, family: str | None = None) -> None:
+        """The key figure of a property for the terminal summary (``backend slots: converged in 1.4s``); a family-dependent
+        suite gives its ``family``, and a run of more than IPv4 shows each (``IPv4 ...; IPv6 ...``)."""
+        if family is None:
+            self.figures[prop] = text
+            return
+        mine = self.by_family.setdefault(prop, {})
+        mine[family] = text
+        self.figures[prop] = text if list(mine) == ["IPv4"] else "; ".join(f"{f} {t}" for f, t in sorted(mine.items()))
 
     def write_report(self, values: dict[str, Any]) -> Path | None:
         """report.txt; on a pytest-xdist worker (``defer_report``) the values are only kept, for the controller
@@ -56,6 +64,12 @@ class Evidence:
         p = self.dir / "report.txt"
         p.write_text("".join(f"{k}={self.report[k]}\n" for k in REPORT_KEYS))
         return p
+
+
+def family_file(name: str, family: str) -> str:
+    """The evidence file of a family-dependent suite for ``family``: ``ct.json`` for IPv4 (as in a run of IPv4 only),
+    ``ct-ipv6.json`` for IPv6."""
+    return name if family == "IPv4" else name.replace(".json", f"-{family.lower()}.json")
 
 
 def write_sections(dest: Path, sections: dict[str, str]) -> None:

@@ -29,15 +29,16 @@ class UdpAttempt:
 def udp_reply_problems(a: UdpAttempt, backends: frozenset[str]) -> list[str]:
     """A UDP client of a Service with backends: it gets a reply, and reads it from the address it sent to."""
     what = f"UDP ({a.mode} client to {a.target})"
+    v = 6 if a.target.startswith("[") else 4  # the hook of the target's family (bpf_sock.c cil_sock4_* / cil_sock6_*)
     if a.verdict != "answered":
         return [f"{what}: {a.verdict}{' (' + a.errno + ')' if a.errno else ''}, expected a reply: the Service has backends "
                 f"{', '.join(sorted(backends)) or '(none listed)'}"]
     p: list[str] = []
     if a.reply_from != a.target:
-        why = ("the backend's own address: the socket LB's recvmsg4 reverse translation is missing" if a.reply_from in backends
+        why = (f"the backend's own address: the socket LB's recvmsg{v} reverse translation is missing" if a.reply_from in backends
                else "neither the Service nor one of its backends")
         p.append(f"{what}: the reply came from {a.reply_from}, not from {a.target} ({why}); a resolver that sent to {a.target} "
                  f"drops it")
     if a.mode == "connected" and a.peer != a.target:
-        p.append(f"{what}: getpeername() returned {a.peer}, not {a.target}: the getpeername4 reverse translation is missing")
+        p.append(f"{what}: getpeername() returned {a.peer}, not {a.target}: the getpeername{v} reverse translation is missing")
     return p

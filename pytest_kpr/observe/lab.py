@@ -9,6 +9,7 @@ TCP connection from port 40404 to web's ClusterIP:80); ``web-np`` (NodePort, 307
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -21,6 +22,7 @@ from ..core.errors import ApiError, KprError
 from ..k8s.api import pod_ready
 from .node import Node
 from ..parse import L3n4, LbEntry, Service
+from ..parse.addr import family_of, hp
 from ..parse.node import CURL_WRITE_OUT, HttpResult, parse_curl, parse_netstat
 from ..parse.probe import HoldEvent, ProbeOutput, parse_hold_log, parse_probe_json
 from ..core.wait import Observation, Timeouts, WaitTimeout, eventually
@@ -54,7 +56,8 @@ class Ghost:
 
 class Lab:
     def __init__(self, handle: ClusterHandle, facts: ClusterFacts, timeouts: Timeouts, namespace: str, *,
-                 image: str, node_port: int = 30780, progress: Callable[[str], None] | None = None):
+                 image: str, node_port: int = 30780, progress: Callable[[str], None] | None = None,
+                 ip_families: tuple[str, ...] = ("IPv4",)):
         self.handle = handle
         self.kube = handle.kube
         self.facts = facts
@@ -68,6 +71,31 @@ class Lab:
         workers = [n.name for n in facts.workers]
         self.client_node = workers[0]
         self.created: set[str] = set()
+        #: the families the run tests (--kpr-ip-families): with more than one, the lab's Services ask for every family the
+        #: cluster has (ipFamilyPolicy PreferDualStack)
+        self.ip_families = ip_families
+        #: the family this view reads addresses in (in_family); None: each object's first, as Kubernetes lists them
+        self.family: str | None = None
+
+    def in_family(self, family: str) -> "Lab":
+        """This lab (the same workloads, agents and bookkeeping) reading addresses of ``family``: ClusterIPs, pod and node
+        addresses, EndpointSlices; its holder is its own (``holder-ipv6`` for IPv6)."""
+        view = copy.copy(self)
+        view.family = family
+        return view
+
+    def address_of(self, ips: list[str], what: str) -> str:
+        """The address of this view's family among ``ips`` (the first with no family chosen); LabError naming ``what``."""
+        for ip in ips:
+            if ip and (self.family is None or family_of(ip) == self.family):
+                return ip
+        raise LabError(f"{what} has no {self.family} address ({', '.join(ips) or 'none'}): the Kubernetes cluster does not give it "
+                       f"that family")
+
+    def pod_ip(self, pod: dict[str, Any]) -> str:
+        st = pod.get("status", {})
+        return self.address_of([i.get("ip", "") for i in st.get("podIPs") or []] or [st.get("podIP", "")],
+                               f"pod {pod['metadata']['name']}")
 
     # -- handles ---------------------------------------------------------------------------------------
 
@@ -83,7 +111,11 @@ class Lab:
         return Node(self.handle.nodes, name, exec_timeout=self.t.EXEC, retry_timeout=self.t.API_CALL)
 
     def node_ip(self, name: str) -> str:
-        return next(n.internal_ip for n in self.facts.nodes if n.name == name)
+        if self.family is None:
+            return next(n.internal_ip for n in self.facts.nodes if n.name == name)
+        node = self.kube.get("Node", name) or {}
+        ips = [a["address"] for a in node.get("status", {}).get("addresses") or [] if a.get("type") == "InternalIP"]
+        return self.address_of(ips, f"node {name}")
 
     # -- plumbing --------------------------------------------------------------------------------------
 
@@ -107,7 +139,7 @@ class Lab:
 
     def pod_by_ip(self, ip: str) -> str | None:
         for p in self.kube.list("Pod", self.ns):
-            if p.get("status", {}).get("podIP") == ip:
+            if ip in [p.get("status", {}).get("podIP")] + [i.get("ip") for i in p.get("status", {}).get("podIPs") or []]:
                 return str(p["metadata"]["name"])
         return None
 
@@ -159,8 +191,10 @@ class Lab:
         port: dict[str, Any] = {"name": "http", "port": WEB_PORT, "targetPort": WEB_TARGET, "protocol": "TCP"}
         if node_port is not None:
             port["nodePort"] = node_port
-        return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": self.ns},
-                "spec": {"type": type_, "selector": selector, "ports": [port]}}
+        spec: dict[str, Any] = {"type": type_, "selector": selector, "ports": [port]}
+        if len(self.ip_families) > 1:  # a ClusterIP of each family the cluster has (one only on a single-stack cluster)
+            spec["ipFamilyPolicy"] = "PreferDualStack"
+        return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": self.ns}, "spec": spec}
 
     # -- jigs: a template, a tweak callback, a sanity check on create, and a wait until programmed ---------------------
 
@@ -212,7 +246,8 @@ class Lab:
         return dict(svc["spec"])
 
     def cluster_ip(self, service: str) -> str:
-        return str(self._service_spec(service)["clusterIP"])
+        spec = self._service_spec(service)
+        return self.address_of(list(spec.get("clusterIPs") or [spec["clusterIP"]]), f"service {service}'s ClusterIP")
 
     def allocated_node_port(self, service: str) -> int:
         """The NodePort Kubernetes allocated to the Service's (first) port."""
@@ -223,14 +258,19 @@ class Lab:
 
     def endpointslice_ready(self, service: str) -> frozenset[str]:
         out = set()
-        for es in self.kube.list("EndpointSlice", self.ns, f"kubernetes.io/service-name={service}"):
+        slices = self.kube.list("EndpointSlice", self.ns, f"kubernetes.io/service-name={service}")
+        # this view's family; with none chosen, IPv4 if the Service has it (kind's dual stack lists IPv4 first), else IPv6
+        family = self.family or ("IPv4" if any(es.get("addressType", "IPv4") == "IPv4" for es in slices) else "IPv6")
+        for es in slices:
+            if es.get("addressType", "IPv4") != family:
+                continue
             ports = [p.get("port") for p in es.get("ports") or [] if p.get("port")]
             for ep in es.get("endpoints") or []:
                 if (ep.get("conditions") or {}).get("ready") is False:
                     continue
                 for a in ep.get("addresses") or []:
                     for p in ports:
-                        out.add(f"{a}:{p}")
+                        out.add(hp(a, p))
         return frozenset(out)
 
     @staticmethod
@@ -316,31 +356,42 @@ class Lab:
 
     # -- holder ----------------------------------------------------------------------------------------
 
+    @property
+    def holder_name(self) -> str:
+        """The holder of this view's family: ``holder`` (IPv4, or the first family), ``holder-ipv6``."""
+        return "holder" if self.family in (None, "IPv4") else f"holder-{self.family.lower()}"
+
+    def ensure_holder(self) -> None:
+        """The holder of this view's family, deployed unless it runs already."""
+        if self.kube.get("Pod", self.holder_name, self.ns) is None:
+            self.deploy_holder()
+
     def deploy_holder(self) -> HoldEvent:
-        pod = probe_pod("holder", self.ns, self.image, node=self.client_node, labels={"app": "holder"},
-                        command=["kpr", "probe", "hold", f"{self.cluster_ip('web')}:{WEB_PORT}", "--sport", str(HOLDER_PORT)])
+        name = self.holder_name
+        pod = probe_pod(name, self.ns, self.image, node=self.client_node, labels={"app": "holder"},
+                        command=["kpr", "probe", "hold", hp(self.cluster_ip("web"), WEB_PORT), "--sport", str(HOLDER_PORT)])
         self.create(pod)
-        self.wait_running("holder")
-        return eventually(lambda: parse_hold_log(self.kube.logs(self.ns, "holder", PROBE_CONTAINER)),
+        self.wait_running(name)
+        return eventually(lambda: parse_hold_log(self.kube.logs(self.ns, name, PROBE_CONTAINER)),
                           until=lambda evs: any(e.event == "connected" for e in evs), timeout=self.t.PODS_READY,
                           what="the holder to connect to web's ClusterIP from port 40404",
                           describe=lambda evs: str([e.event + (f" ({e.detail})" if e.detail else "") for e in evs[-3:]]),
                           progress=self.progress).value[-1]  # type: ignore[no-any-return]
 
     def holder_event(self) -> HoldEvent:
-        events = [e for e in parse_hold_log(self.kube.logs(self.ns, "holder", PROBE_CONTAINER)) if e.event == "connected"]
+        events = [e for e in parse_hold_log(self.kube.logs(self.ns, self.holder_name, PROBE_CONTAINER)) if e.event == "connected"]
         if not events:
             raise LabError("the holder has not connected")
         return events[-1]
 
     def holder_socket_peer(self) -> str:
-        socks = [s for s in parse_netstat(self.exec("holder", "netstat", "-tn").check().stdout) if s.local_port == HOLDER_PORT]
+        socks = [s for s in parse_netstat(self.exec(self.holder_name, "netstat", "-tn").check().stdout) if s.local_port == HOLDER_PORT]
         if len(socks) != 1:
             raise LabError(f"holder's netstat shows {len(socks)} sockets on port {HOLDER_PORT}: {socks}")
         return socks[0].peer
 
     def holder_pod(self) -> dict[str, Any]:
-        p = self.kube.get("Pod", "holder", self.ns)
+        p = self.kube.get("Pod", self.holder_name, self.ns)
         if p is None:
             raise LabError("no holder pod")
         return p
@@ -390,7 +441,9 @@ class Lab:
         return eventually(summary, until=lambda s: s is not None, timeout=self.t.EXEC, what=f"the summary of flow {pod}").value or {}
 
     def curl(self, url: str, max_time: float, pod: str = "probe") -> HttpResult:
-        r = self.exec(pod, "curl", "-s", "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url, timeout=max_time + self.t.EXEC)
+        glob_off = ("-g",) if "[" in url else ()  # an IPv6 literal's brackets are not a curl glob range
+        r = self.exec(pod, "curl", "-s", *glob_off, "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url,
+                      timeout=max_time + self.t.EXEC)
         return parse_curl(r.returncode, r.stdout, r.stderr)
 
     # -- single web pods, bodies, what a backend saw ------------------------------------------------------------
@@ -515,13 +568,13 @@ def _none(reason: str) -> Any:
 def holder_ct(lab: Lab) -> tuple[str, int]:
     """(backend ip:port of the holder's OUT conntrack entry, number of TCP SVC entries from :40404)."""
     pod = lab.holder_pod()
-    ip, node = pod["status"]["podIP"], pod["spec"]["nodeName"]
+    ip, node = lab.pod_ip(pod), pod["spec"]["nodeName"]
     entries = lab.agent(node).conntrack(lab.minor)
     out = [e for e in entries if e.proto == "TCP" and e.dir == "OUT" and e.src_ip == ip and e.src_port == HOLDER_PORT]
     svc = [e for e in entries if e.proto == "TCP" and e.dir == "SVC" and e.src_port == HOLDER_PORT and e.src_ip == ip]
     if len(out) != 1:
         raise LabError(f"{len(out)} OUT conntrack entries from {ip}:{HOLDER_PORT} on {node}")
-    return out[0].dst, len(svc)
+    return hp(out[0].dst_ip, out[0].dst_port), len(svc)  # [v6]:port, as the socket's peer and the EndpointSlice's are written
 
 
 def holder_program(lab: Lab) -> dict[str, Any]:
@@ -530,7 +583,7 @@ def holder_program(lab: Lab) -> dict[str, Any]:
 
     pod = lab.holder_pod()
     node = pod["spec"]["nodeName"]
-    cep = lab.kube.get("CiliumEndpoint", "holder", lab.ns)
+    cep = lab.kube.get("CiliumEndpoint", lab.holder_name, lab.ns)
     if cep is None or "id" not in (cep.get("status") or {}):
         raise LabError("no CiliumEndpoint for the holder")
     eid = int(cep["status"]["id"])

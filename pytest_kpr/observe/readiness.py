@@ -120,7 +120,9 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
     kube = handle.kube
     nodes = []
     for n in sorted(kube.list("Node"), key=lambda n: n["metadata"]["name"]):
-        addrs = {a.get("type"): a.get("address") for a in n.get("status", {}).get("addresses", [])}
+        addrs: dict[str, str] = {}
+        for a in n.get("status", {}).get("addresses", []):  # the first of each type: a dual-stack node lists IPv4 first
+            addrs.setdefault(a.get("type"), a.get("address"))
         labels = n["metadata"].get("labels") or {}
         nodes.append(
             NodeFacts(

@@ -89,3 +89,18 @@ def split_host_port(text: str) -> tuple[str, int] | None:
     if ip is None or p > 65535:
         return None
     return ip, p
+
+
+def family_of(ip: str) -> str:
+    """``IPv4`` or ``IPv6``, as Kubernetes names an address family (``spec.ipFamilies``, an EndpointSlice's addressType)."""
+    return "IPv6" if ":" in ip else "IPv4"
+
+
+def hp(host: str, port: int) -> str:
+    """``host:port``, an IPv6 address in brackets (``[fd00::1]:80``), as every probe prints addresses."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def unbracket(host: str) -> str:
+    """``[fd00::1]`` -> ``fd00::1`` (anything else unchanged): the host of a ``[v6]:port`` split at its last ``:``."""
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host

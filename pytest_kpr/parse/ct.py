@@ -2,7 +2,7 @@
 
 One entry per line; maps are dumped back to back with a blank line after each. Tails by version:
 ``... SourceSecurityID=%d IfIndex=%d BackendID=%d`` (1.16/1.17), ``... BackendID=%d`` (1.18),
-``... BackendID=%d NatPort=%d`` (1.19/main). IPv6 addresses are not bracketed.
+``... BackendID=%d NatPort=%d`` (1.19/main). IPv6 addresses bare (older) or bracketed (``[fd00::1]:80``, newer).
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _V4 = rf"{_OCTET}\.{_OCTET}\.{_OCTET}\.{_OCTET}"
 # IPv4 is validated by the pattern itself (Go prints it canonically); IPv6 (unbracketed, split at the
 # last ':') by ipaddress, cached, since real dumps repeat addresses.
-_HOST = rf"({_V4}|[0-9a-f:.]*:[0-9a-f:.]*):(0|[1-9]\d{{0,4}})"  # port: Go's %d, no leading zeros
+# IPv6 in brackets too: cilium/cilium pkg/maps/ctmap/types.go@d93bee93 CtKey6Global.Dump writes ``sb.WriteString(" OUT [")``
+# before the address and ``"]:"`` after it (the index's newest copy, a NatPort-era version); older ones print it bare
+_HOST = rf"\[?({_V4}|[0-9a-f:.]*:[0-9a-f:.]*)\]?:(0|[1-9]\d{{0,4}})"  # port: Go's %d, no leading zeros
 _N = r"(0|[1-9]\d*)"  # Go's %d: no leading zeros, so the digits are also the JSON number
 _LINE = re.compile(
     r"(TCP|UDP|ICMP|ICMPv6|SCTP|ANY) (OUT|IN|SVC) " + _HOST + " -> " + _HOST + " "

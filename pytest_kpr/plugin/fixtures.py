@@ -85,6 +85,24 @@ def kpr_property(request: pytest.FixtureRequest) -> str:
     return parse_suite(mark.args, dict(mark.kwargs), default).property if mark is not None else default
 
 
+@pytest.fixture(scope="module")
+def kpr_family(request: pytest.FixtureRequest, kpr_facts: ClusterFacts) -> str:
+    """The address family this run of a family-dependent test is for: ``IPv4`` or ``IPv6`` (hooks.pytest_generate_tests
+    runs such a test once per family of --kpr-ip-families). A family the agents do not serve is skipped, naming it."""
+    family = str(getattr(request, "param", "IPv4"))
+    if family not in kpr_facts.ip_families:
+        pytest.skip(f"{family}: the agents do not serve it (enable-{family.lower()} is not true; they serve "
+                    f"{'+'.join(kpr_facts.ip_families) or 'no family'})")
+    return family
+
+
+@pytest.fixture(scope="module")
+def family_lab(lab: Lab, kpr_family: str) -> Lab:
+    """The lab seen in one address family: the workloads' addresses (ClusterIPs, pod and node addresses, EndpointSlices)
+    of ``kpr_family``."""
+    return lab.in_family(kpr_family)
+
+
 @pytest.fixture(scope="session")
 def evidence(kpr_session: KprSession) -> Evidence:
     return kpr_session.evidence  # type: ignore[no-any-return]
@@ -97,7 +115,7 @@ def lab(kpr_cluster: ClusterHandle, kpr_session: KprSession, evidence: Evidence)
     s = kpr_session.settings
     assert kpr_session.facts is not None
     lab = Lab(kpr_cluster, kpr_session.facts, kpr_session.timeouts, kpr_session.create_namespace("datapath"),
-              image=s.probe_image, node_port=s.nodeport, progress=kpr_session.progress)
+              image=s.probe_image, node_port=s.nodeport, progress=kpr_session.progress, ip_families=s.ip_families)
     kpr_session.before_cleanup.append(lambda: evidence.write_report(report_values(lab)))
     return lab
 

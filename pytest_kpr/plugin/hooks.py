@@ -158,6 +158,17 @@ def kpr_session(config: pytest.Config) -> KprSession:
     return config.stash[KPR_SESSION]
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test that uses ``kpr_family`` runs once per family of --kpr-ip-families (ids ``[IPv4]``, ``[IPv6]``); with the
+    default, IPv4 alone, it is not parametrized and keeps its plain id."""
+    if "kpr_family" not in metafunc.fixturenames:
+        return
+    session = metafunc.config.stash.get(KPR_SESSION, None)
+    families = session.settings.ip_families if session is not None else ("IPv4",)
+    if tuple(families) != ("IPv4",):
+        metafunc.parametrize("kpr_family", list(families), indirect=True, scope="module", ids=list(families))
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     return kpr_session(config).header()
 
@@ -344,7 +355,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         s.outcomes.setdefault(prop, []).append(outcome)
         if outcome == "failed":
             s.note_failure()
-        s.test_results.append({"test": item.nodeid, "property": prop, "outcome": outcome})
+        family = getattr(item, "callspec", None) and item.callspec.params.get("kpr_family")  # type: ignore[attr-defined]
+        s.test_results.append({"test": item.nodeid, "property": prop, "outcome": outcome, **({"family": family} if family else {})})
     if report.failed and s.handle is not None:  # setup, call or teardown: each failure is explained the same way
         dest = _failure_evidence(item, call, s)
         report.sections.append(("kpr: evidence", dest))

@@ -373,7 +373,8 @@ class KprSession:
         kernels = sorted({n.get("kernel", "") for n in f.get("nodes", []) if n.get("kernel")})
         return {"finished": datetime.now(timezone.utc).isoformat(timespec="seconds"), "plugin_version": __version__, "id": self.run_id,
                 "cilium_version": f.get("cilium_version") or self.settings.cilium_version, "kernels": kernels,
-                "profile": self.settings.profile, "exit_status": self.exit_status, "clock": self.clock_kind,
+                "profile": self.settings.profile, "ip_families": list(self.settings.ip_families), "exit_status": self.exit_status,
+                "clock": self.clock_kind,
                 # pytest's 0 (passed), 1 (a test failed) and 5 (nothing judged) are runs that ended on their own
                 "complete": self.exit_status in (0, 1, 5) and self.interrupted_by is None,
                 "interrupted_by": self.interrupted_by or ("Ctrl-C" if self.exit_status == 2 else None)}
@@ -579,12 +580,17 @@ class KprSession:
         src = " (pinned in clusters/versions.yaml)" if s.sources.get("cilium_version") == "pins" else ""
         if s.provider is ProviderName.FAKE:
             faults = ", ".join(f"{n}={v!r}" if v is not True else n for n, v in s.fake_faults) or "none"
-            return [f"kpr: provider fake (an in-memory cluster), Cilium {s.cilium_version}, profile {s.profile}, faults: {faults}, "
-                    f"artifacts {s.artifacts}",
+            return [f"kpr: provider fake (an in-memory cluster), Cilium {s.cilium_version}, profile {s.profile}{self._families()}, "
+                    f"faults: {faults}, artifacts {s.artifacts}",
                     "kpr: THIS IS A DRY RUN: the fake cluster answers from pytest-kpr's own rules; nothing about a real datapath is tested"]
         where = f"kubeconfig {s.kubeconfig or '$KUBECONFIG'}" if s.provider is ProviderName.EXISTING else f"kind cluster {s.cluster_name}"
         cilium = "" if s.provider is ProviderName.EXISTING else f", Cilium {s.cilium_version}{src}"
-        return [f"kpr: provider {s.provider} ({where}){cilium}, profile {s.profile}, artifacts {s.artifacts}"]
+        return [f"kpr: provider {s.provider} ({where}){cilium}, profile {s.profile}{self._families()}, artifacts {s.artifacts}"]
+
+    def _families(self) -> str:
+        """The header's word on the families the family-dependent suites run for, when it is more than IPv4."""
+        fams = self.settings.ip_families
+        return "" if tuple(fams) == ("IPv4",) else f", families {'+'.join(fams)}"
 
     def describe(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "namespaces": list(self.namespaces)}

@@ -168,6 +168,18 @@ def _ipv4(text: str) -> str:
         raise SettingsError(f"{text!r} is not an IPv4 address") from None
 
 
+FAMILIES = ("IPv4", "IPv6")
+
+
+def _families(text: str) -> tuple[str, ...]:
+    """``IPv4``, ``IPv6`` or both, comma-separated (any case), in the order IPv4, IPv6."""
+    names = {t.strip().lower() for t in text.split(",") if t.strip()}
+    unknown = sorted(names - {f.lower() for f in FAMILIES})
+    if unknown or not names:
+        raise SettingsError(f"{text!r}: name IPv4, IPv6 or IPv4,IPv6")
+    return tuple(f for f in FAMILIES if f.lower() in names)
+
+
 def _seed(text: str) -> int:
     try:
         return int(text)
@@ -289,6 +301,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("profile", _nonempty, "Cluster profile: a Helm values overlay under clusters/profiles/ (default, hostns-only, drop, maglev, dsr, "
            "small-maps, dual-stack, ipv6), recorded in cluster.json. The suites read what the agent reports, never the profile's name. Default: default",
            "default", metavar="NAME"),
+    Option("ip_families", _families, "The address families the family-dependent suites (socket LB, no backend, UDP) run for, each "
+           "once: IPv4, IPv6 or IPv4,IPv6; a family the agents do not serve is skipped, naming it. Default: the profile's "
+           "(IPv4,IPv6 for dual-stack, IPv6 for ipv6), else IPv4", metavar="FAMILIES"),
     Option("upgrade_to", _version, "Upgrade Cilium to this version under live traffic once the cluster is ready at --kpr-cilium-version (the from version), "
            "measure every flow and diff the datapath (upgrade.json); then the suites run against the upgraded cluster. One minor at a time", metavar="VERSION"),
     Option("downgrade", _bool, "With --kpr-upgrade-to: roll back to the from version afterwards and measure again (N-1 -> N -> N-1)", False, kind="flag"),
@@ -350,6 +365,8 @@ class Settings:
     lbipam_block: str = "198.18.20.10-198.18.20.20"
     seed: int | None = None
     profile: str = "default"
+    #: the families the family-dependent suites run for (--kpr-ip-families; by default the profile's)
+    ip_families: tuple[str, ...] = ("IPv4",)
     upgrade_to: str | None = None
     downgrade: bool = False
     upgrade_max_gap: float = 1.0
@@ -504,6 +521,11 @@ def resolve(
         own = clusters_dir / "kind" / f"{values['profile']}.yaml"
         if not kind_config_given and own.is_file():  # the profile's own kind config (dual-stack, ipv6) unless one was named
             values["kind_config"] = own
+    if values["ip_families"] is None:  # the profile's families (a profile that changes them promises them: PROFILE_PROMISES)
+        from ..judge.profiles import PROFILE_PROMISES
+
+        values["ip_families"] = tuple(PROFILE_PROMISES.get(values["profile"], {}).get("ip_families", ("IPv4",)))
+        sources["ip_families"] = "profile" if values["ip_families"] != ("IPv4",) else sources["ip_families"]
     if values["downgrade"] and not values["upgrade_to"]:
         raise SettingsError(f"{OPTIONS_BY_NAME['downgrade'].flag} needs --kpr-upgrade-to (it rolls back what the upgrade did)")
     if values["upgrade_to"] and values["cilium_version"]:

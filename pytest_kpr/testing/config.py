@@ -69,6 +69,13 @@ class Faults:
     slow_agent_s: float = 2.0
     #: the socket LB translates UDP datagrams but not their replies' source (no recvmsg4): a client reads the backend's address
     udp_reply_from_backend: bool = False
+    #: IPv6 only (dual stack): the recvmsg6 hook is missing, so an IPv6 datagram's reply comes from the backend's address
+    recvmsg6_missing: bool = False
+    #: IPv6 only (dual stack): pods' connections to an IPv6 ClusterIP take the per-packet path (no connect6 translation)
+    #: while the agent reports Full coverage
+    socket_lb_v6_broken: bool = False
+    #: IPv6 only (dual stack): under reject, a backendless IPv6 frontend drops the packet instead of answering ICMPv6 1/4
+    no_backend_v6_drops: bool = False
     #: sendmsg4 lets a datagram to a backendless UDP Service through untranslated instead of failing sendto() (it times out)
     udp_no_backend_passes: bool = False
     affinity_ignored: bool = False  # sessionAffinity ClientIP is not honoured: every connect() picks a random backend

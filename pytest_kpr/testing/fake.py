@@ -30,6 +30,7 @@ from ..core.clock import VirtualClock
 from ..core.errors import ApiError
 from ..k8s.api import ExecResult, api_version_of, pod_ready
 from ..core.versions import Version
+from ..parse.addr import family_of
 from .agent import FakeAgent
 from .config import FakeConfig, Faults
 from .lb import LbState
@@ -37,9 +38,15 @@ from .node import FakeNodeTools
 from .pods import FakeWorkloads
 from .reach import curl_result, reach
 from .upgrade import FakeUpgrades
-from .view import Obj
+from .view import Obj, pod_ip
 
 __all__ = ["FakeCluster", "FakeConfig", "Faults"]
+
+
+#: the fake's IPv6 networks (dual stack): kind's docker network for the nodes, and a /64 per node out of kind's default
+#: IPv6 pod subnet fd00:10:244::/56 (clusters/kind/dual-stack.yaml)
+NODE_NET6 = "fc00:f853:ccd:e793::"
+POD_NET6 = "fd00:10:244:{}::"
 
 
 #: marks an object the fake made as it is and does not reconcile
@@ -89,6 +96,7 @@ class FakeCluster:
         self._objects: dict[str, dict[tuple[str | None, str], Obj]] = {}
         self._uid = itertools.count(1)
         self._svc_ips = (str(ipaddress.ip_address("10.96.0.0") + i) for i in itertools.count(11))
+        self._svc_ips6 = (str(ipaddress.ip_address("fd00:10:96::") + i) for i in itertools.count(0x11))
         self._nodeports = itertools.count(30000)
         self._status_polls: dict[str, int] = {}
         self._build_nodes()
@@ -134,10 +142,12 @@ class FakeCluster:
                     "apiVersion": "v1",
                     "kind": "Node",
                     "metadata": {"name": name, "labels": labels},
-                    "spec": {"podCIDR": f"10.244.{i}.0/24", "podCIDRs": [f"10.244.{i}.0/24"]},
+                    "spec": {"podCIDR": f"10.244.{i}.0/24",
+                             "podCIDRs": [f"10.244.{i}.0/24", *([f"{POD_NET6.format(i)}/64"] if self.dual_stack else [])]},
                     "status": {
                         "addresses": [
                             {"type": "InternalIP", "address": f"172.18.0.{i + 2}"},
+                            *([{"type": "InternalIP", "address": f"{NODE_NET6}{i + 2:x}"}] if self.dual_stack else []),
                             {"type": "Hostname", "address": name},
                         ],
                         "nodeInfo": {"kernelVersion": self.cfg.kernel, "kubeletVersion": self.cfg.kubernetes_version},
@@ -198,6 +208,19 @@ class FakeCluster:
                        "metadata": {"name": f"{name}-{secrets.token_hex(3)[:5]}", "namespace": ns, "labels": labels},
                        "spec": {"nodeName": node, "hostNetwork": True, "containers": [ctr]},
                        "status": {"phase": "Running", "podIP": f"172.18.0.{i + 2}", "conditions": [{"type": "Ready", "status": "True"}]}})
+
+    @property
+    def dual_stack(self) -> bool:
+        """Does the fake serve IPv6 beside IPv4 (FakeConfig.ip_families; the dual-stack profile)? Nodes, pods and Services
+        then carry an address of each family, as a kind cluster with ``ipFamily: dual`` does (IPv4 first)."""
+        return set(self.cfg.ip_families) == {"IPv4", "IPv6"}  # an IPv6-only fake is not built: it serves IPv4 then
+
+    def node_ip6(self, node: str) -> str:
+        """The node's IPv6 InternalIP (dual stack)."""
+        return f"{NODE_NET6}{self.node_names().index(node) + 2:x}"
+
+    def node_ip_of(self, node: str, family: str) -> str:
+        return self.node_ip6(node) if family == "IPv6" else self.node_ip(node)
 
     def node_ip(self, node: str) -> str:
         n = self._objects["Node"][(None, node)]
@@ -337,6 +360,9 @@ class FakeCluster:
         md.update({"name": name, "namespace": ns})
         if owner:
             md["ownerReferences"] = [{"kind": "ReplicaSet", "name": owner}]
+        host_net = bool((template.get("spec") or {}).get("hostNetwork"))
+        ip = self.node_ip(node) if host_net else self._pod_ip(node)
+        ips = [ip] + ([self.node_ip6(node) if host_net else self._pod_ip6(node, ip)] if self.dual_stack else [])
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -344,12 +370,17 @@ class FakeCluster:
             "spec": {**copy.deepcopy(template.get("spec") or {}), "nodeName": node},
             "status": {
                 "phase": "Pending",
-                "podIP": self.node_ip(node) if (template.get("spec") or {}).get("hostNetwork") else self._pod_ip(node),
+                "podIP": ip,
+                "podIPs": [{"ip": i} for i in ips],
                 "hostIP": self.node_ip(node),
                 "conditions": [],
             },
         }
         return self._put(pod)
+
+    def _pod_ip6(self, node: str, ip4: str) -> str:
+        """A pod's IPv6 address in its node's IPv6 pod CIDR, with the host part of its IPv4 one."""
+        return f"{POD_NET6.format(self.node_names().index(node))}{int(ip4.rsplit('.', 1)[1]):x}"
 
     def pods(self, ns: str | None = None) -> list[Obj]:
         return [p for (pns, _), p in sorted(self._objects.get("Pod", {}).items()) if ns is None or pns == ns]
@@ -371,14 +402,18 @@ class FakeCluster:
         ns = svc["metadata"]["namespace"]
         return [p for p in self.pods(ns) if _labels_match(sel, p["metadata"].get("labels"))]
 
-    def _endpointslice(self, svc: Obj) -> Obj:
+    def _endpointslices(self, svc: Obj) -> list[Obj]:
+        """One EndpointSlice per family the Service has (the EndpointSlice controller's addressType), as Kubernetes does."""
+        return [self._endpointslice(svc, f) for f in svc["spec"].get("ipFamilies") or ["IPv4"]]
+
+    def _endpointslice(self, svc: Obj, family: str = "IPv4") -> Obj:
         ports = [
             {"name": p.get("name", ""), "port": int(p.get("targetPort", p["port"])), "protocol": p.get("protocol", "TCP")}
             for p in svc["spec"].get("ports", [])
         ]
         eps = [
             {
-                "addresses": [p["status"]["podIP"]],
+                "addresses": [pod_ip(p, family)],
                 "conditions": {"ready": self.pod_ready(p) and not p["metadata"].get("deletionTimestamp"), "serving": self.pod_ready(p),
                                "terminating": bool(p["metadata"].get("deletionTimestamp"))},
                 "nodeName": p["spec"]["nodeName"],
@@ -391,11 +426,11 @@ class FakeCluster:
             "apiVersion": "discovery.k8s.io/v1",
             "kind": "EndpointSlice",
             "metadata": {
-                "name": f"{name}-{svc['metadata']['uid'][-5:]}",
+                "name": f"{name}-{svc['metadata']['uid'][-5:]}" + ("" if family == "IPv4" else "-v6"),
                 "namespace": svc["metadata"]["namespace"],
                 "labels": {"kubernetes.io/service-name": name, "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"},
             },
-            "addressType": "IPv4",
+            "addressType": family,
             "endpoints": eps,
             "ports": ports,
         }
@@ -450,9 +485,14 @@ class FakeCluster:
         spec.setdefault("type", "ClusterIP")
         if old is not None:
             spec.setdefault("clusterIP", old["spec"].get("clusterIP"))
+            spec.setdefault("clusterIPs", old["spec"].get("clusterIPs"))
+        families = self._service_families(svc)
         if not spec.get("clusterIP"):
             spec["clusterIP"] = next(self._svc_ips)
-        spec["clusterIPs"] = [spec["clusterIP"]]
+        ips = [i for i in spec.get("clusterIPs") or [spec["clusterIP"]] if family_of(i) in families] or [spec["clusterIP"]]
+        if "IPv6" in families and not any(family_of(i) == "IPv6" for i in ips):
+            ips.append(next(self._svc_ips6))
+        spec["clusterIPs"], spec["ipFamilies"] = ips, [family_of(i) for i in ips]
         taken = {
             p.get("nodePort")
             for s in self.services()
@@ -474,6 +514,18 @@ class FakeCluster:
         if spec["type"] == "LoadBalancer":
             self._lbipam(svc, old)
 
+    def _service_families(self, svc: Obj) -> list[str]:
+        """The families the apiserver gives a Service (Kubernetes' dual-stack rules, as much as the suites use):
+        ``ipFamilyPolicy`` SingleStack (the default) the cluster's first family, PreferDualStack every family the cluster
+        has, RequireDualStack both or a 422 on a single-stack cluster."""
+        spec = svc["spec"]
+        policy = spec.get("ipFamilyPolicy") or "SingleStack"
+        cluster = ["IPv4", "IPv6"] if self.dual_stack else ["IPv4"]
+        if policy == "RequireDualStack" and len(cluster) < 2:
+            raise ApiError(422, "Invalid", f"Service \"{svc['metadata']['name']}\" is invalid: spec.ipFamilyPolicy: Invalid value: "
+                                           "\"RequireDualStack\": this cluster is not configured for dual-stack services")
+        return cluster if policy != "SingleStack" else cluster[:1]
+
     # -- Cilium endpoints, conntrack, reachability -----------------------------------------------------
 
     def _endpoint_id(self, pod: Obj) -> int:
@@ -491,7 +543,7 @@ class FakeCluster:
             eid = self._endpoint_id(p)
             out.append({
                 "id": eid, "ifname": "lxc" + hashlib.sha1(p["metadata"]["uid"].encode()).hexdigest()[:12], "ifindex": 10 + eid % 1000,
-                "ipv4": p["status"]["podIP"], "namespace": p["metadata"]["namespace"], "pod": p["metadata"]["name"],
+                "ipv4": p["status"]["podIP"], "ipv6": pod_ip(p, "IPv6"), "namespace": p["metadata"]["namespace"], "pod": p["metadata"]["name"],
             })
         return out
 
@@ -499,7 +551,7 @@ class FakeCluster:
         return {
             "apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint",
             "metadata": {"name": pod["metadata"]["name"], "namespace": pod["metadata"]["namespace"], "labels": dict(pod["metadata"].get("labels") or {})},
-            "status": {"id": self._endpoint_id(pod), "networking": {"addressing": [{"ipv4": pod["status"]["podIP"]}], "node": self.node_ip(pod["spec"]["nodeName"])}},
+            "status": {"id": self._endpoint_id(pod), "networking": {"addressing": [{"ipv4": pod["status"]["podIP"], **({"ipv6": pod_ip(pod, "IPv6")} if self.dual_stack else {})}], "node": self.node_ip(pod["spec"]["nodeName"])}},
         }
 
     def ct_entries(self, node: str) -> list[dict[str, Any]]:
@@ -525,10 +577,10 @@ class FakeCluster:
             else:
                 url = a
                 i += 1
-        m = re.fullmatch(r"http://([0-9.]+):(\d+)(/.*)?", url)
-        if m is None:
+        m = re.fullmatch(r"http://([0-9.]+|\[[0-9a-f:]+\]):(\d+)(/.*)?", url)
+        if m is None or ("[" in url and "-g" not in args):  # without -g, curl takes [..] for a glob range
             return 3, "", f"curl: (3) URL rejected: {url}\n"
-        ip, port = m.group(1), int(m.group(2))
+        ip, port = m.group(1).strip("[]"), int(m.group(2))
         code, secs, rc, err = curl_result(reach(self, node, host_network=host_network, access="connect", ip=ip, port=port),
                                           ip, port, max_time or 300.0)
         out = fmt.replace("%{http_code}", f"{code:03d}").replace("%{time_total}", f"{secs:.6f}").replace("\\n", "\n")
@@ -558,7 +610,7 @@ class FakeCluster:
         api_version_of(kind)
         self._advance("list", kind, namespace or "", label_selector or "")
         if kind == "EndpointSlice":
-            items = [self._endpointslice(s) for s in self.services() if s["spec"].get("selector")]
+            items = [es for s in self.services() if s["spec"].get("selector") for es in self._endpointslices(s)]
         elif kind == "CiliumEndpoint":
             items = [self._cilium_endpoint(p) for p in self.pods() if not p["spec"].get("hostNetwork") and p["spec"].get("nodeName")]
         else:

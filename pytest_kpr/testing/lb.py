@@ -11,8 +11,9 @@ from __future__ import annotations
 from ..rules.datapath import (LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, REV_NAT_FULL_ERROR, external_backends, internal_backends, itp_enabled,
                               new_connection_backends, terminating_endpoints_kept)
 from ..rules.lbmodel import Event, LbModel, Op, Variant
+from ..parse.addr import family_of, hp, unbracket
 from .config import Faults
-from .view import ClusterView, FakeBackend, FakeFrontend
+from .view import ClusterView, FakeBackend, FakeFrontend, pod_ip
 
 #: upsertService's words for E2BIG (datapath.SRC_MAP_FULL)
 SERVICE_MAP_FULL = (f"{MAP_FULL_ERROR}: You can resize it with the flag \"--bpf-lb-map-max\". The resizing might break existing "
@@ -35,6 +36,9 @@ class StealingModel(LbModel):
                 del self.frontends[addr]
         return super()._upsert(service, wanted)
 
+
+#: a NodePort's wildcard frontend per family (``0.0.0.0:<port>``, ``[::]:<port>``): cilium-dbg service list prints both
+WILDCARD = {"IPv4": "0.0.0.0", "IPv6": "::"}
 
 #: logical milliseconds per tick of the fake's clock (one API call or exec is one tick)
 MS_PER_TICK = 100
@@ -72,7 +76,7 @@ class LbState:
 
     @staticmethod
     def addr(ip: str, port: int, proto: str) -> str:
-        return f"{ip}:{port}/{proto}"
+        return f"{hp(ip, port)}/{proto}"
 
     def desired(self, svc: dict) -> list[tuple[str, str, dict]]:
         """(addr, type, port) of every frontend a Service asks for (NodePorts as 0.0.0.0 only)."""
@@ -81,10 +85,12 @@ class LbState:
         for port in spec.get("ports", []):
             proto = port.get("protocol", "TCP")
             if spec.get("clusterIP") and spec["clusterIP"] != "None":
-                out.append((self.addr(spec["clusterIP"], int(port["port"]), proto), "ClusterIP", port))
+                for ip in spec.get("clusterIPs") or [spec["clusterIP"]]:  # a dual-stack Service: a frontend per family
+                    out.append((self.addr(ip, int(port["port"]), proto), "ClusterIP", port))
             if spec.get("type") in ("NodePort", "LoadBalancer") and port.get("nodePort"):
                 node_port = int(port["nodePort"]) + (1 if self.cluster.cfg.faults.nodeport_wrong_port else 0)  # fault: wrong port
-                out.append((self.addr("0.0.0.0", node_port, proto), "NodePort", port))
+                for family in spec.get("ipFamilies") or ["IPv4"]:
+                    out.append((self.addr(WILDCARD[family], node_port, proto), "NodePort", port))
             for eip in spec.get("externalIPs") or []:
                 out.append((self.addr(eip, int(port["port"]), proto), "ExternalIPs", port))
             for ing in (svc.get("status", {}).get("loadBalancer", {}).get("ingress") or []):
@@ -132,17 +138,18 @@ class LbState:
             self._next_id += 1
         return self._ids[key]
 
-    def backends_of(self, svc: dict, port: dict) -> list[FakeBackend]:
+    def backends_of(self, svc: dict, port: dict, family: str = "IPv4") -> list[FakeBackend]:
+        """The backends of a Service port's frontend of ``family``: its endpoints' addresses of that family."""
         c = self.cluster
         target = int(port.get("targetPort", port["port"]))
         # datapath.SRC_TERMINATING_STATE: a ready endpoint is an active backend; one that is terminating and still serving
         # is a terminating backend, kept while enable-k8s-terminating-endpoint is on; any other is left out
         keep = terminating_endpoints_kept(c.cfg.k8s_terminating_endpoint)
         bes = [
-            FakeBackend(p["status"]["podIP"], target, p["spec"]["nodeName"], p["metadata"]["name"],
+            FakeBackend(ip, target, p["spec"]["nodeName"], p["metadata"]["name"],
                         "terminating" if p["metadata"].get("deletionTimestamp") else "active")
             for p in c.endpoints_of(svc)
-            if c.pod_ready(p) and (keep or not p["metadata"].get("deletionTimestamp"))
+            if c.pod_ready(p) and (keep or not p["metadata"].get("deletionTimestamp")) and (ip := pod_ip(p, family)) is not None
         ]
         if c.cfg.faults.stale_slots:  # fault: backends removed by scaling down stay in the slots
             key = (svc["metadata"]["namespace"], svc["metadata"]["name"], target)
@@ -170,8 +177,9 @@ class LbState:
             svc = services.get(state.owner)
             typ, port = self._spec[(state.owner, addr)]
             hostport, proto = addr.rsplit("/", 1)
-            ip, p = hostport.rsplit(":", 1)
-            bes = self.backends_of(svc, port) if svc is not None else []
+            host, p = hostport.rsplit(":", 1)
+            ip = unbracket(host)
+            bes = self.backends_of(svc, port, family_of(ip)) if svc is not None else []
             if node == c.cfg.faults.backend_missing_on and len(bes) > 2:  # fault: this agent lacks one backend
                 bes = bes[:-1]
             if node == c.cfg.faults.slow_agent_on:  # fault: this agent programs new backends late
@@ -202,9 +210,9 @@ class LbState:
                 internal, _ = selectable(internal, faults)
             out.append(FakeFrontend(ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status, internal=internal,
                                     draining=list(draining)))
-            if ip == "0.0.0.0":
-                out.append(FakeFrontend(node_ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status,
-                                        internal=internal, draining=list(draining)))
+            if ip in WILDCARD.values():  # a NodePort's frontend on the node's own address of that family
+                out.append(FakeFrontend(node_ip if ip == "0.0.0.0" else c.node_ip6(node), int(p), proto, typ, state.owner,
+                                        port.get("name", ""), list(bes), status=status, internal=internal, draining=list(draining)))
         out += self.hostport_frontends(node)
         for fe in out:
             fe.id = self._id(fe.key)
@@ -212,8 +220,8 @@ class LbState:
         # a deleted frontend frees its ID; a NodePort's per-node frontend (<node IP>:port) lives while its 0.0.0.0 one does,
         # whichever node's agent is being read
         live = {fe.key for fe in out}
-        wildcard = {(p, proto) for ip, p, proto in live if ip == "0.0.0.0"}
-        node_ips = {c.node_ip(n) for n in c.node_names()}
+        wildcard = {(p, proto) for ip, p, proto in live if ip in WILDCARD.values()}
+        node_ips = {c.node_ip(n) for n in c.node_names()} | ({c.node_ip6(n) for n in c.node_names()} if c.dual_stack else set())
         for key in [k for k in self._ids if k not in live and not (k[0] in node_ips and (k[1], k[2]) in wildcard)]:
             del self._ids[key]
         return self._fit(sorted(out, key=lambda f: f.id))

@@ -17,7 +17,13 @@ from typing import Any
 
 from ..rules.datapath import NoRule, Plane, backend_sees, coverage_name, plane_for
 from .reach import ERRNO, Outcome, probe_result, reach
-from .view import ClusterView, FakeFrontend, Obj
+from ..parse.addr import family_of, hp, unbracket
+from .view import ClusterView, FakeFrontend, Obj, pod_ip
+
+
+def _plain(addr: str) -> str:
+    """``[v6]:port`` -> ``v6:port``, as netstat prints an IPv6 socket."""
+    return addr.replace("[", "").replace("]", "")
 
 
 @dataclass
@@ -31,8 +37,13 @@ class Connection:
     namespace: str
 
 
-def _hp(ip: str, port: int) -> str:
-    return f"{ip}:{port}"
+_hp = hp
+
+
+def split_target(target: str) -> tuple[str, int]:
+    """``ip:port`` or ``[v6]:port`` -> (ip, port)."""
+    host, _, port = target.rpartition(":")
+    return unbracket(host), int(port)
 
 
 class FakeWorkloads:
@@ -52,14 +63,15 @@ class FakeWorkloads:
         cmd = (pod.get("spec", {}).get("containers") or [{}])[0].get("command") or []
         if cmd[:3] != ["kpr", "probe", "hold"] or "--sport" not in cmd:
             return None
-        host, _, port = cmd[3].rpartition(":")
-        return host, int(port), int(cmd[cmd.index("--sport") + 1])
+        host, port = split_target(cmd[3])
+        return host, port, int(cmd[cmd.index("--sport") + 1])
 
-    def per_packet(self) -> bool:
-        """Does a pod's connect() to a ClusterIP take the per-packet path? (the sourced rule; the
-        ``socket_lb_broken`` fault sends it there while the agent reports Full coverage)"""
+    def per_packet(self, family: str = "IPv4") -> bool:
+        """Does a pod's connect() to a ClusterIP of ``family`` take the per-packet path? (the sourced rule; the
+        ``socket_lb_broken`` fault sends it there while the agent reports Full coverage, ``socket_lb_v6_broken`` IPv6's)"""
         cfg = self.c.cfg
-        hostns = (cfg.socket_lb_hostns_only and not cfg.faults.socket_lb_reverse) or cfg.faults.socket_lb_broken
+        hostns = (cfg.socket_lb_hostns_only and not cfg.faults.socket_lb_reverse) or cfg.faults.socket_lb_broken \
+            or (cfg.faults.socket_lb_v6_broken and family == "IPv6")
         coverage = coverage_name(hostns)
         return plane_for("pod", "connect", "ClusterIP", coverage).plane is Plane.PER_PACKET
 
@@ -85,22 +97,23 @@ class FakeWorkloads:
                     self.logs.setdefault(key, []).append(json.dumps(line))
                 continue
             be = fe.backends[0]
-            client = (pod["status"]["podIP"], sport)
-            socket_peer = (ip, port) if self.per_packet() else (be.ip, be.port)
+            client = (pod_ip(pod, family_of(ip)) or pod["status"]["podIP"], sport)
+            per_packet = self.per_packet(family_of(ip))
+            socket_peer = (ip, port) if per_packet else (be.ip, be.port)
             app_peer = (be.ip, be.port) if self.c.cfg.faults.getpeername_backend else (ip, port)  # fault: no reverse translation
             conn = Connection(key[1], client, socket_peer, app_peer, (be.ip, be.port), be.pod, key[0])
             self.connections[key[1]] = conn
             self.logs.setdefault(key, []).append(json.dumps({"event": "connected", "target": _hp(ip, port), "local": _hp(*client),
                                                             "app_peer": _hp(*conn.app_peer), "peer": _hp(*conn.app_peer)}))
-            self._conntrack(node, be.node, conn, fe)
+            self._conntrack(node, be.node, conn, fe, per_packet)
 
-    def _conntrack(self, client_node: str, backend_node: str, conn: Connection, fe: FakeFrontend) -> None:
+    def _conntrack(self, client_node: str, backend_node: str, conn: Connection, fe: FakeFrontend, per_packet: bool) -> None:
         base = {"proto": "TCP", "rx_flags_seen": 0x1A, "tx_flags_seen": 0x1A, "flags": 0x10, "flag_names": ("SeenNonSyn",), "expires": 21600}
         ct = self.c.ct
         ct.setdefault(client_node, []).append({**base, "dir": "OUT", "src_ip": conn.client[0], "src_port": conn.client[1],
                                                "dst_ip": conn.backend[0], "dst_port": conn.backend[1], "source_security_id": 4242,
-                                               "rev_nat": fe.id if self.per_packet() else 0})
-        if self.per_packet():
+                                               "rev_nat": fe.id if per_packet else 0})
+        if per_packet:
             ct[client_node].append({**base, "dir": "SVC", "src_ip": conn.client[0], "src_port": conn.client[1],
                                     "dst_ip": fe.ip, "dst_port": fe.port, "rev_nat": fe.id, "backend_id": 1})
         ct.setdefault(backend_node, []).append({**base, "dir": "IN", "src_ip": conn.client[0], "src_port": conn.client[1],
@@ -158,7 +171,7 @@ class FakeWorkloads:
             return self.netstat(pod)
         if argv[0] == "curl":
             url = next((a for a in argv if a.startswith("http://")), "")
-            m = re.fullmatch(r"http://([0-9.]+):(\d+)/?", url)
+            m = re.fullmatch(r"http://\[?([0-9a-f.:]+?)\]?:(\d+)/?", url)
             health = self.health_answer(m.group(1), int(m.group(2))) if m else None
             if health is not None:
                 fmt = argv[argv.index("-w") + 1] if "-w" in argv else ""
@@ -172,19 +185,21 @@ class FakeWorkloads:
         return 127, "", f'exec: "{argv[0]}": executable file not found in $PATH'
 
     def netstat(self, pod: Obj) -> tuple[int, str, str]:
-        ip = pod["status"]["podIP"]
+        ips = {pod_ip(pod, "IPv4"), pod_ip(pod, "IPv6")} - {None}
         rows = []
         for conn in self.connections.values():
-            if conn.client[0] == ip:
+            if conn.client[0] in ips:
                 rows.append((_hp(*conn.client), _hp(*conn.server)))
-            if conn.backend[0] == ip:
+            if conn.backend[0] in ips:
                 seen = conn.client
                 if self.c.cfg.faults.snat_at_backend:  # fault: the client's node address, as after SNAT
                     holder = next((p for p in self.c.pods() if p["metadata"]["name"] == conn.client_pod), None)
                     seen = (self.c.node_ip(holder["spec"]["nodeName"]) if holder else "0.0.0.0", 61234)
                 rows.append((_hp(*conn.backend), _hp(*seen)))
         out = "Active Internet connections (w/o servers)\nProto Recv-Q Send-Q Local Address           Foreign Address         State       \n"
-        out += "".join(f"tcp        0      0 {local:<23} {peer:<23} ESTABLISHED \n" for local, peer in rows)
+        # net-tools and busybox print an IPv6 socket as tcp6, its addresses unbracketed
+        out += "".join(f"{'tcp6' if local.startswith('[') else 'tcp ':<4}       0      0 {_plain(local):<23} {_plain(peer):<23} ESTABLISHED \n"
+                       for local, peer in rows)
         return 0, out, ""
 
     def probe(self, pod: Obj, kind: str, args: list[str]) -> tuple[int, str, str]:
@@ -198,7 +213,8 @@ class FakeWorkloads:
         interval = float(args[args.index("--interval") + 1]) if "--interval" in args else 0.0
         target = args[0]
         ip_port = target.split("//", 1)[-1].split("/", 1)[0] if kind == "http" else target
-        ip, _, port_s = ip_port.rpartition(":")
+        ip, port = split_target(ip_port)
+        port_s = str(port)
         out = ""
         for i in range(count):
             if i:
@@ -208,7 +224,7 @@ class FakeWorkloads:
             result: dict[str, Any] = {"probe": kind, "target": target, **probe_result(outcome, kind, timeout)}
             if kind == "connect" and result.get("verdict") == "connected" and not pod["spec"].get("hostNetwork"):
                 # socket LB: the kernel socket points at the backend it chose; per-packet: at the Service (NAT is on the wire)
-                be = ip_port if self.per_packet() else self.pick_backend(pod, ip, int(port_s))
+                be = ip_port if self.per_packet(family_of(ip)) else self.pick_backend(pod, ip, int(port_s))
                 if be is not None:
                     result["socket_peer"] = be
             out += json.dumps(result) + "\n"
@@ -221,7 +237,8 @@ class FakeWorkloads:
         On the per-packet plane the socket is never translated and bpf_lxc reverse-NATs the reply (SRC_LXC_REV_NAT); a
         backendless UDP Service there has no sourced rule here: NoRule, never a guess.
         Faults: udp_reply_from_backend (no recvmsg4), getpeername_backend, udp_no_backend_passes."""
-        ip, _, port_s = target.rpartition(":")
+        ip, port = split_target(target)
+        port_s = str(port)
         node, hostnet = pod["spec"]["nodeName"], bool(pod["spec"].get("hostNetwork"))
         outcome = reach(self.c, node, host_network=hostnet, access="connect" if connected else "sendmsg", ip=ip, port=int(port_s), proto="UDP")
         faults = self.c.cfg.faults
@@ -229,13 +246,14 @@ class FakeWorkloads:
         if outcome.plane is Plane.PER_PACKET and outcome.result != "answered":
             raise NoRule(f"a UDP datagram to a backendless {target} on the per-packet plane: no sourced rule for what the client sees yet")
         if outcome.result == "answered" and outcome.backend is not None:  # per-packet: bpf_lxc reverse-NATs the reply (SRC_LXC_REV_NAT)
-            be = f"{outcome.backend.ip}:{outcome.backend.port}"
+            be = hp(outcome.backend.ip, outcome.backend.port)
             socket = outcome.plane is Plane.SOCKET
-            out.update(verdict="answered", elapsed_ms=0.4, reply_from=be if socket and faults.udp_reply_from_backend else target,
+            no_recvmsg = faults.udp_reply_from_backend or (faults.recvmsg6_missing and family_of(ip) == "IPv6")  # faults: recvmsg4/6
+            out.update(verdict="answered", elapsed_ms=0.4, reply_from=be if socket and no_recvmsg else target,
                        echoed=True)
             if connected:
                 out["peer"] = be if socket and faults.getpeername_backend else target
-            client = (pod["status"].get("podIP") or self.c.node_ip(node), 40000 + len(self.c.ct.get(node, [])))
+            client = (pod_ip(pod, family_of(ip)) or self.c.node_ip_of(node, family_of(ip)), 40000 + len(self.c.ct.get(node, [])))
             # bpf_lxc tracks the pod's datagram to the backend it was translated to (the socket plane left no service entry)
             self.c.ct.setdefault(node, []).append({"proto": "UDP", "dir": "OUT", "src_ip": client[0], "src_port": client[1],
                                                    "dst_ip": outcome.backend.ip, "dst_port": outcome.backend.port, "rx_flags_seen": 0,
@@ -268,7 +286,7 @@ class FakeWorkloads:
         sticky = spec.get("sessionAffinity") == "ClientIP" and not faults.affinity_ignored
         timeout = int(((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get("timeoutSeconds") or 10800)
         key = (pod["metadata"]["namespace"], pod["metadata"]["name"], fe.service, fe.port)
-        backends = [f"{b.ip}:{b.port}" for b in fe.backends]
+        backends = [hp(b.ip, b.port) for b in fe.backends]
         now = int(self.c.clock.monotonic())  # bpf_mono_now(): whole seconds
         remembered = self.affinity.get(key)
         # lb.h __lb4_affinity_backend_id: an entry is used while now < last_used + timeout, and each use renews it

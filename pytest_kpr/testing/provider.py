@@ -6,6 +6,7 @@ from typing import Any
 
 from ..cluster.provider import ClusterHandle, Progress
 from ..core.errors import ProvisioningError, Unavailable
+from ..parse.addr import hp
 from ..traffic.probes import ProbeResult, Verdict
 from .fake import FakeCluster
 from .reach import curl_result, probe_result, reach
@@ -20,13 +21,21 @@ class FakeOutside:
         self.raw = cluster.cfg.runner_net_raw
 
     def reaches(self, ip: str) -> bool:
-        return self.cluster.cfg.runner_reaches_nodes and ip in {self.cluster.node_ip(n) for n in self.cluster.node_names()}
+        return self.cluster.cfg.runner_reaches_nodes and ip in self._node_ips()
+
+    def _node_ips(self) -> dict[str, str]:
+        """Every node address (both families on a dual-stack fake) -> its node."""
+        c = self.cluster
+        return {ip: n for n in c.node_names() for ip in ([c.node_ip(n)] + ([c.node_ip6(n)] if c.dual_stack else []))}
 
     #: the runner's address on the nodes' network (kind's docker bridge gateway)
     ADDRESS = "172.18.0.1"
 
+    #: its IPv6 address there (a dual-stack fake)
+    ADDRESS6 = "fc00:f853:ccd:e793::1"
+
     def source_address(self, ip: str) -> str | None:
-        return self.ADDRESS if self.reaches(ip) else None
+        return (self.ADDRESS6 if ":" in ip else self.ADDRESS) if self.reaches(ip) else None
 
     def http(self, url: str, timeout: float, source_port: int | None = None) -> ProbeResult:
         import re
@@ -47,9 +56,9 @@ class FakeOutside:
         return self.raw
 
     def raw_syn(self, ip: str, port: int, timeout: float) -> ProbeResult:
-        node = next(n for n in self.cluster.node_names() if self.cluster.node_ip(n) == ip)
+        node = self._node_ips()[ip]
         r = probe_result(reach(self.cluster, node, host_network=True, access="raw", ip=ip, port=port, outside=True), "syn", timeout)
-        return ProbeResult("syn", f"{ip}:{port}", Verdict(r["verdict"]), float(r["elapsed_ms"]),  # type: ignore[arg-type]
+        return ProbeResult("syn", hp(ip, port), Verdict(r["verdict"]), float(r["elapsed_ms"]),  # type: ignore[arg-type]
                            icmp_type=r.get("icmp_type"), icmp_code=r.get("icmp_code"))  # type: ignore[arg-type]
 
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ..rules.datapath import EPERM_REGRESSION, Plane, coverage_name, no_backend, plane_for
+from ..parse.addr import family_of
+from ..rules.datapath import EPERM_REGRESSION, ICMP6_PORT_UNREACHABLE, Plane, coverage_name, no_backend, plane_for
 from ..core.versions import kernel_tuple
 from ..core.versions import Version, in_range
 from . import maglev
-from .view import ClusterView, FakeBackend, FakeFrontend
+from .lb import WILDCARD
+from .view import ClusterView, FakeBackend, FakeFrontend, pod_ip
 
 
 
@@ -37,11 +39,11 @@ class Outcome:
 def classify(c: ClusterView, ip: str) -> tuple[str, str | None]:
     """(frontend kind, node whose InternalIP it is) of a destination address."""
     for node in c.node_names():
-        if c.node_ip(node) == ip:
+        if c.node_ip(node) == ip or (c.dual_stack and c.node_ip6(node) == ip):
             return "NodePort", node
     for svc in c.services():
         spec = svc.get("spec", {})
-        if spec.get("clusterIP") == ip:
+        if ip in (spec.get("clusterIPs") or [spec.get("clusterIP")]):
             return "ClusterIP", None
         if ip in (spec.get("externalIPs") or []):
             return "ExternalIP", None
@@ -53,18 +55,19 @@ def classify(c: ClusterView, ip: str) -> tuple[str, str | None]:
 def routed(c: ClusterView, ip: str, port: int, kind: str = "none", plane: Plane | None = None) -> Outcome:
     """No Cilium LB translated it: the packet goes to the address itself."""
     for p in c.pods():
-        if p.get("status", {}).get("podIP") == ip and not p["spec"].get("hostNetwork") and c.pod_ready(p):
+        if pod_ip(p, family_of(ip)) == ip and not p["spec"].get("hostNetwork") and c.pod_ready(p):
             return Outcome("answered", plane, frontend=kind)
     for node in c.node_names():
-        if c.node_ip(node) == ip:  # the node's kernel: nobody listens there -> RST
+        if c.node_ip(node) == ip or (c.dual_stack and c.node_ip6(node) == ip):  # the node's kernel: nobody listens there -> RST
             return Outcome("refused" if port not in c.node_listeners.get(node, []) else "answered", plane, "ECONNREFUSED", frontend=kind)
     return Outcome("timeout", plane, frontend=kind)  # nothing in the cluster owns the address
 
 
-def _coverage(c: ClusterView, client: str, access: str, frontend: str) -> str:
+def _coverage(c: ClusterView, client: str, access: str, frontend: str, family: str = "IPv4") -> str:
     cov = coverage_name(c.cfg.socket_lb_hostns_only and not (c.cfg.faults.socket_lb_reverse and client == "pod"))
-    if c.cfg.faults.socket_lb_broken and client == "pod" and access == "connect" and frontend == "ClusterIP":
-        cov = "Hostns-only"  # fault: pods' connections to a ClusterIP take the per-packet path while the agent reports Full
+    broken = c.cfg.faults.socket_lb_broken or (c.cfg.faults.socket_lb_v6_broken and family == "IPv6")
+    if broken and client == "pod" and access == "connect" and frontend == "ClusterIP":
+        cov = "Hostns-only"  # faults: pods' connections to a ClusterIP (of IPv6: socket_lb_v6_broken) take the per-packet path
     return cov
 
 
@@ -78,6 +81,7 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
     (its own namespace, or the host's for a host-network pod), or, with ``outside``, from a machine that reaches the
     nodes (the runner)."""
     kind, target_node = classify(c, ip)
+    family = family_of(ip)
     if kind == "none":
         return routed(c, ip, port)
     if outside:
@@ -86,12 +90,12 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         client, handler = "outside", target_node or node  # the SYN leaves this node and arrives at the other one's bpf_host
     else:
         client, handler = ("host" if host_network else "pod"), node
-    rule = plane_for(client, access, kind, _coverage(c, client, access, kind), "on" if c.cfg.external_ip_mitigation else "off")
+    rule = plane_for(client, access, kind, _coverage(c, client, access, kind, family), "on" if c.cfg.external_ip_mitigation else "off")
     if rule.plane is Plane.NONE:
         return routed(c, ip, port, kind, Plane.NONE)
     fe = c.lb.find(handler, ip, port, proto)
     if fe is None and kind == "NodePort":
-        fe = c.lb.find(handler, "0.0.0.0", port, proto)
+        fe = c.lb.find(handler, WILDCARD[family], port, proto)
     if fe is None:  # no such frontend: nothing translates it
         return routed(c, ip, port, kind, rule.plane)
     # traffic from outside looks up the external scope; east-west lookups the internal one (datapath.SRC_ETP_SCOPES)
@@ -122,17 +126,17 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         if local:
             return Outcome("timeout", rule.plane, frontend=kind)
         return Outcome("refused", rule.plane, "ECONNREFUSED", frontend=kind)
-    if response == "reject" and faults.no_backend_silent_drop:
-        return Outcome("timeout", rule.plane, frontend=kind)
-    nb = no_backend(rule.plane, response)
+    if response == "reject" and (faults.no_backend_silent_drop or (faults.no_backend_v6_drops and family == "IPv6")):
+        return Outcome("timeout", rule.plane, frontend=kind)  # faults: a silent drop (no_backend_v6_drops: IPv6's only)
+    nb = no_backend(rule.plane, response, family=6 if family == "IPv6" else 4)
     if nb.icmp is None:
         return Outcome("timeout", rule.plane, frontend=kind)
     icmp = (nb.icmp[0], faults.reject_icmp_code) if faults.reject_icmp_code is not None else nb.icmp
     late = float(faults.slow_reject_ms) if faults.slow_reject_ms is not None else None  # fault: a slow reject
     if access == "raw":
         return Outcome("icmp", rule.plane, icmp=icmp, frontend=kind, delay_ms=late)
-    # the client's TCP stack turns ICMP port unreachable into ECONNREFUSED, host unreachable into EHOSTUNREACH
-    if icmp == (3, 3):
+    # the client's TCP stack turns ICMP port unreachable (ICMPv6 too) into ECONNREFUSED, host unreachable into EHOSTUNREACH
+    if icmp in ((3, 3), ICMP6_PORT_UNREACHABLE):
         return Outcome("refused", rule.plane, "ECONNREFUSED", icmp=icmp, frontend=kind, delay_ms=late)
     return Outcome("unreachable", rule.plane, "EHOSTUNREACH", icmp=icmp, frontend=kind, delay_ms=late)
 

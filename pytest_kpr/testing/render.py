@@ -148,6 +148,12 @@ def lb_master_value(revnat: int, flags: list[str], v6: bool = False) -> str:
     return f"{'[::]' if v6 else '0.0.0.0'}:0 ({revnat}) (0) [{', '.join(flags)}] "
 
 
+def ct_addr(ip: str, port: int, version: tuple[int, int]) -> str:
+    """A conntrack key's address: IPv6 bracketed from 1.19 (pkg/maps/ctmap/types.go@d93bee93 ``" OUT ["`` ... ``"]:"``; which
+    release began it is not established: the fake takes the NatPort era, 1.19), bare before."""
+    return f"[{ip}]:{port}" if ":" in ip and version >= (1, 19) else f"{ip}:{port}"
+
+
 def ct_line(e: dict, version: tuple[int, int] = (1, 18)) -> str:
     """One ``bpf ct list global`` line in the given minor's format, trailing space included."""
     flags = " ".join(e.get("flag_names", ()))
@@ -155,7 +161,7 @@ def ct_line(e: dict, version: tuple[int, int] = (1, 18)) -> str:
     remaining = f" (remaining: {e['remaining']} sec(s))" if e.get("remaining") is not None else ""
     related = "related " if e.get("related") else ""
     head = (
-        f"{e['proto']} {e['dir']} {e['src_ip']}:{e['src_port']} -> {e['dst_ip']}:{e['dst_port']} {related}"
+        f"{e['proto']} {e['dir']} {ct_addr(e['src_ip'], e['src_port'], version)} -> {ct_addr(e['dst_ip'], e['dst_port'], version)} {related}"
         f"expires={e.get('expires', 100)}{remaining} Packets={e.get('packets', 0)} Bytes={e.get('bytes', 0)} "
         f"RxFlagsSeen=0x{e.get('rx_flags_seen', 0):02x} LastRxReport={e.get('last_rx_report', 0)} "
         f"TxFlagsSeen=0x{e.get('tx_flags_seen', 0):02x} LastTxReport={e.get('last_tx_report', 0)} "

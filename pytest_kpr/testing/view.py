@@ -11,6 +11,7 @@ from typing import Any, Callable, Protocol
 
 from ..rules.lbmodel import LbModel
 from ..core.versions import Version
+from ..parse.addr import family_of
 from .config import FakeConfig
 
 Obj = dict[str, Any]
@@ -55,6 +56,12 @@ class FakeFrontend:
     def key(self) -> tuple[str, int, str]:
         return (self.ip, self.port, self.proto)
 
+
+
+def pod_ip(pod: Obj, family: str = "IPv4") -> str | None:
+    """A pod's address of ``family`` (``status.podIPs``; ``podIP`` alone for IPv4), None if it has none."""
+    ips = [i.get("ip") for i in pod.get("status", {}).get("podIPs") or []] or [pod.get("status", {}).get("podIP")]
+    return next((i for i in ips if i and family_of(i) == family), None)
 
 
 class LbView(Protocol):
@@ -102,6 +109,13 @@ class ClusterView(Protocol):
     def node_names(self) -> list[str]: ...
 
     def node_ip(self, node: str) -> str: ...
+
+    @property
+    def dual_stack(self) -> bool: ...
+
+    def node_ip6(self, node: str) -> str: ...
+
+    def node_ip_of(self, node: str, family: str) -> str: ...
 
     def cilium_internal_ip(self, node: str) -> str: ...
 
