@@ -27,6 +27,7 @@ from pytest_kpr.judge.socket_lb import (
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.observe.lab import Lab, holder_ct, holder_program
+from pytest_kpr.parse.addr import split_host_port
 from pytest_kpr.parse.node import parse_netstat
 from pytest_kpr.plugin.session import KprSession
 
@@ -54,7 +55,7 @@ def seen(family_lab: Lab, holder: Lab, evidence: Evidence, kpr_property: str, kp
     )
     evidence.write(family_file("ct.json", kpr_family), {
         "family": kpr_family, "client": obs.client, "app_peer": obs.app_peer, "socket_peer": obs.socket_peer, "backend": backend,
-        "backend_pod": lab.pod_by_ip(backend.rsplit(":", 1)[0].strip("[]")), "svc_entries": svc_entries, "socket_lb_coverage": coverage,
+        "backend_pod": lab.pod_by_ip((split_host_port(backend) or ("", 0))[0]), "svc_entries": svc_entries, "socket_lb_coverage": coverage,
     })
     evidence.figure(kpr_property, f"getpeername {obs.app_peer}, socket {obs.socket_peer} ({coverage})", kpr_family)
     return obs, str(coverage), backend
@@ -75,9 +76,10 @@ def test_conntrack_out_entry_names_the_socket_peer(seen: tuple[SocketLBObservati
 def test_backend_sees_the_holder_pod_address(seen: tuple[SocketLBObservation, str, str], family_lab: Lab) -> None:
     obs, _, backend = seen
     holder = family_lab
-    pod = holder.pod_by_ip(backend.rsplit(":", 1)[0].strip("[]"))
+    ip, port = split_host_port(backend) or ("", 0)
+    pod = holder.pod_by_ip(ip)
     assert pod, f"socket LB: no pod has the backend address {backend}"
-    port = int(backend.rsplit(":", 1)[1])  # every peer of the backend's serving port: SNAT rewrites the source port too
+    # every peer of the backend's serving port: SNAT rewrites the source port too
     peers = sorted(s.peer for s in parse_netstat(holder.exec(pod, "netstat", "-tn").check().stdout) if s.local_port == port)
     problems = backend_peer_problems(obs.client, peers, pod)
     holds(problems, "socket LB")

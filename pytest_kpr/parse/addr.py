@@ -16,6 +16,11 @@ PROTOCOLS = frozenset({"TCP", "UDP", "SCTP", "ANY", "NONE", "ICMP", "ICMPv6"})
 _ADDR = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<v4>[0-9.]+)):(?P<port>\d{1,5})(?:/(?P<proto>TCP|UDP|SCTP|ANY|NONE|ICMP|ICMPv6))?(?P<internal>/i)?$")
 
 
+def hp(host: str, port: int) -> str:
+    """``host:port``, an IPv6 address in brackets (``[fd00::1]:80``), as every probe prints addresses."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 @dataclass(frozen=True)
 class L3n4:
     ip: str
@@ -29,7 +34,7 @@ class L3n4:
 
     def host_port(self) -> str:
         """``IP:PORT`` (``[IP]:PORT`` for IPv6), without protocol or scope."""
-        return f"[{self.ip}]:{self.port}" if self.is_v6 else f"{self.ip}:{self.port}"
+        return hp(self.ip, self.port)
 
     def __str__(self) -> str:
         s = self.host_port()
@@ -70,7 +75,7 @@ def parse_l3n4(text: str) -> L3n4 | None:
 def l3n4_from_parts(ip: object, port: object, proto: object = None, internal: bool = False) -> L3n4 | None:
     """An address from JSON fields (ip, port, protocol), validated as the text form is; None if malformed."""
     host = str(ip)
-    text = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    text = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # port unchecked yet: parse_l3n4 validates it
     if proto:
         text += f"/{str(proto).upper()}"
     a = parse_l3n4(text)
@@ -94,13 +99,3 @@ def split_host_port(text: str) -> tuple[str, int] | None:
 def family_of(ip: str) -> str:
     """``IPv4`` or ``IPv6``, as Kubernetes names an address family (``spec.ipFamilies``, an EndpointSlice's addressType)."""
     return "IPv6" if ":" in ip else "IPv4"
-
-
-def hp(host: str, port: int) -> str:
-    """``host:port``, an IPv6 address in brackets (``[fd00::1]:80``), as every probe prints addresses."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def unbracket(host: str) -> str:
-    """``[fd00::1]`` -> ``fd00::1`` (anything else unchanged): the host of a ``[v6]:port`` split at its last ``:``."""
-    return host[1:-1] if host.startswith("[") and host.endswith("]") else host

@@ -219,6 +219,10 @@ class FakeCluster:
         """The node's IPv6 InternalIP (dual stack)."""
         return f"{NODE_NET6}{self.node_names().index(node) + 2:x}"
 
+    def node_addresses(self) -> dict[str, str]:
+        """Every node's InternalIP (both families on a dual-stack fake) -> its node."""
+        return {ip: n for n in self.node_names() for ip in ([self.node_ip(n)] + ([self.node_ip6(n)] if self.dual_stack else []))}
+
     def node_ip_of(self, node: str, family: str) -> str:
         return self.node_ip6(node) if family == "IPv6" else self.node_ip(node)
 

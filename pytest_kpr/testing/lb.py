@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..rules.datapath import (LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, REV_NAT_FULL_ERROR, external_backends, internal_backends, itp_enabled,
                               new_connection_backends, terminating_endpoints_kept)
 from ..rules.lbmodel import Event, LbModel, Op, Variant
-from ..parse.addr import family_of, hp, unbracket
+from ..parse.addr import family_of, hp, split_host_port
 from .config import Faults
 from .view import ClusterView, FakeBackend, FakeFrontend, pod_ip
 
@@ -177,8 +177,7 @@ class LbState:
             svc = services.get(state.owner)
             typ, port = self._spec[(state.owner, addr)]
             hostport, proto = addr.rsplit("/", 1)
-            host, p = hostport.rsplit(":", 1)
-            ip = unbracket(host)
+            ip, p = split_host_port(hostport) or ("", 0)
             bes = self.backends_of(svc, port, family_of(ip)) if svc is not None else []
             if node == c.cfg.faults.backend_missing_on and len(bes) > 2:  # fault: this agent lacks one backend
                 bes = bes[:-1]
@@ -221,7 +220,7 @@ class LbState:
         # whichever node's agent is being read
         live = {fe.key for fe in out}
         wildcard = {(p, proto) for ip, p, proto in live if ip in WILDCARD.values()}
-        node_ips = {c.node_ip(n) for n in c.node_names()} | ({c.node_ip6(n) for n in c.node_names()} if c.dual_stack else set())
+        node_ips = set(c.node_addresses())
         for key in [k for k in self._ids if k not in live and not (k[0] in node_ips and (k[1], k[2]) in wildcard)]:
             del self._ids[key]
         return self._fit(sorted(out, key=lambda f: f.id))

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..rules.datapath import NoRule, Plane, backend_sees, coverage_name, plane_for
 from .reach import ERRNO, Outcome, probe_result, reach
-from ..parse.addr import family_of, hp, unbracket
+from ..parse.addr import family_of, hp, split_host_port
 from .view import ClusterView, FakeFrontend, Obj, pod_ip
 
 
@@ -37,13 +37,12 @@ class Connection:
     namespace: str
 
 
-_hp = hp
-
-
 def split_target(target: str) -> tuple[str, int]:
     """``ip:port`` or ``[v6]:port`` -> (ip, port)."""
-    host, _, port = target.rpartition(":")
-    return unbracket(host), int(port)
+    parsed = split_host_port(target)
+    if parsed is None:
+        raise ValueError(f"not an address and port: {target!r}")
+    return parsed
 
 
 class FakeWorkloads:
@@ -92,7 +91,7 @@ class FakeWorkloads:
             node = pod["spec"]["nodeName"]
             fe = self.c.lb.find(node, ip, port)
             if fe is None or not fe.backends:
-                line = {"event": "error", "target": _hp(ip, port), "errno": 113, "errno_name": "EHOSTUNREACH", "detail": "[Errno 113] No route to host"}
+                line = {"event": "error", "target": hp(ip, port), "errno": 113, "errno_name": "EHOSTUNREACH", "detail": "[Errno 113] No route to host"}
                 if json.dumps(line) not in self.logs.get(key, []):
                     self.logs.setdefault(key, []).append(json.dumps(line))
                 continue
@@ -103,8 +102,8 @@ class FakeWorkloads:
             app_peer = (be.ip, be.port) if self.c.cfg.faults.getpeername_backend else (ip, port)  # fault: no reverse translation
             conn = Connection(key[1], client, socket_peer, app_peer, (be.ip, be.port), be.pod, key[0])
             self.connections[key[1]] = conn
-            self.logs.setdefault(key, []).append(json.dumps({"event": "connected", "target": _hp(ip, port), "local": _hp(*client),
-                                                            "app_peer": _hp(*conn.app_peer), "peer": _hp(*conn.app_peer)}))
+            self.logs.setdefault(key, []).append(json.dumps({"event": "connected", "target": hp(ip, port), "local": hp(*client),
+                                                            "app_peer": hp(*conn.app_peer), "peer": hp(*conn.app_peer)}))
             self._conntrack(node, be.node, conn, fe, per_packet)
 
     def _conntrack(self, client_node: str, backend_node: str, conn: Connection, fe: FakeFrontend, per_packet: bool) -> None:
@@ -189,13 +188,13 @@ class FakeWorkloads:
         rows = []
         for conn in self.connections.values():
             if conn.client[0] in ips:
-                rows.append((_hp(*conn.client), _hp(*conn.server)))
+                rows.append((hp(*conn.client), hp(*conn.server)))
             if conn.backend[0] in ips:
                 seen = conn.client
                 if self.c.cfg.faults.snat_at_backend:  # fault: the client's node address, as after SNAT
                     holder = next((p for p in self.c.pods() if p["metadata"]["name"] == conn.client_pod), None)
                     seen = (self.c.node_ip(holder["spec"]["nodeName"]) if holder else "0.0.0.0", 61234)
-                rows.append((_hp(*conn.backend), _hp(*seen)))
+                rows.append((hp(*conn.backend), hp(*seen)))
         out = "Active Internet connections (w/o servers)\nProto Recv-Q Send-Q Local Address           Foreign Address         State       \n"
         # net-tools and busybox print an IPv6 socket as tcp6, its addresses unbracketed
         out += "".join(f"{'tcp6' if local.startswith('[') else 'tcp ':<4}       0      0 {_plain(local):<23} {_plain(peer):<23} ESTABLISHED \n"

@@ -21,12 +21,7 @@ class FakeOutside:
         self.raw = cluster.cfg.runner_net_raw
 
     def reaches(self, ip: str) -> bool:
-        return self.cluster.cfg.runner_reaches_nodes and ip in self._node_ips()
-
-    def _node_ips(self) -> dict[str, str]:
-        """Every node address (both families on a dual-stack fake) -> its node."""
-        c = self.cluster
-        return {ip: n for n in c.node_names() for ip in ([c.node_ip(n)] + ([c.node_ip6(n)] if c.dual_stack else []))}
+        return self.cluster.cfg.runner_reaches_nodes and ip in self.cluster.node_addresses()
 
     #: the runner's address on the nodes' network (kind's docker bridge gateway)
     ADDRESS = "172.18.0.1"
@@ -56,7 +51,7 @@ class FakeOutside:
         return self.raw
 
     def raw_syn(self, ip: str, port: int, timeout: float) -> ProbeResult:
-        node = self._node_ips()[ip]
+        node = self.cluster.node_addresses()[ip]
         r = probe_result(reach(self.cluster, node, host_network=True, access="raw", ip=ip, port=port, outside=True), "syn", timeout)
         return ProbeResult("syn", hp(ip, port), Verdict(r["verdict"]), float(r["elapsed_ms"]),  # type: ignore[arg-type]
                            icmp_type=r.get("icmp_type"), icmp_code=r.get("icmp_code"))  # type: ignore[arg-type]

@@ -38,9 +38,9 @@ class Outcome:
 
 def classify(c: ClusterView, ip: str) -> tuple[str, str | None]:
     """(frontend kind, node whose InternalIP it is) of a destination address."""
-    for node in c.node_names():
-        if c.node_ip(node) == ip or (c.dual_stack and c.node_ip6(node) == ip):
-            return "NodePort", node
+    node = c.node_addresses().get(ip)
+    if node is not None:
+        return "NodePort", node
     for svc in c.services():
         spec = svc.get("spec", {})
         if ip in (spec.get("clusterIPs") or [spec.get("clusterIP")]):
@@ -57,9 +57,9 @@ def routed(c: ClusterView, ip: str, port: int, kind: str = "none", plane: Plane 
     for p in c.pods():
         if pod_ip(p, family_of(ip)) == ip and not p["spec"].get("hostNetwork") and c.pod_ready(p):
             return Outcome("answered", plane, frontend=kind)
-    for node in c.node_names():
-        if c.node_ip(node) == ip or (c.dual_stack and c.node_ip6(node) == ip):  # the node's kernel: nobody listens there -> RST
-            return Outcome("refused" if port not in c.node_listeners.get(node, []) else "answered", plane, "ECONNREFUSED", frontend=kind)
+    node = c.node_addresses().get(ip)
+    if node is not None:  # the node's kernel: nobody listens there -> RST
+        return Outcome("refused" if port not in c.node_listeners.get(node, []) else "answered", plane, "ECONNREFUSED", frontend=kind)
     return Outcome("timeout", plane, frontend=kind)  # nothing in the cluster owns the address
 
 

@@ -35,6 +35,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, TextIO
 from urllib.parse import urlsplit
 
+from ..parse.addr import hp
+
 
 class Verdict(str, enum.Enum):
     # raw SYN
@@ -98,11 +100,6 @@ class ProbeResult:
         if self.detail:
             parts.append(self.detail)
         return "; ".join(parts)
-
-
-def hp(host: str, port: int) -> str:
-    """``host:port``, an IPv6 address in brackets (``[fd00::1]:80``), as every probe prints addresses."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _ms(start: float) -> float:
