@@ -37,7 +37,9 @@ class StealingModel(LbModel):
         return super()._upsert(service, wanted)
 
 
-#: a NodePort's wildcard frontend per family (``0.0.0.0:<port>``, ``[::]:<port>``): cilium-dbg service list prints both
+#: a NodePort's wildcard frontend per family of the Service (``0.0.0.0:<port>``, ``[::]:<port>``): cilium/cilium
+#: pkg/loadbalancer/reflectors/conversions.go@bb5d8694 convertService, per ``getIPFamilies(svc)``:
+#: ``case slim_corev1.IPv6Protocol: fe.Address.AddrCluster = zeroV6`` (``zeroV6 = cmtypes.MustParseAddrCluster("::")``)
 WILDCARD = {"IPv4": "0.0.0.0", "IPv6": "::"}
 
 #: logical milliseconds per tick of the fake's clock (one API call or exec is one tick)
