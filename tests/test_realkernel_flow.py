@@ -127,7 +127,10 @@ def big_gaps(r: FlowReport, ms: float = 100) -> list[dict[str, Any]]:
 def test_a_clean_flow_has_no_gap_loss_or_reset(topo: Topology) -> None:
     for port, udp in ((TCP, False), (UDP, True)):
         r = run_flow(topo, server(topo), port, udp=udp, duration_s=1.0)
-        assert r.sent >= 90 and r.lost == 0 and r.resets == r.closed == r.stalls == 0, r.to_json()
+        # the floor shows the flow ran its second, not its pace (the gap bound below judges that): a loaded 2-core runner
+        # falls behind the 10 ms pace (86 of 100 sent, seen in a fresh-clone CI run beside another test run), so half
+        # the messages, not 90 %
+        assert r.sent >= 50 and r.lost == 0 and r.resets == r.closed == r.stalls == 0, r.to_json()
         assert r.max_gap_ms < 100, r.to_json()  # INTERVAL_MS + 2 x LATE_MS = 30 ms, and 70 ms for a longer stall
 
 
