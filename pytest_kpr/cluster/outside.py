@@ -8,8 +8,6 @@ the suite records that the outside view was not available.
 from __future__ import annotations
 
 import ipaddress
-import socket
-import struct
 from pathlib import Path
 
 from ..traffic.probes import ProbeResult, http_probe, route_source, syn_probe
@@ -17,26 +15,70 @@ from ..traffic.probes import ProbeResult, http_probe, route_source, syn_probe
 CAP_NET_RAW = 13
 
 
-def specific_route(ip: str, route_file: Path = Path("/proc/net/route")) -> str | None:
-    """The interface of the most specific non-default IPv4 route covering ``ip``, or None."""
+def specific_route(ip: str, route_file: Path | None = None) -> str | None:
+    """The interface of the most specific non-default route covering ``ip`` (IPv4: /proc/net/route; IPv6:
+    /proc/net/ipv6_route), or None."""
     try:
-        addr = int(ipaddress.IPv4Address(ip))
+        addr = ipaddress.ip_address(ip)
+    except ValueError:
+        return None
+    if addr.version == 6:
+        return _specific_route6(addr, route_file or Path("/proc/net/ipv6_route"))
+    return _specific_route4(int(addr), route_file or Path("/proc/net/route"))
+
+
+def _specific_route4(addr: int, route_file: Path) -> str | None:
+    """Lines after the header: interface, destination, gateway, flags, refcount, use, metric, mask, ... The kernel prints
+    each address as the hex of its four network-order bytes read as a native (little-endian) integer: 172.18.0.0 is
+    ``000012AC``, so the bytes of the hex text, read little-endian, are the address."""
+    try:
         lines = route_file.read_text().splitlines()[1:]
-    except (ValueError, OSError):
+    except OSError:
         return None
     best: tuple[int, str] | None = None
     for line in lines:
         f = line.split()
         if len(f) < 8:
             continue
-        dest = struct.unpack("<I", bytes.fromhex(f[1]))[0]
-        mask = struct.unpack("<I", bytes.fromhex(f[7]))[0]
-        dest, mask = socket.ntohl(dest), socket.ntohl(mask)
+        try:
+            dest, mask = (int.from_bytes(bytes.fromhex(f[i]), "little") for i in (1, 7))
+        except ValueError:
+            continue
         if mask == 0 or addr & mask != dest:
             continue
         plen = bin(mask).count("1")
         if best is None or plen > best[0]:
             best = (plen, f[0])
+    return best[1] if best else None
+
+
+#: route flags of /proc/net/ipv6_route (include/uapi/linux/route.h, ipv6_route.h): an unreachable/prohibit route, and a
+#: route to one of the host's own addresses (the local table's, which /proc/net/route for IPv4 does not list)
+RTF_REJECT = 0x0200
+RTF_LOCAL = 0x80000000
+
+
+def _specific_route6(addr: ipaddress.IPv4Address | ipaddress.IPv6Address, route_file: Path) -> str | None:
+    """Lines: destination (32 hex digits), prefix length (hex), source, source length, next hop, metric, refcount, use,
+    flags, device."""
+    try:
+        lines = route_file.read_text().splitlines()
+    except OSError:
+        return None
+    best: tuple[int, str] | None = None
+    for line in lines:
+        f = line.split()
+        if len(f) < 10:
+            continue
+        try:
+            plen, flags = int(f[1], 16), int(f[8], 16)
+            net = ipaddress.IPv6Network((int(f[0], 16), plen))
+        except ValueError:
+            continue
+        if plen == 0 or flags & (RTF_REJECT | RTF_LOCAL) or net.is_multicast or addr not in net:
+            continue
+        if best is None or plen > best[0]:
+            best = (plen, f[9])
     return best[1] if best else None
 
 

@@ -1,0 +1,87 @@
+"""The runner as an outside client reaches a node only over a specific route, in either family: read from the route
+tables' text (no root, no packet)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_kpr.cluster.outside import has_capability, specific_route
+
+# /proc/net/route: a default route via eth0, kind's IPv4 bridge 172.18.0.0/16 on br-kind, a /24 inside it on br-more
+ROUTE4 = """Iface	Destination	Gateway 	Flags	RefCnt	Use	Metric	Mask		MTU	Window	IRTT
+eth0	00000000	010200C0	0003	0	0	0	00000000	0	0	0
+br-kind	000012AC	00000000	0001	0	0	0	0000FFFF	0	0	0
+br-more	000312AC	00000000	0001	0	0	0	00FFFFFF	0	0	0
+"""
+
+# /proc/net/ipv6_route: kind's IPv6 bridge fc00:f853:ccd:e793::/64 on br-kind, a /112 inside it on br-more, the
+# default route via eth0, the host's own address (local table, RTF_LOCAL), the multicast route, and the kernel's
+# unreachable catch-all on lo (RTF_REJECT)
+ROUTE6 = """\
+fc00f8530ccde7930000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000001 00000000 00000001  br-kind
+fc00f8530ccde7930000000000010000 70 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000001 00000000 00000001  br-more
+00000000000000000000000000000000 00 00000000000000000000000000000000 00 fd000000000000000000000000000001 00000400 00000003 00000000 00000003     eth0
+fc00f8530ccde7930000000000000001 80 00000000000000000000000000000000 00 00000000000000000000000000000000 00000000 00000004 00000000 80200001  br-kind
+fd0000000000000000000000000000aa 80 00000000000000000000000000000000 00 00000000000000000000000000000000 00000000 00000004 00000000 80200001     eth0
+ff000000000000000000000000000000 08 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000003 00000000 00000001  br-kind
+fd990000000000000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 ffffffff 00000001 00000000 00200200       lo
+garbage line
+"""
+
+
+@pytest.mark.parametrize(("ip", "interface"), [
+    ("172.18.0.3", "br-kind"),
+    ("172.18.3.9", "br-more"),  # the most specific route wins
+    ("8.8.8.8", None),  # the default route only: not outside-the-cluster-on-the-same-network
+    ("fc00:f853:ccd:e793::3", "br-kind"),
+    ("fc00:f853:ccd:e793::1:5", "br-more"),  # the /112 beats the /64
+    ("2001:db8::1", None),  # the default route only
+    ("fd00::aa", None),  # a /128 of the host's own (RTF_LOCAL): not a route to another machine
+    ("ff02::1", None),  # multicast
+    ("fd99::1", None),  # an unreachable route (RTF_REJECT) is no route
+    ("not-an-ip", None),
+])
+def test_a_node_address_is_reached_only_over_a_specific_route(tmp_path: Path, ip: str, interface: str | None) -> None:
+    route = tmp_path / ("ipv6_route" if ":" in ip else "route")
+    route.write_text(ROUTE6 if ":" in ip else ROUTE4)
+    assert specific_route(ip, route) == interface
+
+
+def test_an_unreadable_route_table_reaches_nothing(tmp_path: Path) -> None:
+    assert specific_route("172.18.0.3", tmp_path / "missing") is None
+    assert specific_route("fc00:f853:ccd:e793::3", tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize(("capeff", "raw"), [("0000000000002000", True), ("00000000a80425fb", True), ("0000000000000000", False),
+                                             ("0000000000001000", False), ("zz", False)])
+def test_raw_packets_need_cap_net_raw_in_the_effective_set(tmp_path: Path, capeff: str, raw: bool) -> None:
+    status = tmp_path / "status"
+    status.write_text(f"Name:\tpython\nCapInh:\t0000000000000000\nCapEff:\t{capeff}\n")
+    assert has_capability(13, status) is raw
+
+
+@pytest.mark.parametrize("family", ["-4", "-6"])
+def test_the_route_tables_are_read_as_the_kernel_writes_them(family: str) -> None:
+    """Against this machine's own tables (read only, nothing sent): every non-default route of the main table, as
+    ``ip route`` lists it, is found for an address inside it, on its device. The IPv4 reader once byte-swapped the
+    kernel's text and never matched a route, so the outside view never ran on a real runner; the table above, written by
+    hand, could not show that."""
+    import ipaddress
+    import json
+    import shutil
+    import subprocess
+
+    if not shutil.which("ip"):
+        pytest.skip("no ip(8) here")
+    routes = json.loads(subprocess.run(["ip", "-j", family, "route", "show"], capture_output=True, text=True, check=True).stdout or "[]")
+    specific = [r for r in routes if r.get("dst") not in (None, "default") and r.get("dev") and r.get("type", "unicast") == "unicast"]
+    specific = [r for r in specific if not ipaddress.ip_network(r["dst"], strict=False).is_link_local]
+    if not specific:
+        pytest.skip(f"this machine has no specific {family} route to read")
+    nets = [(ipaddress.ip_network(r["dst"], strict=False), r["dev"]) for r in specific]
+    for net, _ in nets:
+        inside = net.network_address + (1 if net.num_addresses > 1 else 0)
+        want = max(((n, dev) for n, dev in nets if inside in n), key=lambda nd: nd[0].prefixlen)[1]  # the longest prefix wins
+        assert specific_route(str(inside)) == want, (str(inside), routes)
