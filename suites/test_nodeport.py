@@ -1,8 +1,12 @@
 """NodePort without a listener: the node answers HTTP 200 on the NodePort while no socket listens on
-it and no rule in any view (iptables-nft, iptables-legacy, nft) names it; the agent lists the
-0.0.0.0:<port> NodePort frontend (that port, not another).
+it and no rule in any view (iptables-nft, iptables-legacy, ip6tables-nft, ip6tables-legacy, nft) names it; the agent
+lists the wildcard NodePort frontend of the family (0.0.0.0:<port>, [::]:<port>; that port, not another).
 
 Evidence: nodeport.json (node_ip, node_port, http_code, iptables_lines, rule_lines, listen_sockets, service_id).
+
+A NodePort Service gets one wildcard frontend per IP family it has (SRC_NODEPORT_WILDCARD), and the native device's
+per-packet plane handles each family on its own path (nodeport_lb4/nodeport_lb6 in bpf/lib/nodeport.h): the tests run
+once per family of --kpr-ip-families, against the node's InternalIP of that family (evidence ``nodeport-ipv6.json``).
 """
 
 from __future__ import annotations
@@ -15,30 +19,35 @@ from pytest_kpr.judge import holds
 from pytest_kpr.judge.iptables import rule_line_problems, rule_view_problems
 from pytest_kpr.judge.nodeport import nodeport_frontend_problems, nodeport_listener_problems
 from pytest_kpr.cluster.provider import ClusterHandle
-from pytest_kpr.evidence import Evidence
+from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.observe.lab import Lab, same_address
 from pytest_kpr.plugin.outcomes import no_outside_view
 from pytest_kpr.parse import L3n4
+from pytest_kpr.parse.addr import hp
+from pytest_kpr.rules.datapath import NODEPORT_WILDCARD
 
 pytestmark = [
     pytest.mark.kpr(property="NodePort", evidence="nodeport.json",
                     plane=["socket", "per-packet", "node rules"],
-                    sources=["SRC_SOCK_WILDCARD", "SRC_HOST_NODEPORT", "SRC_NO_KUBE_PROXY_RULES"]),
+                    sources=["SRC_SOCK_WILDCARD", "SRC_HOST_NODEPORT", "SRC_NO_KUBE_PROXY_RULES", "SRC_NODEPORT_WILDCARD"]),
     pytest.mark.kpr_requires("nodeport"),
 ]
 
 
 @pytest.fixture(scope="module")
-def nodeport(web_np: int, lab: Lab, evidence: Evidence, kpr_property: str) -> dict[str, Any]:
+def nodeport(web_np: int, family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_family: str) -> dict[str, Any]:
+    lab = family_lab
     node = lab.node(lab.client_node)
-    node_ip = lab.node_ip(lab.client_node)
-    http = node.http_get(f"http://{node_ip}:{web_np}/", max_time=5)
+    node_ip = lab.node_ip(lab.client_node)  # this family's InternalIP
+    target = hp(node_ip, web_np)
+    http = node.http_get(f"http://{target}/", max_time=5)
     services = lab.agent(lab.client_node).services()
-    fe = L3n4("0.0.0.0", web_np, "TCP" if lab.minor >= (1, 17) else None)
+    fe = L3n4(NODEPORT_WILDCARD[kpr_family], web_np, "TCP" if lab.minor >= (1, 17) else None)
     svc = next((s for s in services if same_address(s.frontend, fe) and s.type == "NodePort"), None)
     rules, listeners = node.rules_and_listeners(web_np)  # one exec
     dumps = {lab.client_node: rules}
     data = {
+        "family": kpr_family,
         "node_ip": node_ip,
         "node_port": web_np,
         "http_code": http.http_code,
@@ -48,14 +57,15 @@ def nodeport(web_np: int, lab: Lab, evidence: Evidence, kpr_property: str) -> di
         "listen_sockets": len([s for s in listeners if s.local_port == web_np]),
         "service_id": svc.id if svc else None,
     }
-    evidence.write("nodeport.json", data)
-    evidence.figure(kpr_property, f"HTTP {data['http_code']} on {node_ip}:{web_np}, {data['listen_sockets']} listeners, {data['iptables_lines']} iptables lines")
-    return {"data": data, "dumps": dumps, "listeners": listeners, "services": services}
+    evidence.write(family_file("nodeport.json", kpr_family), data)
+    evidence.figure(kpr_property, f"HTTP {data['http_code']} on {target}, {data['listen_sockets']} listeners, "
+                                  f"{data['iptables_lines']} iptables lines", kpr_family)
+    return {"data": data, "dumps": dumps, "listeners": listeners, "services": services, "family": kpr_family}
 
 
 def test_nodeport_answers_http_200_on_the_node(nodeport: dict[str, Any]) -> None:
     d = nodeport["data"]
-    assert d["http_code"] == 200, f"NodePort: {d['node_ip']}:{d['node_port']} answered {d['http_code']} (curl exit {d['curl_exit']})"
+    assert d["http_code"] == 200, f"NodePort: {hp(d['node_ip'], d['node_port'])} answered {d['http_code']} (curl exit {d['curl_exit']})"
 
 
 def test_nodeport_answers_from_outside_the_cluster(nodeport: dict[str, Any], kpr_cluster: ClusterHandle) -> None:
@@ -63,7 +73,7 @@ def test_nodeport_answers_from_outside_the_cluster(nodeport: dict[str, Any], kpr
     outside = kpr_cluster.outside
     if outside is None or not outside.reaches(d["node_ip"]):
         no_outside_view(f"the test runner has no specific route to {d['node_ip']}")
-    r = outside.http(f"http://{d['node_ip']}:{d['node_port']}/", 5.0)
+    r = outside.http(f"http://{hp(d['node_ip'], d['node_port'])}/", 5.0)
     assert r.http_code == 200, f"NodePort from outside: {r.explain()}"
 
 
@@ -79,5 +89,5 @@ def test_no_rule_names_the_nodeport(nodeport: dict[str, Any]) -> None:
 
 
 def test_agent_lists_the_wildcard_nodeport_frontend(nodeport: dict[str, Any]) -> None:
-    problems = nodeport_frontend_problems(nodeport["services"], nodeport["data"]["node_port"])
+    problems = nodeport_frontend_problems(nodeport["services"], nodeport["data"]["node_port"], nodeport["family"])
     holds(problems, "NodePort")

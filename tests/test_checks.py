@@ -202,20 +202,26 @@ def _services(*entries: tuple[str, int, str]) -> list:
 
 
 @pytest.mark.parametrize(
-    ("entries", "ok"),
+    ("entries", "family", "ok"),
     [
-        ((("0.0.0.0", 30780, "NodePort"),), True),
-        ((("0.0.0.0", 30781, "NodePort"),), False),  # another port
-        ((("172.18.0.3", 30780, "NodePort"),), False),  # not the wildcard
-        ((("0.0.0.0", 30780, "HostPort"),), False),  # not a NodePort
-        ((), False),
+        ((("0.0.0.0", 30780, "NodePort"),), "IPv4", True),
+        ((("0.0.0.0", 30781, "NodePort"),), "IPv4", False),  # another port
+        ((("172.18.0.3", 30780, "NodePort"),), "IPv4", False),  # not the wildcard
+        ((("0.0.0.0", 30780, "HostPort"),), "IPv4", False),  # not a NodePort
+        ((), "IPv4", False),
+        # IPv6: the Service's IPv6 family gets its own wildcard frontend, [::]:<port> (SRC_NODEPORT_WILDCARD)
+        ((("0.0.0.0", 30780, "NodePort"), ("::", 30780, "NodePort")), "IPv6", True),
+        ((("0.0.0.0", 30780, "NodePort"),), "IPv6", False),  # the IPv4 wildcard only: IPv6 is not served
+        ((("::", 30780, "NodePort"),), "IPv4", False),  # and the other way round
+        ((("fc00:f853:ccd:e793::3", 30780, "NodePort"),), "IPv6", False),  # a node address, not the wildcard
+        ((("::", 30781, "NodePort"),), "IPv6", False),  # another port
     ],
 )
-def test_nodeport_frontend_judgement(entries: tuple, ok: bool) -> None:
-    problems = nodeport_frontend_problems(_services(*entries), 30780)
+def test_nodeport_frontend_judgement(entries: tuple, family: str, ok: bool) -> None:
+    problems = nodeport_frontend_problems(_services(*entries), 30780, family)
     assert (problems == []) is ok
     if not ok:
-        assert problems[0].startswith("the agent lists no 0.0.0.0:30780 NodePort frontend")
+        assert problems[0].startswith(f"the agent lists no {'[::]' if family == 'IPv6' else '0.0.0.0'}:30780 NodePort frontend")
 
 
 # -- whole messages: what a user reads -----------------------------------------------------------------

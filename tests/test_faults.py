@@ -314,6 +314,17 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
       NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer[IPv6]"},
      ["*no backend (raw SYN from fake-worker's host network to fake-worker2's NodePort [[]fc00:f853:ccd:e793::4]:*; per-packet plane, "
       "ServiceNoBackendResponse=reject): a raw SYN got timeout after 3.00s; expected icmp-unreachable ICMP 1/4*"]),
+    ("ipv6-nodeport-not-programmed", "ip_families=('IPv4', 'IPv6'), faults=Faults(nodeport_v6_missing=True)",
+     {NP + "test_nodeport_answers_http_200_on_the_node[IPv6]", NP + "test_nodeport_answers_from_outside_the_cluster[IPv6]",
+      NP + "test_agent_lists_the_wildcard_nodeport_frontend[IPv6]",
+      # ghost's IPv6 NodePort is not programmed either: the node's stack answers the raw SYN with a reset
+      NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer[IPv6]",
+      NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer[IPv6]"},
+     ["*NodePort: [[]fc00:f853:ccd:e793::3]:30780 answered 0 (curl exit 7)*",
+      "*NodePort from outside: http http://[[]fc00:f853:ccd:e793::3]:30780/: refused*",
+      "*NodePort: the agent lists no [[]::]:30780 NodePort frontend (NodePort frontends: [[]'0.0.0.0:30000/TCP'*",
+      "*no backend (raw SYN from fake-worker's host network to fake-worker2's NodePort [[]fc00:f853:ccd:e793::4]:*; per-packet plane, "
+      "ServiceNoBackendResponse=reject): a raw SYN got reset after *; expected icmp-unreachable ICMP 1/4*"]),
     # enable-no-service-endpoints-routable is true (the default), yet the per-packet plane lets the SYN through to the stack
     ("no-backend-not-routable", "faults=Faults(no_backend_not_routable=True)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",

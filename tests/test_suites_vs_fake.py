@@ -513,6 +513,9 @@ FAMILY_TESTS = {
     "test_udp.py": ("test_an_unconnected_client_reads_the_reply_from_the_cluster_ip",
                     "test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip",
                     "test_a_backendless_udp_service_fails_the_datagram_at_once"),
+    "test_nodeport.py": ("test_nodeport_answers_http_200_on_the_node", "test_nodeport_answers_from_outside_the_cluster",
+                         "test_nobody_listens_on_the_nodeport", "test_no_rule_names_the_nodeport",
+                         "test_agent_lists_the_wildcard_nodeport_frontend"),
 }
 DUAL_STACK = "ip_families=('IPv4', 'IPv6')"
 
@@ -520,7 +523,7 @@ DUAL_STACK = "ip_families=('IPv4', 'IPv6')"
 def test_a_dual_stack_cluster_runs_each_family_dependent_test_once_per_family(pytester: pytest.Pytester) -> None:
     """With both families, every family-dependent test runs as [IPv4] and [IPv6] and passes (the one recorded-only test
     skips in each), its evidence is per family, and results.json says which family each test was for."""
-    result = run_suites(pytester, DUAL_STACK, "socket_lb", "no_backend", "udp", args=("-rA",))
+    result = run_suites(pytester, DUAL_STACK, *(m[len("test_"):-len(".py")] for m in FAMILY_TESTS), args=("-rA",))
     ran = {line.split(" ")[1].split("/")[-1]: line.split(" ")[0] for line in result.stdout.lines if line.startswith(("PASSED ", "SKIPPED "))}
     for module, tests in FAMILY_TESTS.items():
         for test in tests:
@@ -528,9 +531,10 @@ def test_a_dual_stack_cluster_runs_each_family_dependent_test_once_per_family(py
                 assert f"{module}::{test}[{family}]" in ran or module == "test_no_backend.py" and "raw_syn_from_a_pod" in test, (test, family)
     assert_the_rest_passed(result, skipped=2, xfailed=0)  # the pod's raw SYN under Full coverage, once per family
     result.stdout.fnmatch_lines(["kpr: provider kind*, families IPv4+IPv6, *"])
-    for name in ("ct", "ghost", "udp"):
+    for name in ("ct", "ghost", "udp", "nodeport"):
         assert evidence(pytester, f"{name}.json")["family"] == "IPv4" and evidence(pytester, f"{name}-ipv6.json")["family"] == "IPv6"
     assert ":" in evidence(pytester, "ghost-ipv6.json")["cluster_ip"] and evidence(pytester, "udp-ipv6.json")["service"].startswith("[fd00:")
+    assert evidence(pytester, "nodeport-ipv6.json")["node_ip"].startswith("fc00:") and evidence(pytester, "nodeport-ipv6.json")["http_code"] == 200
     results = evidence(pytester, "results.json")
     assert results["run"]["ip_families"] == ["IPv4", "IPv6"]
     assert results["properties"]["socket LB"]["families"] == {"IPv4": "pass", "IPv6": "pass"}
@@ -543,7 +547,8 @@ def test_a_dual_stack_cluster_runs_each_family_dependent_test_once_per_family(py
     assert "| socket LB | **pass** (IPv4 pass, IPv6 pass) " in to_markdown(cols)
     result.stdout.fnmatch_lines_random(["pass  socket LB       IPv4 getpeername 10.96.*, socket 10.244.*; IPv6 getpeername [[]fd00:10:96::*]:80, "
                                         "socket [[]fd00:10:244:*]:8080 (Full)*",
-                                        "pass  no backend      IPv4 *ICMP 3/3 (reject); IPv6 *ICMP 1/4 (reject)*"])
+                                        "pass  no backend      IPv4 *ICMP 3/3 (reject); IPv6 *ICMP 1/4 (reject)*",
+                                        "pass  NodePort        IPv4 HTTP 200 on 172.18.0.*:*; IPv6 HTTP 200 on [[]fc00:f853:ccd:e793::*]:*, 0 listeners*"])
 
 
 def test_an_ipv4_run_keeps_plain_test_ids_and_files(pytester: pytest.Pytester) -> None:

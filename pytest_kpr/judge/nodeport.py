@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
+from ..parse.addr import hp
+from ..rules.datapath import NODEPORT_WILDCARD
+
 if TYPE_CHECKING:
     from ..parse import Service, Socket
 
@@ -16,10 +19,12 @@ def nodeport_listener_problems(listeners: "Sequence[Socket]", port: int) -> list
     return [f"{len(mine)} sockets listen on :{port} on the node ({mine}); the answer must come from BPF, not a process"] if mine else []
 
 
-def nodeport_frontend_problems(services: "Sequence[Service]", port: int) -> list[str]:
-    """The agent must list the wildcard ``0.0.0.0:<port>`` frontend of type NodePort (that port, not another)."""
-    hits = [s for s in services if s.frontend.ip == "0.0.0.0" and s.frontend.port == port and s.type == "NodePort"]
+def nodeport_frontend_problems(services: "Sequence[Service]", port: int, family: str = "IPv4") -> list[str]:
+    """The agent must list the family's wildcard NodePort frontend, ``0.0.0.0:<port>`` or ``[::]:<port>``, of type NodePort
+    (that port, not another): SRC_NODEPORT_WILDCARD."""
+    wildcard = NODEPORT_WILDCARD[family]
+    hits = [s for s in services if s.frontend.ip == wildcard and s.frontend.port == port and s.type == "NodePort"]
     if hits:
         return []
     near = sorted(str(s.frontend) for s in services if s.type == "NodePort")
-    return [f"the agent lists no 0.0.0.0:{port} NodePort frontend (NodePort frontends: {near})"]
+    return [f"the agent lists no {hp(wildcard, port)} NodePort frontend (NodePort frontends: {near})"]

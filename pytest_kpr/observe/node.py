@@ -116,7 +116,8 @@ class Node:
 
     def http_get(self, url: str, max_time: float = 5.0) -> HttpResult:
         """``curl`` from the node: exit code, HTTP status and time, even when it fails."""
-        r = self.run("curl", "-s", "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url, timeout=max_time + 30)
+        glob_off = ("-g",) if "[" in url else ()  # an IPv6 literal's brackets are not a curl glob range
+        r = self.run("curl", *glob_off, "-s", "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url, timeout=max_time + 30)
         return parse_curl(r.returncode, r.stdout, r.stderr)
 
     def ipvs_services(self) -> list[str] | None:

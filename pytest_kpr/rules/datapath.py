@@ -287,6 +287,12 @@ SRC_NO_SERVICE_ICMP6 = ("cilium/cilium bpf/lib/lb.h (the index's newest copy, co
 #: the per-packet reject for IPv6: ICMPv6 destination unreachable, port unreachable (SRC_NO_SERVICE_ICMP6)
 ICMP6_PORT_UNREACHABLE = (1, 4)
 
+SRC_NODEPORT_WILDCARD = ("cilium/cilium pkg/loadbalancer/reflectors/conversions.go@bb5d8694 convertService, one NodePort frontend per "
+                         "family of getIPFamilies(svc): `case slim_corev1.IPv4Protocol: fe.Address.AddrCluster = zeroV4` / "
+                         "`case slim_corev1.IPv6Protocol: fe.Address.AddrCluster = zeroV6` (zeroV4 \"0.0.0.0\", zeroV6 \"::\")")
+#: a NodePort's frontend address per family of its Service: the wildcard of that family (SRC_NODEPORT_WILDCARD)
+NODEPORT_WILDCARD = {"IPv4": "0.0.0.0", "IPv6": "::"}
+
 
 def no_backend(plane: Plane, response: str, routable: bool = True, kernel: "tuple[int, ...] | None" = None, family: int = 4) -> NoBackendRule:
     """The rule for a backendless Cluster-policy service on ``plane``. ``routable``: the agent's

@@ -74,6 +74,8 @@ class Faults:
     #: IPv6 only (dual stack): pods' connections to an IPv6 ClusterIP take the per-packet path (no connect6 translation)
     #: while the agent reports Full coverage
     socket_lb_v6_broken: bool = False
+    #: IPv6 only (dual stack): the agents program no ``[::]:<port>`` NodePort frontend (a NodePort Service is served over IPv4 only)
+    nodeport_v6_missing: bool = False
     #: IPv6 only (dual stack): under reject, a backendless IPv6 frontend drops the packet instead of answering ICMPv6 1/4
     no_backend_v6_drops: bool = False
     #: sendmsg4 lets a datagram to a backendless UDP Service through untranslated instead of failing sendto() (it times out)

@@ -8,8 +8,8 @@ endpoints. NodePort services get ``0.0.0.0:<nodePort>`` and ``<node InternalIP>:
 from __future__ import annotations
 
 
-from ..rules.datapath import (LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, REV_NAT_FULL_ERROR, external_backends, internal_backends, itp_enabled,
-                              new_connection_backends, terminating_endpoints_kept)
+from ..rules.datapath import (LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, NODEPORT_WILDCARD, REV_NAT_FULL_ERROR, external_backends,
+                              internal_backends, itp_enabled, new_connection_backends, terminating_endpoints_kept)
 from ..rules.lbmodel import Event, LbModel, Op, Variant
 from ..parse.addr import family_of, hp, split_host_port
 from .config import Faults
@@ -37,10 +37,6 @@ class StealingModel(LbModel):
         return super()._upsert(service, wanted)
 
 
-#: a NodePort's wildcard frontend per family of the Service (``0.0.0.0:<port>``, ``[::]:<port>``): cilium/cilium
-#: pkg/loadbalancer/reflectors/conversions.go@bb5d8694 convertService, per ``getIPFamilies(svc)``:
-#: ``case slim_corev1.IPv6Protocol: fe.Address.AddrCluster = zeroV6`` (``zeroV6 = cmtypes.MustParseAddrCluster("::")``)
-WILDCARD = {"IPv4": "0.0.0.0", "IPv6": "::"}
 
 #: logical milliseconds per tick of the fake's clock (one API call or exec is one tick)
 MS_PER_TICK = 100
@@ -81,7 +77,7 @@ class LbState:
         return f"{hp(ip, port)}/{proto}"
 
     def desired(self, svc: dict) -> list[tuple[str, str, dict]]:
-        """(addr, type, port) of every frontend a Service asks for (NodePorts as 0.0.0.0 only)."""
+        """(addr, type, port) of every frontend a Service asks for (NodePorts as the wildcard of each family only)."""
         spec = svc["spec"]
         out = []
         for port in spec.get("ports", []):
@@ -92,7 +88,9 @@ class LbState:
             if spec.get("type") in ("NodePort", "LoadBalancer") and port.get("nodePort"):
                 node_port = int(port["nodePort"]) + (1 if self.cluster.cfg.faults.nodeport_wrong_port else 0)  # fault: wrong port
                 for family in spec.get("ipFamilies") or ["IPv4"]:
-                    out.append((self.addr(WILDCARD[family], node_port, proto), "NodePort", port))
+                    if family == "IPv6" and self.cluster.cfg.faults.nodeport_v6_missing:
+                        continue  # fault: no [::]:<port> frontend
+                    out.append((self.addr(NODEPORT_WILDCARD[family], node_port, proto), "NodePort", port))
             for eip in spec.get("externalIPs") or []:
                 out.append((self.addr(eip, int(port["port"]), proto), "ExternalIPs", port))
             for ing in (svc.get("status", {}).get("loadBalancer", {}).get("ingress") or []):
@@ -211,7 +209,7 @@ class LbState:
                 internal, _ = selectable(internal, faults)
             out.append(FakeFrontend(ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status, internal=internal,
                                     draining=list(draining)))
-            if ip in WILDCARD.values():  # a NodePort's frontend on the node's own address of that family
+            if ip in NODEPORT_WILDCARD.values():  # a NodePort's frontend on the node's own address of that family
                 out.append(FakeFrontend(node_ip if ip == "0.0.0.0" else c.node_ip6(node), int(p), proto, typ, state.owner,
                                         port.get("name", ""), list(bes), status=status, internal=internal, draining=list(draining)))
         out += self.hostport_frontends(node)
@@ -221,7 +219,7 @@ class LbState:
         # a deleted frontend frees its ID; a NodePort's per-node frontend (<node IP>:port) lives while its 0.0.0.0 one does,
         # whichever node's agent is being read
         live = {fe.key for fe in out}
-        wildcard = {(p, proto) for ip, p, proto in live if ip in WILDCARD.values()}
+        wildcard = {(p, proto) for ip, p, proto in live if ip in NODEPORT_WILDCARD.values()}
         node_ips = set(c.node_addresses())
         for key in [k for k in self._ids if k not in live and not (k[0] in node_ips and (k[1], k[2]) in wildcard)]:
             del self._ids[key]

@@ -35,15 +35,16 @@ class FakeOutside:
     def http(self, url: str, timeout: float, source_port: int | None = None) -> ProbeResult:
         import re
 
-        m = re.fullmatch(r"http://([0-9.]+):(\d+)(/.*)?", url)
+        m = re.fullmatch(r"http://(?:([0-9.]+)|\[([0-9a-fA-F:]+)\]):(\d+)(/.*)?", url)
         assert m, url
-        ip, port = m.group(1), int(m.group(2))
-        node = next(n for n in self.cluster.node_names() if self.cluster.node_ip(n) == ip)
-        flow = (self.ADDRESS, source_port) if source_port else None
+        ip, port = m.group(1) or m.group(2), int(m.group(3))
+        node = self.cluster.node_addresses()[ip]
+        source = self.source_address(ip) or self.ADDRESS
+        flow = (source, source_port) if source_port else None
         outcome = reach(self.cluster, node, host_network=True, access="connect", ip=ip, port=port, outside=True, flow=flow)
         code, secs, rc, err = curl_result(outcome, ip, port, timeout)
         if rc == 0:
-            self.cluster.workloads.served(outcome, self.ADDRESS, m.group(3) or "/")
+            self.cluster.workloads.served(outcome, source, m.group(4) or "/")
             return ProbeResult("http", url, Verdict.HTTP, secs * 1000, http_code=code)
         return ProbeResult("http", url, Verdict.TIMEOUT if rc == 28 else Verdict.REFUSED, secs * 1000, detail=err.strip())
 

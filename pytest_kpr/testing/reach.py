@@ -14,11 +14,10 @@ import random
 from dataclasses import dataclass
 
 from ..parse.addr import family_of
-from ..rules.datapath import EPERM_REGRESSION, ICMP6_PORT_UNREACHABLE, Plane, coverage_name, no_backend, plane_for
+from ..rules.datapath import EPERM_REGRESSION, ICMP6_PORT_UNREACHABLE, NODEPORT_WILDCARD, Plane, coverage_name, no_backend, plane_for
 from ..core.versions import kernel_tuple
 from ..core.versions import Version, in_range
 from . import maglev
-from .lb import WILDCARD
 from .view import ClusterView, FakeBackend, FakeFrontend, pod_ip
 
 
@@ -95,7 +94,7 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         return routed(c, ip, port, kind, Plane.NONE)
     fe = c.lb.find(handler, ip, port, proto)
     if fe is None and kind == "NodePort":
-        fe = c.lb.find(handler, WILDCARD[family], port, proto)
+        fe = c.lb.find(handler, NODEPORT_WILDCARD[family], port, proto)
     if fe is None:  # no such frontend: nothing translates it
         return routed(c, ip, port, kind, rule.plane)
     # traffic from outside looks up the external scope; east-west lookups the internal one (datapath.SRC_ETP_SCOPES)
