@@ -48,7 +48,7 @@ FLOW_INTERVAL_MS, GAP_BOUND_MS = 50, 1000.0
 
 
 def _echo(name: str, lab: Lab, node: str) -> dict[str, Any]:
-    pod = probe_pod(name, lab.ns, lab.image, node=node, labels={"app": "term"}, command=["kpr", "probe", "echo-server", "--port", str(PORT)])
+    pod = probe_pod(name, lab.ns, lab.image, node=node, labels={"app": "term"}, command=lab.echo_server_command(PORT))
     ctr = pod["spec"]["containers"][0]
     ctr["ports"] = [{"containerPort": PORT, "name": "echo"}]
     ctr["readinessProbe"] = {"tcpSocket": {"port": PORT}, "periodSeconds": 1}

@@ -19,7 +19,7 @@ IPv6 has hooks of its own (sendmsg6, recvmsg6, connect6, getpeername6): the prob
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -42,12 +42,14 @@ pytestmark = [
 DNS_PORT, ECHO_PORT, BACKENDS, TIMEOUT = 53, 5353, 2, 2.0
 
 
-def _udp_echo(dep: dict[str, Any]) -> None:
-    """The web Deployment as UDP echo servers: no HTTP, no HTTP readiness probe."""
-    ctr = dep["spec"]["template"]["spec"]["containers"][0]
-    ctr["command"] = ["kpr", "probe", "echo-server", "--udp", "--port", str(ECHO_PORT)]
-    ctr["ports"] = [{"containerPort": ECHO_PORT, "name": "dns", "protocol": "UDP"}]
-    ctr.pop("readinessProbe", None)
+def _udp_echo(lab: Lab) -> Callable[[dict[str, Any]], None]:
+    """The web Deployment as UDP echo servers (on both families when the run tests IPv6): no HTTP, no HTTP readiness probe."""
+    def tweak(dep: dict[str, Any]) -> None:
+        ctr = dep["spec"]["template"]["spec"]["containers"][0]
+        ctr["command"] = lab.echo_server_command(ECHO_PORT, udp=True)
+        ctr["ports"] = [{"containerPort": ECHO_PORT, "name": "dns", "protocol": "UDP"}]
+        ctr.pop("readinessProbe", None)
+    return tweak
 
 
 def _udp_port(svc: dict[str, Any]) -> None:
@@ -64,7 +66,7 @@ def _probe(lab: Lab, target: str, connected: bool) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def seen(family_lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str, kpr_family: str) -> dict[str, Any]:
     lab = family_lab  # the workloads are made once (a second family finds them there) and read in this family
-    lab.create_deployment("dns", BACKENDS, tweak=_udp_echo)
+    lab.create_deployment("dns", BACKENDS, tweak=_udp_echo(lab))
     lab.create_service("dns", {"app": "dns"}, tweak=_udp_port)
     lab.create_service("dns-ghost", {"app": "dns-ghost-none"}, tweak=_udp_port)
     backends = lab.wait_ready_endpoints("dns", BACKENDS)

@@ -204,3 +204,63 @@ def test_a_backendless_ipv6_service_fails_connect_as_the_socket_plane_rule_says(
     assert (r["verdict"], r.get("errno_name")) == ("unreachable", "EHOSTUNREACH" if retval else "EPERM"), r
     assert socket_no_backend_problems(f"connect() to [{GHOST6[0]}]:{GHOST6[1]}", "connect", r["verdict"], r["elapsed_ms"], r.get("errno_name"),
                                       "reject", release) == [], kernel_tuple(release)
+
+
+# -- the lab's own servers: which families they accept (rules.workloads) ----------------------------------------------
+
+#: port -> the command as a lab pod runs it (one without --bind ::, as the lab started them before, and one with it)
+LAB_SERVERS = {
+    8181: ["python3", "-m", "http.server", "8181"],
+    8182: ["python3", "-m", "http.server", "--bind", "::", "8182"],
+    8183: ["kpr", "probe", "echo-server", "--port", "8183"],
+    8184: ["kpr", "probe", "echo-server", "--port", "8184", "--bind", "::"],
+    8185: ["kpr", "probe", "echo-server", "--udp", "--port", "8185", "--bind", "::"],
+}
+
+
+def _here(command: list[str]) -> list[str]:
+    """The pod's command as this machine runs it: this interpreter for python3, the module for the kpr script."""
+    return [sys.executable, *command[1:]] if command[0] == "python3" else [sys.executable, "-m", "pytest_kpr", *command[1:]]
+
+
+@pytest.fixture(scope="module")
+def lab_servers(topo: Topology, tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    logs = tmp_path_factory.mktemp("lab-servers")
+    for port, command in LAB_SERVERS.items():
+        topo.spawn("server", _here(command), log=logs / f"{port}.log")
+    for port, command in LAB_SERVERS.items():
+        wait_listening(topo, "server", port, udp="--udp" in command)
+    return {port: logs / f"{port}.log" for port in LAB_SERVERS}
+
+
+@pytest.mark.parametrize("port", sorted(LAB_SERVERS))
+def test_a_lab_server_accepts_the_families_its_command_promises(topo: Topology, lab_servers: dict[int, Path], port: int) -> None:
+    """rules.workloads.server_families against this kernel and this C library: http.server without --bind listens on
+    0.0.0.0 only (an IPv6 connection is refused), with --bind :: on both; so does kpr probe echo-server."""
+    from pytest_kpr.rules.workloads import server_families
+
+    from pytest_kpr.traffic.probes import udp_probe
+
+    promised, udp = server_families(LAB_SERVERS[port]), "--udp" in LAB_SERVERS[port]
+    for family, address in (("IPv4", f"{topo.subnets['right']}.2"), ("IPv6", server(topo))):
+        if udp:  # a connected UDP socket: a datagram nobody takes comes back as ICMP port unreachable, ECONNREFUSED
+            r = in_netns(topo.ns("client"), udp_probe, address, port, 2.0, True)
+            want = Verdict.ANSWERED if family in promised else Verdict.REFUSED
+        else:
+            r = in_netns(topo.ns("client"), connect_probe, address, port, 2.0)
+            want = Verdict.CONNECTED if family in promised else Verdict.REFUSED
+        assert r.verdict is want, (port, family, sorted(promised), r.explain())
+
+
+def test_a_dual_stack_http_server_logs_an_ipv4_client_mapped_and_the_lab_reads_it_plain(topo: Topology, lab_servers: dict[int, Path]) -> None:
+    """What Lab.who_served reads: http.server on :: logs an IPv4 client as ::ffff:a.b.c.d; rules.workloads.logged_client
+    gives the client's own address back (and the fake writes the same, seen_by)."""
+    from pytest_kpr.rules.workloads import logged_client, seen_by
+    from pytest_kpr.traffic.probes import http_probe
+
+    r = in_netns(topo.ns("client"), http_probe, f"http://{topo.subnets['right']}.2:8182/?kpr=v4mapped", 5.0)
+    assert r.http_code == 200, r.explain()
+    line = next(line for line in lab_servers[8182].read_text().splitlines() if "kpr=v4mapped" in line)
+    client = f"{topo.subnets['left']}.1"
+    assert line.split(" ", 1)[0] == seen_by(LAB_SERVERS[8182], client) == f"::ffff:{client}", line
+    assert logged_client(line.split(" ", 1)[0]) == client

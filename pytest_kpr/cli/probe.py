@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..core import inputs
+from ..parse.addr import hp
 
 
 def register(sub: Any) -> None:
@@ -77,7 +78,7 @@ def register(sub: Any) -> None:
                          description="Echo every byte (TCP, any number of connections) or datagram (UDP) back, until SIGTERM/SIGINT.")
     k.add_argument("--port", type=argtype(inputs.port, "port"), required=True, help="Port to listen on, 1-65535")
     k.add_argument("--bind", type=argtype(lambda t: inputs.host(t, "--bind"), "address"), default="0.0.0.0",
-                   help="Address to listen on (default 0.0.0.0; :: for IPv6)")
+                   help="Address to listen on (default 0.0.0.0; :: for both families)")
     k.add_argument("--udp", action="store_true", help="UDP instead of TCP")
     k.set_defaults(func=_run_echo)
     k = kinds.add_parser("flow", help="Send a message every N ms to an echo server and measure every gap, loss, reset and reconnect",
@@ -165,10 +166,10 @@ def _run_echo(args: argparse.Namespace) -> int:
     stop = _stop_on_signals()
     try:
         echo_server(args.bind, args.port, udp=args.udp, stop=stop.wait,
-                    ready=lambda: print(json.dumps({"kind": "echo-server", "listening": f"{args.bind}:{args.port}",
+                    ready=lambda: print(json.dumps({"kind": "echo-server", "listening": hp(args.bind, args.port),
                                                     "proto": "udp" if args.udp else "tcp"}), flush=True))
     except OSError as e:
-        print(f"kpr probe echo-server: cannot listen on {args.bind}:{args.port}: {e.strerror or e}", file=sys.stderr)
+        print(f"kpr probe echo-server: cannot listen on {hp(args.bind, args.port)}: {e.strerror or e}", file=sys.stderr)
         return 1
     return stop.exit_status
 

@@ -28,6 +28,7 @@ from ..parse.probe import HoldEvent, ProbeOutput, parse_hold_log, parse_probe_js
 from ..core.wait import Observation, Timeouts, WaitTimeout, eventually
 from .workloads import PROBE_CONTAINER, probe_pod
 from ..core import clock
+from ..rules.workloads import listen_address, logged_client
 
 #: how often a scale's convergence is read: the resolution of the timing it records
 CONVERGENCE_POLL_S = 0.25
@@ -178,7 +179,7 @@ class Lab:
                                                        "labelSelector": {"matchLabels": {"app": "web"}}}],
                         "containers": [{
                             "name": PROBE_CONTAINER, "image": self.image, "imagePullPolicy": "IfNotPresent",
-                            "command": ["python3", "-m", "http.server", str(WEB_TARGET)],
+                            "command": self.web_command(),
                             "ports": [{"containerPort": WEB_TARGET, "name": "http"}],
                             "readinessProbe": {"httpGet": {"path": "/", "port": WEB_TARGET}, "periodSeconds": 1},
                         }],
@@ -186,6 +187,17 @@ class Lab:
                 },
             },
         }
+
+    def web_command(self) -> list[str]:
+        """Python's http.server on 8080; on ``::`` when the run tests IPv6 (by default it listens on 0.0.0.0 only and
+        refuses IPv6: rules.workloads.SRC_HTTP_SERVER_FAMILY)."""
+        bind = listen_address(self.ip_families)
+        return ["python3", "-m", "http.server", *(["--bind", bind] if bind else []), str(WEB_TARGET)]
+
+    def echo_server_command(self, port: int, udp: bool = False) -> list[str]:
+        """``kpr probe echo-server`` on ``port``; on ``::`` (both families) when the run tests IPv6."""
+        bind = listen_address(self.ip_families)
+        return ["kpr", "probe", "echo-server", *(["--udp"] if udp else []), "--port", str(port), *(["--bind", bind] if bind else [])]
 
     def service(self, name: str, selector: dict[str, str], type_: str = "ClusterIP", node_port: int | None = None) -> dict[str, Any]:
         port: dict[str, Any] = {"name": "http", "port": WEB_PORT, "targetPort": WEB_TARGET, "protocol": "TCP"}
@@ -452,7 +464,7 @@ class Lab:
         """A pod serving HTTP on 8080 (Python's http.server, which logs each request with the client address it saw),
         bound by its nodeSelector to ``node`` (so the scheduler, not the pod, decides: a hostPort conflict is the
         scheduler's to find); with ``host_port``, 8080 is also asked for as that hostPort."""
-        pod = probe_pod(name, self.ns, self.image, labels=labels, command=["python3", "-m", "http.server", str(WEB_TARGET)])
+        pod = probe_pod(name, self.ns, self.image, labels=labels, command=self.web_command())
         ctr = pod["spec"]["containers"][0]
         ctr["ports"] = [{"containerPort": WEB_TARGET, "name": "http", **({"hostPort": host_port} if host_port else {})}]
         ctr["readinessProbe"] = {"httpGet": {"path": "/", "port": WEB_TARGET}, "periodSeconds": 1}
@@ -474,7 +486,7 @@ class Lab:
                     continue
                 token = line.split("kpr=", 1)[1].split(" ", 1)[0].split("&", 1)[0]
                 if token in wanted:
-                    out[token] = (name, line.split(" ", 1)[0])
+                    out[token] = (name, logged_client(line.split(" ", 1)[0]))  # a dual-stack server logs IPv4 as ::ffff:
         return out
 
     def who_served(self, pods: list[str], token: str) -> tuple[str, str] | None:

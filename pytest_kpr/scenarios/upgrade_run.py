@@ -77,9 +77,9 @@ class UpgradeRun:
         lab = self.lab
         containers = [
             {"name": "tcp", "image": lab.image, "imagePullPolicy": "IfNotPresent",
-             "command": ["kpr", "probe", "echo-server", "--port", str(ECHO_TCP)]},
+             "command": lab.echo_server_command(ECHO_TCP)},
             {"name": "udp", "image": lab.image, "imagePullPolicy": "IfNotPresent",
-             "command": ["kpr", "probe", "echo-server", "--port", str(ECHO_UDP), "--udp"]},
+             "command": lab.echo_server_command(ECHO_UDP, udp=True)},
         ]
         lab.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "flow-echo", "namespace": lab.ns},
                      "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "flow-echo"}},

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..rules.datapath import NoRule, Plane, backend_sees, coverage_name, plane_for
-from .reach import ERRNO, Outcome, probe_result, reach
+from ..rules.workloads import seen_by
+from .reach import ERRNO, Outcome, listens, probe_result, reach
 from ..parse.addr import family_of, hp, split_host_port
 from .view import ClusterView, FakeFrontend, Obj, pod_ip
 
@@ -96,6 +97,12 @@ class FakeWorkloads:
                     self.logs.setdefault(key, []).append(json.dumps(line))
                 continue
             be = fe.backends[0]
+            backend_pod = next((p for p in self.c.pods() if p["metadata"]["name"] == be.pod), None)
+            if backend_pod is not None and not listens(backend_pod, family_of(ip)):  # the backend's kernel resets the SYN
+                line = {"event": "error", "target": hp(ip, port), "errno": 111, "errno_name": "ECONNREFUSED", "detail": "[Errno 111] Connection refused"}
+                if json.dumps(line) not in self.logs.get(key, []):
+                    self.logs.setdefault(key, []).append(json.dumps(line))
+                continue
             client = (pod_ip(pod, family_of(ip)) or pod["status"]["podIP"], sport)
             per_packet = self.per_packet(family_of(ip))
             socket_peer = (ip, port) if per_packet else (be.ip, be.port)
@@ -140,6 +147,7 @@ class FakeWorkloads:
         pod = next((p for p in self.c.pods() if p["metadata"]["name"] == be.pod), None)
         if pod is not None:
             key = (pod["metadata"]["namespace"], be.pod)
+            seen = seen_by((pod["spec"].get("containers") or [{}])[0].get("command") or [], seen)  # ::ffff: on a dual-stack socket
             self.logs.setdefault(key, []).append(f'{seen} - - [01/Dec/2026 06:00:00] "GET {path} HTTP/1.1" 200 -')
 
     def health_answer(self, ip: str, port: int) -> tuple[int, dict[str, Any]] | None:

@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass
 
 from ..parse.addr import family_of
+from ..rules.workloads import server_families
 from ..rules.datapath import EPERM_REGRESSION, ICMP6_PORT_UNREACHABLE, NODEPORT_WILDCARD, Plane, coverage_name, no_backend, plane_for
 from ..core.versions import kernel_tuple
 from ..core.versions import Version, in_range
@@ -55,11 +56,19 @@ def routed(c: ClusterView, ip: str, port: int, kind: str = "none", plane: Plane 
     """No Cilium LB translated it: the packet goes to the address itself."""
     for p in c.pods():
         if pod_ip(p, family_of(ip)) == ip and not p["spec"].get("hostNetwork") and c.pod_ready(p):
+            if not listens(p, family_of(ip)):
+                return Outcome("refused", plane, "ECONNREFUSED", frontend=kind)
             return Outcome("answered", plane, frontend=kind)
     node = c.node_addresses().get(ip)
     if node is not None:  # the node's kernel: nobody listens there -> RST
         return Outcome("refused" if port not in c.node_listeners.get(node, []) else "answered", plane, "ECONNREFUSED", frontend=kind)
     return Outcome("timeout", plane, frontend=kind)  # nothing in the cluster owns the address
+
+
+def listens(pod: dict, family: str) -> bool:
+    """Whether the pod's server accepts connections of ``family`` (rules.workloads: http.server without ``--bind ::`` is
+    IPv4 only)."""
+    return family in server_families(((pod.get("spec", {}).get("containers") or [{}])[0].get("command")) or [])
 
 
 def _coverage(c: ClusterView, client: str, access: str, frontend: str, family: str = "IPv4") -> str:
@@ -104,8 +113,13 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         c.agents[handler].count(DROP_NO_SERVICE, "ingress" if client == "outside" else "egress", 1, "nodeport.h")
         return Outcome("timeout", rule.plane, frontend=kind)
     if backends:
-        return Outcome("answered", rule.plane, frontend=kind, backend=_select(c, handler, fe, backends, client, port, flow), handler=handler,
-                       service=fe.service)
+        be = _select(c, handler, fe, backends, client, port, flow)
+        pod = next((p for p in c.pods() if p["metadata"]["name"] == be.pod), None)
+        if pod is not None and not listens(pod, family):  # the backend's kernel refuses: nothing listens on that family
+            # (an unconnected UDP socket is not told of the ICMP port unreachable: its recvfrom() waits)
+            return Outcome("timeout" if access == "sendmsg" else "refused", rule.plane, None if access == "sendmsg" else "ECONNREFUSED",
+                           frontend=kind)
+        return Outcome("answered", rule.plane, frontend=kind, backend=be, handler=handler, service=fe.service)
     faults, response = c.cfg.faults, c.cfg.no_backend_response
     if faults.itp_no_local_drops and client != "outside" \
             and c.service(fe.service).get("spec", {}).get("internalTrafficPolicy") == "Local":  # fault: a silent drop

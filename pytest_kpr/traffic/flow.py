@@ -21,6 +21,7 @@ One loop, no threads: ``select`` waits for an answer until the next send is due.
 from __future__ import annotations
 
 import errno
+import ipaddress
 import json
 import select
 import socket
@@ -275,10 +276,13 @@ def flow(host: str, port: int, *, udp: bool = False, interval_ms: float = 10.0, 
 
 def echo_server(host: str, port: int, udp: bool = False, stop: Callable[[float], bool] | None = None,
                 ready: Callable[[], None] | None = None) -> None:
-    """Echo every byte (TCP, any number of connections) or datagram (UDP) until ``stop(timeout)`` is true."""
+    """Echo every byte (TCP, any number of connections) or datagram (UDP) until ``stop(timeout)`` is true. On ``::`` it
+    takes both families (an IPv4 peer appears as ``::ffff:a.b.c.d``)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     srv = socket.socket(family, socket.SOCK_DGRAM if udp else socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if family == socket.AF_INET6 and ipaddress.ip_address(host) == ipaddress.IPv6Address("::"):
+        srv.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)  # "::" takes both families, whatever net.ipv6.bindv6only says
     srv.bind((host, port))
     stop = stop or (lambda timeout: False)
     if not udp:
