@@ -9,6 +9,10 @@ DSR (and hybrid, for TCP) keeps the client's address; SNAT shows the receiving n
 address) in tunnel routing and its InternalIP in native routing (cilium/cilium bpf/lib/nodeport.h
 tail_nodeport_nat_egress_ipv4; pytest_kpr.rules.datapath SOURCE_RULES, SRC_SNAT_ADDRESS). Needs the runner to reach the nodes
 (kind: the docker network); the profile ``dsr`` sets loadBalancer.mode=dsr. Evidence: dsr.json.
+
+IPv6 has its own NAT path with the same shape (tail_nodeport_nat_egress_ipv6: IPV6_DIRECT_ROUTING, ROUTER_IP in tunnel
+routing, the node's IPv6 CiliumInternalIP: SRC_SNAT_ADDRESS6): the request runs once per family of --kpr-ip-families,
+to the node's InternalIP of that family (evidence ``dsr-ipv6.json``); the backend and its Service are created once.
 """
 
 from __future__ import annotations
@@ -23,45 +27,56 @@ from pytest_kpr.judge.etp import client_address_problems
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.rules.datapath import backend_sees
-from pytest_kpr.evidence import Evidence
+from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.observe.lab import Lab
+from pytest_kpr.parse.addr import hp
 from pytest_kpr.plugin.outcomes import no_outside_view
 
 pytestmark = [
     pytest.mark.kpr(property="DSR/SNAT", evidence="dsr.json",
                     plane="per-packet",
-                    sources=["SRC_SNAT_DSR", "SRC_SNAT_ADDRESS", "SRC_HOST_NODEPORT"]),
+                    sources=["SRC_SNAT_DSR", "SRC_SNAT_ADDRESS", "SRC_SNAT_ADDRESS6", "SRC_HOST_NODEPORT"]),
     pytest.mark.kpr_requires("nodeport"),
 ]
 
 
 @pytest.fixture(scope="module")
-def dsr(lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: ClusterHandle, kpr_facts: ClusterFacts) -> dict[str, Any]:
+def dsr_backend(lab: Lab) -> tuple[str, str]:
+    """The backend on another node than the receiving one, behind the NodePort Service dsr (created once for every
+    family): (receiving node, backend node)."""
     receiving, backend_node = lab.client_node, lab.remote_node()
-    ip = lab.node_ip(receiving)
-    outside = kpr_cluster.outside
-    if outside is None or not outside.reaches(ip):
-        no_outside_view(f"the test runner has no specific route to {ip}; the backend's view of an outside client needs one")
     lab.create_web_pod("dsr-backend", {"app": "dsr-backend"}, backend_node)
     lab.create_service("dsr", {"app": "dsr-backend"}, "NodePort")
     lab.wait_ready_endpoints("dsr", 1)
+    return receiving, backend_node
+
+
+@pytest.fixture(scope="module")
+def dsr(family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: ClusterHandle, kpr_facts: ClusterFacts,
+        kpr_family: str, request: pytest.FixtureRequest) -> dict[str, Any]:
+    lab = family_lab
+    ip = lab.node_ip(lab.client_node)  # the receiving node's InternalIP of this family
+    outside = kpr_cluster.outside
+    if outside is None or not outside.reaches(ip):
+        no_outside_view(f"the test runner has no specific route to {ip}; the backend's view of an outside client needs one")
+    receiving, backend_node = request.getfixturevalue("dsr_backend")  # only with an outside view: no pods for a skip
     lab.wait_programmed(receiving, lab.frontend("dsr"), f"the agent on {receiving} to program dsr")
     port = lab.allocated_node_port("dsr")
     token = secrets.token_hex(6)
-    r = outside.http(f"http://{ip}:{port}/?kpr={token}", 5.0)
+    r = outside.http(f"http://{hp(ip, port)}/?kpr={token}", 5.0)
     served = lab.who_served(["dsr-backend"], token)
     rule = backend_sees(kpr_facts.nodeport_mode, False, False, kpr_facts.routing_mode)
     facts = kpr_facts.node(receiving)
-    data = {"mode": kpr_facts.nodeport_mode, "routing": kpr_facts.routing_mode, "receiving_node": receiving, "node_ip": ip,
-            "cilium_internal_ip": facts.cilium_internal_ip if facts else "", "backend_node": backend_node, "node_port": port,
-            "client": outside.source_address(ip), "http_code": r.http_code, "seen": served[1] if served else None,
+    data = {"family": kpr_family, "mode": kpr_facts.nodeport_mode, "routing": kpr_facts.routing_mode, "receiving_node": receiving,
+            "node_ip": ip, "cilium_internal_ip": facts.cilium_internal_ip_of(kpr_family) if facts else "", "backend_node": backend_node,
+            "node_port": port, "client": outside.source_address(ip), "http_code": r.http_code, "seen": served[1] if served else None,
             "expected": rule.sees, "why": rule.why, "rule": rule.source}
-    evidence.write("dsr.json", data)
-    evidence.figure(kpr_property, f"{data['mode']}: the backend saw {data['seen']} (client {data['client']}, node {ip})")
+    evidence.write(family_file("dsr.json", kpr_family), data)
+    evidence.figure(kpr_property, f"{data['mode']}: the backend saw {data['seen']} (client {data['client']}, node {ip})", kpr_family)
     return data
 
 
 def test_the_backend_sees_the_address_the_nodeport_mode_promises(dsr: dict[str, Any]) -> None:
-    assert dsr["http_code"] == 200, f"DSR/SNAT: {dsr['node_ip']}:{dsr['node_port']} from outside answered {dsr['http_code']}"
+    assert dsr["http_code"] == 200, f"DSR/SNAT: {hp(dsr['node_ip'], dsr['node_port'])} from outside answered {dsr['http_code']}"
     problems = client_address_problems(dsr["seen"], dsr["client"], dsr["node_ip"], dsr["expected"], dsr["why"], dsr["cilium_internal_ip"])
     holds(problems, f"DSR/SNAT (the agent reports NodePort mode {dsr['mode']}, routing {dsr['routing'] or '?'})")

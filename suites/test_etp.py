@@ -9,6 +9,10 @@ own backends; east-west lookups use the internal scope (cilium/cilium bpf/lib/lb
 pytest_kpr.rules.datapath SRC_ETP_SCOPES, SRC_ETP_NO_LOCAL). Outside is a raw SYN from a host-network pod on the client node
 to the other nodes' InternalIPs (it leaves through the native device), and an HTTP GET from the runner where it has a
 route to the nodes. The health server: pytest_kpr.rules.datapath SRC_HEALTHSERVER. Evidence: etp.json.
+
+The external scope is looked up per family (lb4_lookup_service / lb6_lookup_service), and the health server listens on
+every address of both families (SRC_HEALTHSERVER): the observations run once per family of --kpr-ip-families, against
+the nodes' InternalIPs and the ClusterIP of that family (evidence ``etp-ipv6.json``); the workloads are created once.
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from pytest_kpr.judge import holds
 from pytest_kpr.judge.etp import client_address_problems, etp_reach_problems, health_check_problems
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.rules.datapath import backend_sees
-from pytest_kpr.evidence import Evidence
+from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.observe.lab import Lab
+from pytest_kpr.parse.addr import hp
 from pytest_kpr.plugin.outcomes import no_outside_view
 
 pytestmark = [
@@ -37,7 +42,8 @@ PROBE_TIMEOUT = 2.0
 
 
 @pytest.fixture(scope="module")
-def etp(lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: ClusterHandle) -> dict[str, Any]:
+def etp_workloads(lab: Lab) -> dict[str, Any]:
+    """The backend and the two Services, created once for every family: the client node, the node with the backend, the others."""
     client, with_backend = lab.client_node, lab.remote_node()
     others = [n.name for n in lab.facts.nodes if n.name not in (client, with_backend)]
     lab.create_web_pod("etp-backend", {"app": "etp-backend"}, with_backend)
@@ -46,21 +52,29 @@ def etp(lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: ClusterHan
     lab.deploy_host_probe()
     lab.deploy_probe()
     lab.wait_ready_endpoints("etp-local", 1)
+    return {"client": client, "with_backend": with_backend, "others": others}
+
+
+@pytest.fixture(scope="module")
+def etp(etp_workloads: dict[str, Any], family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: ClusterHandle,
+        kpr_family: str) -> dict[str, Any]:
+    lab = family_lab
+    client, with_backend, others = etp_workloads["client"], etp_workloads["with_backend"], etp_workloads["others"]
     for i, node in enumerate([client, with_backend, *others]):
-        for name in ("etp-local", "etp-cluster"):
+        for name in ("etp-local", "etp-cluster"):  # this family's frontends
             lab.wait_programmed(node, lab.frontend(name), f"the agent on {node} to program {name}", first_look=i == 0 and name == "etp-local")
     ports = {name: lab.allocated_node_port(name) for name in ("etp-local", "etp-cluster")}
     outside_nodes = [with_backend, *others]  # a raw SYN from the client node to its own address would not leave it
     raw: dict[str, dict[str, str]] = {name: {} for name in ports}
     for name, port in ports.items():
         for node in outside_nodes:
-            raw[name][node] = lab.probe("syn", f"{lab.node_ip(node)}:{port}", PROBE_TIMEOUT, pod="hostprobe").verdict
-    cluster_ip = lab.probe("connect", f"{lab.cluster_ip('etp-local')}:80", PROBE_TIMEOUT).verdict
+            raw[name][node] = lab.probe("syn", hp(lab.node_ip(node), port), PROBE_TIMEOUT, pod="hostprobe").verdict
+    cluster_ip = lab.probe("connect", hp(lab.cluster_ip("etp-local"), 80), PROBE_TIMEOUT).verdict
     svc = lab.kube.get("Service", "etp-local", lab.ns) or {}
     hc_port = int(svc["spec"].get("healthCheckNodePort") or 0)
     health: dict[str, tuple[int, Any]] = {}
     for node in [client, with_backend, *others]:
-        code, body = lab.http_body(f"http://{lab.node_ip(node)}:{hc_port}/", 5.0)
+        code, body = lab.http_body(f"http://{hp(lab.node_ip(node), hc_port)}/", 5.0)
         try:
             health[node] = (code, json.loads(body) if body.strip() else None)
         except ValueError:
@@ -69,17 +83,17 @@ def etp(lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: ClusterHan
     ip = lab.node_ip(with_backend)
     if kpr_cluster.outside is not None and kpr_cluster.outside.reaches(ip):
         token = secrets.token_hex(6)
-        r = kpr_cluster.outside.http(f"http://{ip}:{ports['etp-local']}/?kpr={token}", 5.0)
+        r = kpr_cluster.outside.http(f"http://{hp(ip, ports['etp-local'])}/?kpr={token}", 5.0)
         served = lab.who_served(["etp-backend"], token)
         outside = {"client": kpr_cluster.outside.source_address(ip), "node_ip": ip, "http_code": r.http_code,
                    "served_by": served[0] if served else None, "seen": served[1] if served else None}
-    data = {"nodes": {"client": client, "with_backend": with_backend, "without_backend": others}, "node_ports": ports,
+    data = {"family": kpr_family, "nodes": {"client": client, "with_backend": with_backend, "without_backend": others}, "node_ports": ports,
             "raw_syn": raw, "cluster_ip_connect": cluster_ip, "health_check_node_port": hc_port,
             "health": {n: {"http_code": c, "body": b} for n, (c, b) in health.items()}, "outside": outside}
-    evidence.write("etp.json", data)
+    evidence.write(family_file("etp.json", kpr_family), data)
     seen = f"backend saw {outside['seen']}" if outside else "no outside view"
     evidence.figure(kpr_property, f"served by {sum(v == 'accepted' for v in raw['etp-local'].values())} of {len(outside_nodes)} nodes from outside "
-                              f"(Cluster: {sum(v == 'accepted' for v in raw['etp-cluster'].values())}); {seen}")
+                              f"(Cluster: {sum(v == 'accepted' for v in raw['etp-cluster'].values())}); {seen}", kpr_family)
     return {**data, "health_raw": health}
 
 

@@ -420,3 +420,25 @@ def test_a_cluster_ips_backends_under_internal_traffic_policy(itp_local: bool, n
 
     bes = [SimpleNamespace(pod="a", node="worker"), SimpleNamespace(pod="b", node="worker2"), SimpleNamespace(pod="c", node="worker2")]
     assert [b.pod for b in internal_backends(itp_local, bes, node)] == picked
+
+
+@pytest.mark.parametrize(("addresses", "v4", "v6"), [
+    ([{"type": "InternalIP", "ip": "172.18.0.3"}, {"type": "CiliumInternalIP", "ip": "10.244.1.118"}], "10.244.1.118", ""),
+    ([{"type": "CiliumInternalIP", "ip": "10.244.1.118"}, {"type": "CiliumInternalIP", "ip": "fd00:10:244:1::76"},
+      {"type": "InternalIP", "ip": "fc00:f853:ccd:e793::3"}], "10.244.1.118", "fd00:10:244:1::76"),  # dual stack: ROUTER_IP too
+    ([{"type": "CiliumInternalIP", "ip": "fd00:10:244:1::76"}], "", "fd00:10:244:1::76"),  # IPv6 only
+    ([{"type": "InternalIP", "ip": "172.18.0.3"}], "", ""),
+])
+def test_each_nodes_cilium_host_address_is_read_per_family(addresses: list[dict], v4: str, v6: str) -> None:
+    """The SNAT rule's address in tunnel routing is the receiving node's CiliumInternalIP of the request's family
+    (IPV4_GATEWAY, ROUTER_IP: SRC_SNAT_ADDRESS, SRC_SNAT_ADDRESS6)."""
+    from pytest_kpr.cluster.facts import NodeFacts
+    from pytest_kpr.observe.readiness import _cilium_internal_ips
+
+    class Kube:
+        def list(self, kind: str) -> list[dict]:
+            return [{"metadata": {"name": "w1"}, "spec": {"addresses": addresses}}]
+
+    got = _cilium_internal_ips(Kube()).get("w1", {})
+    node = NodeFacts("w1", "172.18.0.3", "6.8", cilium_internal_ip=got.get("IPv4", ""), cilium_internal_ip6=got.get("IPv6", ""))
+    assert (node.cilium_internal_ip_of("IPv4"), node.cilium_internal_ip_of("IPv6")) == (v4, v6)

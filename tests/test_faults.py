@@ -319,12 +319,23 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
       NP + "test_agent_lists_the_wildcard_nodeport_frontend[IPv6]",
       # ghost's IPv6 NodePort is not programmed either: the node's stack answers the raw SYN with a reset
       NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer[IPv6]",
-      NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer[IPv6]"},
+      NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer[IPv6]",
+      # nor eTP's and DSR's: nothing serves them over IPv6 from outside
+      ETP + "test_only_the_node_with_a_local_backend_serves_it_from_outside[IPv6]", ETP + "test_the_backend_sees_the_clients_own_address[IPv6]",
+      DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises[IPv6]"},
      ["*NodePort: [[]fc00:f853:ccd:e793::3]:30780 answered 0 (curl exit 7)*",
       "*NodePort from outside: http http://[[]fc00:f853:ccd:e793::3]:30780/: refused*",
       "*NodePort: the agent lists no [[]::]:30780 NodePort frontend (NodePort frontends: [[]'0.0.0.0:30000/TCP'*",
       "*no backend (raw SYN from fake-worker's host network to fake-worker2's NodePort [[]fc00:f853:ccd:e793::4]:*; per-packet plane, "
       "ServiceNoBackendResponse=reject): a raw SYN got reset after *; expected icmp-unreachable ICMP 1/4*"]),
+    ("ipv6-snat-to-the-other-address", "ip_families=('IPv4', 'IPv6'), faults=Faults(snat6_address_swapped=True)",
+     {DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises[IPv6]"},
+     ["*DSR/SNAT (the agent reports NodePort mode SNAT, routing Tunnel): the backend saw fc00:f853:ccd:e793::3 (the receiving node's "
+      "InternalIP), expected fd00:10:244:1::76 (the receiving node's CiliumInternalIP: SNAT mode in tunnel routing*ROUTER_IP for IPv6*"]),
+    ("ipv6-health-server-not-listening", "ip_families=('IPv4', 'IPv6'), faults=Faults(healthserver_v4_only=True)",
+     {ETP + "test_the_health_check_node_port_reports_each_nodes_local_endpoints[IPv6]"},
+     ["*eTP=Local (health-check NodePort *): fake-control-plane answered HTTP nothing with localEndpoints None, expected 503 with 0*"
+      "fake-worker2 answered HTTP nothing with localEndpoints None, expected 200 with 1 (its own backends)*"]),
     # enable-no-service-endpoints-routable is true (the default), yet the per-packet plane lets the SYN through to the stack
     ("no-backend-not-routable", "faults=Faults(no_backend_not_routable=True)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",

@@ -516,6 +516,9 @@ FAMILY_TESTS = {
     "test_nodeport.py": ("test_nodeport_answers_http_200_on_the_node", "test_nodeport_answers_from_outside_the_cluster",
                          "test_nobody_listens_on_the_nodeport", "test_no_rule_names_the_nodeport",
                          "test_agent_lists_the_wildcard_nodeport_frontend"),
+    "test_etp.py": ("test_only_the_node_with_a_local_backend_serves_it_from_outside", "test_the_backend_sees_the_clients_own_address",
+                    "test_in_cluster_cluster_ip_access_is_unaffected", "test_the_health_check_node_port_reports_each_nodes_local_endpoints"),
+    "test_dsr.py": ("test_the_backend_sees_the_address_the_nodeport_mode_promises",),
 }
 DUAL_STACK = "ip_families=('IPv4', 'IPv6')"
 
@@ -531,7 +534,7 @@ def test_a_dual_stack_cluster_runs_each_family_dependent_test_once_per_family(py
                 assert f"{module}::{test}[{family}]" in ran or module == "test_no_backend.py" and "raw_syn_from_a_pod" in test, (test, family)
     assert_the_rest_passed(result, skipped=2, xfailed=0)  # the pod's raw SYN under Full coverage, once per family
     result.stdout.fnmatch_lines(["kpr: provider kind*, families IPv4+IPv6, *"])
-    for name in ("ct", "ghost", "udp", "nodeport"):
+    for name in ("ct", "ghost", "udp", "nodeport", "etp", "dsr"):
         assert evidence(pytester, f"{name}.json")["family"] == "IPv4" and evidence(pytester, f"{name}-ipv6.json")["family"] == "IPv6"
     assert ":" in evidence(pytester, "ghost-ipv6.json")["cluster_ip"] and evidence(pytester, "udp-ipv6.json")["service"].startswith("[fd00:")
     assert evidence(pytester, "nodeport-ipv6.json")["node_ip"].startswith("fc00:") and evidence(pytester, "nodeport-ipv6.json")["http_code"] == 200
@@ -548,7 +551,12 @@ def test_a_dual_stack_cluster_runs_each_family_dependent_test_once_per_family(py
     result.stdout.fnmatch_lines_random(["pass  socket LB       IPv4 getpeername 10.96.*, socket 10.244.*; IPv6 getpeername [[]fd00:10:96::*]:80, "
                                         "socket [[]fd00:10:244:*]:8080 (Full)*",
                                         "pass  no backend      IPv4 *ICMP 3/3 (reject); IPv6 *ICMP 1/4 (reject)*",
-                                        "pass  NodePort        IPv4 HTTP 200 on 172.18.0.*:*; IPv6 HTTP 200 on [[]fc00:f853:ccd:e793::*]:*, 0 listeners*"])
+                                        "pass  NodePort        IPv4 HTTP 200 on 172.18.0.*:*; IPv6 HTTP 200 on [[]fc00:f853:ccd:e793::*]:*, 0 listeners*",
+                                        # tunnel routing, SNAT: the receiving node's cilium_host address of each family
+                                        "pass  DSR/SNAT        IPv4 SNAT: the backend saw 10.244.*.118 (client 172.18.0.1, node 172.18.0.*); "
+                                        "IPv6 SNAT: the backend saw fd00:10:244:*::76 (client fc00:f853:ccd:e793::1, node fc00:f853:ccd:e793::*)*",
+                                        "pass  eTP=Local       IPv4 served by 1 of 2 nodes from outside (Cluster: 2); backend saw 172.18.0.1; "
+                                        "IPv6 served by 1 of 2 nodes from outside (Cluster: 2); backend saw fc00:f853:ccd:e793::1*"])
 
 
 def test_an_ipv4_run_keeps_plain_test_ids_and_files(pytester: pytest.Pytester) -> None:

@@ -34,6 +34,12 @@ class NodeFacts:
     control_plane: bool = False
     #: the node's cilium_host address (CiliumNode spec.addresses type CiliumInternalIP); "" when not read
     cilium_internal_ip: str = ""
+    #: its IPv6 cilium_host address (a dual-stack or IPv6 node); "" when it has none or it was not read
+    cilium_internal_ip6: str = ""
+
+    def cilium_internal_ip_of(self, family: str) -> str:
+        """The cilium_host address of ``family`` ("" when not known)."""
+        return self.cilium_internal_ip6 if family == "IPv6" else self.cilium_internal_ip
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from ..cluster.facts import ClusterFacts
 from ..cluster.provider import ClusterHandle
 from ..core.errors import ApiError, KprError
 from ..k8s.api import pod_ready
-from .node import Node
+from .node import Node, globoff
 from ..parse import L3n4, LbEntry, Service
 from ..parse.addr import family_of, hp
 from ..parse.node import CURL_WRITE_OUT, HttpResult, parse_curl, parse_netstat
@@ -453,8 +453,7 @@ class Lab:
         return eventually(summary, until=lambda s: s is not None, timeout=self.t.EXEC, what=f"the summary of flow {pod}").value or {}
 
     def curl(self, url: str, max_time: float, pod: str = "probe") -> HttpResult:
-        glob_off = ("-g",) if "[" in url else ()  # an IPv6 literal's brackets are not a curl glob range
-        r = self.exec(pod, "curl", "-s", *glob_off, "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url,
+        r = self.exec(pod, "curl", "-s", *globoff(url), "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url,
                       timeout=max_time + self.t.EXEC)
         return parse_curl(r.returncode, r.stdout, r.stderr)
 
@@ -473,7 +472,7 @@ class Lab:
 
     def http_body(self, url: str, max_time: float, pod: str = "hostprobe") -> tuple[int, str]:
         """(HTTP code, body) of a GET from ``pod``; code 0 when nothing answered."""
-        r = self.exec(pod, "curl", "-s", "--max-time", f"{max_time:g}", "-w", "\n%{http_code}", url, timeout=max_time + self.t.EXEC)
+        r = self.exec(pod, "curl", *globoff(url), "-s", "--max-time", f"{max_time:g}", "-w", "\n%{http_code}", url, timeout=max_time + self.t.EXEC)
         body, _, code = (r.stdout or "").rpartition("\n")
         return (int(code) if code.strip().isdigit() else 0), body
 

@@ -116,8 +116,7 @@ class Node:
 
     def http_get(self, url: str, max_time: float = 5.0) -> HttpResult:
         """``curl`` from the node: exit code, HTTP status and time, even when it fails."""
-        glob_off = ("-g",) if "[" in url else ()  # an IPv6 literal's brackets are not a curl glob range
-        r = self.run("curl", *glob_off, "-s", "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url, timeout=max_time + 30)
+        r = self.run("curl", *globoff(url), "-s", "-o", "/dev/null", "-w", CURL_WRITE_OUT, "--max-time", f"{max_time:g}", url, timeout=max_time + 30)
         return parse_curl(r.returncode, r.stdout, r.stderr)
 
     def ipvs_services(self) -> list[str] | None:
@@ -127,6 +126,11 @@ class Node:
 
     def kernel(self) -> str:
         return self.run("uname", "-r").check().stdout.strip()
+
+
+def globoff(url: str) -> tuple[str, ...]:
+    """curl's ``-g`` for a URL with an IPv6 literal: its brackets are an address, not a curl glob range."""
+    return ("-g",) if "[" in url else ()
 
 
 def nodes(runner: NodeRunner, names: Sequence[str], **kw: float) -> list[Node]:

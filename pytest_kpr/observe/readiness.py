@@ -133,7 +133,8 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
             )
         )
     internal = _cilium_internal_ips(kube)
-    nodes = [replace(n, cilium_internal_ip=internal.get(n.name, "")) for n in nodes]
+    nodes = [replace(n, cilium_internal_ip=internal.get(n.name, {}).get("IPv4", ""), cilium_internal_ip6=internal.get(n.name, {}).get("IPv6", ""))
+             for n in nodes]
     first = states[0]
     agent = Agent(kube, first.node, first.pod, exec_timeout=exec_timeout)
     binary = first.binary or agent.detect_binary()  # readiness learnt it
@@ -209,18 +210,18 @@ def no_backend_response_of(from_config: str | None, from_file: str | None, ciliu
                      "the no-backend expectations depend on it, so pytest-kpr will not assume 'reject'")
 
 
-def _cilium_internal_ips(kube: Any) -> dict[str, str]:
-    """Each node's cilium_host address: CiliumNode spec.addresses of type CiliumInternalIP (cilium/cilium
+def _cilium_internal_ips(kube: Any) -> dict[str, dict[str, str]]:
+    """Each node's cilium_host address of each family: CiliumNode spec.addresses of type CiliumInternalIP (cilium/cilium
     pkg/node/addressing/addresstype.go@e326b838 `NodeCiliumInternalIP AddressType = "CiliumInternalIP"`)."""
-    out: dict[str, str] = {}
+    out: dict[str, dict[str, str]] = {}
     try:
         cilium_nodes = kube.list("CiliumNode")
     except ApiError:  # not readable here: the SNAT rule then says what it could not compare
         return out
     for cn in cilium_nodes:
         for a in (cn.get("spec") or {}).get("addresses") or []:
-            if a.get("type") == "CiliumInternalIP" and a.get("ip") and ":" not in a["ip"]:
-                out.setdefault(cn["metadata"]["name"], a["ip"])
+            if a.get("type") == "CiliumInternalIP" and a.get("ip"):
+                out.setdefault(cn["metadata"]["name"], {}).setdefault("IPv6" if ":" in a["ip"] else "IPv4", a["ip"])
     return out
 
 

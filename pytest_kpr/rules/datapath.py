@@ -328,7 +328,11 @@ SRC_ETP_NO_LOCAL = ("cilium/cilium bpf/lib/lb.h handle_nonroutable_endpoints_v4 
 SRC_HEALTHSERVER = ("cilium/cilium pkg/loadbalancer/healthserver/healthserver.go: for a Service with a healthCheckNodePort and "
                     "externalTrafficPolicy Local (KPR on, enable-health-check-nodeport on by default) each agent listens on "
                     ":<healthCheckNodePort> and answers 200 with {\"service\":{\"namespace\",\"name\"},\"localEndpoints\":N} (the "
-                    "active backends on its node), 503 when N is 0")
+                    "active backends on its node), 503 when N is 0; @b1cd8c2f addListener: `bindAddr := fmt.Sprintf(\":%d\", port)`, "
+                    "which Go's listener opens on every address of both families")
+SRC_SNAT_ADDRESS6 = ("cilium/cilium bpf/lib/nodeport.h@f541499b tail_nodeport_nat_egress_ipv6: `.addr = IPV6_DIRECT_ROUTING,` and, "
+                     "`#ifdef TUNNEL_MODE`, with a tunnel endpoint `BPF_V6(target.addr, ROUTER_IP);`; "
+                     "pkg/datapath/linux/config/config.go@00025c98: `routerIP := cfg.CiliumInternalIPv6` defines ROUTER_IP")
 SRC_SNAT_DSR = ("cilium/cilium bpf/lib/nodeport.h@00155816 nodeport_lb4: `if (nodeport_uses_dsr4(&tuple))` tail-calls "
                 "CILIUM_CALL_IPV4_NODEPORT_DSR (the client's address is kept), else CILIUM_CALL_IPV4_NODEPORT_NAT_EGRESS (SNAT); "
                 "`if (backend_local) { ... return CTX_ACT_OK; }` delivers to a backend on the receiving node without SNAT; "
@@ -369,10 +373,10 @@ SOURCE_RULES: tuple[SourceRule, ...] = (
     SourceRule(ANY, True, ANY, ANY, "client", "externalTrafficPolicy=Local serves from the receiving node's own backends only", SRC_ETP_SCOPES),
     SourceRule(ANY, ANY, True, ANY, "client", "a backend on the receiving node is delivered to without SNAT", SRC_SNAT_DSR),
     SourceRule("SNAT", False, False, "Tunnel", "cilium-internal-ip",
-               "SNAT mode in tunnel routing: the receiving node SNATs to its cilium_host address (CiliumInternalIP, IPV4_GATEWAY) "
+               "SNAT mode in tunnel routing: the receiving node SNATs to its cilium_host address (CiliumInternalIP: IPV4_GATEWAY, ROUTER_IP for IPv6) "
                "before it tunnels the request to the other node's backend", SRC_SNAT_ADDRESS),
     SourceRule("SNAT", False, False, "Native", "node",
-               "SNAT mode in native routing: the receiving node SNATs to its direct-routing address (IPV4_DIRECT_ROUTING, its "
+               "SNAT mode in native routing: the receiving node SNATs to its direct-routing address (IPV4_DIRECT_ROUTING/IPV6_DIRECT_ROUTING, its "
                "InternalIP) before it forwards the request to the other node's backend", SRC_SNAT_ADDRESS),
     SourceRule("DSR", False, False, ANY, "client", "DSR mode: the backend answers the client directly and sees its address", SRC_SNAT_DSR),
     SourceRule("Hybrid", False, False, ANY, "client", "hybrid mode: DSR for TCP (SNAT for UDP)", SRC_SNAT_DSR),

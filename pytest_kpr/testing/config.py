@@ -52,6 +52,10 @@ class Faults:
     #: the backend behind another node sees the other SNAT address than the routing mode gives: the receiving node's
     #: InternalIP in tunnel routing (instead of its CiliumInternalIP), its CiliumInternalIP in native routing
     snat_address_swapped: bool = False
+    #: IPv6 only (dual stack): the same for IPv6 requests (ROUTER_IP and IPV6_DIRECT_ROUTING swapped)
+    snat6_address_swapped: bool = False
+    #: IPv6 only (dual stack): the health-check NodePort server listens on IPv4 only (nothing answers it on a node's IPv6 address)
+    healthserver_v4_only: bool = False
     #: the socket plane's no-backend connect() fails with EPERM on a kernel that lets it set EHOSTUNREACH (6.1+)
     eperm_on_new_kernel: bool = False
     #: the per-packet plane hands a backendless Cluster-policy service's traffic to the node's stack (a reset) although the

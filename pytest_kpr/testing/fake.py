@@ -158,7 +158,9 @@ class FakeCluster:
             # the agent's CiliumNode: its cilium_host address (CiliumInternalIP) comes from the node's pod CIDR
             self._put({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": name},
                        "spec": {"addresses": [{"type": "InternalIP", "ip": f"172.18.0.{i + 2}"},
-                                              {"type": "CiliumInternalIP", "ip": f"10.244.{i}.118"}]}})
+                                              {"type": "CiliumInternalIP", "ip": f"10.244.{i}.118"},
+                                              *([{"type": "InternalIP", "ip": f"{NODE_NET6}{i + 2:x}"},
+                                                 {"type": "CiliumInternalIP", "ip": f"{POD_NET6.format(i)}76"}] if self.dual_stack else [])]}})
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self._put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {}}, "status": {"phase": "Active"}})
 
@@ -230,9 +232,9 @@ class FakeCluster:
         n = self._objects["Node"][(None, node)]
         return next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
 
-    def cilium_internal_ip(self, node: str) -> str:
+    def cilium_internal_ip(self, node: str, family: str = "IPv4") -> str:
         cn = self._objects["CiliumNode"][(None, node)]
-        return next(a["ip"] for a in cn["spec"]["addresses"] if a["type"] == "CiliumInternalIP")
+        return next(a["ip"] for a in cn["spec"]["addresses"] if a["type"] == "CiliumInternalIP" and family_of(a["ip"]) == family)
 
     @property
     def version(self) -> Version:

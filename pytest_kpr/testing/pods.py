@@ -135,12 +135,14 @@ class FakeWorkloads:
         svc = self.c.service(outcome.service or "")
         etp_local = (svc.get("spec") or {}).get("externalTrafficPolicy") == "Local"
         rule = backend_sees(cfg.nodeport_mode, etp_local, be.node == handler, cfg.routing_mode)
-        node_ip, gateway = self.c.node_ip(handler), self.c.cilium_internal_ip(handler)
+        family = family_of(client)  # the request's family: the node's addresses of that family (IPV6_DIRECT_ROUTING, ROUTER_IP)
+        node_ip, gateway = self.c.node_ip_of(handler, family), self.c.cilium_internal_ip(handler, family)
         seen = {"client": client, "node": node_ip, "cilium-internal-ip": gateway}[rule.sees]
-        if cfg.faults.snat_address_swapped and rule.sees in ("node", "cilium-internal-ip"):  # fault: the other SNAT address
+        swapped = cfg.faults.snat_address_swapped or (cfg.faults.snat6_address_swapped and family == "IPv6")
+        if swapped and rule.sees in ("node", "cilium-internal-ip"):  # faults: the other SNAT address (of IPv6 only)
             seen = gateway if seen == node_ip else node_ip
         if cfg.faults.etp_snat and etp_local:
-            seen = self.c.node_ip(handler)  # fault: SNAT where the client's address should be kept
+            seen = node_ip  # fault: SNAT where the client's address should be kept
         if cfg.faults.nodeport_mode_mismatch and be.node != handler:  # fault: the other forwarding mode than reported
             snat = gateway if cfg.routing_mode == "Tunnel" else node_ip
             seen = client if seen in (node_ip, gateway) else snat
@@ -153,8 +155,8 @@ class FakeWorkloads:
     def health_answer(self, ip: str, port: int) -> tuple[int, dict[str, Any]] | None:
         """The agent's health server on the node with address ``ip`` for the Service whose healthCheckNodePort is ``port``
         (datapath.SRC_HEALTHSERVER): (HTTP code, JSON body), or None if nothing of the kind listens there."""
-        node = next((n for n in self.c.node_names() if self.c.node_ip(n) == ip), None)
-        if node is None:
+        node = self.c.node_addresses().get(ip)  # the health server listens on every address of both families
+        if node is None or (self.c.cfg.faults.healthserver_v4_only and family_of(ip) == "IPv6"):  # fault: IPv4 only
             return None
         for svc in self.c.services():
             spec = svc["spec"]
