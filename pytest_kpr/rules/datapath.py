@@ -332,7 +332,8 @@ SRC_HEALTHSERVER = ("cilium/cilium pkg/loadbalancer/healthserver/healthserver.go
                     "which Go's listener opens on every address of both families")
 SRC_SNAT_ADDRESS6 = ("cilium/cilium bpf/lib/nodeport.h@f541499b tail_nodeport_nat_egress_ipv6: `.addr = IPV6_DIRECT_ROUTING,` and, "
                      "`#ifdef TUNNEL_MODE`, with a tunnel endpoint `BPF_V6(target.addr, ROUTER_IP);`; "
-                     "pkg/datapath/linux/config/config.go@00025c98: `routerIP := cfg.CiliumInternalIPv6` defines ROUTER_IP")
+                     "pkg/datapath/linux/config/config.go, the copy SRC_SNAT_ADDRESS quotes (its commit not reported by the "
+                     "index): `routerIP := cfg.CiliumInternalIPv6` ... `fw.WriteString(defineIPv6(\"ROUTER_IP\", routerIP))`")
 SRC_SNAT_DSR = ("cilium/cilium bpf/lib/nodeport.h@00155816 nodeport_lb4: `if (nodeport_uses_dsr4(&tuple))` tail-calls "
                 "CILIUM_CALL_IPV4_NODEPORT_DSR (the client's address is kept), else CILIUM_CALL_IPV4_NODEPORT_NAT_EGRESS (SNAT); "
                 "`if (backend_local) { ... return CTX_ACT_OK; }` delivers to a backend on the receiving node without SNAT; "
