@@ -8,6 +8,10 @@ the backend remembered for the client's network namespace for an affinity Servic
 A third Service, ``aff-timeout`` (timeoutSeconds 1), gets 10 connections 2.5 s apart: each finds its affinity expired
 (bpf/lib/lb.h ``__lb4_affinity_backend_id``: used while now < last_used + timeout) and picks anew. Needs socket LB in pod
 namespaces (Full coverage): under Hostns-only the client cannot see the backend. Evidence: affinity.json.
+
+Each family has its own affinity map (LB4_AFFINITY_MAP, LB6_AFFINITY_MAP; ``lb6_affinity_backend_id_by_netns`` for
+connect6): the connections run once per family of --kpr-ip-families, to the ClusterIPs of that family (evidence
+``affinity-ipv6.json``); the backends and Services are created once.
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ from pytest_kpr.judge.affinity import (
     affinity_problems,
     affinity_timeout_problems,
 )
-from pytest_kpr.evidence import Evidence
+from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.observe.lab import WEB_PORT, Lab, Tweak
 from pytest_kpr.core.wait import eventually
+from pytest_kpr.parse.addr import hp
 
 pytestmark = [
     pytest.mark.kpr(property="affinity", evidence="affinity.json",
@@ -44,16 +49,23 @@ def _client_ip(timeout: int) -> Tweak:
 
 
 @pytest.fixture(scope="module")
-def seen(lab: Lab, probe: Lab, evidence: Evidence, kpr_property: str) -> dict[str, Any]:
+def aff_workloads(lab: Lab, probe: Lab) -> list[str]:
+    """The backends and the three Services, created once for every family; the pods Ready."""
     lab.create_deployment("aff", AFFINITY_BACKENDS)
     lab.create_service("aff-sticky", {"app": "aff"}, tweak=_client_ip(10800))
     lab.create_service("aff-plain", {"app": "aff"})
     lab.create_service("aff-timeout", {"app": "aff"}, tweak=_client_ip(AFFINITY_TIMEOUT_S))
-    # the pods Ready, then the client's agent serving each Service (how many slots it programs is the backend-slots
-    # suite's property, not a precondition here)
     lab.wait_ready_endpoints("aff-sticky", AFFINITY_BACKENDS)
+    return ["aff-sticky", "aff-plain", "aff-timeout"]
+
+
+@pytest.fixture(scope="module")
+def seen(aff_workloads: list[str], family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_family: str) -> dict[str, Any]:
+    lab = family_lab
+    # the client's agent serving each Service's frontend of this family (how many slots it programs is the backend-slots
+    # suite's property, not a precondition here)
     agent = lab.agent(lab.client_node)
-    for name in ("aff-sticky", "aff-plain", "aff-timeout"):
+    for name in aff_workloads:
         fe = lab.frontend(name)
         eventually(lambda fe=fe: lab.service_entry(agent, fe), until=lambda s: s is not None and len(s.backends) >= 2,
                    timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {agent.node} to serve {name} with backends",
@@ -63,15 +75,16 @@ def seen(lab: Lab, probe: Lab, evidence: Evidence, kpr_property: str) -> dict[st
     peers: dict[str, list[str | None]] = {}
     for name, count, interval in (("aff-sticky", AFFINITY_CONNECTIONS, 0.0), ("aff-plain", AFFINITY_CONNECTIONS, 0.0),
                                   ("aff-timeout", AFFINITY_TIMEOUT_ROUNDS, AFFINITY_IDLE_S)):
-        peers[name] = lab.socket_peers(f"{lab.cluster_ip(name)}:{WEB_PORT}", count, 3.0, interval=interval)
-    data = {"backends": backends, "connections": AFFINITY_CONNECTIONS, "sticky": peers["aff-sticky"], "plain": peers["aff-plain"],
-            "timeout": {"timeout_s": AFFINITY_TIMEOUT_S, "idle_s": AFFINITY_IDLE_S, "peers": peers["aff-timeout"]},
+        peers[name] = lab.socket_peers(hp(lab.cluster_ip(name), WEB_PORT), count, 3.0, interval=interval)
+    data = {"family": kpr_family, "backends": backends, "connections": AFFINITY_CONNECTIONS, "sticky": peers["aff-sticky"],
+            "plain": peers["aff-plain"], "timeout": {"timeout_s": AFFINITY_TIMEOUT_S, "idle_s": AFFINITY_IDLE_S, "peers": peers["aff-timeout"]},
             "problems": {**affinity_problems(peers["aff-sticky"], peers["aff-plain"], backends),
                          "timeout": affinity_timeout_problems(peers["aff-timeout"], backends, AFFINITY_IDLE_S, AFFINITY_TIMEOUT_S)}}
-    evidence.write("affinity.json", data)
+    evidence.write(family_file("affinity.json", kpr_family), data)
     evidence.figure(kpr_property, f"ClientIP: {len({p for p in peers['aff-sticky'] if p})} backend for {AFFINITY_CONNECTIONS} connections; "
                               f"none: {len({p for p in peers['aff-plain'] if p})} of {len(backends)} backends; "
-                              f"{AFFINITY_TIMEOUT_S} s timeout: {len({p for p in peers['aff-timeout'] if p})} backends in {AFFINITY_TIMEOUT_ROUNDS}")
+                              f"{AFFINITY_TIMEOUT_S} s timeout: {len({p for p in peers['aff-timeout'] if p})} backends in {AFFINITY_TIMEOUT_ROUNDS}",
+                    kpr_family)
     return data
 
 

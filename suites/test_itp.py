@@ -12,6 +12,10 @@ sends a raw SYN to the client node's InternalIP at ``itp-far-only``'s NodePort (
 outside). The agents' slots for the ClusterIPs are recorded per node. Honoured only while the agent's
 enable-internal-traffic-policy is true (SRC_ITP_ENABLED); else the tests skip, naming it. Needs socket LB in pod
 namespaces and NodePort. Evidence: itp.json.
+
+A ClusterIP of each family is its own frontend with its own scope: the connections and the raw SYN run once per family
+of --kpr-ip-families, to that family's ClusterIPs and node address (evidence ``itp-ipv6.json``); the pods and Services
+are created once.
 """
 
 from __future__ import annotations
@@ -21,12 +25,13 @@ from typing import Any
 import pytest
 
 from pytest_kpr.cluster.facts import ClusterFacts
-from pytest_kpr.evidence import Evidence
+from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.judge import holds
 from pytest_kpr.judge.itp import external_problems, local_only_problems
 from pytest_kpr.judge.no_backend import socket_no_backend_problems
 from pytest_kpr.observe.lab import WEB_TARGET, Lab
 from pytest_kpr.observe.workloads import probe_pod
+from pytest_kpr.parse.addr import hp
 from pytest_kpr.rules.datapath import ITP_FILE, itp_enabled
 
 pytestmark = [
@@ -43,7 +48,9 @@ def _local(svc: dict[str, Any]) -> None:
 
 
 @pytest.fixture(scope="module")
-def itp(lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str) -> dict[str, Any]:
+def itp_workloads(lab: Lab, probe: Lab) -> dict[str, Any]:
+    """The two web pods, the two Services and the far node's probes, created once for every family (skipped, naming the
+    setting, when the agent ignores internalTrafficPolicy)."""
     near, far = lab.client_node, lab.remote_node()
     enabled = lab.agent(near).exec(["cat", ITP_FILE])
     setting = enabled.stdout.strip() if enabled.ok else None
@@ -60,34 +67,42 @@ def itp(lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_p
         lab.wait_running(pod)
     lab.wait_ready_endpoints("itp", 2)
     lab.wait_ready_endpoints("itp-far-only", 1)
+    return {"near": near, "far": far, "setting": setting}
+
+
+@pytest.fixture(scope="module")
+def itp(itp_workloads: dict[str, Any], family_lab: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str,
+        kpr_family: str) -> dict[str, Any]:
+    lab = family_lab
+    near, far, setting = itp_workloads["near"], itp_workloads["far"], itp_workloads["setting"]
     # a precondition, not the property: each agent lists both Services (how many slots each holds is recorded below)
     for i, node in enumerate((near, far)):
         for name in ("itp", "itp-far-only"):
             lab.wait_programmed(node, lab.frontend(name), f"the agent on {node} to program {name}", first_look=i == 0 and name == "itp")
     pods = {p["metadata"]["name"]: p for p in lab.pods("app=itp")}
-    backend_node = {f"{p['status']['podIP']}:{WEB_TARGET}": p["spec"]["nodeName"] for p in pods.values()}
-    backend_pod = {f"{p['status']['podIP']}:{WEB_TARGET}": name for name, p in pods.items()}
-    target = f"{lab.cluster_ip('itp')}:{WEB_PORT}"
+    backend_node = {hp(lab.pod_ip(p), WEB_TARGET): p["spec"]["nodeName"] for p in pods.values()}  # this family's addresses
+    backend_pod = {hp(lab.pod_ip(p), WEB_TARGET): name for name, p in pods.items()}
+    target = hp(lab.cluster_ip("itp"), WEB_PORT)
     peers = {near: lab.socket_peers(target, CONNECTIONS, TIMEOUT), far: lab.socket_peers(target, CONNECTIONS, TIMEOUT, pod="probe-far")}
-    ghost_target = f"{lab.cluster_ip('itp-far-only')}:{WEB_PORT}"
+    ghost_target = hp(lab.cluster_ip("itp-far-only"), WEB_PORT)
     no_local = lab.probe("connect", ghost_target, TIMEOUT)
     node_port = lab.allocated_node_port("itp-far-only")
-    outside = lab.probe("syn", f"{lab.node_ip(near)}:{node_port}", TIMEOUT, pod="hostprobe-far")
+    outside = lab.probe("syn", hp(lab.node_ip(near), node_port), TIMEOUT, pod="hostprobe-far")
     entries = {node: {name: lab.service_entry(lab.agent(node), lab.frontend(name)) for name in ("itp", "itp-far-only")} for node in (near, far)}
     slots = {node: {name: None if e is None else len(e.backends) for name, e in es.items()} for node, es in entries.items()}
     client = kpr_facts.node(near)
-    data = {"enable_internal_traffic_policy": setting, "nodes": {"near": near, "far": far},
+    data = {"family": kpr_family, "enable_internal_traffic_policy": setting, "nodes": {"near": near, "far": far},
             "backends": {backend_pod[a]: {"address": a, "node": n} for a, n in backend_node.items()},
             "cluster_ip": target, "connections": {n: [backend_pod.get(p, p) if p else None for p in ps] for n, ps in peers.items()},
             "no_local": {"target": ghost_target, "verdict": no_local.verdict, "errno": no_local.errno_name, "elapsed_ms": no_local.elapsed_ms},
-            "outside": {"from": f"{far}'s host network", "to": f"{lab.node_ip(near)}:{node_port}", "verdict": outside.verdict},
+            "outside": {"from": f"{far}'s host network", "to": hp(lab.node_ip(near), node_port), "verdict": outside.verdict},
             "agent_slots": slots, "client_kernel": client.kernel if client else None,
             "no_backend_response": kpr_facts.no_backend_response}
-    evidence.write("itp.json", data)
+    evidence.write(family_file("itp.json", kpr_family), data)
     local = sum(backend_node.get(p or "") == n for n, ps in peers.items() for p in ps)
     evidence.figure(kpr_property, f"{local} of {sum(len(ps) for ps in peers.values())} connections served by a backend on the pod's own node; "
                                   f"no local backend: {no_local.verdict}{' ' + no_local.errno_name if no_local.errno_name else ''}; "
-                                  f"from outside: {outside.verdict}")
+                                  f"from outside: {outside.verdict}", kpr_family)
     return {**data, "backend_node": {backend_pod[a]: n for a, n in backend_node.items()}}
 
 

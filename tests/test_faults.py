@@ -299,7 +299,11 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     # -- one family broken on a dual-stack cluster: only that family's tests fail (issue 29) ---------------------------
     ("ipv6-pods-per-packet-while-full", "ip_families=('IPv4', 'IPv6'), faults=Faults(socket_lb_v6_broken=True)",
      {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend[IPv6]",
-      SL + "test_conntrack_out_entry_names_the_socket_peer[IPv6]", NB + "test_connect_from_a_pod_fails_as_its_plane_says[IPv6]"},
+      SL + "test_conntrack_out_entry_names_the_socket_peer[IPv6]", NB + "test_connect_from_a_pod_fails_as_its_plane_says[IPv6]",
+      # the suites that read the backend from the socket see the ClusterIP instead (no connect6 translation)
+      AFF + "test_a_client_stays_on_one_backend_with_session_affinity[IPv6]", AFF + "test_without_affinity_connections_spread_over_the_backends[IPv6]",
+      AFF + "test_the_affinity_expires_after_its_timeout[IPv6]", ITP + "test_a_pod_reaches_only_the_backends_on_its_own_node[IPv6]",
+      ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer[IPv6]"},
      ["*socket LB (agent reports coverage Full): the socket's peer is the service address [[]fd00:10:96::*]:80: the destination was not "
       "rewritten at connect()*",
       "*no backend (pod connect() to ClusterIP [[]fd00:10:96::*]:80; socket plane, ServiceNoBackendResponse=reject): connect() gave "
@@ -322,7 +326,7 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
       NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer[IPv6]",
       # nor eTP's and DSR's: nothing serves them over IPv6 from outside
       ETP + "test_only_the_node_with_a_local_backend_serves_it_from_outside[IPv6]", ETP + "test_the_backend_sees_the_clients_own_address[IPv6]",
-      DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises[IPv6]"},
+      DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises[IPv6]", ITP + "test_traffic_from_outside_is_unaffected[IPv6]"},
      ["*NodePort: [[]fc00:f853:ccd:e793::3]:30780 answered 0 (curl exit 7)*",
       "*NodePort from outside: http http://[[]fc00:f853:ccd:e793::3]:30780/: refused*",
       "*NodePort: the agent lists no [[]::]:30780 NodePort frontend (NodePort frontends: [[]'0.0.0.0:30000/TCP'*",
@@ -336,6 +340,16 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
      {ETP + "test_the_health_check_node_port_reports_each_nodes_local_endpoints[IPv6]"},
      ["*eTP=Local (health-check NodePort *): fake-control-plane answered HTTP nothing with localEndpoints None, expected 503 with 0*"
       "fake-worker2 answered HTTP nothing with localEndpoints None, expected 200 with 1 (its own backends)*"]),
+    ("ipv6-affinity-ignored", "ip_families=('IPv4', 'IPv6'), faults=Faults(affinity6_ignored=True)",
+     {AFF + "test_a_client_stays_on_one_backend_with_session_affinity[IPv6]"},
+     ["*affinity (sessionAffinity ClientIP): 20 connections from one client reached * backends [[]'[[]fd00:10:244:*]:8080'*despite sessionAffinity ClientIP*"]),
+    ("ipv6-itp-local-ignored", "ip_families=('IPv4', 'IPv6'), faults=Faults(itp6_local_ignored=True)",
+     {ITP + "test_a_pod_reaches_only_the_backends_on_its_own_node[IPv6]",
+      ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer[IPv6]"},
+     ["*iTP=Local (local backends only): * of 12 connections from a pod on fake-worker* were served by itp-* (on fake-worker*): another node's "
+      "backend, as if internalTrafficPolicy were Cluster*",
+      "*iTP=Local (no local backend): no backend (pod connect() on fake-worker to [[]fd00:10:96::*]:80, whose only backend is on fake-worker2*"
+      "connect() gave connected*"]),
     # enable-no-service-endpoints-routable is true (the default), yet the per-packet plane lets the SYN through to the stack
     ("no-backend-not-routable", "faults=Faults(no_backend_not_routable=True)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",

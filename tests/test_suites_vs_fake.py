@@ -519,6 +519,10 @@ FAMILY_TESTS = {
     "test_etp.py": ("test_only_the_node_with_a_local_backend_serves_it_from_outside", "test_the_backend_sees_the_clients_own_address",
                     "test_in_cluster_cluster_ip_access_is_unaffected", "test_the_health_check_node_port_reports_each_nodes_local_endpoints"),
     "test_dsr.py": ("test_the_backend_sees_the_address_the_nodeport_mode_promises",),
+    "test_affinity.py": ("test_a_client_stays_on_one_backend_with_session_affinity", "test_without_affinity_connections_spread_over_the_backends",
+                         "test_the_affinity_expires_after_its_timeout"),
+    "test_itp.py": ("test_a_pod_reaches_only_the_backends_on_its_own_node", "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer",
+                    "test_traffic_from_outside_is_unaffected"),
 }
 DUAL_STACK = "ip_families=('IPv4', 'IPv6')"
 
@@ -534,7 +538,7 @@ def test_a_dual_stack_cluster_runs_each_family_dependent_test_once_per_family(py
                 assert f"{module}::{test}[{family}]" in ran or module == "test_no_backend.py" and "raw_syn_from_a_pod" in test, (test, family)
     assert_the_rest_passed(result, skipped=2, xfailed=0)  # the pod's raw SYN under Full coverage, once per family
     result.stdout.fnmatch_lines(["kpr: provider kind*, families IPv4+IPv6, *"])
-    for name in ("ct", "ghost", "udp", "nodeport", "etp", "dsr"):
+    for name in ("ct", "ghost", "udp", "nodeport", "etp", "dsr", "affinity", "itp"):
         assert evidence(pytester, f"{name}.json")["family"] == "IPv4" and evidence(pytester, f"{name}-ipv6.json")["family"] == "IPv6"
     assert ":" in evidence(pytester, "ghost-ipv6.json")["cluster_ip"] and evidence(pytester, "udp-ipv6.json")["service"].startswith("[fd00:")
     assert evidence(pytester, "nodeport-ipv6.json")["node_ip"].startswith("fc00:") and evidence(pytester, "nodeport-ipv6.json")["http_code"] == 200

@@ -85,6 +85,7 @@ class Faults:
     #: sendmsg4 lets a datagram to a backendless UDP Service through untranslated instead of failing sendto() (it times out)
     udp_no_backend_passes: bool = False
     affinity_ignored: bool = False  # sessionAffinity ClientIP is not honoured: every connect() picks a random backend
+    affinity6_ignored: bool = False  # IPv6 only (dual stack): the same for connections to an IPv6 ClusterIP (no LB6 affinity)
     lb_always_first: bool = False  # the socket LB always picks the first backend slot (no spreading without affinity)
     kube_proxy_daemonset: bool = False  # kube-proxy runs as a DaemonSet in kube-system beside the replacement
     #: "namespace/name" of a kube-proxy DaemonSet as a distribution may ship it: its own name, no k8s-app label, only
@@ -97,6 +98,8 @@ class Faults:
     etp_breaks_cluster_ip: bool = False  # an eTP=Local Service's ClusterIP is served from local backends only (iTP treated as Local)
     #: internalTrafficPolicy=Local is not honoured: the ClusterIP keeps every backend (a pod reaches another node's backend)
     itp_local_ignored: bool = False
+    #: IPv6 only (dual stack): the same for the IPv6 ClusterIP
+    itp6_local_ignored: bool = False
     #: a pod on a node without a local backend of an internalTrafficPolicy=Local Service gets a silent drop (connect() times
     #: out) instead of its plane's no-backend answer
     itp_no_local_drops: bool = False

@@ -198,7 +198,8 @@ class LbState:
             elif typ == "ClusterIP" and spec.get("externalTrafficPolicy") == "Local" \
                     and faults.etp_breaks_cluster_ip:  # fault: the ClusterIP too is served from local backends only
                 bes = external_backends(True, bes, node)
-            elif typ == "ClusterIP" and itp_local and not faults.itp_local_ignored:  # fault: the ClusterIP keeps every backend
+            elif typ == "ClusterIP" and itp_local and not faults.itp_local_ignored \
+                    and not (faults.itp6_local_ignored and family_of(ip) == "IPv6"):  # faults: the (IPv6) ClusterIP keeps every backend
                 bes = internal_backends(True, bes, node)
             elif typ != "ClusterIP" and itp_local:
                 internal = internal_backends(True, bes, node)

@@ -292,9 +292,11 @@ class FakeWorkloads:
         faults = self.c.cfg.faults
         svc = self.c.service(fe.service)
         spec = svc.get("spec", {})
-        sticky = spec.get("sessionAffinity") == "ClientIP" and not faults.affinity_ignored
+        ignored = faults.affinity_ignored or (faults.affinity6_ignored and family_of(ip) == "IPv6")  # faults: (IPv6's) affinity ignored
+        sticky = spec.get("sessionAffinity") == "ClientIP" and not ignored
         timeout = int(((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get("timeoutSeconds") or 10800)
-        key = (pod["metadata"]["namespace"], pod["metadata"]["name"], fe.service, fe.port)
+        # per frontend (its rev-NAT ID), in a map per family (LB4_AFFINITY_MAP / LB6_AFFINITY_MAP)
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"], fe.service, fe.ip, fe.port)
         backends = [hp(b.ip, b.port) for b in fe.backends]
         now = int(self.c.clock.monotonic())  # bpf_mono_now(): whole seconds
         remembered = self.affinity.get(key)
