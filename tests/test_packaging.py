@@ -93,7 +93,7 @@ def test_a_fake_fault_fails_the_suite_that_checks_it(pytester: pytest.Pytester) 
 
 
 @pytest.mark.parametrize(("args", "line"), [
-    (["--kpr-provider=fake", "--kpr-fake-faults=nope"], "ERROR: pytest-kpr: --kpr-fake-faults: no fake fault 'nope' (known: affinity_ignored, *"),
+    (["--kpr-provider=fake", "--kpr-fake-faults=nope"], "ERROR: pytest-kpr: --kpr-fake-faults: no fake fault 'nope' (known: *affinity_ignored, *"),
     (["--kpr-fake-faults=snat_address_swapped"], "ERROR: pytest-kpr: --kpr-fake-faults means nothing with --kpr-provider=kind; it is for --kpr-provider=fake"),
     (["--kpr-provider=fake", "--kpr-fake-faults=kube_proxy_rules"], "ERROR: pytest-kpr: --kpr-fake-faults: fake fault kube_proxy_rules needs a value*"),
 ])
