@@ -61,6 +61,8 @@ BUGS = [
         ("tests/test_workloads_rule.py",)),
     Bug("the outside view's route table read byte-swapped", "pytest_kpr/cluster/outside.py",
         'int.from_bytes(bytes.fromhex(f[i]), "little")', 'int.from_bytes(bytes.fromhex(f[i]), "big")', ("tests/test_outside.py",)),
+    Bug("any family's HostPort frontend taken for the one asked", "pytest_kpr/judge/hostport.py",
+        " and family_of(s.frontend.ip) == family for s in services)", " for s in services)", ("tests/test_checks.py",)),
     Bug("the tc filter line count unchecked", "pytest_kpr/judge/socket_lb.py",
         "    if not lines_ok(int(prog.get(\"tc_filter_lines\") or 0)):", "    if False:", ("tests/test_checks.py",)),
     Bug("the iptables-save parser skipping unknown lines", "pytest_kpr/parse/node.py",

@@ -114,7 +114,7 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     ("hostport-unserved", "faults=Faults(hostport_unserved=True)",
      {HP + "test_the_host_port_answers_on_the_nodes_address", HP + "test_the_agent_lists_a_host_port_frontend"},
      ["*hostPort: 172.18.0.3:18780 from the node: connect refused, HTTP 0 (curl exit 7)*",
-      "*hostPort: on fake-worker: the agent lists no HostPort frontend on port 18780*"]),
+      "*hostPort: on fake-worker: the agent lists no IPv4 HostPort frontend on port 18780*"]),
     ("hostport-portmap", "faults=Faults(hostport_portmap=True)", {HP + "test_no_rule_names_the_host_port"},
      ["*hostPort: rules name the port, so portmap (not BPF) serves it: fake-worker (iptables-nft): 2 lines name the hostPort 18780*CNI-HOSTPORT-DNAT*"]),
     ("hostport-listener", "faults=Faults(hostport_listener=True)", {HP + "test_nobody_listens_on_the_host_port"},
@@ -350,6 +350,10 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
       "backend, as if internalTrafficPolicy were Cluster*",
       "*iTP=Local (no local backend): no backend (pod connect() on fake-worker to [[]fd00:10:96::*]:80, whose only backend is on fake-worker2*"
       "connect() gave connected*"]),
+    ("ipv6-host-port-not-served", "ip_families=('IPv4', 'IPv6'), faults=Faults(hostport_v6_unserved=True)",
+     {HP + "test_the_host_port_answers_on_the_nodes_address[IPv6]", HP + "test_the_agent_lists_a_host_port_frontend[IPv6]"},
+     ["*hostPort: [[]fc00:f853:ccd:e793::3]:18780 from the node: connect refused, HTTP 0 (curl exit 7)*",
+      "*hostPort: on fake-worker: the agent lists no IPv6 HostPort frontend on port 18780 (only [[]'HostPort 0.0.0.0:18780/TCP'*"]),
     # enable-no-service-endpoints-routable is true (the default), yet the per-packet plane lets the SYN through to the stack
     ("no-backend-not-routable", "faults=Faults(no_backend_not_routable=True)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from ..parse.addr import family_of
 
-def hostport_frontend_problems(services: "Sequence[Any]", port: int) -> list[str]:
-    """The agent on the pod's node lists a HostPort frontend on the hostPort (datapath.SRC_HOSTPORT)."""
-    if any(s.type == "HostPort" and s.frontend.port == port for s in services):
+
+def hostport_frontend_problems(services: "Sequence[Any]", port: int, family: str = "IPv4") -> list[str]:
+    """The agent on the pod's node lists a HostPort frontend of ``family`` on the hostPort (datapath.SRC_HOSTPORT,
+    SRC_HOSTPORT_FAMILIES: one per family the pod has an address of)."""
+    if any(s.type == "HostPort" and s.frontend.port == port and family_of(s.frontend.ip) == family for s in services):
         return []
-    types = sorted({s.type for s in services if s.frontend.port == port})
-    return [f"the agent lists no HostPort frontend on port {port}" + (f" (only {types})" if types else "")]
+    seen = sorted({f"{s.type} {s.frontend}" for s in services if s.frontend.port == port})
+    return [f"the agent lists no {family} HostPort frontend on port {port}" + (f" (only {seen})" if seen else "")]
 
 
 def hostport_admission_problems(pod: "Mapping[str, Any]", node: str) -> list[str]:

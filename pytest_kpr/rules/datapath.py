@@ -348,6 +348,9 @@ SRC_SNAT_ADDRESS = ("cilium/cilium bpf/lib/nodeport.h@00155816 tail_nodeport_nat
 SRC_HOSTPORT = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go Update: a HostPort frontend without hostIP is expanded to "
                 "the node's addresses (on the agent of the pod's node); bpf/bpf_sock.c sock4_skip_xlate: a HostPort frontend is "
                 "translated for a non-loopback address only when that address is the host's own (HOST_ID)")
+SRC_HOSTPORT_FAMILIES = ("cilium/cilium pkg/loadbalancer/reflectors/k8s.go@9ab18961 upsertHostPort: `ipv6 = ipv6 || addr.Is6()` over "
+                         "the pod's IPs, and with no hostIP `if ipv6 { feIPs = append(feIPs, net.IPv6zero) }` (likewise IPv4): a "
+                         "HostPort frontend per family the pod has an address of, its backend the pod's address of that family")
 SRC_HOSTPORT_SCHED = ("kubernetes/kubernetes pkg/scheduler/framework/plugins/nodeports/node_ports.go: the NodePorts filter fails a node "
                       "whose used ports conflict (hostIP, protocol, hostPort) with ErrReason \"node(s) didn't have free ports for the "
                       "requested pod ports\": the pod is not bound there and stays Pending (PodScheduled False, Unschedulable)")

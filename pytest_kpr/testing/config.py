@@ -117,6 +117,7 @@ class Faults:
     #: a request from outside for another node's backend is forwarded in the other mode than the agent reports (it reports
     #: SNAT and the backend sees the client, or DSR and the backend sees the node)
     nodeport_mode_mismatch: bool = False
+    hostport_v6_unserved: bool = False  # IPv6 only (dual stack): a dual-stack pod's hostPort gets no IPv6 HostPort frontend
     hostport_unserved: bool = False  # a pod's hostPort gets no HostPort frontend: nothing answers on the node's address
     hostport_portmap: bool = False  # the CNI portmap plugin's iptables DNAT rules serve the hostPort instead of BPF
     hostport_listener: bool = False  # a process listens on each hostPort in the node's host namespace (a userspace forwarder)

@@ -276,7 +276,8 @@ class LbState:
         return out + gone
 
     def hostport_frontends(self, node: str) -> list[FakeFrontend]:
-        """HostPort frontends of the running pods on ``node``: ``0.0.0.0:<hostPort>`` and ``<node IP>:<hostPort>``, on that
+        """HostPort frontends of the running pods on ``node``, per family of the pod's addresses: the zero address
+        (``0.0.0.0:<hostPort>``, ``[::]:<hostPort>``, the same as a NodePort's) and ``<node IP>:<hostPort>``, on that
         node's agent only (datapath.SRC_HOSTPORT). The hostport_unserved fault leaves them out (nothing serves the port)."""
         c = self.cluster
         if c.cfg.faults.hostport_unserved:
@@ -290,10 +291,15 @@ class LbState:
                     if not cp.get("hostPort"):
                         continue
                     proto = cp.get("protocol", "TCP")
-                    be = FakeBackend(pod["status"]["podIP"], int(cp["containerPort"]), node, pod["metadata"]["name"])
                     owner = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}:host-port:{cp['hostPort']}"
-                    for ip in ("0.0.0.0", c.node_ip(node)):
-                        out.append(FakeFrontend(ip, int(cp["hostPort"]), proto, "HostPort", owner, "", [be]))
+                    # a frontend per family the pod has an address of (datapath.SRC_HOSTPORT_FAMILIES)
+                    for family in ("IPv4", "IPv6"):
+                        pod_addr = pod_ip(pod, family)
+                        if pod_addr is None or (family == "IPv6" and c.cfg.faults.hostport_v6_unserved):  # fault: IPv4 only
+                            continue
+                        be = FakeBackend(pod_addr, int(cp["containerPort"]), node, pod["metadata"]["name"])
+                        for ip in (NODEPORT_WILDCARD[family], c.node_ip_of(node, family)):
+                            out.append(FakeFrontend(ip, int(cp["hostPort"]), proto, "HostPort", owner, "", [be]))
         return out
 
     def find(self, node: str, ip: str, port: int, proto: str = "TCP") -> FakeFrontend | None:
