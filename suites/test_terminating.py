@@ -13,6 +13,10 @@ flow``) connects while ``term-a`` is the only backend; ``term-b`` joins; ``term-
 deleted too: ``NEW`` connections must reach a terminating backend. The agent's view at each step (``service list -o
 json`` backends with their states, ``bpf lb list`` slots) is recorded. The pods are removed at once afterwards (grace 0).
 Needs socket LB in pod namespaces. Evidence: terminating.json.
+
+The scenario deletes its backends, so it runs once and observes every family of --kpr-ip-families inside it: a flow
+per family (``term-flow``, ``term-flow-ipv6``), the agent's view of each family's frontend and new connections to each
+family's ClusterIP at each step; the tests are judged per family (evidence ``terminating-ipv6.json``).
 """
 
 from __future__ import annotations
@@ -23,13 +27,14 @@ import pytest
 
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.core.wait import eventually
-from pytest_kpr.evidence import Evidence
+from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.judge import holds
 from pytest_kpr.judge.no_backend import socket_no_backend_problems
 from pytest_kpr.judge.terminating import draining_flow_problems, new_connection_problems
 from pytest_kpr.observe.lab import Lab, same_address
 from pytest_kpr.observe.workloads import probe_pod
 from pytest_kpr.parse import L3n4
+from pytest_kpr.parse.addr import hp
 from pytest_kpr.rules.datapath import TERMINATING_FILE, terminating_endpoints_kept
 
 pytestmark = [
@@ -58,98 +63,120 @@ def _echo(name: str, lab: Lab, node: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def term(lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str) -> Iterator[dict[str, Any]]:
+def term(lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str) -> Iterator[dict[str, dict[str, Any]]]:
+    """The scenario, run once: family -> what was seen in it."""
     client, other = lab.client_node, lab.remote_node()
     agent = lab.agent(client)
     opt = agent.exec(["cat", TERMINATING_FILE])
     setting = opt.stdout.strip() if opt.ok else None
     kept = terminating_endpoints_kept(setting)
+    families = [f for f in lab.ip_families if f in kpr_facts.ip_families] or ["IPv4"]
     try:
-        yield _run(lab, kpr_facts, evidence, kpr_property, client, other, setting, kept)
+        yield _run(lab, kpr_facts, evidence, kpr_property, client, other, setting, kept, families)
     finally:
         for pod in ("term-a", "term-b"):  # remove at once: their preStop would hold the namespace for HOLD_S
             lab.kube.delete("Pod", pod, lab.ns, grace_period_seconds=0)
 
 
+def _flow_pod(family: str) -> str:
+    return "term-flow" if family == "IPv4" else f"term-flow-{family.lower()}"
+
+
 def _run(lab: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str, client: str, other: str, setting: str | None,
-         kept: bool) -> dict[str, Any]:
+         kept: bool, families: list[str]) -> dict[str, dict[str, Any]]:
     agent = lab.agent(client)
+    views = {f: lab.in_family(f) for f in families}
     lab.create(_echo("term-a", lab, other))
     lab.create_service("term", {"app": "term"}, tweak=lambda svc: svc["spec"].update(ports=[{"name": "echo", "port": PORT, "targetPort": PORT}]))
-    addr = {"term-a": f"{sorted(lab.wait_ready_endpoints('term', 1))[0].rsplit(':', 1)[0]}:{PORT}"}
-    fe = L3n4(lab.cluster_ip("term"), PORT, "TCP" if lab.minor >= (1, 17) else None)
-    target = f"{fe.ip}:{PORT}"
+    addr = {f: {"term-a": sorted(v.wait_ready_endpoints("term", 1))[0]} for f, v in views.items()}
+    fes = {f: L3n4(v.cluster_ip("term"), PORT, "TCP" if lab.minor >= (1, 17) else None) for f, v in views.items()}
+    targets = {f: fe.host_port() for f, fe in fes.items()}
 
-    def view() -> dict[str, str]:
-        """The client's agent: backend -> state, as `service list -o json` prints the frontend's backends."""
-        svc = next((s for s in agent.services() if same_address(s.frontend, fe)), None)
-        return {} if svc is None else {f"{b.address.ip}:{b.address.port}": b.state for b in svc.backends}
+    def view(family: str) -> dict[str, str]:
+        """The client's agent: backend -> state, as `service list -o json` prints the family's frontend's backends."""
+        svc = next((s for s in agent.services() if same_address(s.frontend, fes[family])), None)
+        return {} if svc is None else {hp(b.address.ip, b.address.port): b.state for b in svc.backends}
 
-    def wait_view(until: Callable[[dict[str, str]], bool], what: str) -> dict[str, str]:
-        return eventually(view, until=until, timeout=lab.t.DATAPATH_CONVERGENCE, what=what, describe=lambda v: str(v) or "absent",
-                          progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK).value
+    def wait_views(until: Callable[[str, dict[str, str]], bool], what: str) -> dict[str, dict[str, str]]:
+        return {f: eventually(lambda f=f: view(f), until=lambda v, f=f: until(f, v), timeout=lab.t.DATAPATH_CONVERGENCE,
+                              what=f"{what} ({f})", describe=lambda v: str(v) or "absent", progress=lab.progress,
+                              first_after=lab.t.LB_FIRST_LOOK).value for f in families}
 
-    steps: dict[str, Any] = {}
-    steps["one"] = wait_view(lambda v: v.get(addr["term-a"]) == "active", f"the agent on {client} to serve term with term-a")
-    flow_cmd = ["kpr", "probe", "flow", target, "--json", "--interval-ms", str(FLOW_INTERVAL_MS), "--duration", str(HOLD_S * 3)]
-    flow = probe_pod("term-flow", lab.ns, lab.image, node=client, labels={"app": "term-flow"}, command=flow_cmd)
-    flow["spec"]["restartPolicy"] = "Never"
-    lab.create(flow)
-    lab.wait_running("term-flow")
+    steps: dict[str, dict[str, dict[str, str]]] = {}
+    steps["one"] = wait_views(lambda f, v: v.get(addr[f]["term-a"]) == "active", f"the agent on {client} to serve term with term-a")
+    for f in families:  # a flow per family, each to term-a (the only backend yet)
+        flow_cmd = ["kpr", "probe", "flow", targets[f], "--json", "--interval-ms", str(FLOW_INTERVAL_MS), "--duration", str(HOLD_S * 3)]
+        flow = probe_pod(_flow_pod(f), lab.ns, lab.image, node=client, labels={"app": "term-flow"}, command=flow_cmd)
+        flow["spec"]["restartPolicy"] = "Never"
+        lab.create(flow)
+    for f in families:
+        lab.wait_running(_flow_pod(f))
     lab.create(_echo("term-b", lab, client))
-    addr["term-b"] = next(a for a in (f"{e.rsplit(':', 1)[0]}:{PORT}" for e in lab.wait_ready_endpoints("term", 2)) if a != addr["term-a"])
-    steps["two"] = wait_view(lambda v: v.get(addr["term-b"]) == "active", f"the agent on {client} to serve term with term-b too")
+    for f, v in views.items():
+        addr[f]["term-b"] = next(a for a in sorted(v.wait_ready_endpoints("term", 2)) if a != addr[f]["term-a"])
+    steps["two"] = wait_views(lambda f, v: v.get(addr[f]["term-b"]) == "active", f"the agent on {client} to serve term with term-b too")
 
     lab.kube.delete("Pod", "term-a", lab.ns)
-    steps["a_terminating"] = wait_view(lambda v: v.get(addr["term-a"]) != "active" and v.get(addr["term-b"]) == "active",
-                                       f"the agent on {client} to stop offering term-a (terminating) to new connections")
-    peers_one = lab.socket_peers(target, NEW, TIMEOUT)
-    slots_one = len(lab.slot_view(client, agent.lb_entries(), fe).backends)
+    steps["a_terminating"] = wait_views(lambda f, v: v.get(addr[f]["term-a"]) != "active" and v.get(addr[f]["term-b"]) == "active",
+                                        f"the agent on {client} to stop offering term-a (terminating) to new connections")
+    peers_one = {f: lab.socket_peers(targets[f], NEW, TIMEOUT) for f in families}
+    slots_one = {f: len(lab.slot_view(client, agent.lb_entries(), fes[f]).backends) for f in families}
 
     lab.kube.delete("Pod", "term-b", lab.ns)
-    steps["only_terminating"] = wait_view(lambda v: v.get(addr["term-b"]) != "active" and "active" not in v.values(),
-                                          f"the agent on {client} to see only terminating backends of term")
-    only = lab.probe("connect", target, TIMEOUT)
-    peers_only = lab.socket_peers(target, NEW, TIMEOUT) if kept else []
-    slots_only = len(lab.slot_view(client, agent.lb_entries(), fe).backends)
+    steps["only_terminating"] = wait_views(lambda f, v: v.get(addr[f]["term-b"]) != "active" and "active" not in v.values(),
+                                           f"the agent on {client} to see only terminating backends of term")
+    only = {f: lab.probe("connect", targets[f], TIMEOUT) for f in families}
+    peers_only = {f: lab.socket_peers(targets[f], NEW, TIMEOUT) if kept else [] for f in families}
+    slots_only = {f: len(lab.slot_view(client, agent.lb_entries(), fes[f]).backends) for f in families}
     a_pod = lab.kube.get("Pod", "term-a", lab.ns) or {}
     a_still = bool(a_pod.get("metadata", {}).get("deletionTimestamp"))
 
-    report = lab.stop_flow("term-flow")
-    by_addr = {a: p for p, a in addr.items()}
+    reports = {f: lab.stop_flow(_flow_pod(f)) for f in families}
     client_facts = kpr_facts.node(client)
-    data = {"enable_k8s_terminating_endpoint": setting, "hold_s": HOLD_S, "backends": addr, "service": target,
-            "agent": {"node": client, "states": steps, "slots": {"a_terminating": slots_one, "only_terminating": slots_only}},
-            "new_connections": {"a_terminating": [by_addr.get(p or "", p) for p in peers_one],
-                                "only_terminating": [by_addr.get(p or "", p) for p in peers_only]},
-            "only_terminating_probe": {"verdict": only.verdict, "errno": only.errno_name, "elapsed_ms": only.elapsed_ms},
-            "flow": {"backend": "term-a", "term_a_still_terminating_at_stop": a_still, "summary": report},
-            "client_kernel": client_facts.kernel if client_facts else None, "no_backend_response": kpr_facts.no_backend_response}
-    evidence.write("terminating.json", data)
-    evidence.figure(kpr_property, f"flow through term-a's termination: {report.get('resets', '?')} resets, max gap {report.get('max_gap_ms', '?')} ms; "
-                                  f"new: {sum(p == addr['term-b'] for p in peers_one)} of {len(peers_one)} to the active backend, "
-                                  f"only terminating: {only.verdict}")
-    return {**data, "addr": addr, "peers_one": peers_one, "peers_only": peers_only, "kept": kept}
+    out: dict[str, dict[str, Any]] = {}
+    for f in families:
+        a, report = addr[f], reports[f]
+        by_addr = {address: pod for pod, address in a.items()}
+        data = {"family": f, "enable_k8s_terminating_endpoint": setting, "hold_s": HOLD_S, "backends": a, "service": targets[f],
+                "agent": {"node": client, "states": {step: v[f] for step, v in steps.items()},
+                          "slots": {"a_terminating": slots_one[f], "only_terminating": slots_only[f]}},
+                "new_connections": {"a_terminating": [by_addr.get(p or "", p) for p in peers_one[f]],
+                                    "only_terminating": [by_addr.get(p or "", p) for p in peers_only[f]]},
+                "only_terminating_probe": {"verdict": only[f].verdict, "errno": only[f].errno_name, "elapsed_ms": only[f].elapsed_ms},
+                "flow": {"pod": _flow_pod(f), "backend": "term-a", "term_a_still_terminating_at_stop": a_still, "summary": report},
+                "client_kernel": client_facts.kernel if client_facts else None, "no_backend_response": kpr_facts.no_backend_response}
+        evidence.write(family_file("terminating.json", f), data)
+        evidence.figure(kpr_property, f"flow through term-a's termination: {report.get('resets', '?')} resets, max gap "
+                                      f"{report.get('max_gap_ms', '?')} ms; new: {sum(p == a['term-b'] for p in peers_one[f])} of "
+                                      f"{len(peers_one[f])} to the active backend, only terminating: {only[f].verdict}", f)
+        out[f] = {**data, "addr": a, "peers_one": peers_one[f], "peers_only": peers_only[f], "kept": kept}
+    return out
 
 
-def test_an_established_connection_keeps_working_while_its_backend_terminates(term: dict[str, Any]) -> None:
+@pytest.fixture(scope="module")
+def term_family(term: dict[str, dict[str, Any]], kpr_family: str) -> dict[str, Any]:
+    """What the scenario saw in this test's family."""
+    return term[kpr_family]
+
+
+def test_an_established_connection_keeps_working_while_its_backend_terminates(term_family: dict[str, Any]) -> None:
     """The flow reached term-a before it was deleted; it runs on until stopped, term-a still terminating (SRC_TERMINATING_DRAIN)."""
-    f = term["flow"]
+    f = term_family["flow"]
     assert f["term_a_still_terminating_at_stop"], (f"terminating backends (draining): term-a was gone before the flow was stopped "
                                                    f"(its preStop holds it {HOLD_S} s); nothing can be said of its connection")
     holds(draining_flow_problems(f["summary"], "term-a", GAP_BOUND_MS), "terminating backends (established connection)")
 
 
-def test_new_connections_never_pick_a_terminating_backend_while_an_active_one_exists(term: dict[str, Any]) -> None:
-    a = term["addr"]
+def test_new_connections_never_pick_a_terminating_backend_while_an_active_one_exists(term_family: dict[str, Any]) -> None:
+    a, term = term_family["addr"], term_family
     holds(new_connection_problems(term["peers_one"], {a["term-b"]: "term-b"}, {a["term-a"]: "term-a"}, "while term-a terminates"),
           "terminating backends (new connections)")
 
 
-def test_when_only_terminating_backends_remain_new_connections_follow_the_rule(term: dict[str, Any], kpr_facts: ClusterFacts) -> None:
+def test_when_only_terminating_backends_remain_new_connections_follow_the_rule(term_family: dict[str, Any], kpr_facts: ClusterFacts) -> None:
     """enable-k8s-terminating-endpoint on (the default): they reach a terminating backend (KEP-1669); off: the Service has no
     backend, and the socket plane's no-backend rule applies."""
-    a = term["addr"]
+    a, term = term_family["addr"], term_family
     if term["kept"]:
         holds(new_connection_problems(term["peers_only"], {a["term-a"]: "term-a", a["term-b"]: "term-b"}, {}, "with only terminating backends"),
               "terminating backends (only terminating)")

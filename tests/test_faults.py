@@ -303,7 +303,9 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
       # the suites that read the backend from the socket see the ClusterIP instead (no connect6 translation)
       AFF + "test_a_client_stays_on_one_backend_with_session_affinity[IPv6]", AFF + "test_without_affinity_connections_spread_over_the_backends[IPv6]",
       AFF + "test_the_affinity_expires_after_its_timeout[IPv6]", ITP + "test_a_pod_reaches_only_the_backends_on_its_own_node[IPv6]",
-      ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer[IPv6]"},
+      ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer[IPv6]",
+      TERM + "test_new_connections_never_pick_a_terminating_backend_while_an_active_one_exists[IPv6]",
+      TERM + "test_when_only_terminating_backends_remain_new_connections_follow_the_rule[IPv6]"},
      ["*socket LB (agent reports coverage Full): the socket's peer is the service address [[]fd00:10:96::*]:80: the destination was not "
       "rewritten at connect()*",
       "*no backend (pod connect() to ClusterIP [[]fd00:10:96::*]:80; socket plane, ServiceNoBackendResponse=reject): connect() gave "
@@ -354,6 +356,9 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
      {HP + "test_the_host_port_answers_on_the_nodes_address[IPv6]", HP + "test_the_agent_lists_a_host_port_frontend[IPv6]"},
      ["*hostPort: [[]fc00:f853:ccd:e793::3]:18780 from the node: connect refused, HTTP 0 (curl exit 7)*",
       "*hostPort: on fake-worker: the agent lists no IPv6 HostPort frontend on port 18780 (only [[]'HostPort 0.0.0.0:18780/TCP'*"]),
+    ("ipv6-terminating-backend-picked", "ip_families=('IPv4', 'IPv6'), faults=Faults(terminating6_selected=True)",
+     {TERM + "test_new_connections_never_pick_a_terminating_backend_while_an_active_one_exists[IPv6]"},
+     ["*terminating backends (new connections): while term-a terminates: * of 20 new connections reached term-a, which should not be picked*"]),
     # enable-no-service-endpoints-routable is true (the default), yet the per-packet plane lets the SYN through to the stack
     ("no-backend-not-routable", "faults=Faults(no_backend_not_routable=True)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",

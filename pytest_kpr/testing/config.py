@@ -107,6 +107,8 @@ class Faults:
     itp_narrows_external: bool = False
     #: a terminating backend stays selectable while active ones exist: new connections may pick it
     terminating_selected: bool = False
+    #: IPv6 only (dual stack): the same on an IPv6 frontend
+    terminating6_selected: bool = False
     #: when only terminating backends remain they are not used: new connections get the no-backend answer
     terminating_never_used: bool = False
     #: a backend's established connections are reset the moment it starts terminating (its datapath state dropped at once)

@@ -205,9 +205,9 @@ class LbState:
                 internal = internal_backends(True, bes, node)
                 if faults.itp_narrows_external:  # fault: outside traffic too is served from local backends only
                     bes = list(internal)
-            bes, draining = selectable(bes, faults)
+            bes, draining = selectable(bes, faults, family_of(ip))
             if internal is not None:
-                internal, _ = selectable(internal, faults)
+                internal, _ = selectable(internal, faults, family_of(ip))
             out.append(FakeFrontend(ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status, internal=internal,
                                     draining=list(draining)))
             if ip in NODEPORT_WILDCARD.values():  # a NodePort's frontend on the node's own address of that family
@@ -310,15 +310,16 @@ class LbState:
         return None
 
 
-def selectable(backends: list[FakeBackend], faults: Faults) -> tuple[list[FakeBackend], list[FakeBackend]]:
+def selectable(backends: list[FakeBackend], faults: Faults, family: str = "IPv4") -> tuple[list[FakeBackend], list[FakeBackend]]:
     """(the backends new connections may pick, the terminating ones that only keep their slots), by the reconciler's rule
     (datapath.SRC_TERMINATING_SLOTS): active ones while any exists, else the terminating ones. Faults: terminating_selected
-    (terminating backends stay selectable beside active ones), terminating_never_used (never selectable)."""
+    (terminating backends stay selectable beside active ones; terminating6_selected: on an IPv6 frontend only),
+    terminating_never_used (never selectable)."""
     active = [b for b in backends if b.state == "active"]
     terminating = [b for b in backends if b.state == "terminating"]
     if faults.terminating_never_used:
         return active, terminating
-    if faults.terminating_selected:
+    if faults.terminating_selected or (faults.terminating6_selected and family == "IPv6"):
         return active + terminating, []
     picked = new_connection_backends(active, terminating)
     return picked, [b for b in terminating if b not in picked]

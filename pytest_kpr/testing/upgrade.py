@@ -18,7 +18,8 @@ import secrets
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .view import Obj
+from ..parse.addr import family_of, split_host_port
+from .view import Obj, pod_ip
 
 BLACKHOLE_S = 3.0
 
@@ -121,14 +122,14 @@ class FakeUpgrades:
             return
         node = pod["spec"]["nodeName"]
         self.flows[key] = FlowPod(key[1], key[0], node, args["udp"], args["interval_ms"], args["target"], self.c.clock.time())
-        ip, _, port = args["target"].rpartition(":")
+        ip, port = split_host_port(args["target"]) or ("", 0)  # [v6]:port too
         fe = self.c.lb.find(node, ip, int(port), "UDP" if args["udp"] else "TCP")
         if args["udp"] or pod["spec"].get("hostNetwork") or fe is None or not fe.backends:
             return
         be = fe.backends[len(self.flows) % len(fe.backends)]
         self.flows[key].backend = (key[0], be.pod)
         self.c.ct.setdefault(node, []).append({
-            "proto": "TCP", "dir": "OUT", "src_ip": pod["status"]["podIP"], "src_port": 50000 + len(self.flows), "dst_ip": be.ip,
+            "proto": "TCP", "dir": "OUT", "src_ip": pod_ip(pod, family_of(ip)) or pod["status"]["podIP"], "src_port": 50000 + len(self.flows), "dst_ip": be.ip,
             "dst_port": be.port, "rx_flags_seen": 0x1A, "tx_flags_seen": 0x1A, "flags": 0x10, "flag_names": ("SeenNonSyn",),
             "expires": 21600, "source_security_id": 4242, "rev_nat": 0})
 
