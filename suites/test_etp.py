@@ -60,9 +60,7 @@ def etp(etp_workloads: dict[str, Any], family_lab: Lab, evidence: Evidence, kpr_
         kpr_family: str) -> dict[str, Any]:
     lab = family_lab
     client, with_backend, others = etp_workloads["client"], etp_workloads["with_backend"], etp_workloads["others"]
-    for i, node in enumerate([client, with_backend, *others]):
-        for name in ("etp-local", "etp-cluster"):  # this family's frontends
-            lab.wait_programmed(node, lab.frontend(name), f"the agent on {node} to program {name}", first_look=i == 0 and name == "etp-local")
+    lab.wait_programmed_on([client, with_backend, *others], ["etp-local", "etp-cluster"])  # this family's frontends
     ports = {name: lab.allocated_node_port(name) for name in ("etp-local", "etp-cluster")}
     outside_nodes = [with_backend, *others]  # a raw SYN from the client node to its own address would not leave it
     raw: dict[str, dict[str, str]] = {name: {} for name in ports}

@@ -76,9 +76,7 @@ def itp(itp_workloads: dict[str, Any], family_lab: Lab, kpr_facts: ClusterFacts,
     lab = family_lab
     near, far, setting = itp_workloads["near"], itp_workloads["far"], itp_workloads["setting"]
     # a precondition, not the property: each agent lists both Services (how many slots each holds is recorded below)
-    for i, node in enumerate((near, far)):
-        for name in ("itp", "itp-far-only"):
-            lab.wait_programmed(node, lab.frontend(name), f"the agent on {node} to program {name}", first_look=i == 0 and name == "itp")
+    lab.wait_programmed_on([near, far], ["itp", "itp-far-only"])
     pods = {p["metadata"]["name"]: p for p in lab.pods("app=itp")}
     backend_node = {hp(lab.pod_ip(p), WEB_TARGET): p["spec"]["nodeName"] for p in pods.values()}  # this family's addresses
     backend_pod = {hp(lab.pod_ip(p), WEB_TARGET): name for name, p in pods.items()}

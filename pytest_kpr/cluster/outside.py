@@ -20,36 +20,30 @@ def specific_route(ip: str, route_file: Path | None = None) -> str | None:
     /proc/net/ipv6_route), or None."""
     try:
         addr = ipaddress.ip_address(ip)
-    except ValueError:
+        text = (route_file or Path("/proc/net/ipv6_route" if addr.version == 6 else "/proc/net/route")).read_text()
+    except (ValueError, OSError):
         return None
-    if addr.version == 6:
-        return _specific_route6(addr, route_file or Path("/proc/net/ipv6_route"))
-    return _specific_route4(int(addr), route_file or Path("/proc/net/route"))
+    routes = _routes6(text) if addr.version == 6 else _routes4(text)
+    covering = [(net, dev) for net, dev in routes if net.prefixlen > 0 and addr in net]  # the default route does not count
+    return max(covering, key=lambda route: route[0].prefixlen)[1] if covering else None  # the longest prefix
 
 
-def _specific_route4(addr: int, route_file: Path) -> str | None:
+Route = tuple["ipaddress.IPv4Network | ipaddress.IPv6Network", str]
+
+
+def _routes4(text: str) -> list[Route]:
     """Lines after the header: interface, destination, gateway, flags, refcount, use, metric, mask, ... The kernel prints
     each address as the hex of its four network-order bytes read as a native (little-endian) integer: 172.18.0.0 is
     ``000012AC``, so the bytes of the hex text, read little-endian, are the address."""
-    try:
-        lines = route_file.read_text().splitlines()[1:]
-    except OSError:
-        return None
-    best: tuple[int, str] | None = None
-    for line in lines:
+    out: list[Route] = []
+    for line in text.splitlines()[1:]:
         f = line.split()
-        if len(f) < 8:
-            continue
         try:
             dest, mask = (int.from_bytes(bytes.fromhex(f[i]), "little") for i in (1, 7))
-        except ValueError:
+            out.append((ipaddress.IPv4Network((dest, bin(mask).count("1"))), f[0]))
+        except (IndexError, ValueError):
             continue
-        if mask == 0 or addr & mask != dest:
-            continue
-        plen = bin(mask).count("1")
-        if best is None or plen > best[0]:
-            best = (plen, f[0])
-    return best[1] if best else None
+    return out
 
 
 #: route flags of /proc/net/ipv6_route (include/uapi/linux/route.h, ipv6_route.h): an unreachable/prohibit route, and a
@@ -58,28 +52,19 @@ RTF_REJECT = 0x0200
 RTF_LOCAL = 0x80000000
 
 
-def _specific_route6(addr: ipaddress.IPv4Address | ipaddress.IPv6Address, route_file: Path) -> str | None:
+def _routes6(text: str) -> list[Route]:
     """Lines: destination (32 hex digits), prefix length (hex), source, source length, next hop, metric, refcount, use,
-    flags, device."""
-    try:
-        lines = route_file.read_text().splitlines()
-    except OSError:
-        return None
-    best: tuple[int, str] | None = None
-    for line in lines:
+    flags, device. Reject and local routes, and multicast, are no route to another machine."""
+    out: list[Route] = []
+    for line in text.splitlines():
         f = line.split()
-        if len(f) < 10:
-            continue
         try:
-            plen, flags = int(f[1], 16), int(f[8], 16)
-            net = ipaddress.IPv6Network((int(f[0], 16), plen))
-        except ValueError:
+            net, flags = ipaddress.IPv6Network((int(f[0], 16), int(f[1], 16))), int(f[8], 16)
+            if not (flags & (RTF_REJECT | RTF_LOCAL) or net.is_multicast):
+                out.append((net, f[9]))
+        except (IndexError, ValueError):
             continue
-        if plen == 0 or flags & (RTF_REJECT | RTF_LOCAL) or net.is_multicast or addr not in net:
-            continue
-        if best is None or plen > best[0]:
-            best = (plen, f[9])
-    return best[1] if best else None
+    return out
 
 
 class LocalOutside:

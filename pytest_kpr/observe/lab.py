@@ -188,16 +188,19 @@ class Lab:
             },
         }
 
+    def _bind(self) -> list[str]:
+        """``--bind ::`` (both families) when the run tests IPv6, else nothing (the server's default)."""
+        bind = listen_address(self.ip_families)
+        return ["--bind", bind] if bind else []
+
     def web_command(self) -> list[str]:
         """Python's http.server on 8080; on ``::`` when the run tests IPv6 (by default it listens on 0.0.0.0 only and
         refuses IPv6: rules.workloads.SRC_HTTP_SERVER_FAMILY)."""
-        bind = listen_address(self.ip_families)
-        return ["python3", "-m", "http.server", *(["--bind", bind] if bind else []), str(WEB_TARGET)]
+        return ["python3", "-m", "http.server", *self._bind(), str(WEB_TARGET)]
 
     def echo_server_command(self, port: int, udp: bool = False) -> list[str]:
         """``kpr probe echo-server`` on ``port``; on ``::`` (both families) when the run tests IPv6."""
-        bind = listen_address(self.ip_families)
-        return ["kpr", "probe", "echo-server", *(["--udp"] if udp else []), "--port", str(port), *(["--bind", bind] if bind else [])]
+        return ["kpr", "probe", "echo-server", *(["--udp"] if udp else []), "--port", str(port), *self._bind()]
 
     def service(self, name: str, selector: dict[str, str], type_: str = "ClusterIP", node_port: int | None = None) -> dict[str, Any]:
         port: dict[str, Any] = {"name": "http", "port": WEB_PORT, "targetPort": WEB_TARGET, "protocol": "TCP"}
@@ -492,6 +495,14 @@ class Lab:
         """(pod, client address it saw) of the request whose path carries ``token`` (``?kpr=<token>``), from the pods'
         http.server logs ('<client> - - [date] "GET /?kpr=<token> HTTP/1.1" 200 -'), or None if no pod logged it."""
         return self.who_served_many(pods, [token]).get(token)
+
+    def wait_programmed_on(self, nodes: "list[str]", services: "list[str]") -> None:
+        """Until the agent on each of ``nodes`` lists each Service's frontend (of this view's family); only the very first
+        read waits ``LB_FIRST_LOOK``: the others come after it."""
+        for i, node in enumerate(nodes):
+            for name in services:
+                self.wait_programmed(node, self.frontend(name), f"the agent on {node} to program {name}",
+                                     first_look=i == 0 and name == services[0])
 
     def wait_programmed(self, node: str, fe: L3n4, what: str, first_look: bool = True) -> Service:
         """Until the agent on ``node`` lists ``fe``; the first read after ``LB_FIRST_LOOK`` (just after a change)."""

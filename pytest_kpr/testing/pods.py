@@ -17,7 +17,7 @@ from typing import Any
 
 from ..rules.datapath import NoRule, Plane, backend_sees, coverage_name, plane_for
 from ..rules.workloads import seen_by
-from .reach import ERRNO, Outcome, listens, probe_result, reach
+from .reach import ERRNO, Outcome, backend_listens, probe_result, reach
 from ..parse.addr import family_of, hp, split_host_port
 from .view import ClusterView, FakeFrontend, Obj, pod_ip
 
@@ -97,8 +97,7 @@ class FakeWorkloads:
                     self.logs.setdefault(key, []).append(json.dumps(line))
                 continue
             be = fe.backends[0]
-            backend_pod = next((p for p in self.c.pods() if p["metadata"]["name"] == be.pod), None)
-            if backend_pod is not None and not listens(backend_pod, family_of(ip)):  # the backend's kernel resets the SYN
+            if not backend_listens(self.c, be, family_of(ip)):  # the backend's kernel resets the SYN
                 line = {"event": "error", "target": hp(ip, port), "errno": 111, "errno_name": "ECONNREFUSED", "detail": "[Errno 111] Connection refused"}
                 if json.dumps(line) not in self.logs.get(key, []):
                     self.logs.setdefault(key, []).append(json.dumps(line))

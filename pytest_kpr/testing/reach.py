@@ -71,6 +71,12 @@ def listens(pod: dict, family: str) -> bool:
     return family in server_families(((pod.get("spec", {}).get("containers") or [{}])[0].get("command")) or [])
 
 
+def backend_listens(c: ClusterView, be: FakeBackend, family: str) -> bool:
+    """Whether the backend's pod (any, when it is gone from the API) accepts connections of ``family`` (:func:`listens`)."""
+    pod = next((p for p in c.pods() if p["metadata"]["name"] == be.pod), None)
+    return pod is None or listens(pod, family)
+
+
 def _coverage(c: ClusterView, client: str, access: str, frontend: str, family: str = "IPv4") -> str:
     cov = coverage_name(c.cfg.socket_lb_hostns_only and not (c.cfg.faults.socket_lb_reverse and client == "pod"))
     broken = c.cfg.faults.socket_lb_broken or (c.cfg.faults.socket_lb_v6_broken and family == "IPv6")
@@ -114,8 +120,7 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         return Outcome("timeout", rule.plane, frontend=kind)
     if backends:
         be = _select(c, handler, fe, backends, client, port, flow)
-        pod = next((p for p in c.pods() if p["metadata"]["name"] == be.pod), None)
-        if pod is not None and not listens(pod, family):  # the backend's kernel refuses: nothing listens on that family
+        if not backend_listens(c, be, family):  # the backend's kernel refuses: nothing listens on that family
             # (an unconnected UDP socket is not told of the ICMP port unreachable: its recvfrom() waits)
             return Outcome("timeout" if access == "sendmsg" else "refused", rule.plane, None if access == "sendmsg" else "ECONNREFUSED",
                            frontend=kind)
