@@ -11,6 +11,12 @@ IDs translated to addresses; the dump shows slot counts, not the slots); the Clu
 is deleted the flows on the others stay (at most 10% move; a random pick would move about 2/3), sent through a third
 node so that no conntrack entry of the first rounds answers for Maglev. Runs only where the agent reports Maglev (the
 profile ``maglev``). Evidence: maglev.json.
+
+Each family's frontends have their own tables (the lb6 Maglev map for IPv6) and an IPv6 flow is hashed the same way,
+over its source and never its destination (datapath.SRC_MAGLEV_FAMILY). The scenario deletes a backend, so it runs once
+and observes every family of --kpr-ip-families inside it: the tables of each family's NodePort and ClusterIP frontends,
+the flows to each family's node addresses, and after the one deletion the flows of each family again; the tests other
+than the seed's are judged per family (evidence ``maglev-ipv6.json``).
 """
 
 from __future__ import annotations
@@ -33,15 +39,17 @@ from pytest_kpr.judge.maglev import (
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.rules.datapath import MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE
-from pytest_kpr.evidence import Evidence
+from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.observe.lab import WEB_PORT, Lab
 from pytest_kpr.plugin.outcomes import no_outside_view
 from pytest_kpr.core.wait import eventually
+from pytest_kpr.parse.addr import hp
 
 pytestmark = [
     pytest.mark.kpr(property="Maglev", evidence="maglev.json",
                     plane="per-packet",
-                    sources=["SRC_MAGLEV_HASH", "SRC_MAGLEV_SCOPE", "SRC_MAGLEV_SEED", "SRC_MAGLEV_REMAP", "SRC_MAGLEV_DUMP"]),
+                    sources=["SRC_MAGLEV_HASH", "SRC_MAGLEV_SCOPE", "SRC_MAGLEV_SEED", "SRC_MAGLEV_REMAP", "SRC_MAGLEV_DUMP",
+                             "SRC_MAGLEV_FAMILY"]),
     pytest.mark.kpr_requires("nodeport", "lb-statedb"),
 ]
 BACKENDS = 4
@@ -49,13 +57,13 @@ FIRST_PORT = 42000
 
 
 def _flows(lab: Lab, outside: Any, node: str, port: int, round_: str) -> dict[int, str]:
-    """One HTTP GET per flow (source port) to ``node``'s NodePort; source port -> token."""
+    """One HTTP GET per flow (source port) to ``node``'s NodePort (on the view's family's address); source port -> token."""
     ip, salt = lab.node_ip(node), secrets.token_hex(3)
     tokens = {}
     for i in range(MAGLEV_FLOWS):
         sport = FIRST_PORT + i
         tokens[sport] = f"{round_}{i}x{salt}"
-        outside.http(f"http://{ip}:{port}/?kpr={tokens[sport]}", 3.0, source_port=sport)
+        outside.http(f"http://{hp(ip, port)}/?kpr={tokens[sport]}", 3.0, source_port=sport)
     return tokens
 
 
@@ -65,97 +73,119 @@ def _served(lab: Lab, pods: list[str], tokens: dict[int, str]) -> dict[int, str 
 
 
 def _wait_backends(lab: Lab, n: int) -> None:
+    """Until every agent serves the view's family's frontend of mag with ``n`` backends."""
     fe = lab.frontend("mag")
     for i, node in enumerate(x.name for x in lab.facts.nodes):
         agent = lab.agent(node)
         eventually(lambda agent=agent: lab.service_entry(agent, fe), until=lambda s: s is not None and len(s.backends) == n,
-                   timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {node} to serve mag with {n} backends",
+                   timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {node} to serve mag ({fe.ip}) with {n} backends",
                    describe=lambda s: "absent" if s is None else f"{len(s.backends)} backends", progress=lab.progress,
                    first_after=lab.t.LB_FIRST_LOOK if i == 0 else 0.0)
 
 
 @pytest.fixture(scope="module")
-def maglev(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle) -> dict[str, Any]:
+def maglev(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle) -> dict[str, dict[str, Any]]:
+    """The scenario, run once (it deletes a backend, so it cannot run per family): family -> what was seen in it."""
     if kpr_facts.lb_algorithm.lower() != "maglev":
         pytest.skip(f"the agent reports backend selection {kpr_facts.lb_algorithm or 'unknown'}, not Maglev (profile maglev sets it)")
+    families = [f for f in lab.ip_families if f in kpr_facts.ip_families] or ["IPv4"]
+    views = {f: lab.in_family(f) for f in families}
     workers = [n.name for n in kpr_facts.workers]
     pods = [f"mag-{i}" for i in range(BACKENDS)]
     for i, name in enumerate(pods):
         lab.create_web_pod(name, {"app": "mag"}, workers[i % len(workers)])
     lab.create_service("mag", {"app": "mag"}, "NodePort")
     lab.wait_ready_endpoints("mag", BACKENDS)
-    _wait_backends(lab, BACKENDS)
+    for v in views.values():
+        _wait_backends(v, BACKENDS)
     port = lab.allocated_node_port("mag")
-    cluster_ip = lab.cluster_ip("mag")
-    backends = sorted(lab.endpointslice_ready("mag"))
     nodes = [n.name for n in kpr_facts.nodes]
     seeds: dict[str, str | None] = {}
-    tables: dict[str, dict[str, int] | None] = {}
-    cluster_ip_tables: dict[str, bool] = {}
+    dumps = {}
     for node in nodes:
         agent = lab.agent(node)
         r = agent.exec(["cat", MAGLEV_SEED_FILE])
         seeds[node] = r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None
-        (dump,) = agent.read("maps_dump")
-        tables[node] = maglev_table(dump, f"{lab.node_ip(node)}:{port}/TCP")
-        cluster_ip_tables[node] = maglev_table(dump, f"{cluster_ip}:{WEB_PORT}/TCP") is not None
-    data: dict[str, Any] = {"node_port": port, "backends": backends, "seeds": seeds, "tables": tables,
-                            "cluster_ip_tables": cluster_ip_tables, "flows": None, "remap": None}
+        (dumps[node],) = agent.read("maps_dump")
+    out: dict[str, dict[str, Any]] = {}
+    for f, v in views.items():
+        cluster_ip = v.cluster_ip("mag")
+        # each family's frontends have their own tables (datapath.SRC_MAGLEV_FAMILY)
+        out[f] = {"family": f, "node_port": port, "backends": sorted(v.endpointslice_ready("mag")), "seeds": seeds,
+                  "tables": {n: maglev_table(dumps[n], f"{hp(v.node_ip(n), port)}/TCP") for n in nodes},
+                  "cluster_ip_tables": {n: maglev_table(dumps[n], f"{hp(cluster_ip, WEB_PORT)}/TCP") is not None for n in nodes},
+                  "flows": None, "remap": None}
     outside = kpr_cluster.outside
-    if outside is not None and all(outside.reaches(lab.node_ip(n)) for n in nodes[:2]) and len(nodes) >= 2:
-        through = {node: _served(lab, pods, _flows(lab, outside, node, port, f"r{k}")) for k, node in enumerate(nodes[:2])}
-        data["flows"] = {node: {str(p): b for p, b in f.items()} for node, f in through.items()}
-        if len(nodes) >= 3 and outside.reaches(lab.node_ip(nodes[2])):
-            before = through[nodes[0]]
-            counts = {p: sum(1 for b in before.values() if b == p) for p in pods}
-            removed = max(pods, key=lambda p: (counts[p], p))
-            lab.kube.delete("Pod", removed, lab.ns)
-            lab.wait_ready_endpoints("mag", BACKENDS - 1)  # the removed pod gone from mag's endpoints
-            _wait_backends(lab, BACKENDS - 1)
-            after = _served(lab, [p for p in pods if p != removed], _flows(lab, outside, nodes[2], port, "after"))
-            data["remap"] = {"removed": removed, "through": nodes[2], "before": {str(p): b for p, b in before.items()},
-                             "after": {str(p): b for p, b in after.items()}}
-    evidence.write("maglev.json", data)
-    moved = "no outside view"
-    if data["remap"]:
-        r = data["remap"]
-        own = sum(1 for b in r["before"].values() if b == r["removed"])
-        others = sum(1 for p, b in r["before"].items() if b != r["removed"] and r["after"].get(p) != b)
-        moved = f"removing {r['removed']} moved its {own} flows and {others} of the other {MAGLEV_FLOWS - own}"
-    evidence.figure(kpr_property, f"{len({s or MAGLEV_DEFAULT_SEED for s in seeds.values()})} seed on {len(nodes)} agents; {moved}")
-    return {**data, "through": data["flows"], "pods": pods}
+
+    def reached(v: Lab, some: list[str]) -> bool:
+        return outside is not None and all(outside.reaches(v.node_ip(n)) for n in some)
+
+    flowing = [f for f, v in views.items() if len(nodes) >= 2 and reached(v, nodes[:2])]
+    for f in flowing:
+        through = {node: _served(views[f], pods, _flows(views[f], outside, node, port, f"r{k}")) for k, node in enumerate(nodes[:2])}
+        out[f]["flows"] = {node: {str(p): b for p, b in fl.items()} for node, fl in through.items()}
+    remapping = [f for f in flowing if len(nodes) >= 3 and reached(views[f], nodes[2:3])]
+    if remapping:
+        # the backend with the most of the first family's flows; deleted once, the flows of every family then sent again
+        before = {f: {int(p): b for p, b in out[f]["flows"][nodes[0]].items()} for f in remapping}
+        counts = {p: sum(1 for b in before[remapping[0]].values() if b == p) for p in pods}
+        removed = max(pods, key=lambda p: (counts[p], p))
+        lab.kube.delete("Pod", removed, lab.ns)
+        lab.wait_ready_endpoints("mag", BACKENDS - 1)  # the removed pod gone from mag's endpoints
+        for v in views.values():
+            _wait_backends(v, BACKENDS - 1)
+        for f in remapping:
+            after = _served(views[f], [p for p in pods if p != removed], _flows(views[f], outside, nodes[2], port, "after"))
+            out[f]["remap"] = {"removed": removed, "through": nodes[2], "before": {str(p): b for p, b in before[f].items()},
+                               "after": {str(p): b for p, b in after.items()}}
+    for f, data in out.items():
+        evidence.write(family_file("maglev.json", f), data)
+        moved = "no outside view"
+        if data["remap"]:
+            r = data["remap"]
+            own = sum(1 for b in r["before"].values() if b == r["removed"])
+            others = sum(1 for p, b in r["before"].items() if b != r["removed"] and r["after"].get(p) != b)
+            moved = f"removing {r['removed']} moved its {own} flows and {others} of the other {MAGLEV_FLOWS - own}"
+        evidence.figure(kpr_property, f"{len({s or MAGLEV_DEFAULT_SEED for s in seeds.values()})} seed on {len(nodes)} agents; {moved}", f)
+    return {f: {**data, "pods": pods} for f, data in out.items()}
 
 
-def test_every_agent_uses_the_same_hash_seed(maglev: dict[str, Any]) -> None:
-    problems = maglev_seed_problems(maglev["seeds"], MAGLEV_DEFAULT_SEED)
+@pytest.fixture(scope="module")
+def maglev_family(maglev: dict[str, dict[str, Any]], kpr_family: str) -> dict[str, Any]:
+    """What the scenario saw in this test's family."""
+    return maglev[kpr_family]
+
+
+def test_every_agent_uses_the_same_hash_seed(maglev: dict[str, dict[str, Any]]) -> None:
+    problems = maglev_seed_problems(next(iter(maglev.values()))["seeds"], MAGLEV_DEFAULT_SEED)  # one seed for every family
     holds(problems, f"Maglev ({MAGLEV_SEED_FILE})")
 
 
-def test_every_agent_has_a_balanced_table_over_the_backends(maglev: dict[str, Any]) -> None:
-    problems = maglev_table_problems(maglev["tables"], maglev["backends"])
-    holds(problems, "Maglev (lb/maps-dump tables)")
+def test_every_agent_has_a_balanced_table_over_the_backends(maglev_family: dict[str, Any]) -> None:
+    problems = maglev_table_problems(maglev_family["tables"], maglev_family["backends"])
+    holds(problems, f"Maglev (lb/maps-dump tables, {maglev_family['family']})")
 
 
-def test_cluster_ip_traffic_is_not_maglevd(maglev: dict[str, Any]) -> None:
-    problems = maglev_scope_problems(maglev["cluster_ip_tables"])
-    holds(problems, "Maglev (ClusterIP)")
+def test_cluster_ip_traffic_is_not_maglevd(maglev_family: dict[str, Any]) -> None:
+    problems = maglev_scope_problems(maglev_family["cluster_ip_tables"])
+    holds(problems, f"Maglev (ClusterIP, {maglev_family['family']})")
 
 
-def test_a_flow_reaches_the_same_backend_through_every_node(maglev: dict[str, Any]) -> None:
-    if maglev["flows"] is None and len(maglev["tables"]) < 2:
+def test_a_flow_reaches_the_same_backend_through_every_node(maglev_family: dict[str, Any]) -> None:
+    if maglev_family["flows"] is None and len(maglev_family["tables"]) < 2:
         pytest.skip("needs two nodes to send the same flow through")
-    if maglev["flows"] is None:
+    if maglev_family["flows"] is None:
         no_outside_view("the test runner has no specific route to the nodes; flows from outside need one")
-    through = {node: {int(p): b for p, b in f.items()} for node, f in maglev["flows"].items()}
+    through = {node: {int(p): b for p, b in f.items()} for node, f in maglev_family["flows"].items()}
     problems = maglev_flow_problems(through)
-    holds(problems, "Maglev (the same flow through different nodes)")
+    holds(problems, f"Maglev (the same {maglev_family['family']} flow through different nodes)")
 
 
-def test_removing_a_backend_moves_only_its_flows(maglev: dict[str, Any]) -> None:
-    r = maglev["remap"]
+def test_removing_a_backend_moves_only_its_flows(maglev_family: dict[str, Any]) -> None:
+    r = maglev_family["remap"]
     if r is None:
         pytest.skip("needs three nodes the runner reaches (two for the flows, a third after the removal)")
     before = {int(p): b for p, b in r["before"].items()}
     after = {int(p): b for p, b in r["after"].items()}
-    problems = maglev_remap_problems(before, after, r["removed"], len(maglev["pods"]))
-    holds(problems, f"Maglev (after deleting {r['removed']}, flows sent through {r['through']})")
+    problems = maglev_remap_problems(before, after, r["removed"], len(maglev_family["pods"]))
+    holds(problems, f"Maglev (after deleting {r['removed']}, {maglev_family['family']} flows sent through {r['through']})")

@@ -567,6 +567,25 @@ def test_a_dual_stack_cluster_runs_each_family_dependent_test_once_per_family(py
                                         "IPv6 served by 1 of 2 nodes from outside (Cluster: 2); backend saw fc00:f853:ccd:e793::1*"])
 
 
+MAGLEV_FAMILY_TESTS = ("test_every_agent_has_a_balanced_table_over_the_backends", "test_cluster_ip_traffic_is_not_maglevd",
+                       "test_a_flow_reaches_the_same_backend_through_every_node", "test_removing_a_backend_moves_only_its_flows")
+
+
+def test_a_dual_stack_maglev_cluster_judges_each_familys_tables_and_flows(pytester: pytest.Pytester) -> None:
+    """The Maglev scenario runs once (it deletes a backend) and every test but the seed's is judged per family: each
+    family's NodePort frontend has its own table over that family's backends (the dump's IPv6 addresses in brackets), and
+    IPv6 flows keep their backend through every node and after the removal."""
+    result = run_suites(pytester, f"{DUAL_STACK}, lb_algorithm='Maglev'", "maglev", args=("-rA",))
+    result.assert_outcomes(passed=1 + 2 * len(MAGLEV_FAMILY_TESTS))
+    for test in MAGLEV_FAMILY_TESTS:
+        result.stdout.fnmatch_lines_random([f"PASSED *test_maglev.py::{test}[[]IPv4[]]", f"PASSED *test_maglev.py::{test}[[]IPv6[]]"])
+    result.stdout.fnmatch_lines(["PASSED *test_maglev.py::test_every_agent_uses_the_same_hash_seed"])
+    v4, v6 = evidence(pytester, "maglev.json"), evidence(pytester, "maglev-ipv6.json")
+    assert (v4["family"], v6["family"]) == ("IPv4", "IPv6")
+    assert all(b.startswith("[fd00:10:244:") for b in v6["backends"]) and all(set(t) == set(v6["backends"]) for t in v6["tables"].values())
+    assert v6["remap"]["removed"] == v4["remap"]["removed"] and len(v6["flows"]) == 2
+
+
 def test_an_ipv4_run_keeps_plain_test_ids_and_files(pytester: pytest.Pytester) -> None:
     """The default (IPv4 only) parametrizes nothing: the ids, the evidence names and results.json stay as before."""
     result = run_suites(pytester, "", "udp", args=("-rA",))

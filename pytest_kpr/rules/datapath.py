@@ -480,8 +480,8 @@ def external_backends(etp_local: bool, backends: "list[Any]", node: str) -> "lis
 SRC_MAGLEV_HASH = ("cilium/cilium bpf/lib/hash.h hash_from_tuple_v4: jhash of (saddr, dport<<16|sport, nexthdr) -- the daddr is "
                    "excluded \"to allow for backend selection to choose the same backend even on different service VIPs\"; "
                    "bpf/lib/lb.h lb4_select_backend_id (LB_SELECTION_MAGLEV): backend_ids[hash % LB_MAGLEV_LUT_SIZE]")
-SRC_MAGLEV_SCOPE = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go useMaglev: no table for a wildcard (0.0.0.0) "
-                    "frontend, nor for ClusterIP unless bpf-lb-external-clusterip; NodePort, LoadBalancer, HostPort and "
+SRC_MAGLEV_SCOPE = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go useMaglev: no table for a wildcard frontend "
+                    "(@ff106690: `case fe.Address.AddrCluster().IsUnspecified(): return false` -- 0.0.0.0 and ::), nor for ClusterIP unless bpf-lb-external-clusterip; NodePort, LoadBalancer, HostPort and "
                     "ExternalIPs frontends get one; bpf/bpf_sock.c picks a slot at random at connect() (the socket plane "
                     "never uses Maglev)")
 SRC_MAGLEV_SEED = ("cilium/cilium pkg/maglev/maglev.go: bpf-lb-maglev-hash-seed (DefaultHashSeed \"JLfvgnHc2kaSUFaI\" when unset), "
@@ -489,7 +489,12 @@ SRC_MAGLEV_SEED = ("cilium/cilium pkg/maglev/maglev.go: bpf-lb-maglev-hash-seed 
                    "seed for Maglev to work\"; cilium-dbg/cmd/build-config.go: each agent's resolved configuration (cilium-config, "
                    "then CiliumNodeConfig overrides) is written to /tmp/cilium/config-map/<key>")
 SRC_MAGLEV_DUMP = ("cilium/cilium pkg/loadbalancer/maps/test_utils.go DumpLBMaps (lb/maps-dump): \"MAGLEV: ID=<rev NAT ID> "
-                   "INNER=[<backend ID>(<slots>), ...]\", backend IDs local to each agent (BE lines give their addresses)")
+                   "INNER=[<backend ID>(<slots>), ...]\", backend IDs local to each agent (BE lines give their addresses); "
+                   "test_utils.go@505eded5 renders an IPv6 address in brackets: `if addr.To4() == nil { s = \"[\" + s + \"]\" }`")
+SRC_MAGLEV_FAMILY = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go@ff106690 updateMaglev: a table per frontend, in its "
+                     "family's map: `ops.LBMaps.UpdateMaglev(lbmap.MaglevOuterKey{RevNatID: uint16(feID)}, maglevTable, "
+                     "fe.Address.IsIPv6())`; bpf/lib/hash.h@94f96faa hash_from_tuple_v6 hashes `tuple->saddr.p1`..`p4`, "
+                     "`((__u32)tuple->dport << 16) | tuple->sport` and `tuple->nexthdr` -- no daddr, as for IPv4")
 SRC_MAGLEV_REMAP = ("cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst (Maglev): with a table size M over 100 "
                     "times the backends, at most about 1% of the table changes beyond the removed backend's share on a "
                     "backend change (default M = 16381)")
@@ -506,6 +511,8 @@ MAGLEV_RULES: tuple[FormatRule, ...] = (
                "0.0.0.0 NodePort, not ClusterIP", SRC_MAGLEV_SCOPE),
     FormatRule("maglev-hash", "(which backend a packet gets)", "the table slot of hash(saddr, sport, dport, proto): the same for a flow "
                "through any node", SRC_MAGLEV_HASH),
+    FormatRule("maglev-family", "(IPv6 frontends)", "each family's frontend its own table (lb6 maps), selected by the same "
+               "destination-free hash over the IPv6 source", SRC_MAGLEV_FAMILY),
 )
 
 ALL_RULES: tuple[PlaneRule | NoBackendRule | FormatRule | SourceRule, ...] = \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from ..rules.datapath import (FAMILY_FILES, ITP_FILE, LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE, NO_BACKEND_RESPONSE_FILE, REV_NAT_MAP_FILE,
@@ -256,9 +257,12 @@ class FakeAgent:
         return self.seed_setting() or MAGLEV_DEFAULT_SEED
 
     def has_maglev_table(self, fe: Any) -> bool:
-        """datapath.SRC_MAGLEV_SCOPE: with Maglev selected, frontends reachable from outside that have an address."""
+        """datapath.SRC_MAGLEV_SCOPE: with Maglev selected, frontends reachable from outside that have an address (not the
+        0.0.0.0 or :: wildcard); SRC_MAGLEV_FAMILY: IPv6 frontends too (the maglev6_no_table fault: not they)."""
         cfg = self.cluster.cfg
-        if cfg.lb_algorithm != "Maglev" or fe.ip == "0.0.0.0" or not fe.backends or cfg.faults.maglev_no_table:
+        if cfg.lb_algorithm != "Maglev" or ipaddress.ip_address(fe.ip).is_unspecified or not fe.backends or cfg.faults.maglev_no_table:
+            return False
+        if cfg.faults.maglev6_no_table and ":" in fe.ip:
             return False
         return fe.type != "ClusterIP" or cfg.faults.maglev_cluster_ip
 
@@ -271,9 +275,9 @@ class FakeAgent:
         lines: set[str] = set()
         for fe in self.frontends():
             flags = fe.type + ("+non-routable" if fe.type == "ClusterIP" else "")
-            addr = f"{fe.ip}:{fe.port}/{fe.proto}"
+            addr = render.addr(fe.ip, fe.port, fe.proto)  # an IPv6 address in brackets (datapath.SRC_MAGLEV_DUMP)
             if fe.rev_in_map:  # written before the master, so it stays when the master did not fit (datapath.SRC_MAP_FULL)
-                lines.add(f"REV: ID={fe.id} ADDR={fe.ip}:{fe.port}")
+                lines.add(f"REV: ID={fe.id} ADDR={render.addr(fe.ip, fe.port, None)}")
             if not fe.in_map:
                 continue
             # the master's count is the selectable backends, QCOUNT the rest (datapath.SRC_TERMINATING_SLOTS)
@@ -281,7 +285,7 @@ class FakeAgent:
                       f"FLAGS={flags}")
             for slot, be in enumerate(fe.backends + fe.draining, 1):
                 beid = lb.backend_id(be.ip, be.port, fe.proto)
-                lines.add(f"BE: ID={beid} ADDR={be.ip}:{be.port}/{fe.proto} STATE={be.state}")
+                lines.add(f"BE: ID={beid} ADDR={render.addr(be.ip, be.port, fe.proto)} STATE={be.state}")
                 lines.add(f"SVC: ID={fe.id} ADDR={addr} SLOT={slot} BEID={beid} COUNT=0 QCOUNT=0 FLAGS={flags}")
             if self.has_maglev_table(fe):
                 counts = maglev.slot_counts(self.seed(), tuple(f"{b.ip}:{b.port}" for b in fe.backends))

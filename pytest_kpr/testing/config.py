@@ -128,6 +128,7 @@ class Faults:
     maglev_no_table: bool = False  # the agents report Maglev but program no lookup table (selection falls back to random)
     maglev_ignored: bool = False  # the agents report Maglev but pick a random backend per connection
     maglev_cluster_ip: bool = False  # ClusterIP frontends get a Maglev table too (as with bpf-lb-external-clusterip)
+    maglev6_no_table: bool = False  # IPv6 only (dual stack): no Maglev table for IPv6 frontends (their selection falls back to random)
     #: the service map holds only this many entries, whatever size the agents report (other users filled it)
     service_map_capacity: int | None = None
     #: the reverse-NAT map holds only this many entries, whatever size the agents report (it fills before the service map)
