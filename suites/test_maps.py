@@ -16,6 +16,11 @@ without being filled on purpose fails it. The Services are deleted at the end an
 
 Runs after every other suite (last=True): while the map is full no new Service can be programmed. Filling is refused
 under pytest-xdist (another worker's Services would meet the full map). Evidence: maps.json.
+
+Each family has its own maps of the same sizes (lb4 and lb6: datapath.SRC_MAP_FAMILY), and a dual-stack Service has a
+ClusterIP frontend in each. The scenario runs once (the Services fill every family's maps at once) and its three tests
+are judged per family of --kpr-ip-families, each against that family's frontends and entries (evidence
+``maps-ipv6.json``).
 """
 
 from __future__ import annotations
@@ -34,14 +39,16 @@ from pytest_kpr.judge.maps import (
     which_map_filled,
 )
 from pytest_kpr.rules.datapath import LB_MAP_FILES, LB_MAP_MAX_DEFAULT, MAP_FULL_ERRORS, REV_NAT_MAP_FILE
-from pytest_kpr.evidence import Evidence
+from pytest_kpr.cluster.facts import ClusterFacts
+from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.observe.lab import WEB_PORT, Lab
 from pytest_kpr.core.wait import eventually_or_now
+from pytest_kpr.parse.addr import hp
 
 pytestmark = [
     pytest.mark.kpr(property="map pressure", evidence="maps.json", last=True,
                     plane="control plane",
-                    sources=["SRC_MAP_SIZE", "SRC_MAP_FULL", "SRC_MAP_HEALTH", "SRC_MAP_PRESSURE"]),
+                    sources=["SRC_MAP_SIZE", "SRC_MAP_FULL", "SRC_MAP_HEALTH", "SRC_MAP_PRESSURE", "SRC_MAP_FAMILY"]),
     pytest.mark.kpr_requires("lb-statedb"),
 ]
 
@@ -63,15 +70,16 @@ def _map_max(lab: Lab) -> tuple[int, str, int, str]:
 
 
 def _settled(lab: Lab, frontends: dict[str, str]) -> dict[str, Any]:
-    """The client agent's view once every created Service's frontend has been reconciled (Done or Error, not Pending)."""
+    """The client agent's view once every created frontend (``[addr]:port`` -> its Service) has been reconciled (Done or
+    Error, not Pending)."""
     agent = lab.agent(lab.client_node)
     seen_health: list[Any] = []  # every reading of the fill window: Degraded is a moment (datapath.SRC_MAP_HEALTH)
 
     def observe() -> dict[str, Any]:
         fes, dump, health = agent.read("frontends", "maps_dump", "db_health")
         seen_health.extend(health)
-        by_addr = {f"{f.address.ip}:{f.address.port}": f for f in fes}
-        return {"frontends": {name: by_addr.get(addr) for name, addr in frontends.items()}, "dump": dump, "health": health,
+        by_addr = {hp(f.address.ip, f.address.port): f for f in fes}
+        return {"frontends": {addr: by_addr.get(addr) for addr in frontends}, "dump": dump, "health": health,
                 "health_seen": seen_health}
 
     def settled(v: dict[str, Any]) -> bool:
@@ -79,57 +87,80 @@ def _settled(lab: Lab, frontends: dict[str, str]) -> dict[str, Any]:
 
     # what is there is judged (a frontend the agent never lists is missing from the map too)
     return eventually_or_now(observe, until=settled, timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {lab.client_node} to reconcile "
-                             f"{len(frontends)} Services", describe=lambda v: f"{sum(1 for f in v['frontends'].values() if f is not None and f.status in ('Done', 'Error'))} "
+                             f"{len(frontends)} frontends", describe=lambda v: f"{sum(1 for f in v['frontends'].values() if f is not None and f.status in ('Done', 'Error'))} "
                              f"of {len(frontends)} reconciled", progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK)
 
 
+def _dump_family(addr: str) -> str:
+    """The family of a ``lb/maps-dump`` ADDR (an IPv6 address in brackets: datapath.SRC_MAGLEV_DUMP)."""
+    return "IPv6" if addr.startswith("[") else "IPv4"
+
+
 @pytest.fixture(scope="module")
-def maps(lab: Lab, evidence: Evidence, kpr_property: str, request: pytest.FixtureRequest) -> dict[str, Any]:
+def maps(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
+    """The scenario, run once (it fills the maps): family -> what was seen in that family's maps. Each family has its own
+    maps of the same sizes (datapath.SRC_MAP_FAMILY), and a dual-stack Service has a ClusterIP frontend in each."""
     svc_max, source, rev_max, rev_source = _map_max(lab)
     map_max = min(svc_max, rev_max)  # whichever map fills first (datapath.SRC_MAP_FULL)
     fill = map_max <= MAP_FILL_LIMIT
     if fill and hasattr(request.config, "workerinput"):  # a pytest-xdist worker
         pytest.skip(f"the service map holds {map_max} entries and would be filled; run this suite without pytest-xdist (-n), where no "
                     "other worker creates Services meanwhile")
+    families = [f for f in lab.ip_families if f in kpr_facts.ip_families] or ["IPv4"]
+    views = {f: lab.in_family(f) for f in families}
     count = map_max + MAP_FILL_MARGIN if fill else MAP_PROBE_SERVICES
     names = [f"mp-{i}" for i in range(count)]
-    frontends: dict[str, str] = {}  # Service -> its ClusterIP frontend, from the create call's answer
+    frontends: dict[str, dict[str, str]] = {f: {} for f in families}  # family -> Service -> its ClusterIP frontend there
+    created: list[str] = []
     try:
         for i, name in enumerate(names):
-            svc = lab.create_service(name, {"app": "kpr-map-pressure-none"})
-            frontends[name] = f"{svc['spec']['clusterIP']}:{WEB_PORT}"
+            spec = lab.create_service(name, {"app": "kpr-map-pressure-none"})["spec"]
+            created.append(name)
+            for f, v in views.items():  # from the create call's answer
+                frontends[f][name] = hp(v.address_of(list(spec.get("clusterIPs") or [spec["clusterIP"]]), f"service {name}"), WEB_PORT)
             if i and i % 100 == 0:
                 lab.progress(f"map pressure: {i} of {count} Services created")
-        seen = _settled(lab, frontends)
+        seen = _settled(lab, {addr: name for fes in frontends.values() for name, addr in fes.items()})
     finally:  # the map is left as it was found, also when creating or reading failed
-        remaining = _clean_up(lab, list(frontends), set(frontends.values()))
+        remaining = _clean_up(lab, created, {a for fes in frontends.values() for a in fes.values()})
     in_map = {e.fields.get("ADDR", "").rsplit("/", 1)[0] for e in seen["dump"] if e.kind == "SVC" and e.fields.get("SLOT") == "0"}
-    # counted as the reconciler writes them: one service entry per slot and master, wildcard and per-node-address NodePort
-    # frontends included, and one reverse-NAT entry per frontend
-    entries = sum(1 for e in seen["dump"] if e.kind == "SVC")
-    rev_entries = sum(1 for e in seen["dump"] if e.kind == "REV")
-    missing = [name for name, addr in frontends.items() if addr not in in_map]
-    fes = seen["frontends"]
-    shown = {name: ((fes[name].status, fes[name].error) if fes[name] is not None else (None, None)) for name in missing}
     reconciler = [h for h in seen["health_seen"] if h.module.endswith("loadbalancer-reconciler")]
-    data: dict[str, Any] = {
-        "map_max": map_max, "map_max_source": source, "service_map_max": svc_max, "rev_nat_map_max": rev_max, "rev_nat_map_max_source": rev_source,
-        "filled_on_purpose": fill, "services": count, "entries": entries, "rev_nat_entries": rev_entries,
-        "missing": missing, "shown": {n: {"status": s, "error": e} for n, (s, e) in list(shown.items())[:20]},
-        "full": which_map_filled((e for _, e in shown.values()), MAP_FULL_ERRORS),
-        "frontend_errors": {name: sum(1 for s, e in shown.values() if s == "Error" and marker in (e or ""))
-                            for marker, name in MAP_FULL_ERRORS.items()},
-        "reconciler_health": {"readings": len(reconciler), "degraded": sum(1 for h in reconciler if h.level == "Degraded"),
-                              "sample": [{"level": h.level, "message": h.message, "error": h.error[:500]} for h in reconciler
-                                         if h.level == "Degraded"][:3]},
-        "not_judged": {"log": "'Updating frontend failed' (pkg/loadbalancer/reconciler/bpf_reconciler.go Update)",
-                       "metrics": "cilium_bpf_map_pressure, every lb-pressure-metrics-interval (pkg/loadbalancer/maps/pressure_metrics.go)"},
-        "after_cleanup": {"kubernetes": sum(1 for n in names if lab.kube.get("Service", n, lab.ns) is not None), "in_map": remaining},
-    }
-    evidence.write("maps.json", data)
-    evidence.figure(kpr_property, f"{len(missing)} of {count} Services not in a map of {map_max} entries ({entries} used)"
-                              f"{' (filled on purpose)' if fill else ''}; {len(remaining)} left after cleanup")
-    return {"data": data, "health_seen": seen["health_seen"], "shown": shown}
+    health = {"readings": len(reconciler), "degraded": sum(1 for h in reconciler if h.level == "Degraded"),
+              "sample": [{"level": h.level, "message": h.message, "error": h.error[:500]} for h in reconciler if h.level == "Degraded"][:3]}
+    in_kubernetes = sum(1 for n in names if lab.kube.get("Service", n, lab.ns) is not None)
+    out: dict[str, dict[str, Any]] = {}
+    for f in families:
+        mine = frontends[f]
+        # counted as the reconciler writes them: one service entry per slot and master, wildcard and per-node-address
+        # NodePort frontends included, and one reverse-NAT entry per frontend -- in this family's maps
+        entries = sum(1 for e in seen["dump"] if e.kind == "SVC" and _dump_family(e.fields.get("ADDR", "")) == f)
+        rev_entries = sum(1 for e in seen["dump"] if e.kind == "REV" and _dump_family(e.fields.get("ADDR", "")) == f)
+        missing = [name for name, addr in mine.items() if addr not in in_map]
+        fes = seen["frontends"]
+        shown = {name: ((fes[mine[name]].status, fes[mine[name]].error) if fes[mine[name]] is not None else (None, None)) for name in missing}
+        data: dict[str, Any] = {
+            "family": f, "map_max": map_max, "map_max_source": source, "service_map_max": svc_max, "rev_nat_map_max": rev_max,
+            "rev_nat_map_max_source": rev_source, "filled_on_purpose": fill, "services": count, "entries": entries, "rev_nat_entries": rev_entries,
+            "missing": missing, "shown": {n: {"status": s, "error": e} for n, (s, e) in list(shown.items())[:20]},
+            "full": which_map_filled((e for _, e in shown.values()), MAP_FULL_ERRORS),
+            "frontend_errors": {name: sum(1 for s, e in shown.values() if s == "Error" and marker in (e or ""))
+                                for marker, name in MAP_FULL_ERRORS.items()},
+            "reconciler_health": health,
+            "not_judged": {"log": "'Updating frontend failed' (pkg/loadbalancer/reconciler/bpf_reconciler.go Update)",
+                           "metrics": "cilium_bpf_map_pressure, every lb-pressure-metrics-interval (pkg/loadbalancer/maps/pressure_metrics.go)"},
+            "after_cleanup": {"kubernetes": in_kubernetes, "in_map": [a for a in remaining if a in set(mine.values())]},
+        }
+        evidence.write(family_file("maps.json", f), data)
+        evidence.figure(kpr_property, f"{len(missing)} of {count} Services not in a map of {map_max} entries ({entries} used)"
+                                  f"{' (filled on purpose)' if fill else ''}; {len(data['after_cleanup']['in_map'])} left after cleanup", f)
+        out[f] = {"data": data, "health_seen": seen["health_seen"], "shown": shown}
+    return out
+
+
+@pytest.fixture(scope="module")
+def maps_family(maps: dict[str, dict[str, Any]], kpr_family: str) -> dict[str, Any]:
+    """What the scenario saw in this test's family's maps."""
+    return maps[kpr_family]
 
 
 def _clean_up(lab: Lab, names: list[str], addrs: set[str]) -> list[str]:
@@ -149,26 +180,26 @@ def _clean_up(lab: Lab, names: list[str], addrs: set[str]) -> list[str]:
                              describe=lambda x: f"{len(x)} left", progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK)
 
 
-def test_every_service_of_the_run_is_in_the_bpf_maps(maps: Any) -> None:
-    d = maps["data"]
+def test_every_service_of_the_run_is_in_the_bpf_maps(maps_family: dict[str, Any]) -> None:
+    d = maps_family["data"]
     problems = service_map_problems(d["missing"], d["services"], d["entries"], d["map_max"], d["full"])
     if d["filled_on_purpose"]:
         if problems:
-            pytest.xfail("map pressure (filled on purpose): " + "; ".join(problems))
-        pytest.fail(f"map pressure: {d['services']} Services for a service map of {d['map_max']} entries ({d['map_max_source']}), yet none "
-                    "is missing: the map is larger than the agent says, or entries are not where lb/maps-dump shows them")
-    holds(problems, "map pressure")
+            pytest.xfail(f"map pressure ({d['family']} maps, filled on purpose): " + "; ".join(problems))
+        pytest.fail(f"map pressure ({d['family']} maps): {d['services']} Services for a service map of {d['map_max']} entries "
+                    f"({d['map_max_source']}), yet none is missing: the map is larger than the agent says, or entries are not where lb/maps-dump shows them")
+    holds(problems, f"map pressure ({d['family']} maps)")
 
 
-def test_a_full_map_is_not_silent(maps: Any) -> None:
-    if not maps["shown"]:
+def test_a_full_map_is_not_silent(maps_family: dict[str, Any]) -> None:
+    if not maps_family["shown"]:
         pytest.skip("no Service was missing from the map, so there was nothing to show")
-    problems = map_visibility_problems(maps["shown"], maps["health_seen"], MAP_FULL_ERRORS)
-    holds(problems, "map pressure (how the agent shows a full map)")
+    problems = map_visibility_problems(maps_family["shown"], maps_family["health_seen"], MAP_FULL_ERRORS)
+    holds(problems, f"map pressure (how the agent shows a full {maps_family['data']['family']} map)")
 
 
-def test_cleanup_removes_every_service_and_its_entries(maps: Any) -> None:
-    after = maps["data"]["after_cleanup"]
+def test_cleanup_removes_every_service_and_its_entries(maps_family: dict[str, Any]) -> None:
+    after = maps_family["data"]["after_cleanup"]
     assert after["kubernetes"] == 0 and not after["in_map"], (
-        f"map pressure (cleanup): {after['kubernetes']} of the suite's Services still in Kubernetes, {len(after['in_map'])} frontends "
-        f"still in the service map ({', '.join(after['in_map'][:3])}{', ...' if len(after['in_map']) > 3 else ''})")
+        f"map pressure (cleanup, {maps_family['data']['family']} maps): {after['kubernetes']} of the suite's Services still in Kubernetes, "
+        f"{len(after['in_map'])} frontends still in the service map ({', '.join(after['in_map'][:3])}{', ...' if len(after['in_map']) > 3 else ''})")

@@ -156,25 +156,25 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
      ["*Maglev (ClusterIP, IPv4): the ClusterIP frontend has a Maglev table on fake-control-plane, fake-worker, fake-worker2*"]),
     # -- map pressure ------------------------------------------------------------------------------------------
     ("service-map-full-unexpectedly", "faults=Faults(service_map_capacity=118)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
-     ["*map pressure: service map full (118 of 65536 service entries): 12 of the run's 20 Services are in Kubernetes but not in the BPF maps (mp-8, *"]),
+     ["*map pressure (IPv4 maps): service map full (118 of 65536 service entries): 12 of the run's 20 Services are in Kubernetes but not in the BPF maps (mp-8, *"]),
     # the reverse-NAT entry is written before the master (bpf_reconciler.go updateFrontend): that map can fill first
     ("rev-nat-map-full-unexpectedly", "faults=Faults(rev_nat_map_capacity=50)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
-     ["*map pressure: reverse-NAT map full (* of 65536 service entries): * of the run's 20 Services are in Kubernetes but not in the BPF maps*"]),
+     ["*map pressure (IPv4 maps): reverse-NAT map full (* of 65536 service entries): * of the run's 20 Services are in Kubernetes but not in the BPF maps*"]),
     ("rev-nat-map-full-silent", "lb_map_max=512, lb_rev_nat_map_max=300, faults=Faults(map_full_silent=True)", {MAPS + "test_a_full_map_is_not_silent"},
-     ["*map pressure (how the agent shows a full map): * of * Services missing from the map show no error for it (e.g. mp-*: status Done, "
+     ["*map pressure (how the agent shows a full IPv4 map): * of * Services missing from the map show no error for it (e.g. mp-*: status Done, "
       "error None; expected Error with 'Unable to update element for LB bpf map' (service map full) or 'Unable to update reverse NAT' "
       "(reverse-NAT map full))*the loadbalancer-reconciler's health was never Degraded with a full map's error while the map filled*"]),
     ("map-larger-than-reported", "lb_map_max=512, faults=Faults(rev_nat_map_capacity=100000, service_map_capacity=100000)",
      {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
-     ["*map pressure: 528 Services for a service map of 512 entries (/tmp/cilium/config-map/bpf-lb-map-max), yet none is missing*"]),
+     ["*map pressure (IPv4 maps): 528 Services for a service map of 512 entries (/tmp/cilium/config-map/bpf-lb-map-max), yet none is missing*"]),
     ("map-full-silent", "lb_map_max=512, faults=Faults(map_full_silent=True)", {MAPS + "test_a_full_map_is_not_silent"},
-     ["*map pressure (how the agent shows a full map): * of * Services missing from the map show no error for it (e.g. mp-*: status Done*"
+     ["*map pressure (how the agent shows a full IPv4 map): * of * Services missing from the map show no error for it (e.g. mp-*: status Done*"
       "the loadbalancer-reconciler's health was never Degraded with a full map's error while the map filled (* readings: no row)*"]),
     # a leaked frontend also outlives the shared-VIP suite's deletions, which its model comparisons see
     ("map-entries-leak", "lb_map_max=512, faults=Faults(map_entries_leak=True)",
      {MAPS + "test_cleanup_removes_every_service_and_its_entries", SV + "test_claim_before_release_in_one_window_ends_as_the_model_predicts",
       SV + "test_generated_upserts_and_deletes_end_as_the_model_predicts", SV + "test_the_release_first_handoff_recovers_a_port_swap"},
-     ["*map pressure (cleanup): 0 of the suite's Services still in Kubernetes, * frontends still in the service map (10.96.*"]),
+     ["*map pressure (cleanup, IPv4 maps): 0 of the suite's Services still in Kubernetes, * frontends still in the service map (10.96.*"]),
     # -- kube-proxy --------------------------------------------------------------------------------------
     ("kube-proxy-daemonset", "faults=Faults(kube_proxy_daemonset=True)", {KP + "test_no_kube_proxy_daemonset_runs_beside_the_replacement"},
      ["*kube-proxy: a second authority for Services: DaemonSet kube-system/kube-proxy runs kube-proxy (3/3 pods ready)*"
@@ -364,6 +364,12 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
       MAG + "test_removing_a_backend_moves_only_its_flows[IPv6]"},
      ["*Maglev (lb/maps-dump tables, IPv6): fake-control-plane has no Maglev table for its NodePort frontend*",
       "*Maglev (the same IPv6 flow through different nodes): * of 24 flows did not reach one backend through fake-control-plane and fake-worker*"]),
+    # the lb6 service map alone holds fewer entries than the agent reports: only the IPv6 inventory misses Services (the
+    # other suites' IPv6 frontends, alive meanwhile, take fewer than 70 entries; the map-pressure Services bring it to 88)
+    ("ipv6-service-map-full-unexpectedly", "ip_families=('IPv4', 'IPv6'), faults=Faults(service6_map_capacity=80)",
+     {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps[IPv6]"},
+     ["*map pressure (IPv6 maps): service map full (80 of 65536 service entries): * of the run's 20 Services are in Kubernetes but not in the "
+      "BPF maps (mp-*"]),
     # enable-no-service-endpoints-routable is true (the default), yet the per-packet plane lets the SYN through to the stack
     ("no-backend-not-routable", "faults=Faults(no_backend_not_routable=True)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",

@@ -538,6 +538,12 @@ SRC_MAP_SIZE = ("cilium/cilium pkg/loadbalancer: bpf-lb-map-max (Helm bpf.lbMapM
                 "(\"If unset [LBMapEntries is used]\"), likewise bpf-lb-service-map-max for the service map; each frontend takes one "
                 "service entry per backend slot plus its master, and one reverse-NAT entry (bpf_reconciler.go updateFrontend); the "
                 "resolved values are in /tmp/cilium/config-map")
+SRC_MAP_FAMILY = ("cilium/cilium pkg/loadbalancer/maps/lbmaps.go@bfbe45f8 allMaps: each family its own maps of the same sizes, "
+                  "`{&r.service4Map, service4MapSpec, r.Cfg.ServiceMapMaxEntries}` / `{&r.service6Map, service6MapSpec, "
+                  "r.Cfg.ServiceMapMaxEntries}` (likewise revNat4Map/revNat6Map with RevNatMapMaxEntries): an IPv6 frontend takes "
+                  "its entries from the lb6 maps (cilium_lb6_services_v2, cilium_lb6_reverse_nat), never from the IPv4 ones")
+#: each family's reverse-NAT map (SRC_MAP_FAMILY; pkg/maps/lbmap RevNat4MapName, RevNat6MapName)
+REV_NAT_MAP_NAME = {"IPv4": "cilium_lb4_reverse_nat", "IPv6": "cilium_lb6_reverse_nat"}
 SRC_MAP_PRESSURE = ("cilium/cilium pkg/loadbalancer/maps/pressure_metrics.go: cilium_bpf_map_pressure for the LB hash maps is computed "
                     "only every lb-pressure-metrics-interval (a timer job), so it lags a run; the suite reads the maps themselves")
 

@@ -131,6 +131,8 @@ class Faults:
     maglev6_no_table: bool = False  # IPv6 only (dual stack): no Maglev table for IPv6 frontends (their selection falls back to random)
     #: the service map holds only this many entries, whatever size the agents report (other users filled it)
     service_map_capacity: int | None = None
+    #: IPv6 only (dual stack): the lb6 service map holds only this many entries (the lb4 one what the agents report)
+    service6_map_capacity: int | None = None
     #: the reverse-NAT map holds only this many entries, whatever size the agents report (it fills before the service map)
     rev_nat_map_capacity: int | None = None
     map_full_silent: bool = False  # frontends that do not fit in the service map show Done, no error, and health stays OK

@@ -8,8 +8,8 @@ endpoints. NodePort services get ``0.0.0.0:<nodePort>`` and ``<node InternalIP>:
 from __future__ import annotations
 
 
-from ..rules.datapath import (LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, NODEPORT_WILDCARD, REV_NAT_FULL_ERROR, external_backends,
-                              internal_backends, itp_enabled, new_connection_backends, terminating_endpoints_kept)
+from ..rules.datapath import (LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, NODEPORT_WILDCARD, REV_NAT_FULL_ERROR, REV_NAT_MAP_NAME,
+                              external_backends, internal_backends, itp_enabled, new_connection_backends, terminating_endpoints_kept)
 from ..rules.lbmodel import Event, LbModel, Op, Variant
 from ..parse.addr import family_of, hp, split_host_port
 from .config import Faults
@@ -238,27 +238,32 @@ class LbState:
         """Frontends in the order they were reconciled (by ID) are written as bpf_reconciler.go updateFrontend writes them
         (datapath.SRC_MAP_FULL): the backend slots, then the reverse-NAT entry, then the master entry; the first write that
         does not fit ends the frontend with that map's error (the map_full_silent fault hides it). What was written before
-        stays: a frontend whose master did not fit still holds its reverse-NAT entry."""
-        room, rev_room = self.capacity(), self.rev_nat_capacity()
+        stays: a frontend whose master did not fit still holds its reverse-NAT entry. Each family has its own maps of the
+        same sizes (datapath.SRC_MAP_FAMILY)."""
+        rooms = {f: [self.capacity(), self.rev_nat_capacity()] for f in REV_NAT_MAP_NAME}
+        if self.cluster.cfg.faults.service6_map_capacity is not None:  # fault: the lb6 service map alone is smaller
+            rooms["IPv6"][0] = self.cluster.cfg.faults.service6_map_capacity
         for fe in fes:
+            family = family_of(fe.ip)
+            room = rooms[family]  # [service entries, reverse-NAT entries] left in this family's maps
             master = f"{{Address:{fe.ip} Port:{fe.port} BackendSlot:0 Scope:0}} => {{BackendID:0 Count:{len(fe.backends)} RevNat:{fe.id}}}"
-            if len(fe.backends) > room:
+            if len(fe.backends) > room[0]:
                 fe.in_map = fe.rev_in_map = fe.slots_in_map = False
                 err = f"upsert service: Unable to update service entry {master}: {SERVICE_MAP_FULL}"
             else:
-                room -= len(fe.backends)
-                if rev_room < 1:
+                room[0] -= len(fe.backends)
+                if room[1] < 1:
                     fe.in_map = fe.rev_in_map = False
                     # the format of upsertRevNat; the wrapped map error's own words are the kernel's E2BIG
                     err = (f"upsert reverse nat: {REV_NAT_FULL_ERROR} {{Key:{fe.id}}} => {{Address:{fe.ip} Port:{fe.port}}}: "
-                           "update map cilium_lb4_reverse_nat: argument list too long")
+                           f"update map {REV_NAT_MAP_NAME[family]}: argument list too long")
                 else:
-                    rev_room -= 1
-                    if room < 1:
+                    room[1] -= 1
+                    if room[0] < 1:
                         fe.in_map = False
                         err = f"upsert service master: Unable to update service entry {master}: {SERVICE_MAP_FULL}"
                     else:
-                        room -= 1
+                        room[0] -= 1
                         continue
             if not self.cluster.cfg.faults.map_full_silent:
                 fe.status, fe.error = "Error", err
