@@ -11,6 +11,11 @@ Both ways (externalIPs, LB-IPAM) are made up to the claim first, then their owne
 claimants watched together, one settle window for all. The "appears by itself" and follow-up tests come
 last: a late look (a settle window after the watch) is made before any follow-up update, and the
 module's other tests run in between, so it seldom costs waiting.
+
+The property does not depend on the address family, so the suite runs once (with IPv4 VIPs) in a dual-stack run too:
+the conflict check looks a frontend up by its address, whatever its family (writer.go validateFrontends,
+``w.fes.Get(txn, loadbalancer.FrontendByAddress(params.Address))``: SRC_FRONTEND_CONFLICT), and the model predicts the
+control plane's tables, not a datapath.
 """
 
 from __future__ import annotations
