@@ -4,6 +4,13 @@ Evidence: svc.json (service_id, frontend, backends, backend_pods) and scale.json
 new_backends, endpointslice, convergence_seconds, and timing: when each new backend first showed in the
 EndpointSlice and in each agent, read every 250 ms, the per-agent lag and the slowest agent).
 Convergence is polled, never slept for.
+
+Each family's frontend of web takes the backends of its own family only (SRC_BACKEND_SLOTS_FAMILY), which Kubernetes
+lists in that family's EndpointSlice. The scale changes web, so it runs once: the first family of --kpr-ip-families is
+timed as it converges, every other family is then waited for to converge as well (its ``convergence_seconds`` counts
+from the first family's convergence, and it has no timing). The slots at 2 replicas, after the scale to 4 and after the
+scale back to 2 are each observed for every family, and the tests are judged per family (evidence ``svc-ipv6.json``,
+``scale-ipv6.json``).
 """
 
 from __future__ import annotations
@@ -12,60 +19,113 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.cluster.facts import ClusterFacts
+from pytest_kpr.core.wait import Observation
+from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.judge import holds
-from pytest_kpr.judge.backend_slots import convergence_problems
-from pytest_kpr.evidence import Evidence
+from pytest_kpr.judge.backend_slots import Convergence, convergence_problems
 from pytest_kpr.observe.lab import Lab
 
 pytestmark = pytest.mark.kpr(property="backend slots", evidence=["svc.json", "scale.json"],
                              plane="control plane",
-                             sources="SRC_BACKEND_SLOTS")
+                             sources=["SRC_BACKEND_SLOTS", "SRC_BACKEND_SLOTS_FAMILY"])
 
 
-def test_web_slots_hold_exactly_its_ready_endpoints(lab: Lab, web: Any, evidence: Evidence) -> None:
-    conv = lab.convergence(2)
-    fe = lab.frontend("web")
-    agent = lab.agent(lab.client_node)
-    svc = lab.service_entry(agent, fe, "ClusterIP")
-    assert svc is not None, f"backend slots: the agent on {agent.node} lists no ClusterIP service {fe}"
-    mine = next(v for v in conv.slots if v.node == agent.node)
-    evidence.write("svc.json", {
-        "service_id": svc.id,
-        "frontend": fe.host_port(),
-        "backends": list(mine.backends),
-        "backend_pods": [lab.pod_by_ip(b.rsplit(":", 1)[0]) for b in mine.backends],
-    })
-    listed = sorted(b.address.host_port() for b in svc.backends)
-    problems = convergence_problems(conv)
-    holds(problems, "backend slots: web's slots are not its ready endpoints", then=f" ({conv.describe()})")
-    assert listed == sorted(mine.backends), f"backend slots: service list {listed} vs bpf lb list {sorted(mine.backends)}"
-    assert mine.service_id == svc.id, f"backend slots: slot 0 carries RevNAT {mine.service_id}, service list ID {svc.id}"
+@pytest.fixture(scope="module")
+def views(lab: Lab, kpr_facts: ClusterFacts) -> dict[str, Lab]:
+    """The lab in each family the run tests, the first one first."""
+    return {f: lab.in_family(f) for f in [f for f in lab.ip_families if f in kpr_facts.ip_families] or ["IPv4"]}
 
 
-def test_slots_converge_to_the_endpointslice_after_scaling_to_four(lab: Lab, web: Any, evidence: Evidence, kpr_property: str) -> None:
-    before = set((evidence.read("svc.json") or {}).get("backends") or next(v for v in lab.slots() if v.node == lab.client_node).backends)
-    obs = lab.scale_web(4)
-    mine = next(v for v in obs.value.slots if v.node == lab.client_node)
-    timing = obs.value.timing
-    evidence.write("scale.json", {
-        "backends": list(mine.backends),
-        "new_backends": sorted(set(mine.backends) - before),
-        "endpointslice": sorted(obs.value.endpointslice),
-        "convergence_seconds": round(obs.elapsed, 3),
-        "timing": timing.to_json() if timing else None,
-    })
-    slowest = timing.slowest() if timing else None
-    lag = "" if slowest is None else (f"; slowest agent {slowest[0]} never caught up" if slowest[1] is None else
-                                      f"; slowest agent {slowest[0]} +{slowest[1]:.2f}s after the EndpointSlice")
-    evidence.figure(kpr_property, f"4 slots on {len(obs.value.slots)} agents in {obs.elapsed:.1f}s{lag}")
+def _scale(views: dict[str, Lab], replicas: int) -> dict[str, Observation[Convergence]]:
+    """Scale web once, timed in the first family; then each other family until it converged too."""
+    first, *rest = views
+    out = {first: views[first].scale_web(replicas)}
+    for f in rest:
+        out[f] = views[f].observe_converged(replicas)
+    return out
+
+
+@pytest.fixture(scope="module")
+def at_two(web: Any, views: dict[str, Lab], evidence: Evidence) -> dict[str, dict[str, Any]]:
+    """Each family's slots of web at 2 replicas (before any scale), with the client agent's service-list entry."""
+    out: dict[str, dict[str, Any]] = {}
+    for f, v in views.items():
+        conv = v.observe_converged(2).value
+        fe = v.frontend("web")
+        agent = v.agent(v.client_node)
+        svc = v.service_entry(agent, fe, "ClusterIP")
+        mine = next(s for s in conv.slots if s.node == agent.node)
+        evidence.write(family_file("svc.json", f), {
+            "family": f,
+            "service_id": svc.id if svc is not None else None,
+            "frontend": fe.host_port(),
+            "backends": list(mine.backends),
+            "backend_pods": [v.pod_by_ip(b.rsplit(":", 1)[0].strip("[]")) for b in mine.backends],
+        })
+        out[f] = {"conv": conv, "fe": fe, "node": agent.node, "svc": svc, "mine": mine}
+    return out
+
+
+@pytest.fixture(scope="module")
+def scaled_up(at_two: dict[str, dict[str, Any]], views: dict[str, Lab], evidence: Evidence, kpr_property: str) -> dict[str, dict[str, Any]]:
+    """web scaled to 4 replicas: each family's convergence, and the client agent's backends before it."""
+    obs = _scale(views, 4)
+    out: dict[str, dict[str, Any]] = {}
+    for f, o in obs.items():
+        client = views[f].client_node
+        before = set(at_two[f]["mine"].backends)
+        mine = next(v for v in o.value.slots if v.node == client)
+        timing = o.value.timing
+        evidence.write(family_file("scale.json", f), {
+            "family": f,
+            "backends": list(mine.backends),
+            "new_backends": sorted(set(mine.backends) - before),
+            "endpointslice": sorted(o.value.endpointslice),
+            "convergence_seconds": round(o.elapsed, 3),
+            "convergence_from": "the scale" if f == next(iter(obs)) else f"{next(iter(obs))}'s convergence",
+            "timing": timing.to_json() if timing else None,
+        })
+        slowest = timing.slowest() if timing else None
+        lag = "" if slowest is None else (f"; slowest agent {slowest[0]} never caught up" if slowest[1] is None else
+                                          f"; slowest agent {slowest[0]} +{slowest[1]:.2f}s after the EndpointSlice")
+        evidence.figure(kpr_property, f"4 slots on {len(o.value.slots)} agents in {o.elapsed:.1f}s{lag}", f)
+        out[f] = {"obs": o, "before": before, "mine": mine}
+    return out
+
+
+@pytest.fixture(scope="module")
+def scaled_down(scaled_up: dict[str, dict[str, Any]], views: dict[str, Lab]) -> dict[str, Observation[Convergence]]:
+    """web scaled back to 2 replicas, always after the scale to 4."""
+    return _scale(views, 2)
+
+
+@pytest.fixture(scope="module")
+def family_at_two(at_two: dict[str, dict[str, Any]], kpr_family: str) -> dict[str, Any]:
+    return at_two[kpr_family]
+
+
+def test_web_slots_hold_exactly_its_ready_endpoints(family_at_two: dict[str, Any], kpr_family: str) -> None:
+    d = family_at_two
+    assert d["svc"] is not None, f"backend slots: the agent on {d['node']} lists no ClusterIP service {d['fe']}"
+    listed = sorted(b.address.host_port() for b in d["svc"].backends)
+    problems = convergence_problems(d["conv"])
+    holds(problems, f"backend slots: web's {kpr_family} slots are not its ready endpoints", then=f" ({d['conv'].describe()})")
+    assert listed == sorted(d["mine"].backends), f"backend slots ({kpr_family}): service list {listed} vs bpf lb list {sorted(d['mine'].backends)}"
+    assert d["mine"].service_id == d["svc"].id, (f"backend slots ({kpr_family}): slot 0 carries RevNAT {d['mine'].service_id}, service list "
+                                                 f"ID {d['svc'].id}")
+
+
+def test_slots_converge_to_the_endpointslice_after_scaling_to_four(scaled_up: dict[str, dict[str, Any]], kpr_family: str) -> None:
+    d = scaled_up[kpr_family]
+    obs = d["obs"]
     problems = convergence_problems(obs.value)
-    holds(problems, f"backend slots did not converge after scaling web to 4 (waited {obs.elapsed:.1f}s)")
-    assert len(set(mine.backends) - before) == 2, f"backend slots: expected 2 new backends, got {sorted(set(mine.backends) - before)}"
+    holds(problems, f"backend slots did not converge after scaling web to 4 ({kpr_family}, waited {obs.elapsed:.1f}s)")
+    new = sorted(set(d["mine"].backends) - d["before"])
+    assert len(new) == 2, f"backend slots ({kpr_family}): expected 2 new backends, got {new}"
 
 
-def test_slots_follow_a_scale_down(lab: Lab, web: Any) -> None:
-    if len(lab.pods("app=web")) != 4:  # run on its own: start from 4 replicas
-        lab.scale_web(4)
-    obs = lab.scale_web(2)
+def test_slots_follow_a_scale_down(scaled_down: dict[str, Observation[Convergence]], kpr_family: str) -> None:
+    obs = scaled_down[kpr_family]
     problems = convergence_problems(obs.value)
-    holds(problems, f"backend slots did not follow web scaling down to 2 (waited {obs.elapsed:.1f}s)")
+    holds(problems, f"backend slots did not follow web scaling down to 2 ({kpr_family}, waited {obs.elapsed:.1f}s)")

@@ -198,7 +198,7 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
     # -- backend slots -------------------------------------------------------------------------------
     ("slots-capped", "faults=Faults(slots_cap=3)",
      {BS + "test_slots_converge_to_the_endpointslice_after_scaling_to_four"},
-     ["*backend slots did not converge after scaling web to 4 (waited *s): fake-control-plane: slots lack [[]*"]),
+     ["*backend slots did not converge after scaling web to 4 (IPv4, waited *s): fake-control-plane: slots lack [[]*"]),
     ("stale-slots-after-scale-down", "faults=Faults(stale_slots=True)",
      {BS + "test_slots_follow_a_scale_down"},
      ["*backend slots did not follow web scaling down to 2*: fake-control-plane: slots still hold [[]*which the EndpointSlice no longer has*"]),
@@ -370,6 +370,9 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
      {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps[IPv6]"},
      ["*map pressure (IPv6 maps): service map full (80 of 65536 service entries): * of the run's 20 Services are in Kubernetes but not in the "
       "BPF maps (mp-*"]),
+    ("ipv6-slots-lack-a-backend", "ip_families=('IPv4', 'IPv6'), faults=Faults(backend6_missing=True)",
+     {BS + "test_slots_converge_to_the_endpointslice_after_scaling_to_four[IPv6]"},
+     ["*backend slots did not converge after scaling web to 4 (IPv6, waited *s): fake-control-plane: slots lack [[]'[[]fd00:10:244:*"]),
     # enable-no-service-endpoints-routable is true (the default), yet the per-packet plane lets the SYN through to the stack
     ("no-backend-not-routable", "faults=Faults(no_backend_not_routable=True)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",

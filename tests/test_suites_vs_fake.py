@@ -524,6 +524,8 @@ FAMILY_TESTS = {
     "test_itp.py": ("test_a_pod_reaches_only_the_backends_on_its_own_node", "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer",
                     "test_traffic_from_outside_is_unaffected"),
     "test_hostport.py": ("test_the_host_port_answers_on_the_nodes_address", "test_the_agent_lists_a_host_port_frontend"),
+    "test_backend_slots.py": ("test_web_slots_hold_exactly_its_ready_endpoints", "test_slots_converge_to_the_endpointslice_after_scaling_to_four",
+                              "test_slots_follow_a_scale_down"),
     "test_terminating.py": ("test_an_established_connection_keeps_working_while_its_backend_terminates",
                             "test_new_connections_never_pick_a_terminating_backend_while_an_active_one_exists",
                             "test_when_only_terminating_backends_remain_new_connections_follow_the_rule"),
@@ -542,10 +544,13 @@ def test_a_dual_stack_cluster_runs_each_family_dependent_test_once_per_family(py
                 assert f"{module}::{test}[{family}]" in ran or module == "test_no_backend.py" and "raw_syn_from_a_pod" in test, (test, family)
     assert_the_rest_passed(result, skipped=2, xfailed=0)  # the pod's raw SYN under Full coverage, once per family
     result.stdout.fnmatch_lines(["kpr: provider kind*, families IPv4+IPv6, *"])
-    for name in ("ct", "ghost", "udp", "nodeport", "etp", "dsr", "affinity", "itp", "hostport", "terminating"):
+    for name in ("ct", "ghost", "udp", "nodeport", "etp", "dsr", "affinity", "itp", "hostport", "terminating", "svc", "scale"):
         assert evidence(pytester, f"{name}.json")["family"] == "IPv4" and evidence(pytester, f"{name}-ipv6.json")["family"] == "IPv6"
     assert ":" in evidence(pytester, "ghost-ipv6.json")["cluster_ip"] and evidence(pytester, "udp-ipv6.json")["service"].startswith("[fd00:")
     assert evidence(pytester, "nodeport-ipv6.json")["node_ip"].startswith("fc00:") and evidence(pytester, "nodeport-ipv6.json")["http_code"] == 200
+    scale6 = evidence(pytester, "scale-ipv6.json")  # the IPv6 frontend's slots: IPv6 backends only, the 2 new ones among them
+    assert len(scale6["backends"]) == 4 and all(b.startswith("[fd00:10:244:") for b in scale6["backends"]) and len(scale6["new_backends"]) == 2
+    assert evidence(pytester, "svc-ipv6.json")["frontend"].startswith("[fd00:10:96::") and None not in evidence(pytester, "svc-ipv6.json")["backend_pods"]
     results = evidence(pytester, "results.json")
     assert results["run"]["ip_families"] == ["IPv4", "IPv6"]
     assert results["properties"]["socket LB"]["families"] == {"IPv4": "pass", "IPv6": "pass"}

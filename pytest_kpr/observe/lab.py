@@ -40,6 +40,16 @@ WEB_TARGET = 8080
 Tweak = Callable[[dict[str, Any]], None]
 
 
+
+def _last_on_timeout(wait: Callable[[], Observation[Convergence]]) -> Observation[Convergence]:
+    """The wait's observation; when it ran out, its last one with ``timed_out`` (a convergence is judged, not raised)."""
+    try:
+        return wait()
+    except WaitTimeout as e:
+        if not isinstance(e.last, Convergence):
+            raise
+        return Observation(e.last, e.elapsed, e.attempts, timed_out=True)
+
 class LabError(KprError):
     """A workload could not be set up (the cause is named); the property was not judged."""
 
@@ -330,6 +340,11 @@ class Lab:
                           what=f"{replicas} Ready web pods whose addresses fill web's BPF LB slots on every agent",
                           describe=lambda c: c.describe(), progress=self.progress)
 
+    def observe_converged(self, replicas: int) -> Observation[Convergence]:
+        """:meth:`wait_converged`, except that when the wait runs out the last observation comes back with ``timed_out``
+        for the caller to judge (as :meth:`scale_web` does)."""
+        return _last_on_timeout(lambda: self.wait_converged(replicas))
+
     def scale_web(self, replicas: int) -> Observation[Convergence]:
         """Scale, then poll every ``CONVERGENCE_POLL_S`` (no fixed sleep, no backoff) until pods,
         EndpointSlice and every agent's slots agree, noting when each new backend first shows in the
@@ -354,14 +369,9 @@ class Lab:
                     seen.setdefault(be, polled)
             return replace(c, timing=ConvergenceTiming(dict(es_seen), {n: dict(s) for n, s in agent_seen.items()}, CONVERGENCE_POLL_S))
 
-        try:
-            return eventually(observe, until=lambda c: c.converged, timeout=self.t.PODS_READY + self.t.DATAPATH_CONVERGENCE,
-                              what=f"{replicas} Ready web pods whose addresses fill web's BPF LB slots on every agent",
-                              describe=lambda c: c.describe(), progress=self.progress, every=CONVERGENCE_POLL_S)
-        except WaitTimeout as e:
-            if not isinstance(e.last, Convergence):
-                raise
-            return Observation(e.last, e.elapsed, e.attempts, timed_out=True)
+        return _last_on_timeout(lambda: eventually(observe, until=lambda c: c.converged, timeout=self.t.PODS_READY + self.t.DATAPATH_CONVERGENCE,
+                                                   what=f"{replicas} Ready web pods whose addresses fill web's BPF LB slots on every agent",
+                                                   describe=lambda c: c.describe(), progress=self.progress, every=CONVERGENCE_POLL_S))
 
     def service_entry(self, agent: Agent, fe: L3n4, type_: str | None = None) -> Service | None:
         for s in agent.services():

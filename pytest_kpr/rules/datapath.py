@@ -87,6 +87,9 @@ SRC_KUBE_PROXY_REPLACED = ("cilium/cilium Documentation/network/kubernetes/kubep
 SRC_BACKEND_SLOTS = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go@ff106690 updateFrontend: one slot per backend of "
                      "`ops.sortedBackends(fe)` (`svcKey.SetBackendSlot(i + 1)`, active first), the master's count "
                      "`svcVal.SetCount(activeBackends)`, and `cleanupSlots` deletes the slots beyond `activeCount+inactiveCount`")
+SRC_BACKEND_SLOTS_FAMILY = ("cilium/cilium pkg/loadbalancer/writer/writer.go@da6d7b49 DefaultSelectBackends: a frontend's backends are "
+                            "those of its own family, `if fe.Address.IsIPv6() { ipv4, ipv6 = false, true }` ... `if be.Address.IsIPv6() "
+                            "{ if !ipv6 { continue } } else if !ipv4 { continue }`")
 SRC_AFFINITY_TIMEOUT = ("cilium/cilium bpf/lib/lb.h@0040d667 __lb4_affinity_backend_id: `if (READ_ONCE(val->last_used) + "
                         "bpf_sec_to_mono(svc->affinity_timeout) <= now) {` the entry is deleted and a new backend selected "
                         "(\"Session is sticky for range [current, last_used + affinity_timeout)\"); bpf_sock.c picks a random "

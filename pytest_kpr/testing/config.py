@@ -34,6 +34,7 @@ class Faults:
     stale_slots: bool = False  # backends removed by scaling down stay in the BPF slots
     #: this node's agent lacks one backend of every service that has more than two (a scale-up never converges there)
     backend_missing_on: str | None = None
+    backend6_missing: bool = False  # IPv6 only (dual stack): every agent's IPv6 frontends with more than 2 backends lack one
     nodeport_wrong_port: bool = False  # NodePort frontends are programmed on nodePort+1
     health_without_error: bool = False  # db/show health shows the reflector Degraded, but without the conflict error
     error_without_degraded: bool = False  # db/show health carries the error, but status counts no degraded module

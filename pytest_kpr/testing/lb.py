@@ -181,6 +181,8 @@ class LbState:
             bes = self.backends_of(svc, port, family_of(ip)) if svc is not None else []
             if node == c.cfg.faults.backend_missing_on and len(bes) > 2:  # fault: this agent lacks one backend
                 bes = bes[:-1]
+            if c.cfg.faults.backend6_missing and family_of(ip) == "IPv6" and len(bes) > 2:  # fault: IPv6 frontends lack one
+                bes = bes[:-1]
             if node == c.cfg.faults.slow_agent_on:  # fault: this agent programs new backends late
                 now = self.cluster.clock.monotonic()
                 bes = [b for b in bes if now - self._born.setdefault((b.ip, b.port), now) >= c.cfg.faults.slow_agent_s]
