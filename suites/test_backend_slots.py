@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.core.wait import Observation
 from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.judge import holds
@@ -29,12 +28,6 @@ from pytest_kpr.observe.lab import Lab
 pytestmark = pytest.mark.kpr(property="backend slots", evidence=["svc.json", "scale.json"],
                              plane="control plane",
                              sources=["SRC_BACKEND_SLOTS", "SRC_BACKEND_SLOTS_FAMILY"])
-
-
-@pytest.fixture(scope="module")
-def views(lab: Lab, kpr_facts: ClusterFacts) -> dict[str, Lab]:
-    """The lab in each family the run tests, the first one first."""
-    return {f: lab.in_family(f) for f in [f for f in lab.ip_families if f in kpr_facts.ip_families] or ["IPv4"]}
 
 
 def _scale(views: dict[str, Lab], replicas: int) -> dict[str, Observation[Convergence]]:
@@ -47,10 +40,10 @@ def _scale(views: dict[str, Lab], replicas: int) -> dict[str, Observation[Conver
 
 
 @pytest.fixture(scope="module")
-def at_two(web: Any, views: dict[str, Lab], evidence: Evidence) -> dict[str, dict[str, Any]]:
+def at_two(web: Any, family_views: dict[str, Lab], evidence: Evidence) -> dict[str, dict[str, Any]]:
     """Each family's slots of web at 2 replicas (before any scale), with the client agent's service-list entry."""
     out: dict[str, dict[str, Any]] = {}
-    for f, v in views.items():
+    for f, v in family_views.items():
         conv = v.observe_converged(2).value
         fe = v.frontend("web")
         agent = v.agent(v.client_node)
@@ -68,12 +61,12 @@ def at_two(web: Any, views: dict[str, Lab], evidence: Evidence) -> dict[str, dic
 
 
 @pytest.fixture(scope="module")
-def scaled_up(at_two: dict[str, dict[str, Any]], views: dict[str, Lab], evidence: Evidence, kpr_property: str) -> dict[str, dict[str, Any]]:
+def scaled_up(at_two: dict[str, dict[str, Any]], family_views: dict[str, Lab], evidence: Evidence, kpr_property: str) -> dict[str, dict[str, Any]]:
     """web scaled to 4 replicas: each family's convergence, and the client agent's backends before it."""
-    obs = _scale(views, 4)
+    obs = _scale(family_views, 4)
     out: dict[str, dict[str, Any]] = {}
     for f, o in obs.items():
-        client = views[f].client_node
+        client = family_views[f].client_node
         before = set(at_two[f]["mine"].backends)
         mine = next(v for v in o.value.slots if v.node == client)
         timing = o.value.timing
@@ -95,9 +88,9 @@ def scaled_up(at_two: dict[str, dict[str, Any]], views: dict[str, Lab], evidence
 
 
 @pytest.fixture(scope="module")
-def scaled_down(scaled_up: dict[str, dict[str, Any]], views: dict[str, Lab]) -> dict[str, Observation[Convergence]]:
+def scaled_down(scaled_up: dict[str, dict[str, Any]], family_views: dict[str, Lab]) -> dict[str, Observation[Convergence]]:
     """web scaled back to 2 replicas, always after the scale to 4."""
-    return _scale(views, 2)
+    return _scale(family_views, 2)
 
 
 @pytest.fixture(scope="module")

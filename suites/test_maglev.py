@@ -84,12 +84,12 @@ def _wait_backends(lab: Lab, n: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def maglev(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle) -> dict[str, dict[str, Any]]:
+def maglev(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle,
+           family_views: dict[str, Lab]) -> dict[str, dict[str, Any]]:
     """The scenario, run once (it deletes a backend, so it cannot run per family): family -> what was seen in it."""
     if kpr_facts.lb_algorithm.lower() != "maglev":
         pytest.skip(f"the agent reports backend selection {kpr_facts.lb_algorithm or 'unknown'}, not Maglev (profile maglev sets it)")
-    families = [f for f in lab.ip_families if f in kpr_facts.ip_families] or ["IPv4"]
-    views = {f: lab.in_family(f) for f in families}
+    views = family_views
     workers = [n.name for n in kpr_facts.workers]
     pods = [f"mag-{i}" for i in range(BACKENDS)]
     for i, name in enumerate(pods):

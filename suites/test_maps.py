@@ -39,7 +39,6 @@ from pytest_kpr.judge.maps import (
     which_map_filled,
 )
 from pytest_kpr.rules.datapath import LB_MAP_FILES, LB_MAP_MAX_DEFAULT, MAP_FULL_ERRORS, REV_NAT_MAP_FILE
-from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.observe.lab import WEB_PORT, Lab
 from pytest_kpr.core.wait import eventually_or_now
@@ -97,7 +96,7 @@ def _dump_family(addr: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def maps(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
+def maps(lab: Lab, evidence: Evidence, kpr_property: str, family_views: dict[str, Lab], request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
     """The scenario, run once (it fills the maps): family -> what was seen in that family's maps. Each family has its own
     maps of the same sizes (datapath.SRC_MAP_FAMILY), and a dual-stack Service has a ClusterIP frontend in each."""
     svc_max, source, rev_max, rev_source = _map_max(lab)
@@ -106,8 +105,8 @@ def maps(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFact
     if fill and hasattr(request.config, "workerinput"):  # a pytest-xdist worker
         pytest.skip(f"the service map holds {map_max} entries and would be filled; run this suite without pytest-xdist (-n), where no "
                     "other worker creates Services meanwhile")
-    families = [f for f in lab.ip_families if f in kpr_facts.ip_families] or ["IPv4"]
-    views = {f: lab.in_family(f) for f in families}
+    views = family_views
+    families = list(views)
     count = map_max + MAP_FILL_MARGIN if fill else MAP_PROBE_SERVICES
     names = [f"mp-{i}" for i in range(count)]
     frontends: dict[str, dict[str, str]] = {f: {} for f in families}  # family -> Service -> its ClusterIP frontend there

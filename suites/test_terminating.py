@@ -63,16 +63,16 @@ def _echo(name: str, lab: Lab, node: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def term(lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str) -> Iterator[dict[str, dict[str, Any]]]:
+def term(lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str,
+         family_views: dict[str, Lab]) -> Iterator[dict[str, dict[str, Any]]]:
     """The scenario, run once: family -> what was seen in it."""
     client, other = lab.client_node, lab.remote_node()
     agent = lab.agent(client)
     opt = agent.exec(["cat", TERMINATING_FILE])
     setting = opt.stdout.strip() if opt.ok else None
     kept = terminating_endpoints_kept(setting)
-    families = [f for f in lab.ip_families if f in kpr_facts.ip_families] or ["IPv4"]
     try:
-        yield _run(lab, kpr_facts, evidence, kpr_property, client, other, setting, kept, families)
+        yield _run(lab, kpr_facts, evidence, kpr_property, client, other, setting, kept, family_views)
     finally:
         for pod in ("term-a", "term-b"):  # remove at once: their preStop would hold the namespace for HOLD_S
             lab.kube.delete("Pod", pod, lab.ns, grace_period_seconds=0)
@@ -83,9 +83,9 @@ def _flow_pod(family: str) -> str:
 
 
 def _run(lab: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str, client: str, other: str, setting: str | None,
-         kept: bool, families: list[str]) -> dict[str, dict[str, Any]]:
+         kept: bool, views: dict[str, Lab]) -> dict[str, dict[str, Any]]:
     agent = lab.agent(client)
-    views = {f: lab.in_family(f) for f in families}
+    families = list(views)
     lab.create(_echo("term-a", lab, other))
     lab.create_service("term", {"app": "term"}, tweak=lambda svc: svc["spec"].update(ports=[{"name": "echo", "port": PORT, "targetPort": PORT}]))
     addr = {f: {"term-a": sorted(v.wait_ready_endpoints("term", 1))[0]} for f, v in views.items()}

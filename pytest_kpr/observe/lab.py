@@ -40,7 +40,6 @@ WEB_TARGET = 8080
 Tweak = Callable[[dict[str, Any]], None]
 
 
-
 def _last_on_timeout(wait: Callable[[], Observation[Convergence]]) -> Observation[Convergence]:
     """The wait's observation; when it ran out, its last one with ``timed_out`` (a convergence is judged, not raised)."""
     try:
@@ -49,6 +48,7 @@ def _last_on_timeout(wait: Callable[[], Observation[Convergence]]) -> Observatio
         if not isinstance(e.last, Convergence):
             raise
         return Observation(e.last, e.elapsed, e.attempts, timed_out=True)
+
 
 class LabError(KprError):
     """A workload could not be set up (the cause is named); the property was not judged."""

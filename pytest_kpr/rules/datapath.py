@@ -484,7 +484,8 @@ SRC_MAGLEV_HASH = ("cilium/cilium bpf/lib/hash.h hash_from_tuple_v4: jhash of (s
                    "excluded \"to allow for backend selection to choose the same backend even on different service VIPs\"; "
                    "bpf/lib/lb.h lb4_select_backend_id (LB_SELECTION_MAGLEV): backend_ids[hash % LB_MAGLEV_LUT_SIZE]")
 SRC_MAGLEV_SCOPE = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go useMaglev: no table for a wildcard frontend "
-                    "(@ff106690: `case fe.Address.AddrCluster().IsUnspecified(): return false` -- 0.0.0.0 and ::), nor for ClusterIP unless bpf-lb-external-clusterip; NodePort, LoadBalancer, HostPort and "
+                    "(@ff106690: `case fe.Address.AddrCluster().IsUnspecified(): return false` -- 0.0.0.0 and ::), nor for "
+                    "ClusterIP unless bpf-lb-external-clusterip; NodePort, LoadBalancer, HostPort and "
                     "ExternalIPs frontends get one; bpf/bpf_sock.c picks a slot at random at connect() (the socket plane "
                     "never uses Maglev)")
 SRC_MAGLEV_SEED = ("cilium/cilium pkg/maglev/maglev.go: bpf-lb-maglev-hash-seed (DefaultHashSeed \"JLfvgnHc2kaSUFaI\" when unset), "

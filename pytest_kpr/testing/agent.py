@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 from ..rules.datapath import (FAMILY_FILES, ITP_FILE, LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE, NO_BACKEND_RESPONSE_FILE, REV_NAT_MAP_FILE,
-                              ROUTABLE_FILE, TERMINATING_FILE)
+                              NODEPORT_WILDCARD, ROUTABLE_FILE, TERMINATING_FILE)
+from ..parse.addr import family_of
 from . import maglev, render
 from .view import ClusterView, FakeFrontend
 
@@ -260,9 +260,9 @@ class FakeAgent:
         """datapath.SRC_MAGLEV_SCOPE: with Maglev selected, frontends reachable from outside that have an address (not the
         0.0.0.0 or :: wildcard); SRC_MAGLEV_FAMILY: IPv6 frontends too (the maglev6_no_table fault: not they)."""
         cfg = self.cluster.cfg
-        if cfg.lb_algorithm != "Maglev" or ipaddress.ip_address(fe.ip).is_unspecified or not fe.backends or cfg.faults.maglev_no_table:
+        if cfg.lb_algorithm != "Maglev" or fe.ip in NODEPORT_WILDCARD.values() or not fe.backends or cfg.faults.maglev_no_table:
             return False
-        if cfg.faults.maglev6_no_table and ":" in fe.ip:
+        if cfg.faults.maglev6_no_table and family_of(fe.ip) == "IPv6":
             return False
         return fe.type != "ClusterIP" or cfg.faults.maglev_cluster_ip
 
