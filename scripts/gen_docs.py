@@ -73,6 +73,9 @@ def _fault_rows(tests_dir: Path) -> list[tuple[str, str, set[str], list[str]]]:
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "UPGRADE_FAULTS":
             for name, fault, verdict, words in ast.literal_eval(node.value):
                 rows.append((name, f"faults=Faults({fault})", {f"test_upgrade.py::{verdict}"}, [words]))
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "FAMILY_FAULTS":
+            for name, fault, test, words in ast.literal_eval(node.value):  # a dual-stack upgrade run
+                rows.append((name, f"ip_families=('IPv4', 'IPv6'), faults=Faults({fault})", {f"test_upgrade.py::{test}"}, [words]))
     return rows
 
 

@@ -5,6 +5,11 @@ upgrade itself happens before any suite (suites/conftest.py ``upgrade_phase``, p
 tests judge what upgrade.json recorded, one verdict each, per transition. Five flows (a message every 10 ms,
 each echoed): pod -> ClusterIP, host-network pod -> ClusterIP, pod -> NodePort on another node, host-network
 pod on a node without a backend -> NodePort, UDP pod -> ClusterIP. Evidence: upgrade.json.
+
+Each family has its own service, backend and conntrack maps (datapath.SRC_MAP_FAMILY, SRC_CT_FAMILY), so an upgrade can
+break one family's flows alone: a dual-stack run carries the five flows in every family through the one roll, and the
+flow, ID and conntrack verdicts are judged per family (``[upgrade-IPv6]``). The datapath properties are the agents'
+(KubeProxyReplacement, coverage, attach mode), judged once; the echo service's slots are compared in each family there.
 """
 
 from __future__ import annotations
@@ -14,11 +19,12 @@ from typing import Any
 import pytest
 
 from pytest_kpr.judge import holds
+from pytest_kpr.scenarios.upgrade import in_family
 
 pytestmark = [
     pytest.mark.kpr(property="upgrade", evidence="upgrade.json",
                     plane=["socket", "control plane"],
-                    sources="SRC_UPGRADE_PATH"),
+                    sources=["SRC_UPGRADE_PATH", "SRC_MAP_FAMILY", "SRC_CT_FAMILY"]),
     pytest.mark.kpr_upgrade,
 ]
 
@@ -33,30 +39,42 @@ def transition(request: pytest.FixtureRequest, upgrade_phase: Any) -> dict[str, 
     return dict(found[0])
 
 
-def where(t: dict[str, Any]) -> str:
-    return f"{t['kind']} {t['from']} -> {t['to']}"
+def where(t: dict[str, Any], family: str | None = None) -> str:
+    """``upgrade 1.19.8 -> 1.20.2``, with `` (IPv6)`` for a family other than IPv4, as the flows are named."""
+    return in_family(f"{t['kind']} {t['from']} -> {t['to']}", family or "IPv4")
 
 
-def test_no_flow_was_reset_closed_or_stalled(transition: dict[str, Any]) -> None:
-    broken = [p for f in transition["flows"].values() for p in f["problems"]["broken"]]
-    holds(broken, f"{where(transition)}: flows broke")
+def family_part(transition: dict[str, Any], kpr_family: str) -> dict[str, Any]:
+    """The transition's flows and diff of one family: the flows whose path is of ``kpr_family``, its ID changes and lost
+    conntrack entries."""
+    flows = {name: f for name, f in transition["flows"].items() if f["path"].get("family", "IPv4") == kpr_family}
+    if not flows:
+        pytest.fail(f"{where(transition, kpr_family)}: no flow of {kpr_family} went through the roll (upgrade.json has flows of "
+                    f"{', '.join(sorted({f['path'].get('family', 'IPv4') for f in transition['flows'].values()}))})")
+    empty = {"service_ids": [], "backend_ids": [], "ct_lost": []}
+    return {"flows": flows, "diff": transition["diff"]["families"].get(kpr_family, empty)}
 
 
-def test_no_flow_saw_a_gap_longer_than_allowed(transition: dict[str, Any], upgrade_phase: Any) -> None:
+def test_no_flow_was_reset_closed_or_stalled(transition: dict[str, Any], kpr_family: str) -> None:
+    broken = [p for f in family_part(transition, kpr_family)["flows"].values() for p in f["problems"]["broken"]]
+    holds(broken, f"{where(transition, kpr_family)}: flows broke")
+
+
+def test_no_flow_saw_a_gap_longer_than_allowed(transition: dict[str, Any], upgrade_phase: Any, kpr_family: str) -> None:
     long = [f"{p} (during {f['longest_gap_during'] or 'no agent restart on its path'})"
-            for name, f in transition["flows"].items() for p in f["problems"]["gap"]]
-    holds(long, f"{where(transition)}: gaps over --kpr-max-gap={upgrade_phase['max_gap_s']:g} s")
+            for f in family_part(transition, kpr_family)["flows"].values() for p in f["problems"]["gap"]]
+    holds(long, f"{where(transition, kpr_family)}: gaps over --kpr-max-gap={upgrade_phase['max_gap_s']:g} s")
 
 
-def test_no_service_or_backend_id_changed_or_was_reused(transition: dict[str, Any]) -> None:
-    diff = transition["diff"]
+def test_no_service_or_backend_id_changed_or_was_reused(transition: dict[str, Any], kpr_family: str) -> None:
+    diff = family_part(transition, kpr_family)["diff"]
     changed = diff["service_ids"] + diff["backend_ids"]
-    holds(changed[:10], f"{where(transition)}: IDs changed (connections can end up at the wrong backend, cf. PR #18119)")
+    holds(changed[:10], f"{where(transition, kpr_family)}: IDs changed (connections can end up at the wrong backend, cf. PR #18119)")
 
 
-def test_the_flows_conntrack_entries_survive(transition: dict[str, Any]) -> None:
-    lost = transition["diff"]["ct_lost"]
-    holds(lost, f"{where(transition)}: the conntrack entries of these flows were gone after the roll (cf. #29667)")
+def test_the_flows_conntrack_entries_survive(transition: dict[str, Any], kpr_family: str) -> None:
+    lost = family_part(transition, kpr_family)["diff"]["ct_lost"]
+    holds(lost, f"{where(transition, kpr_family)}: the conntrack entries of these flows were gone after the roll (cf. #29667)")
 
 
 def test_no_datapath_property_regressed(transition: dict[str, Any]) -> None:

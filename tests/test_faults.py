@@ -521,12 +521,14 @@ def test_every_fault_flag_has_a_row() -> None:
     # real settle window (test_suites_vs_fake.py::test_a_claimant_that_appears_late_is_still_seen_to_appear)
     # and the slow agent, which converges late but converges: its lag is measured, not failed
     # (test_suites_vs_fake.py::test_the_slowest_agent_is_timed_within_the_poll_resolution); the upgrade faults act
-    # only in an upgrade run (test_upgrade_vs_fake.py::test_each_upgrade_fault_fails_the_verdict_that_names_it)
+    # only in an upgrade run (test_upgrade_vs_fake.py::test_each_upgrade_fault_fails_the_verdict_that_names_it, and the
+    # two of one family: test_a_fault_in_one_family_fails_only_that_familys_verdict)
     # (and the missing ServiceNoBackendResponse, which stops the run: test_a_missing_service_no_backend_response_stops_the_run_naming_the_field)
     # (and the two setup failures, which stop the run in a phase: test_run_record.py::test_a_failed_setup_leaves_its_phase_*)
     # (and the dropping agent, whose proof is the drop line of the failure: test_suites_vs_fake.py::test_a_probe_dropped_*)
     assert {f.name for f in fields(Faults)} - used == {"kpr_disabled", "helm_install_fails", "agents_never_ready", "per_packet_drop_on", "missing_agent_on", "no_backend_response_unreported", "late_requeue_s", "slow_agent_on", "slow_agent_s",
                                                        "upgrade_renumbers_ids", "upgrade_flushes_ct", "upgrade_resets_flow",
+                                                       "upgrade_flushes_ct6", "upgrade_renumbers_ids6",
                                                        "upgrade_blackhole_flow", "upgrade_regresses_no_backend"}
 
 

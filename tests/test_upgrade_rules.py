@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from pytest_kpr.core.versions import kernel_tuple
 from pytest_kpr.rules.kernels import load_floors
@@ -14,6 +17,7 @@ from pytest_kpr.scenarios.upgrade import (
     attribute,
     flow_problems,
     id_problems,
+    key_family,
     load_removed,
     preflight_refusals,
     regression_problems,
@@ -136,17 +140,45 @@ def test_flow_verdicts(report: dict[str, Any], broken: list[str], gap: list[str]
 
 
 @pytest.mark.parametrize(("before", "after", "problems"), [
-    ({"n": {"10.96.0.1:80/TCP": 1, "10.96.0.2:80/TCP": 2}}, {"n": {"10.96.0.1:80/TCP": 1, "10.96.0.2:80/TCP": 2}}, []),
-    ({"n": {"10.96.0.1:80/TCP": 1}}, {"n": {"10.96.0.1:80/TCP": 7}}, ["n: frontend 10.96.0.1:80/TCP had ID 1, now 7"]),
-    ({"n": {"10.96.0.1:80/TCP": 1}}, {"n": {"10.96.0.9:80/TCP": 1}}, ["n: frontend ID 1 was 10.96.0.1:80/TCP, now reused for 10.96.0.9:80/TCP"]),
-    ({"n": {"10.96.0.1:80/TCP": 1}}, {"m": {"10.96.0.1:80/TCP": 2}}, []),  # different nodes are not compared
+    ({"n": {"10.96.0.1:80/TCP": 1, "10.96.0.2:80/TCP": 2}}, {"n": {"10.96.0.1:80/TCP": 1, "10.96.0.2:80/TCP": 2}}, {}),
+    ({"n": {"10.96.0.1:80/TCP": 1}}, {"n": {"10.96.0.1:80/TCP": 7}}, {"IPv4": ["n: frontend 10.96.0.1:80/TCP had ID 1, now 7"]}),
+    ({"n": {"10.96.0.1:80/TCP": 1}}, {"n": {"10.96.0.9:80/TCP": 1}},
+     {"IPv4": ["n: frontend ID 1 was 10.96.0.1:80/TCP, now reused for 10.96.0.9:80/TCP"]}),
+    ({"n": {"10.96.0.1:80/TCP": 1}}, {"m": {"10.96.0.1:80/TCP": 2}}, {}),  # different nodes are not compared
+    # each problem under the family of the key that changed, or that took the ID (both families' IDs are compared)
+    ({"n": {"10.96.0.1:80/TCP": 1, "[fd00:10:96::1]:80/TCP": 2}}, {"n": {"10.96.0.1:80/TCP": 1, "[fd00:10:96::1]:80/TCP": 9}},
+     {"IPv6": ["n: frontend [fd00:10:96::1]:80/TCP had ID 2, now 9"]}),
+    ({"n": {"10.96.0.1:80/TCP": 1}}, {"n": {"[fd00:10:96::9]:80/TCP": 1}},
+     {"IPv6": ["n: frontend ID 1 was 10.96.0.1:80/TCP, now reused for [fd00:10:96::9]:80/TCP"]}),
 ])
-def test_ids_stable_and_not_reused(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], problems: list[str]) -> None:
+def test_ids_stable_and_not_reused(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], problems: dict[str, list[str]]) -> None:
     assert id_problems(before, after, "frontend") == problems
 
 
+#: frontends as the agents print them, of both families (IPv6 bracketed)
+FRONTENDS = st.one_of(st.builds("10.96.0.{}:{}/TCP".format, st.integers(1, 254), st.sampled_from([53, 80])),
+                      st.builds("[fd00:10:96::{:x}]:{}/TCP".format, st.integers(1, 0xfff), st.sampled_from([53, 80])))
+SNAPSHOTS = st.dictionaries(st.sampled_from(["n1", "n2"]), st.dictionaries(FRONTENDS, st.integers(1, 1000), max_size=8), max_size=2)
+
+
+@settings(max_examples=int(os.environ.get("KPR_HYPOTHESIS_EXAMPLES", "120")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(before=SNAPSHOTS, moved=st.sampled_from(["IPv4", "IPv6"]))
+@example(before={"n1": {"10.96.0.1:80/TCP": 1, "[fd00:10:96::1]:80/TCP": 2}}, moved="IPv6")
+@example(before={}, moved="IPv4")
+def test_one_familys_renumbered_ids_are_that_familys_problems_alone(before: dict[str, dict[str, int]], moved: str) -> None:
+    """The upgrade_renumbers_ids6 fault in general: one family's IDs all moved past every ID in use gives one problem per
+    moved key on each node, every one under that family, and none under the other; a snapshot against itself, none."""
+    assert id_problems(before, before, "frontend") == {}
+    after = {n: {k: v + 1000 if key_family(k) == moved else v for k, v in ids.items()} for n, ids in before.items()}
+    moved_keys = sum(1 for ids in before.values() for k in ids if key_family(k) == moved)
+    problems = id_problems(before, after, "frontend")
+    assert set(problems) == ({moved} if moved_keys else set())
+    assert len(problems.get(moved, [])) == moved_keys
+    assert all(line.split(" frontend ")[1].split(" had ID ")[0].startswith("[") == (moved == "IPv6") for line in problems.get(moved, []))
+
+
 BASE = {"kube_proxy_replacement": "True", "socket_lb_coverage": "Full", "no_backend_response": "reject", "attach_mode": "tc",
-        "kube_proxy_rules": 0, "backend_slots_match": True}
+        "kube_proxy_rules": 0, "backend_slots_match": {"IPv4": True, "IPv6": True}}
 
 
 @pytest.mark.parametrize(("after", "problems"), [
@@ -155,7 +187,8 @@ BASE = {"kube_proxy_replacement": "True", "socket_lb_coverage": "Full", "no_back
     ({"socket_lb_coverage": "Hostns-only"}, ["socket_lb_coverage was 'Full', now 'Hostns-only'"]),
     ({"kube_proxy_rules": 4}, ["kube-proxy rules on the nodes: 0 before, 4 after"]),
     ({"no_backend_response": "drop"}, ["no_backend_response was 'reject', now 'drop'"]),
-    ({"backend_slots_match": False}, ["backend_slots_match was True, now False"]),
+    ({"backend_slots_match": {"IPv4": True, "IPv6": False}}, ["backend_slots_match (IPv6) was True, now False"]),
+    ({"backend_slots_match": {"IPv4": False, "IPv6": True}}, ["backend_slots_match (IPv4) was True, now False"]),
 ])
 def test_no_property_regressed(after: dict[str, Any], problems: list[str]) -> None:
     assert regression_problems(BASE, {**BASE, **after}) == problems
@@ -167,7 +200,7 @@ def test_the_summary_line_names_the_longest_gap_and_its_restart() -> None:
     ok = {"report": {"max_gap_ms": 12.0}, "problems": {"broken": [], "gap": []}}
     slow = {"report": {"max_gap_ms": 410.0}, "problems": {"broken": [], "gap": []}, "longest_gap_during": "cilium-abcde"}
     t = {"kind": "upgrade", "from": "1.19.8", "to": "1.20.2", "flows": {"pod->ClusterIP": ok, "pod->NodePort": slow},
-         "diff": {"service_ids": [], "backend_ids": []}}
+         "diff": {"families": {"IPv4": {"service_ids": [], "backend_ids": [], "ct_lost": []}}}}
     assert summary_line(t, 1.0) == ("upgrade 1.19.8 -> 1.20.2: 0/2 flows broken, longest gap 0.41 s (pod->NodePort, during cilium-abcde "
                                     "restart) of 1 s allowed (pytest-kpr policy), service IDs stable, 0 backend IDs changed")
 

@@ -52,7 +52,8 @@ def test_a_conforming_roll_passes_and_upgrade_json_has_the_timeline_the_flows_an
     assert all(f["report"]["sent"] > 20 and f["report"]["lost"] == 0 for f in up["flows"].values()), up["flows"]
     assert up["flows"]["pod->ClusterIP"]["ct_survived"] is True
     assert up["before"]["backends"] and all(up["before"]["backends"].values()), "backend IDs read from lb/maps-dump"
-    assert up["after"]["properties"]["kube_proxy_replacement"] == "True" and up["after"]["properties"]["backend_slots_match"] is True
+    assert up["after"]["properties"]["kube_proxy_replacement"] == "True" and up["after"]["properties"]["backend_slots_match"] == {"IPv4": True}
+    assert set(up["diff"]["families"]) == {"IPv4"} and all(f["path"]["family"] == "IPv4" for f in up["flows"].values())
     cluster = json.loads((pytester.path / "artifacts" / "fake" / "cluster.json").read_text())
     assert cluster["cilium_version"] == "1.19.8", "the facts are re-read after each transition (back at 1.19.8 after the downgrade)"
 
@@ -76,6 +77,52 @@ def test_each_upgrade_fault_fails_the_verdict_that_names_it(pytester: pytest.Pyt
     result = run(pytester, f"faults=Faults({fault})", "", "-rf")
     failed = sorted({line.split("::")[1].split("[")[0] for line in result.stdout.lines if line.startswith("FAILED ")})
     assert failed == [verdict], result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines([f"*{words}*"])
+
+
+DUAL = ("ip_families=('IPv4', 'IPv6')", "--kpr-ip-families=IPv4,IPv6")
+FLOWS = ["pod->ClusterIP", "hostnet->ClusterIP", "pod->NodePort", "hostnet(no backend)->NodePort", "udp pod->ClusterIP"]
+
+
+def test_a_dual_stack_roll_carries_every_flow_in_both_families_and_judges_each_family(pytester: pytest.Pytester) -> None:
+    """One roll, ten flows: each path in IPv4 and in IPv6 (the Services' IPv6 ClusterIP, the nodes' IPv6 address); the flow,
+    ID and conntrack verdicts run per family, the datapath properties once."""
+    result = run(pytester, DUAL[0], "", DUAL[1], "--kpr-downgrade", "-rA")
+    result.assert_outcomes(passed=18)  # 4 family verdicts x 2 families x 2 transitions + the properties' verdict x 2
+    passed = {line.split("::")[1] for line in result.stdout.lines if line.startswith("PASSED ")}
+    assert {f"{v}[{k}-{f}]" for v in VERDICTS[:4] for k in ("upgrade", "downgrade") for f in ("IPv4", "IPv6")} <= passed, sorted(passed)
+    up = upgrade_json(pytester)["transitions"][0]
+    holds_schema(upgrade_json(pytester), "upgrade.json")
+    assert set(up["flows"]) == {*FLOWS, *(f"{f} (IPv6)" for f in FLOWS)}
+    v6 = {name: f["path"] for name, f in up["flows"].items() if name.endswith("(IPv6)")}
+    assert all(p["family"] == "IPv6" and p["target"].startswith("[") for p in v6.values()), v6
+    assert v6["pod->ClusterIP (IPv6)"]["target"].startswith("[fd00:10:96::") and v6["pod->NodePort (IPv6)"]["target"].startswith("[fc00:")
+    assert v6["pod->ClusterIP (IPv6)"]["client"] == "flow-pod-clusterip-ipv6"
+    assert up["flows"]["pod->ClusterIP (IPv6)"]["ct_survived"] is True, "the IPv6 flow's conntrack entry is found by its IPv6 pod address"
+    assert all(f["report"]["sent"] > 20 and f["report"]["lost"] == 0 for f in up["flows"].values())
+    assert set(up["diff"]["families"]) == {"IPv4", "IPv6"} and up["after"]["properties"]["backend_slots_match"] == {"IPv4": True, "IPv6": True}
+    assert any(k.startswith("[fd00:10:96::") for k in up["before"]["services"]["fake-worker"]), "the IPv6 frontends' IDs are compared too"
+
+
+#: (name, fault, the one test it fails, the failure's words) in a dual-stack run: a fault in one family's maps or flows fails
+#: that family's verdict only (the docs' suites page lists them: scripts/gen_docs.py)
+FAMILY_FAULTS = [
+    ("ct6-flushed", "upgrade_flushes_ct6=True", "test_the_flows_conntrack_entries_survive[upgrade-IPv6]",
+     "upgrade 1.19.8 -> 1.20.2 (IPv6): the conntrack entries of these flows were gone after the roll (cf. #29667): pod->ClusterIP (IPv6)"),
+    ("ids6-renumbered", "upgrade_renumbers_ids6=True", "test_no_service_or_backend_id_changed_or_was_reused[upgrade-IPv6]",
+     "upgrade 1.19.8 -> 1.20.2 (IPv6): IDs changed (connections can end up at the wrong backend, cf. PR #18119)"),
+    ("ipv6-flow-reset", "upgrade_resets_flow='flow-pod-clusterip-ipv6-upgr'", "test_no_flow_was_reset_closed_or_stalled[upgrade-IPv6]",
+     "upgrade 1.19.8 -> 1.20.2 (IPv6): flows broke: pod->ClusterIP (IPv6): 1 resets"),
+    ("ipv6-blackhole", "upgrade_blackhole_flow='flow-pod-nodeport-ipv6-upgr'", "test_no_flow_saw_a_gap_longer_than_allowed[upgrade-IPv6]",
+     "pod->NodePort (IPv6): longest gap 3.00 s > 1 s"),
+]
+
+
+@pytest.mark.parametrize(("fault", "test", "words"), [row[1:] for row in FAMILY_FAULTS], ids=[row[0] for row in FAMILY_FAULTS])
+def test_a_fault_in_one_family_fails_only_that_familys_verdict(pytester: pytest.Pytester, fault: str, test: str, words: str) -> None:
+    result = run(pytester, f"{DUAL[0]}, faults=Faults({fault})", "", DUAL[1], "-rf")
+    failed = sorted({line.split("::")[1].split(" ")[0] for line in result.stdout.lines if line.startswith("FAILED ")})
+    assert failed == [test], result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines([f"*{words}*"])
 
 

@@ -85,7 +85,8 @@ _SNAPSHOT = {
                      "additionalProperties": {"type": "object", "additionalProperties": _INT0}},
         "flow_ct": {"type": "object", "description": "pod flow -> its conntrack entry was found", "additionalProperties": {"type": "boolean"}},
         "properties": {"type": "object", "description": "KubeProxyReplacement, attach mode, socket-LB coverage, ServiceNoBackendResponse, "
-                                                        "kube-proxy rule lines, the echo service's slots matching its EndpointSlice"},
+                                                        "kube-proxy rule lines, the echo service's slots matching its EndpointSlice "
+                                                        "(backend_slots_match: family -> bool)"},
     },
 }
 
@@ -111,14 +112,19 @@ UPGRADE_SCHEMA: dict[str, Any] = {
                     "type": "object", "required": ["path", "report", "problems"],
                     "properties": {"path": {"type": "object", "properties": {"client": _STR, "target": _STR, "proto": _STR,
                                                                              "host_network": {"type": "boolean"}, "nodes": _STRS,
-                                                                             "plane": _OPT_STR}},
+                                                                             "plane": _OPT_STR, "family": {"enum": ["IPv4", "IPv6"]}}},
                                    "report": _FLOW_REPORT,
                                    "gaps": {"type": "array", "items": {"type": "object"}},
                                    "longest_gap_during": _OPT_STR,
                                    "problems": {"type": "object", "properties": {"broken": _STRS, "gap": _STRS}},
                                    "ct_survived": {"type": ["boolean", "null"]}}}},
-                "diff": {"type": "object", "properties": {"service_ids": _STRS, "backend_ids": _STRS, "ct_lost": _STRS,
-                                                          "regressions": _STRS}},
+                "diff": {"type": "object", "required": ["families", "regressions"], "properties": {
+                    "families": {"type": "object", "description": "per address family: its frontends' and backends' ID changes, its "
+                                                                  "flows whose conntrack entry was gone after the roll",
+                                 "propertyNames": {"enum": ["IPv4", "IPv6"]},
+                                 "additionalProperties": {"type": "object", "required": ["service_ids", "backend_ids", "ct_lost"],
+                                                          "properties": {"service_ids": _STRS, "backend_ids": _STRS, "ct_lost": _STRS}}},
+                    "regressions": _STRS}},
                 "before": _SNAPSHOT, "after": _SNAPSHOT,
                 "summary": {"type": "string", "description": "the line the terminal summary prints"}}}},
     },

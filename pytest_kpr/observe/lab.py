@@ -95,6 +95,11 @@ class Lab:
         view.family = family
         return view
 
+    def family_views(self) -> dict[str, "Lab"]:
+        """This lab in each family of the run (--kpr-ip-families) that the agents serve, the first one first (IPv4 alone when
+        none is): for a scenario that changes its workloads, so runs once and observes every family."""
+        return {f: self.in_family(f) for f in [f for f in self.ip_families if f in self.facts.ip_families] or ["IPv4"]}
+
     def address_of(self, ips: list[str], what: str) -> str:
         """The address of this view's family among ``ips`` (the first with no family chosen); LabError naming ``what``."""
         for ip in ips:

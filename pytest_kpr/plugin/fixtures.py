@@ -104,11 +104,10 @@ def family_lab(lab: Lab, kpr_family: str) -> Lab:
 
 
 @pytest.fixture(scope="module")
-def family_views(lab: Lab, kpr_facts: ClusterFacts) -> dict[str, Lab]:
-    """The lab seen in each family of --kpr-ip-families the agents serve, the first one first (IPv4 alone when none is):
-    for a scenario that changes its workloads, so runs once and observes every family; ``kpr_family`` then picks a
-    test's part of it."""
-    return {f: lab.in_family(f) for f in [f for f in lab.ip_families if f in kpr_facts.ip_families] or ["IPv4"]}
+def family_views(lab: Lab) -> dict[str, Lab]:
+    """The lab seen in each family of --kpr-ip-families the agents serve (Lab.family_views): for a scenario that changes its
+    workloads, so runs once and observes every family; ``kpr_family`` then picks a test's part of it."""
+    return lab.family_views()
 
 
 @pytest.fixture(scope="session")

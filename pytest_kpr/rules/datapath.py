@@ -546,6 +546,10 @@ SRC_MAP_FAMILY = ("cilium/cilium pkg/loadbalancer/maps/lbmaps.go@bfbe45f8 allMap
                   "`{&r.service4Map, service4MapSpec, r.Cfg.ServiceMapMaxEntries}` / `{&r.service6Map, service6MapSpec, "
                   "r.Cfg.ServiceMapMaxEntries}` (likewise revNat4Map/revNat6Map with RevNatMapMaxEntries): an IPv6 frontend takes "
                   "its entries from the lb6 maps (cilium_lb6_services_v2, cilium_lb6_reverse_nat), never from the IPv4 ones")
+SRC_CT_FAMILY = ("cilium/cilium pkg/maps/ctmap/cell.go@d5bd51e5 newCTMaps: `if daemonConfig.IPv6Enabled() { ... ctMaps.v6TCPMap = "
+                 "newMap(MapNameTCP6Global, mapTypeIPv6TCPGlobal, ...)`: each family its own conntrack maps, kept by name across an "
+                 "upgrade (pkg/maps/ctmap/ctmap.go@973377db: \"Map names for TCP CT tables are retained from Cilium 1.0 naming scheme "
+                 "to minimize disruption of ongoing connections during upgrade.\")")
 #: each family's reverse-NAT map (SRC_MAP_FAMILY; pkg/maps/lbmap RevNat4MapName, RevNat6MapName)
 REV_NAT_MAP_NAME = {"IPv4": "cilium_lb4_reverse_nat", "IPv6": "cilium_lb6_reverse_nat"}
 SRC_MAP_PRESSURE = ("cilium/cilium pkg/loadbalancer/maps/pressure_metrics.go: cilium_bpf_map_pressure for the LB hash maps is computed "

@@ -301,7 +301,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("profile", _nonempty, "Cluster profile: a Helm values overlay under clusters/profiles/ (default, hostns-only, drop, maglev, dsr, "
            "small-maps, dual-stack, ipv6), recorded in cluster.json. The suites read what the agent reports, never the profile's name. Default: default",
            "default", metavar="NAME"),
-    Option("ip_families", _families, "The address families the family-dependent suites (socket LB, no backend, UDP, NodePort, eTP, DSR/SNAT, affinity, iTP, hostPort, terminating) run for, each "
+    Option("ip_families", _families, "The address families the family-dependent suites (socket LB, no backend, UDP, NodePort, eTP, DSR/SNAT, affinity, iTP, hostPort, terminating, Maglev, map pressure, backend slots, upgrade) run for, each "
            "once: IPv4, IPv6 or IPv4,IPv6; a family the agents do not serve is skipped, naming it. Default: the profile's "
            "(IPv4,IPv6 for dual-stack, IPv6 for ipv6), else IPv4", metavar="FAMILIES"),
     Option("upgrade_to", _version, "Upgrade Cilium to this version under live traffic once the cluster is ready at --kpr-cilium-version (the from version), "

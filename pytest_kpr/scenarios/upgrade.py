@@ -153,6 +153,21 @@ class FlowPath:
     host_network: bool
     target: str
     nodes: tuple[str, ...]  # the client's node, the node it enters, the backends' nodes
+    family: str = "IPv4"  # the address family of its target (and of the client's address)
+
+
+def in_family(name: str, family: str) -> str:
+    """A flow's (or its pod's) name in ``family``: as it is for IPv4, as in a run of IPv4 only; ``pod->ClusterIP (IPv6)``,
+    ``flow-pod-clusterip-ipv6`` for IPv6."""
+    if family == "IPv4":
+        return name
+    return f"{name}-{family.lower()}" if name.startswith("flow-") else f"{name} ({family})"
+
+
+def key_family(key: str) -> str:
+    """The family of a frontend or backend as the agents print it: IPv6 in brackets (``[fd00::1]:80/TCP``; L3n4Addr.String(),
+    pytest_kpr.parse.addr), IPv4 bare."""
+    return "IPv6" if key.startswith("[") else "IPv4"
 
 
 def attribute(gap: dict[str, Any], timeline: Sequence[dict[str, Any]], nodes: Sequence[str], slack: float = 1.0) -> str | None:
@@ -190,30 +205,36 @@ def flow_problems(name: str, report: dict[str, Any], max_gap_s: float) -> dict[s
 # -- the datapath before and after -----------------------------------------------------------------------------
 
 
-def id_problems(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], what: str) -> list[str]:
+def id_problems(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], what: str) -> dict[str, list[str]]:
     """Per node, ``key -> ID`` before and after (service frontends, or backend addresses): an ID that changed
-    for a key present both times, and an ID that now names a different key (reused)."""
-    out = []
+    for a key present both times, and an ID that now names a different key (reused, also by the other family's key: the
+    IDs of both families are compared), by the family of the key that changed or took the ID (only families with a
+    problem are present)."""
+    out: dict[str, list[str]] = {}
     for node in sorted(set(before) & set(after)):
         b, a = before[node], after[node]
         for key in sorted(set(b) & set(a)):
             if b[key] != a[key]:
-                out.append(f"{node}: {what} {key} had ID {b[key]}, now {a[key]}")
+                out.setdefault(key_family(key), []).append(f"{node}: {what} {key} had ID {b[key]}, now {a[key]}")
         owner = {v: k for k, v in b.items()}
         for key, ident in sorted(a.items()):
             if ident in owner and owner[ident] != key and key not in b:
-                out.append(f"{node}: {what} ID {ident} was {owner[ident]}, now reused for {key}")
+                out.setdefault(key_family(key), []).append(f"{node}: {what} ID {ident} was {owner[ident]}, now reused for {key}")
     return out
 
 
 def regression_problems(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """Datapath properties that held before and not after: KubeProxyReplacement, socket-LB coverage,
-    ServiceNoBackendResponse, backend slots equal to the EndpointSlice, the attach mode (tc -> tcx is an
-    improvement), no kube-proxy rules."""
+    ServiceNoBackendResponse, backend slots equal to the EndpointSlice (per family: ``{"IPv4": True, "IPv6": True}``), the
+    attach mode (tc -> tcx is an improvement), no kube-proxy rules."""
     out = []
-    for key in ("kube_proxy_replacement", "socket_lb_coverage", "no_backend_response", "backend_slots_match"):
+    for key in ("kube_proxy_replacement", "socket_lb_coverage", "no_backend_response"):
         if before.get(key) != after.get(key):
             out.append(f"{key} was {before.get(key)!r}, now {after.get(key)!r}")
+    slots_before, slots_after = before.get("backend_slots_match") or {}, after.get("backend_slots_match") or {}
+    for family in sorted(set(slots_before) | set(slots_after)):
+        if slots_before.get(family) != slots_after.get(family):
+            out.append(f"backend_slots_match ({family}) was {slots_before.get(family)!r}, now {slots_after.get(family)!r}")
     if before.get("attach_mode") != after.get("attach_mode") and (before.get("attach_mode"), after.get("attach_mode")) != ("tc", "tcx"):
         out.append(f"attach mode was {before.get('attach_mode')!r}, now {after.get('attach_mode')!r}")
     if after.get("kube_proxy_rules", 0) > before.get("kube_proxy_rules", 0):
@@ -233,7 +254,8 @@ def summary_line(transition: dict[str, Any], max_gap_s: float) -> str:
         name, f = longest
         during = f.get("longest_gap_during")
         gap = f"longest gap {f['report'].get('max_gap_ms', 0.0) / 1000.0:.2f} s ({name}{f', during {during} restart' if during else ''})"
-    diff = transition["diff"]
-    svc = "service IDs stable" if not diff["service_ids"] else f"{len(diff['service_ids'])} service ID changes"
+    families = transition["diff"]["families"].values()
+    services, backends = (sum(len(f[k]) for f in families) for k in ("service_ids", "backend_ids"))
+    svc = "service IDs stable" if not services else f"{services} service ID changes"
     return (f"{transition['kind']} {transition['from']} -> {transition['to']}: {broken}/{len(flows)} flows broken, {gap} of {max_gap_s:g} s "
-            f"allowed (pytest-kpr policy), {svc}, {len(diff['backend_ids'])} backend IDs changed")
+            f"allowed (pytest-kpr policy), {svc}, {backends} backend IDs changed")

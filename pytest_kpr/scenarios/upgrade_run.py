@@ -11,6 +11,11 @@ Order of one transition (upgrade, and with --kpr-downgrade the way back):
    readiness check (every agent Ok, KubeProxyReplacement True);
 4. the datapath is read again (``after``), the flows are ended (``kill -TERM 1``: each prints its summary)
    and judged, each gap tied to the agent restart on its path's nodes.
+
+A dual-stack run carries the five flows in every family the agents serve (``pod->ClusterIP (IPv6)``, to the Services'
+IPv6 ClusterIP and the nodes' IPv6 addresses): each family has its own service, backend and conntrack maps
+(datapath.SRC_MAP_FAMILY, SRC_CT_FAMILY), so an upgrade can break one family's flows alone. The roll happens once;
+``diff`` holds each family's ID changes and lost conntrack entries, and each flow names its family.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from .upgrade import (
     attribute,
     flow_problems,
     id_problems,
+    in_family,
     load_removed,
     preflight_refusals,
     regression_problems,
@@ -40,6 +46,7 @@ from .upgrade import (
 from ..core.wait import eventually
 from ..observe.workloads import probe_pod
 from ..core import clock
+from ..parse.addr import hp
 
 ECHO_TCP, ECHO_UDP = 7100, 7101
 FLOW_INTERVAL_MS = 10
@@ -73,7 +80,8 @@ class UpgradeRun:
     # -- workloads -------------------------------------------------------------------------------------------
 
     def deploy(self) -> list[FlowPath]:
-        """Echo servers (2 replicas, TCP and UDP) behind a ClusterIP and a NodePort Service, and the five paths."""
+        """Echo servers (2 replicas, TCP and UDP) behind a ClusterIP and a NodePort Service (of every family the run tests),
+        and the five paths in each family the agents serve."""
         lab = self.lab
         containers = [
             {"name": "tcp", "image": lab.image, "imagePullPolicy": "IfNotPresent",
@@ -86,28 +94,33 @@ class UpgradeRun:
                               "template": {"metadata": {"labels": {"app": "flow-echo"}}, "spec": {"containers": containers}}}})
         ports = [{"name": "tcp", "port": ECHO_TCP, "targetPort": ECHO_TCP, "protocol": "TCP"},
                  {"name": "udp", "port": ECHO_UDP, "targetPort": ECHO_UDP, "protocol": "UDP"}]
+        dual = {"ipFamilyPolicy": "PreferDualStack"} if len(lab.ip_families) > 1 else {}  # as Lab.service
         lab.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "flow-echo", "namespace": lab.ns},
-                     "spec": {"type": "ClusterIP", "selector": {"app": "flow-echo"}, "ports": ports}})
+                     "spec": {"type": "ClusterIP", "selector": {"app": "flow-echo"}, "ports": ports, **dual}})
         lab.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "flow-echo-np", "namespace": lab.ns},
-                     "spec": {"type": "NodePort", "externalTrafficPolicy": "Cluster", "selector": {"app": "flow-echo"}, "ports": ports[:1]}})
+                     "spec": {"type": "NodePort", "externalTrafficPolicy": "Cluster", "selector": {"app": "flow-echo"}, "ports": ports[:1],
+                              **dual}})
         eventually(lambda: [p for p in lab.pods("app=flow-echo") if lab.ready(p)], until=lambda r: len(r) == 2,
                    timeout=lab.t.PODS_READY, what="2 Ready flow-echo pods", describe=lambda r: f"{len(r)} Ready", progress=lab.progress)
-        svc = lab.kube.get("Service", "flow-echo", lab.ns) or {}
-        vip = svc["spec"]["clusterIP"]
-        np_svc = lab.kube.get("Service", "flow-echo-np", lab.ns) or {}
-        node_port = int(np_svc["spec"]["ports"][0]["nodePort"])
+        node_port = lab.allocated_node_port("flow-echo-np")
         backends = sorted({p["spec"]["nodeName"] for p in lab.pods("app=flow-echo")})
         client, remote = lab.client_node, lab.remote_node()
         without = [n.name for n in lab.facts.nodes if n.name not in backends] or [remote]
         coverage = lab.facts.socket_lb_coverage if lab.facts.socket_lb_coverage in ("Full", "Hostns-only") else coverage_name(False)
-        self.paths = [
-            FlowPath("pod->ClusterIP", "tcp", "flow-pod-clusterip", False, f"{vip}:{ECHO_TCP}", (client, *backends)),
-            FlowPath("hostnet->ClusterIP", "tcp", "flow-hostnet-clusterip", True, f"{vip}:{ECHO_TCP}", (client, *backends)),
-            FlowPath("pod->NodePort", "tcp", "flow-pod-nodeport", False, f"{lab.node_ip(remote)}:{node_port}", (client, remote, *backends)),
-            FlowPath("hostnet(no backend)->NodePort", "tcp", "flow-hostnet-nodeport", True, f"{lab.node_ip(remote)}:{node_port}",
-                     (without[0], remote, *backends)),
-            FlowPath("udp pod->ClusterIP", "udp", "flow-pod-udp", False, f"{vip}:{ECHO_UDP}", (client, *backends)),
-        ]
+        self.paths = []
+        for family, view in lab.family_views().items():
+            vip, entry = view.cluster_ip("flow-echo"), view.node_ip(remote)
+
+            def path(name: str, proto: str, pod: str, host: bool, target: str, nodes: tuple[str, ...], family: str = family) -> FlowPath:
+                return FlowPath(in_family(name, family), proto, in_family(pod, family), host, target, nodes, family)
+
+            self.paths += [
+                path("pod->ClusterIP", "tcp", "flow-pod-clusterip", False, hp(vip, ECHO_TCP), (client, *backends)),
+                path("hostnet->ClusterIP", "tcp", "flow-hostnet-clusterip", True, hp(vip, ECHO_TCP), (client, *backends)),
+                path("pod->NodePort", "tcp", "flow-pod-nodeport", False, hp(entry, node_port), (client, remote, *backends)),
+                path("hostnet(no backend)->NodePort", "tcp", "flow-hostnet-nodeport", True, hp(entry, node_port), (without[0], remote, *backends)),
+                path("udp pod->ClusterIP", "udp", "flow-pod-udp", False, hp(vip, ECHO_UDP), (client, *backends)),
+            ]
         self.planes = {p.name: plane_for("host" if p.host_network else "pod", "connect", "NodePort" if "NodePort" in p.name else "ClusterIP",
                                          coverage).plane.value for p in self.paths}
         return self.paths
@@ -148,13 +161,13 @@ class UpgradeRun:
         for n in lab.facts.nodes:
             for d in lab.node(n.name).rule_dumps().values():
                 rules += sum(d.count(m) for m in KUBE_PROXY_MARKS) if d is not None else 0
-        slots_ok = self._echo_slots_match()
+        slots_ok = {family: self._echo_slots_match(view) for family, view in lab.family_views().items()}
         ct: dict[str, bool] = {}
         for p in self.paths:
             if p.proto != "tcp" or p.host_network or p.name not in flow_pods:
                 continue  # a host-network flow shares the node's address: its entry cannot be told apart
             pod = lab.kube.get("Pod", flow_pods[p.name], lab.ns) or {}
-            ip = pod.get("status", {}).get("podIP")
+            ip = lab.in_family(p.family).pod_ip(pod)
             entries = lab.agent(p.nodes[0]).conntrack(lab.minor)
             ct[p.name] = any(e.proto == "TCP" and e.dir == "OUT" and e.src_ip == ip for e in entries)
         return {"services": services, "backends": backends, "flow_ct": ct,
@@ -163,9 +176,10 @@ class UpgradeRun:
                                "no_backend_response": config.service_no_backend_response, "kube_proxy_rules": rules,
                                "backend_slots_match": slots_ok}}
 
-    def _echo_slots_match(self) -> bool:
-        """Backend-slot convergence for the echo service: every agent's slots hold exactly its EndpointSlice's ready addresses."""
-        lab = self.lab
+    @staticmethod
+    def _echo_slots_match(lab: Lab) -> bool:
+        """Backend-slot convergence for the echo service in the view's family: every agent's slots hold exactly its
+        EndpointSlice's ready addresses."""
         fe = lab.frontend("flow-echo")
         fe = type(fe)(fe.ip, ECHO_TCP, fe.proto)
         es = frozenset(a for a in lab.endpointslice_ready("flow-echo") if a.endswith(f":{ECHO_TCP}"))
@@ -197,14 +211,16 @@ class UpgradeRun:
             gaps = [{**g, "during": attribute(g, timeline, p.nodes)} for g in r.get("gaps", [])]
             longest = max(gaps, key=lambda g: g["ms"], default=None)
             flows[p.name] = {"path": {"client": p.client_pod, "host_network": p.host_network, "target": p.target, "nodes": list(p.nodes),
-                                      "proto": p.proto, "plane": self.planes.get(p.name)},
+                                      "proto": p.proto, "plane": self.planes.get(p.name), "family": p.family},
                              "report": r, "gaps": gaps, "longest_gap_during": longest["during"] if longest else None,
                              "problems": flow_problems(p.name, r, self.s.upgrade_max_gap),
                              "ct_survived": after["flow_ct"].get(p.name) if before["flow_ct"].get(p.name) else None}
-        diff = {"service_ids": id_problems(before["services"], after["services"], "frontend"),
-                "backend_ids": id_problems(before["backends"], after["backends"], "backend"),
-                "ct_lost": [name for name, f in flows.items() if f["ct_survived"] is False],
-                "regressions": regression_problems(before["properties"], after["properties"])}
+        service_ids = id_problems(before["services"], after["services"], "frontend")
+        backend_ids = id_problems(before["backends"], after["backends"], "backend")
+        families = {family: {"service_ids": service_ids.get(family, []), "backend_ids": backend_ids.get(family, []),
+                             "ct_lost": [name for name, f in flows.items() if f["path"]["family"] == family and f["ct_survived"] is False]}
+                    for family in dict.fromkeys(p.family for p in self.paths)}
+        diff = {"families": families, "regressions": regression_problems(before["properties"], after["properties"])}
         out: dict[str, Any] = {"kind": kind, "from": from_version, "to": to_version, "started": round(started, 3),
                                "agents_ready": len(states), "timeline": timeline, "flows": flows, "diff": diff, "before": before, "after": after}
         line = summary_line(out, self.s.upgrade_max_gap)

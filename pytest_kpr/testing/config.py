@@ -144,6 +144,8 @@ class Faults:
     # -- during an upgrade (pytest_kpr.testing.upgrade) --
     upgrade_renumbers_ids: bool = False  # the new agents give services and backends new IDs (not restored: PR #18119)
     upgrade_flushes_ct: bool = False  # the new agents start with an empty conntrack table (cf. #29667)
+    upgrade_flushes_ct6: bool = False  # the new agents start with empty IPv6 conntrack maps (cilium_ct6_global), IPv4's kept
+    upgrade_renumbers_ids6: bool = False  # the new agents give IPv6 services and backends new IDs, IPv4's restored
     upgrade_resets_flow: str | None = None  # this flow pod's connection is reset when its node's agent restarts
     upgrade_blackhole_flow: str | None = None  # this flow pod's path drops everything for 3 s from its node's restart
     upgrade_regresses_no_backend: bool = False  # the new agents answer a backendless service with drop, not reject

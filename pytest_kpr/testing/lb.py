@@ -125,12 +125,16 @@ class LbState:
             self._backend_ids[key] = len(self._backend_ids) + 1 + self._id_offset
         return self._backend_ids[key]
 
-    def renumber(self) -> None:
-        """The upgrade_renumbers_ids fault: every service and backend ID changes (IDs not restored after a restart)."""
+    def renumber(self, family: str | None = None) -> None:
+        """The upgrade_renumbers_ids fault: every service and backend ID changes (IDs not restored after a restart);
+        with ``family`` (upgrade_renumbers_ids6) only that family's."""
+        def moved(ids: dict[tuple[str, int, str], int]) -> dict[tuple[str, int, str], int]:
+            return {k: v + 100 if family in (None, family_of(k[0])) else v for k, v in ids.items()}
+
         self._id_offset += 100
-        self._ids = {k: v + 100 for k, v in self._ids.items()}
+        self._ids = moved(self._ids)
         self._next_id += 100
-        self._backend_ids = {k: v + 100 for k, v in self._backend_ids.items()}
+        self._backend_ids = moved(self._backend_ids)
 
     def _id(self, key: tuple[str, int, str]) -> int:
         if key not in self._ids:

@@ -99,6 +99,8 @@ class FakeUpgrades:
                 roll.steps[node] = (down, up, old, new)
                 if self.c.cfg.faults.upgrade_flushes_ct:  # fault: the new agent starts with an empty CT table
                     self.c.ct[node] = []
+                if self.c.cfg.faults.upgrade_flushes_ct6:  # fault: its IPv6 CT maps empty (datapath.SRC_CT_FAMILY: a map per family)
+                    self.c.ct[node] = [e for e in self.c.ct.get(node, []) if family_of(e["src_ip"]) != "IPv6"]
             if now >= up:
                 pods[("kube-system", roll.steps[node][3])]["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
         if all(n in roll.steps and now >= roll.steps[n][1] for n in roll.nodes):
@@ -107,6 +109,8 @@ class FakeUpgrades:
                 self.c.cfg = replace(self.c.cfg, no_backend_response="drop")
             if self.c.cfg.faults.upgrade_renumbers_ids:  # fault: IDs not restored across the restart
                 self.c.lb.renumber()
+            if self.c.cfg.faults.upgrade_renumbers_ids6:  # fault: the IPv6 IDs not restored
+                self.c.lb.renumber("IPv6")
             roll.done = True
             self.history.append(roll)
             self.roll = None
