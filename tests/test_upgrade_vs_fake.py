@@ -102,6 +102,9 @@ def test_a_dual_stack_roll_carries_every_flow_in_both_families_and_judges_each_f
     assert all(f["report"]["sent"] > 20 and f["report"]["lost"] == 0 for f in up["flows"].values())
     assert set(up["diff"]["families"]) == {"IPv4", "IPv6"} and up["after"]["properties"]["backend_slots_match"] == {"IPv4": True, "IPv6": True}
     assert any(k.startswith("[fd00:10:96::") for k in up["before"]["services"]["fake-worker"]), "the IPv6 frontends' IDs are compared too"
+    results = json.loads((pytester.path / "artifacts" / "fake" / "results.json").read_text())
+    assert {t.get("family") for t in results["tests"] if t["property"] == "upgrade"} == {"IPv4", "IPv6", None}, "None: the properties verdict"
+    assert results["properties"]["upgrade"]["families"] == {"IPv4": "pass", "IPv6": "pass"}
 
 
 #: (name, fault, the one test it fails, the failure's words) in a dual-stack run: a fault in one family's maps or flows fails
