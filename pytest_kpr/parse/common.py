@@ -51,6 +51,9 @@ def _finite(text: str) -> float:
     return f
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def check_json(value: object) -> object:
     """``value`` if its strings are printable back as JSON and it nests at most :data:`MAX_JSON_DEPTH` levels."""
     stack = [(value, 1)]
@@ -61,7 +64,7 @@ def check_json(value: object) -> object:
         if isinstance(v, str):
             if "\x00" in v:
                 raise BadJSON("a NUL character inside a string")
-            if any("\ud800" <= ch <= "\udfff" for ch in v):
+            if not v.isascii() and _SURROGATE.search(v):  # isascii() is O(1): most strings skip the scan
                 raise BadJSON("a lone surrogate (\\ud800-\\udfff) inside a string")
         elif isinstance(v, dict):
             stack += [(k, depth + 1) for k in v] + [(x, depth + 1) for x in v.values()]

@@ -56,8 +56,7 @@ STATIC = "fake.pytest-kpr/static"
 def _labels_match(selector: dict[str, str] | None, labels: dict[str, str] | None) -> bool:
     if not selector:
         return False
-    labels = labels or {}
-    return all(labels.get(k) == v for k, v in selector.items())
+    return selector.items() <= (labels or {}).items()  # every key=value of the selector among the labels
 
 
 def _selector_match(label_selector: str | None, labels: dict[str, str] | None) -> bool:
