@@ -4,7 +4,8 @@
     .venv/bin/python scripts/bench_parse.py [--repeat N]
 
 Targets (issue 3): `bpf ct list global` of 200,000 entries in about a second, 400,000 in about twice
-that; `bpf lb list` with 10,000 services likewise. Prints the best of N runs per size.
+that; `bpf lb list` with 10,000 services likewise. Also `service list -o json` of 20,000 services (the
+strict JSON reader's checks included). Prints the best of N runs per size.
 
 Then the whole command (issue 11): `kpr parse bpf-ct-list FILE > /dev/null` in a fresh process (start,
 read, parse, write JSON), as a ratio to a bare `str.split` loop over the same file in the same run, so
@@ -21,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from pytest_kpr.parse import parse_ct_list, parse_lb_list
+from pytest_kpr.parse import parse_ct_list, parse_lb_list, parse_service_list_json
 from pytest_kpr.testing import render
 
 
@@ -53,6 +54,17 @@ def lb_text(services: int, backends: int = 3, seed: int = 2) -> str:
             be = render.addr(f"10.244.{rnd.randrange(256)}.{rnd.randrange(256)}", 8080, "TCP")
             rows.append((f"{key} ({slot})", f"{be} ({sid}) ({slot})"))
     return render.lb_list(rows)
+
+
+def service_json_text(services: int, backends: int = 3, seed: int = 3) -> str:
+    """``service list -o json`` (the v1.18 shape, indented as the agent prints it) of ClusterIP services."""
+    rnd = random.Random(seed)
+    entries = [{"id": sid, "ip": f"10.96.{sid // 256}.{sid % 256}", "port": 80, "protocol": "TCP", "type": "ClusterIP",
+                "name": f"svc-{sid}", "namespace": "default",
+                "backends": [{"ip": f"10.244.{rnd.randrange(256)}.{rnd.randrange(256)}", "port": 8080, "protocol": "TCP",
+                              "node": "kind-worker"} for _ in range(backends)]}
+               for sid in range(1, services + 1)]
+    return render.service_list_json(entries)
 
 
 def best(fn, text: str, repeat: int) -> float:  # type: ignore[no-untyped-def]
@@ -93,6 +105,11 @@ def main() -> None:
         lines = text.count("\n")
         t = best(parse_lb_list, text, args.repeat)
         print(f"{f'bpf lb list, {services:,} services x 3 backends':<42}{lines:>10,}{len(text) / 1e6:>8.1f}{t:>9.2f}{t / lines * 1e6:>9.2f}")
+    for services in (20_000,):
+        text = service_json_text(services)
+        lines = text.count("\n")
+        t = best(parse_service_list_json, text, args.repeat)
+        print(f"{f'service list -o json, {services:,} services':<42}{lines:>10,}{len(text) / 1e6:>8.1f}{t:>9.2f}{t / lines * 1e6:>9.2f}")
     print()
     print(f"{'kpr parse bpf-ct-list FILE > /dev/null':<42}{'split s':>10}{'kpr s':>8}{'ratio':>9}")
     for n in (200_000, 400_000):
