@@ -36,6 +36,7 @@ from pytest_kpr.plugin.markers import load_known_gaps
 from pytest_kpr.plugin.session import KprSession
 from pytest_kpr.scenarios.sharedvip import CONFLICT, REFLECTOR_MODULE, Record, SharedVip, Skip, frontend_key
 from pytest_kpr.core.wait import WaitTimeout, eventually
+from pytest_kpr.parse.addr import hp
 
 pytestmark = [
     pytest.mark.kpr(property="shared VIP", evidence="sharedvip.json",
@@ -135,7 +136,7 @@ def test_the_conflict_is_visible_in_the_agents_health(scenario: Record) -> None:
 
 def test_the_owner_keeps_serving_during_the_conflict(scenario: Record) -> None:
     code = scenario.get("claim")["owner_http"]
-    assert code == 200, f"shared VIP ({scenario.way}): the owner's {scenario.vip}:80 answered HTTP {code} during the conflict"
+    assert code == 200, f"shared VIP ({scenario.way}): the owner's {hp(scenario.vip, 80)} answered HTTP {code} during the conflict"
 
 
 def model_variant(kpr_session: KprSession, cilium_version: str) -> Variant:
@@ -273,11 +274,11 @@ def test_claimant_frontend_appears_after_the_owner_is_deleted(looked_late: Recor
            f"the watch timed out before Cilium showed it had processed the deletion (seen: {sorted(marks)})")
     late = next((s for s in scenario.steps if s["step"] == "late-look"), None)
     if late is not None and late["appeared"]:
-        pytest.fail(f"shared VIP ({scenario.way}): the claimant's {scenario.vip}:80 appeared after {late['seconds_after_deletion']}s, later than "
+        pytest.fail(f"shared VIP ({scenario.way}): the claimant's {hp(scenario.vip, 80)} appeared after {late['seconds_after_deletion']}s, later than "
                     f"the settle window: not within {gone['watched_seconds']}s after the owner was deleted ({why}), but by a later look; "
                     f"longer than Cilium's coalescing needs (--kpr-settle={gone['settle_seconds']})", pytrace=False)
     assert gone["appeared_by_itself"], (
-        f"shared VIP ({scenario.way}): the claimant's {scenario.vip}:80 did not appear within {gone['watched_seconds']}s after the owner was deleted; "
+        f"shared VIP ({scenario.way}): the claimant's {hp(scenario.vip, 80)} did not appear within {gone['watched_seconds']}s after the owner was deleted; "
         f"{why}; nor by a later look at {late['seconds_after_deletion'] if late else '-'}s (last seen: {late['frontend'] if late else gone['last']})"
     )
 
@@ -286,5 +287,5 @@ def test_a_follow_up_claimant_update_installs_the_frontend_done_and_serving(look
     scenario = looked_late
     shared.follow_up(scenario)
     f = scenario.get("follow-up")
-    assert f["installed"], f"shared VIP ({scenario.way}): after a follow-up update the claimant still does not own {scenario.vip}:80: {f['frontend']}"
+    assert f["installed"], f"shared VIP ({scenario.way}): after a follow-up update the claimant still does not own {hp(scenario.vip, 80)}: {f['frontend']}"
     assert f["frontend"]["status"] == "Done" and f["http"] == 200, f"shared VIP ({scenario.way}): installed but {f}"

@@ -115,6 +115,23 @@ def test_the_families_come_from_the_option_else_the_profile(cli: str | None, pro
     assert (s.ip_families, s.sources["ip_families"]) == (want, source)
 
 
+@pytest.mark.parametrize(("families", "vip", "block", "want"), [
+    (None, None, None, ("198.18.10.80", "198.18.20.10-198.18.20.20")),
+    ("IPv4,IPv6", None, None, ("198.18.10.80", "198.18.20.10-198.18.20.20")),
+    # an IPv6-only run: the defaults of its family (its pods have no IPv4 address to reach an IPv4 VIP from)
+    ("IPv6", None, None, ("2001:2::a:80", "2001:2::14:10-2001:2::14:20")),
+    # what the user gave stays, of either family
+    ("IPv6", "2001:db8::80", "2001:db8::1:10-2001:db8::1:20", ("2001:db8::80", "2001:db8::1:10-2001:db8::1:20")),
+    ("IPv4", "2001:db8:0::80", None, ("2001:db8::80", "198.18.20.10-198.18.20.20")),
+])
+def test_the_shared_vip_defaults_follow_the_runs_families(families: str | None, vip: str | None, block: str | None,
+                                                          want: tuple[str, str]) -> None:
+    from pytest_kpr.run.settings import resolve
+
+    s = resolve({"kpr_ip_families": families, "kpr_shared_vip": vip, "kpr_lbipam_block": block}, lambda key: None, REPO)
+    assert (s.shared_vip, s.lbipam_block) == want
+
+
 @pytest.mark.parametrize("text", ["IPv5", "", "ipv4,dual"])
 def test_an_unknown_family_is_refused_naming_the_choices(text: str) -> None:
     from pytest_kpr.run.settings import SettingsError, resolve

@@ -591,6 +591,40 @@ def test_a_dual_stack_maglev_cluster_judges_each_familys_tables_and_flows(pytest
     assert v6["remap"]["removed"] == v4["remap"]["removed"] and len(v6["flows"]) == 2
 
 
+IPV6_ONLY = "ip_families=('IPv6',)"
+
+
+def test_an_ipv6_only_cluster_runs_every_suite_in_ipv6(pytester: pytest.Pytester) -> None:
+    """The ipv6 profile's cluster (kind ``ipFamily: ipv6``): nodes, pods and Services have IPv6 addresses only. Every suite
+    passes as on an IPv4 cluster, the family-dependent ones once, as ``[IPv6]`` (their evidence ``*-ipv6.json``), and the
+    shared-VIP suite claims its IPv6 default VIP (the pods have no IPv4 address to reach an IPv4 one from)."""
+    result = run_suites(pytester, IPV6_ONLY)
+    assert_the_rest_passed(result)
+    result.stdout.fnmatch_lines(["kpr: provider kind*, families IPv6, *"])
+    for name in ("ct", "ghost", "udp", "nodeport", "etp", "dsr", "affinity", "itp", "hostport", "terminating", "svc", "scale"):
+        assert evidence(pytester, f"{name}-ipv6.json")["family"] == "IPv6", name  # named by family, as in a dual-stack run
+    assert not (pytester.path / "artifacts" / "fake" / "ct.json").exists(), "no IPv4 run"
+    assert evidence(pytester, "nodeport-ipv6.json")["node_ip"].startswith("fc00:")
+    assert evidence(pytester, "svc-ipv6.json")["frontend"].startswith("[fd00:10:96::")
+    results = evidence(pytester, "results.json")
+    assert results["run"]["ip_families"] == ["IPv6"]
+    result.stdout.fnmatch_lines_random([
+        "pass  socket LB       IPv6 getpeername [[]fd00:10:96::*]:80, socket [[]fd00:10:244:*]:8080 (Full)*",
+        "pass  NodePort        IPv6 HTTP 200 on [[]fc00:f853:ccd:e793::*]:30780, 0 listeners, 0 iptables lines*",
+        "pass  shared VIP      claimant rejected, owner HTTP 200; appeared by itself: False  (12 passed, 2 xfailed)",
+    ])
+    assert evidence(pytester, "sharedvip.json")["external-ips"]["vip"] == "2001:2::a:80"
+
+
+def test_a_fault_fails_its_test_on_an_ipv6_only_cluster(pytester: pytest.Pytester) -> None:
+    """The one-family faults act on an IPv6-only cluster too: no [::]:<port> NodePort frontend fails the NodePort suite."""
+    result = run_suites(pytester, f"{IPV6_ONLY}, faults=Faults(nodeport_v6_missing=True)", "nodeport", args=("-rf", "-rA"))
+    failed = {line.split("::")[1].split(" ")[0] for line in result.stdout.lines if line.startswith("FAILED ")}
+    assert failed == {"test_nodeport_answers_http_200_on_the_node[IPv6]", "test_nodeport_answers_from_outside_the_cluster[IPv6]",
+                      "test_agent_lists_the_wildcard_nodeport_frontend[IPv6]"}, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(["FAIL  NodePort        IPv6 HTTP 0 on [[]fc00:f853:ccd:e793::3[]]:30780*"])
+
+
 def test_a_dual_stack_small_map_fills_each_familys_maps_on_purpose(pytester: pytest.Pytester) -> None:
     """Each family has its own maps of the same size (datapath.SRC_MAP_FAMILY): the Services fill the lb4 and the lb6
     maps at once, and each family's inventory is the expected failure, counted in its own map."""

@@ -107,6 +107,16 @@ def test_a_dual_stack_roll_carries_every_flow_in_both_families_and_judges_each_f
     assert results["properties"]["upgrade"]["families"] == {"IPv4": "pass", "IPv6": "pass"}
 
 
+def test_an_ipv6_only_roll_carries_the_flows_in_ipv6(pytester: pytest.Pytester) -> None:
+    """On an IPv6-only cluster the five flows are IPv6 ones (the only family the agents serve), judged as [IPv6]."""
+    result = run(pytester, "ip_families=('IPv6',)", "", "--kpr-ip-families=IPv6", "-rA")
+    result.assert_outcomes(passed=5, skipped=5)  # the downgrade's five: no --kpr-downgrade
+    up = upgrade_json(pytester)["transitions"][0]
+    assert set(up["flows"]) == {f"{f} (IPv6)" for f in FLOWS} and set(up["diff"]["families"]) == {"IPv6"}
+    assert all(f["path"]["target"].startswith("[") and f["report"]["lost"] == 0 for f in up["flows"].values())
+    assert up["flows"]["pod->ClusterIP (IPv6)"]["ct_survived"] is True
+
+
 #: (name, fault, the one test it fails, the failure's words) in a dual-stack run: a fault in one family's maps or flows fails
 #: that family's verdict only (the docs' suites page lists them: scripts/gen_docs.py)
 FAMILY_FAULTS = [

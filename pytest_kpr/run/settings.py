@@ -160,12 +160,18 @@ def _nodeport(text: str) -> int:
     return port
 
 
-def _ipv4(text: str) -> str:
-
+def _ip(text: str) -> str:
+    """An IPv4 or IPv6 address, in its canonical form."""
     try:
-        return str(ipaddress.IPv4Address(text.strip()))
+        return str(ipaddress.ip_address(text.strip()))
     except ValueError:
-        raise SettingsError(f"{text!r} is not an IPv4 address") from None
+        raise SettingsError(f"{text!r} is not an IP address") from None
+
+
+#: the shared-VIP suite's addresses when the run tests no IPv4 (an IPv6-only cluster's pods have no IPv4 address to reach
+#: an IPv4 VIP from): from the IPv6 benchmarking block 2001:2::/48 (RFC 5180), as the IPv4 defaults are from 198.18.0.0/15
+#: (RFC 2544)
+SHARED_VIP6, LBIPAM_BLOCK6 = "2001:2::a:80", "2001:2::14:10-2001:2::14:20"
 
 
 FAMILIES = ("IPv4", "IPv6")
@@ -221,12 +227,14 @@ def _image(text: str) -> str:
 
 
 def _ip_range(text: str) -> str:
-    """``START-STOP``, two IPv4 addresses, START not after STOP (a CiliumLoadBalancerIPPool block)."""
+    """``START-STOP``, two addresses of one family, START not after STOP (a CiliumLoadBalancerIPPool block)."""
     start, sep, stop = text.strip().partition("-")
     try:
-        a, b = ipaddress.IPv4Address(start.strip()), ipaddress.IPv4Address(stop.strip())
+        a, b = ipaddress.ip_address(start.strip()), ipaddress.ip_address(stop.strip())
     except ValueError:
-        raise SettingsError(f"{text!r} is not START-STOP with two IPv4 addresses, e.g. 198.18.20.10-198.18.20.20") from None
+        raise SettingsError(f"{text!r} is not START-STOP with two IP addresses, e.g. 198.18.20.10-198.18.20.20") from None
+    if a.version != b.version:
+        raise SettingsError(f"{text!r} mixes IPv4 and IPv6: both ends must be of one family")
     if not sep or a > b:
         raise SettingsError(f"{text!r} is reversed: {a} comes after {b}")
     return f"{a}-{b}"
@@ -295,8 +303,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("docker_bin", _path, "docker executable. Default: docker on PATH", metavar="PATH"),
     Option("probe_image", _image, "Probe image (kpr probe, curl, netstat). kind: a local image, loaded into the nodes (make probe-image builds it); other clusters: a pullable reference. Default: pytest-kpr-probe:<version>", metavar="IMAGE"),
     Option("nodeport", _nodeport, "NodePort of the web-np service in the NodePort suite. Default: 30780", "30780", metavar="PORT"),
-    Option("shared_vip", _ipv4, "externalIPs address the shared-VIP suite makes two Services claim (in-cluster traffic only). Default: 198.18.10.80", "198.18.10.80", metavar="IP"),
-    Option("lbipam_block", _ip_range, "start-stop of the CiliumLoadBalancerIPPool the shared-VIP suite creates. Default: 198.18.20.10-198.18.20.20", "198.18.20.10-198.18.20.20", metavar="RANGE"),
+    Option("shared_vip", _ip, "externalIPs address the shared-VIP suite makes two Services claim (in-cluster traffic only). Default: 198.18.10.80, "
+           f"or {SHARED_VIP6} when the run tests no IPv4", "198.18.10.80", metavar="IP"),
+    Option("lbipam_block", _ip_range, "start-stop of the CiliumLoadBalancerIPPool the shared-VIP suite creates. Default: 198.18.20.10-198.18.20.20, "
+           f"or {LBIPAM_BLOCK6} when the run tests no IPv4", "198.18.20.10-198.18.20.20", metavar="RANGE"),
     Option("settle", _positive_float, "Seconds the shared-VIP suite keeps watching after Cilium's load-balancer reflector has provably processed the owner's deletion (10 of its 500 ms batching windows). Default: 5", "5", metavar="SECONDS"),
     Option("profile", _nonempty, "Cluster profile: a Helm values overlay under clusters/profiles/ (default, hostns-only, drop, maglev, dsr, "
            "small-maps, dual-stack, ipv6), recorded in cluster.json. The suites read what the agent reports, never the profile's name. Default: default",
@@ -526,6 +536,10 @@ def resolve(
 
         values["ip_families"] = tuple(PROFILE_PROMISES.get(values["profile"], {}).get("ip_families", ("IPv4",)))
         sources["ip_families"] = "profile" if values["ip_families"] != ("IPv4",) else sources["ip_families"]
+    if "IPv4" not in values["ip_families"]:  # an IPv6-only run: the shared VIP's defaults of its family
+        for name, v6 in (("shared_vip", SHARED_VIP6), ("lbipam_block", LBIPAM_BLOCK6)):
+            if sources[name] == "default":
+                values[name] = v6
     if values["downgrade"] and not values["upgrade_to"]:
         raise SettingsError(f"{OPTIONS_BY_NAME['downgrade'].flag} needs --kpr-upgrade-to (it rolls back what the upgrade did)")
     if values["upgrade_to"] and values["cilium_version"]:

@@ -21,6 +21,7 @@ from typing import Any, Callable
 from ..observe.lab import WEB_TARGET, Lab, LabError
 from ..rules.lbmodel import Event, LbModel, Op, Variant
 from ..parse import L3n4
+from ..parse.addr import hp
 from ..parse.status_text import modules_health
 from ..core.wait import WaitTimeout, eventually
 from ..core import clock
@@ -106,7 +107,8 @@ class _Watch:
 
 
 def frontend_key(vip: str, port: int) -> str:
-    return f"{vip}:{port}/TCP"
+    """The VIP's frontend as the agents print it: ``198.18.10.80:80/TCP``, ``[2001:2::a:80]:80/TCP``."""
+    return f"{hp(vip, port)}/TCP"
 
 
 class SharedVip:
@@ -162,7 +164,7 @@ class SharedVip:
         return obs.elapsed
 
     def http(self, vip: str, port: int) -> int:
-        return self.lab.curl(f"http://{vip}:{port}/", 5.0).http_code
+        return self.lab.curl(f"http://{hp(vip, port)}/", 5.0).http_code
 
     # -- manifests -----------------------------------------------------------------------------------
 

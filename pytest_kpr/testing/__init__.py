@@ -18,8 +18,8 @@ PROFILE_CONFIG: dict[str, dict[str, object]] = {
     "maglev": {"lb_algorithm": "Maglev", "maglev_seed": "a3ByLW1hZ2xldnNk"},
     "dsr": {"nodeport_mode": "DSR", "routing_mode": "Native"},
     "small-maps": {"lb_map_max": 512},
-    # dual-stack: nodes, pods and Services of both families (FakeCluster.dual_stack); ipv6: the agents report IPv6 only, but
-    # the fake builds no IPv6-only cluster (its objects stay IPv4, so an IPv6 suite finds no IPv6 address and says so)
+    # dual-stack: nodes, pods and Services of both families (FakeCluster.dual_stack); ipv6: of IPv6 only, the agents
+    # reporting IPv6 alone (FakeCluster.has_ipv4 is false)
     "dual-stack": {"ip_families": ("IPv4", "IPv6")},
     "ipv6": {"ip_families": ("IPv6",)},
 }

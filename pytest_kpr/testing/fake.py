@@ -134,6 +134,7 @@ class FakeCluster:
         ]
         for i, name in enumerate(names):
             labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
+            cidrs = [*([f"10.244.{i}.0/24"] if self.has_ipv4 else []), *([f"{POD_NET6.format(i)}/64"] if self.has_ipv6 else [])]
             if i == 0:
                 labels["node-role.kubernetes.io/control-plane"] = ""
             self._put(
@@ -141,12 +142,11 @@ class FakeCluster:
                     "apiVersion": "v1",
                     "kind": "Node",
                     "metadata": {"name": name, "labels": labels},
-                    "spec": {"podCIDR": f"10.244.{i}.0/24",
-                             "podCIDRs": [f"10.244.{i}.0/24", *([f"{POD_NET6.format(i)}/64"] if self.dual_stack else [])]},
+                    "spec": {"podCIDR": cidrs[0], "podCIDRs": cidrs},
                     "status": {
                         "addresses": [
-                            {"type": "InternalIP", "address": f"172.18.0.{i + 2}"},
-                            *([{"type": "InternalIP", "address": f"{NODE_NET6}{i + 2:x}"}] if self.dual_stack else []),
+                            *([{"type": "InternalIP", "address": f"172.18.0.{i + 2}"}] if self.has_ipv4 else []),
+                            *([{"type": "InternalIP", "address": f"{NODE_NET6}{i + 2:x}"}] if self.has_ipv6 else []),
                             {"type": "Hostname", "address": name},
                         ],
                         "nodeInfo": {"kernelVersion": self.cfg.kernel, "kubeletVersion": self.cfg.kubernetes_version},
@@ -156,10 +156,10 @@ class FakeCluster:
             )
             # the agent's CiliumNode: its cilium_host address (CiliumInternalIP) comes from the node's pod CIDR
             self._put({"apiVersion": "cilium.io/v2", "kind": "CiliumNode", "metadata": {"name": name},
-                       "spec": {"addresses": [{"type": "InternalIP", "ip": f"172.18.0.{i + 2}"},
-                                              {"type": "CiliumInternalIP", "ip": f"10.244.{i}.118"},
+                       "spec": {"addresses": [*([{"type": "InternalIP", "ip": f"172.18.0.{i + 2}"},
+                                                 {"type": "CiliumInternalIP", "ip": f"10.244.{i}.118"}] if self.has_ipv4 else []),
                                               *([{"type": "InternalIP", "ip": f"{NODE_NET6}{i + 2:x}"},
-                                                 {"type": "CiliumInternalIP", "ip": f"{POD_NET6.format(i)}76"}] if self.dual_stack else [])]}})
+                                                 {"type": "CiliumInternalIP", "ip": f"{POD_NET6.format(i)}76"}] if self.has_ipv6 else [])]}})
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self._put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {}}, "status": {"phase": "Active"}})
 
@@ -186,7 +186,7 @@ class FakeCluster:
                     "spec": {"nodeName": node, "hostNetwork": True, "containers": [{"name": "cilium-agent"}]},
                     "status": {
                         "phase": "Running",
-                        "podIP": f"172.18.0.{i + 2}",
+                        "podIP": self.node_ip(node),
                         "conditions": [{"type": "Ready", "status": "True"}],
                     },
                 }
@@ -208,26 +208,42 @@ class FakeCluster:
             self._put({"apiVersion": "v1", "kind": "Pod",
                        "metadata": {"name": f"{name}-{secrets.token_hex(3)[:5]}", "namespace": ns, "labels": labels},
                        "spec": {"nodeName": node, "hostNetwork": True, "containers": [ctr]},
-                       "status": {"phase": "Running", "podIP": f"172.18.0.{i + 2}", "conditions": [{"type": "Ready", "status": "True"}]}})
+                       "status": {"phase": "Running", "podIP": self.node_ip(node), "conditions": [{"type": "Ready", "status": "True"}]}})
 
     @property
     def dual_stack(self) -> bool:
         """Does the fake serve IPv6 beside IPv4 (FakeConfig.ip_families; the dual-stack profile)? Nodes, pods and Services
         then carry an address of each family, as a kind cluster with ``ipFamily: dual`` does (IPv4 first)."""
-        return set(self.cfg.ip_families) == {"IPv4", "IPv6"}  # an IPv6-only fake is not built: it serves IPv4 then
+        return self.has_ipv4 and self.has_ipv6
+
+    @property
+    def has_ipv4(self) -> bool:
+        """IPv4 is served: every fake but an IPv6-only one (ip_families ``("IPv6",)``, the ipv6 profile, kind's
+        ``ipFamily: ipv6``), whose nodes, pods and Services have IPv6 addresses only."""
+        return "IPv4" in self.cfg.ip_families or not self.cfg.ip_families
+
+    @property
+    def has_ipv6(self) -> bool:
+        return "IPv6" in self.cfg.ip_families
+
+    @property
+    def families(self) -> list[str]:
+        """The cluster's families, its first (primary) first: IPv4 first on a dual-stack fake, as kind lists them."""
+        return [f for f, on in (("IPv4", self.has_ipv4), ("IPv6", self.has_ipv6)) if on]
 
     def node_ip6(self, node: str) -> str:
-        """The node's IPv6 InternalIP (dual stack)."""
+        """The node's IPv6 InternalIP (dual stack, IPv6 only)."""
         return f"{NODE_NET6}{self.node_names().index(node) + 2:x}"
 
     def node_addresses(self) -> dict[str, str]:
         """Every node's InternalIP (both families on a dual-stack fake) -> its node."""
-        return {ip: n for n in self.node_names() for ip in ([self.node_ip(n)] + ([self.node_ip6(n)] if self.dual_stack else []))}
+        return {ip: n for n in self.node_names() for ip in [self.node_ip_of(n, f) for f in self.families]}
 
     def node_ip_of(self, node: str, family: str) -> str:
         return self.node_ip6(node) if family == "IPv6" else self.node_ip(node)
 
     def node_ip(self, node: str) -> str:
+        """The node's first InternalIP: its IPv4 one, or its IPv6 one on an IPv6-only fake."""
         n = self._objects["Node"][(None, node)]
         return next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
 
@@ -353,10 +369,10 @@ class FakeCluster:
 
     def _pod_ip(self, node: str) -> str:
         idx = self.node_names().index(node)
-        used = {p.get("status", {}).get("podIP") for p in self._objects.get("Pod", {}).values()}
+        used = {a.get("ip") for p in self._objects.get("Pod", {}).values() for a in p.get("status", {}).get("podIPs") or []}
         for host in range(10, 250):
             ip = f"10.244.{idx}.{host}"
-            if ip not in used:
+            if ip not in used and self._pod_ip6(node, ip) not in used:  # an IPv6-only pod's address has this host part
                 return ip
         raise ApiError(500, "InternalError", f"node {node} ran out of pod IPs")
 
@@ -366,8 +382,9 @@ class FakeCluster:
         if owner:
             md["ownerReferences"] = [{"kind": "ReplicaSet", "name": owner}]
         host_net = bool((template.get("spec") or {}).get("hostNetwork"))
-        ip = self.node_ip(node) if host_net else self._pod_ip(node)
-        ips = [ip] + ([self.node_ip6(node) if host_net else self._pod_ip6(node, ip)] if self.dual_stack else [])
+        ip4 = self.node_ip_of(node, "IPv4") if host_net else self._pod_ip(node)  # an IPv6-only pod's host part comes from it too
+        ips = [*([ip4] if self.has_ipv4 else []), *([self.node_ip6(node) if host_net else self._pod_ip6(node, ip4)] if self.has_ipv6 else [])]
+        ip = ips[0]
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -447,8 +464,8 @@ class FakeCluster:
         for pool in self._objects.get("CiliumLoadBalancerIPPool", {}).values():
             for b in pool.get("spec", {}).get("blocks") or []:
                 if "start" in b:
-                    a = ipaddress.IPv4Address(b["start"])  # the pools the suites create are IPv4
-                    z = ipaddress.IPv4Address(b.get("stop", b["start"]))
+                    a = ipaddress.ip_address(b["start"])  # IPv4, or IPv6 on an IPv6-only run
+                    z = ipaddress.ip_address(b.get("stop", b["start"]))
                     while a <= z:
                         ips.append(str(a))
                         a += 1
@@ -493,7 +510,7 @@ class FakeCluster:
             spec.setdefault("clusterIPs", old["spec"].get("clusterIPs"))
         families = self._service_families(svc)
         if not spec.get("clusterIP"):
-            spec["clusterIP"] = next(self._svc_ips)
+            spec["clusterIP"] = next(self._svc_ips6 if families[0] == "IPv6" else self._svc_ips)  # the first family's
         ips = [i for i in spec.get("clusterIPs") or [spec["clusterIP"]] if family_of(i) in families] or [spec["clusterIP"]]
         if "IPv6" in families and not any(family_of(i) == "IPv6" for i in ips):
             ips.append(next(self._svc_ips6))
@@ -525,7 +542,7 @@ class FakeCluster:
         has, RequireDualStack both or a 422 on a single-stack cluster."""
         spec = svc["spec"]
         policy = spec.get("ipFamilyPolicy") or "SingleStack"
-        cluster = ["IPv4", "IPv6"] if self.dual_stack else ["IPv4"]
+        cluster = self.families
         if policy == "RequireDualStack" and len(cluster) < 2:
             raise ApiError(422, "Invalid", f"Service \"{svc['metadata']['name']}\" is invalid: spec.ipFamilyPolicy: Invalid value: "
                                            "\"RequireDualStack\": this cluster is not configured for dual-stack services")
@@ -548,7 +565,7 @@ class FakeCluster:
             eid = self._endpoint_id(p)
             out.append({
                 "id": eid, "ifname": "lxc" + hashlib.sha1(p["metadata"]["uid"].encode()).hexdigest()[:12], "ifindex": 10 + eid % 1000,
-                "ipv4": p["status"]["podIP"], "ipv6": pod_ip(p, "IPv6"), "namespace": p["metadata"]["namespace"], "pod": p["metadata"]["name"],
+                "ipv4": pod_ip(p, "IPv4"), "ipv6": pod_ip(p, "IPv6"), "namespace": p["metadata"]["namespace"], "pod": p["metadata"]["name"],
             })
         return out
 
@@ -556,7 +573,7 @@ class FakeCluster:
         return {
             "apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint",
             "metadata": {"name": pod["metadata"]["name"], "namespace": pod["metadata"]["namespace"], "labels": dict(pod["metadata"].get("labels") or {})},
-            "status": {"id": self._endpoint_id(pod), "networking": {"addressing": [{"ipv4": pod["status"]["podIP"], **({"ipv6": pod_ip(pod, "IPv6")} if self.dual_stack else {})}], "node": self.node_ip(pod["spec"]["nodeName"])}},
+            "status": {"id": self._endpoint_id(pod), "networking": {"addressing": [{**({"ipv4": pod_ip(pod, "IPv4")} if self.has_ipv4 else {}), **({"ipv6": pod_ip(pod, "IPv6")} if self.has_ipv6 else {})}], "node": self.node_ip(pod["spec"]["nodeName"])}},
         }
 
     def ct_entries(self, node: str) -> list[dict[str, Any]]:
