@@ -217,13 +217,16 @@ class Lab:
         """``kpr probe echo-server`` on ``port``; on ``::`` (both families) when the run tests IPv6."""
         return ["kpr", "probe", "echo-server", *(["--udp"] if udp else []), "--port", str(port), *self._bind()]
 
+    def family_policy(self) -> dict[str, str]:
+        """A lab Service's family fields: with more than one family tested, a ClusterIP of each family the cluster has
+        (``ipFamilyPolicy: PreferDualStack``; one only on a single-stack cluster); else none (the cluster's first)."""
+        return {"ipFamilyPolicy": "PreferDualStack"} if len(self.ip_families) > 1 else {}
+
     def service(self, name: str, selector: dict[str, str], type_: str = "ClusterIP", node_port: int | None = None) -> dict[str, Any]:
         port: dict[str, Any] = {"name": "http", "port": WEB_PORT, "targetPort": WEB_TARGET, "protocol": "TCP"}
         if node_port is not None:
             port["nodePort"] = node_port
-        spec: dict[str, Any] = {"type": type_, "selector": selector, "ports": [port]}
-        if len(self.ip_families) > 1:  # a ClusterIP of each family the cluster has (one only on a single-stack cluster)
-            spec["ipFamilyPolicy"] = "PreferDualStack"
+        spec: dict[str, Any] = {"type": type_, "selector": selector, "ports": [port], **self.family_policy()}
         return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": self.ns}, "spec": spec}
 
     # -- jigs: a template, a tweak callback, a sanity check on create, and a wait until programmed ---------------------

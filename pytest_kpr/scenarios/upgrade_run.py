@@ -94,7 +94,7 @@ class UpgradeRun:
                               "template": {"metadata": {"labels": {"app": "flow-echo"}}, "spec": {"containers": containers}}}})
         ports = [{"name": "tcp", "port": ECHO_TCP, "targetPort": ECHO_TCP, "protocol": "TCP"},
                  {"name": "udp", "port": ECHO_UDP, "targetPort": ECHO_UDP, "protocol": "UDP"}]
-        dual = {"ipFamilyPolicy": "PreferDualStack"} if len(lab.ip_families) > 1 else {}  # as Lab.service
+        dual = lab.family_policy()
         lab.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "flow-echo", "namespace": lab.ns},
                      "spec": {"type": "ClusterIP", "selector": {"app": "flow-echo"}, "ports": ports, **dual}})
         lab.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "flow-echo-np", "namespace": lab.ns},
