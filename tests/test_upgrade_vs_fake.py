@@ -33,6 +33,11 @@ def run(pytester: pytest.Pytester, config: str = "", provider: str = "", *args: 
     return pytester.runpytest(str(pytester.path / "suites" / "test_upgrade.py"), *ARGS, *args)
 
 
+def failed_ids(result: pytest.RunResult) -> list[str]:
+    """The failed tests' ids (``test_x[upgrade-IPv6]``), sorted."""
+    return sorted({line.split("::")[1].split(" ")[0] for line in result.stdout.lines if line.startswith("FAILED ")})
+
+
 def upgrade_json(pytester: pytest.Pytester) -> dict:
     return json.loads((pytester.path / "artifacts" / "fake" / "upgrade.json").read_text())
 
@@ -75,7 +80,7 @@ UPGRADE_FAULTS = [
 @pytest.mark.parametrize(("fault", "verdict", "words"), [row[1:] for row in UPGRADE_FAULTS], ids=[row[0] for row in UPGRADE_FAULTS])
 def test_each_upgrade_fault_fails_the_verdict_that_names_it(pytester: pytest.Pytester, fault: str, verdict: str, words: str) -> None:
     result = run(pytester, f"faults=Faults({fault})", "", "-rf")
-    failed = sorted({line.split("::")[1].split("[")[0] for line in result.stdout.lines if line.startswith("FAILED ")})
+    failed = sorted({t.split("[")[0] for t in failed_ids(result)})
     assert failed == [verdict], result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines([f"*{words}*"])
 
@@ -134,8 +139,7 @@ FAMILY_FAULTS = [
 @pytest.mark.parametrize(("fault", "test", "words"), [row[1:] for row in FAMILY_FAULTS], ids=[row[0] for row in FAMILY_FAULTS])
 def test_a_fault_in_one_family_fails_only_that_familys_verdict(pytester: pytest.Pytester, fault: str, test: str, words: str) -> None:
     result = run(pytester, f"{DUAL[0]}, faults=Faults({fault})", "", DUAL[1], "-rf")
-    failed = sorted({line.split("::")[1].split(" ")[0] for line in result.stdout.lines if line.startswith("FAILED ")})
-    assert failed == [test], result.stdout.str()[-3000:]
+    assert failed_ids(result) == [test], result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines([f"*{words}*"])
 
 

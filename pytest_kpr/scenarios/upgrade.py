@@ -157,11 +157,9 @@ class FlowPath:
 
 
 def in_family(name: str, family: str) -> str:
-    """A flow's (or its pod's) name in ``family``: as it is for IPv4, as in a run of IPv4 only; ``pod->ClusterIP (IPv6)``,
-    ``flow-pod-clusterip-ipv6`` for IPv6."""
-    if family == "IPv4":
-        return name
-    return f"{name}-{family.lower()}" if name.startswith("flow-") else f"{name} ({family})"
+    """A flow's (or a transition's) name in ``family``: as it is for IPv4, as in a run of IPv4 only; ``pod->ClusterIP (IPv6)``
+    for IPv6."""
+    return name if family == "IPv4" else f"{name} ({family})"
 
 
 def key_family(key: str) -> str:

@@ -112,7 +112,8 @@ class UpgradeRun:
             vip, entry = view.cluster_ip("flow-echo"), view.node_ip(remote)
 
             def path(name: str, proto: str, pod: str, host: bool, target: str, nodes: tuple[str, ...], family: str = family) -> FlowPath:
-                return FlowPath(in_family(name, family), proto, in_family(pod, family), host, target, nodes, family)
+                pod = pod if family == "IPv4" else f"{pod}-{family.lower()}"  # flow-pod-clusterip-ipv6
+                return FlowPath(in_family(name, family), proto, pod, host, target, nodes, family)
 
             self.paths += [
                 path("pod->ClusterIP", "tcp", "flow-pod-clusterip", False, hp(vip, ECHO_TCP), (client, *backends)),

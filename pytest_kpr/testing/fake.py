@@ -382,8 +382,11 @@ class FakeCluster:
         if owner:
             md["ownerReferences"] = [{"kind": "ReplicaSet", "name": owner}]
         host_net = bool((template.get("spec") or {}).get("hostNetwork"))
-        ip4 = self.node_ip_of(node, "IPv4") if host_net else self._pod_ip(node)  # an IPv6-only pod's host part comes from it too
-        ips = [*([ip4] if self.has_ipv4 else []), *([self.node_ip6(node) if host_net else self._pod_ip6(node, ip4)] if self.has_ipv6 else [])]
+        if host_net:
+            ips = [self.node_ip_of(node, f) for f in self.families]
+        else:
+            ip4 = self._pod_ip(node)  # an IPv6 address takes its host part (on an IPv6-only fake too)
+            ips = [ip4 if f == "IPv4" else self._pod_ip6(node, ip4) for f in self.families]
         ip = ips[0]
         pod = {
             "apiVersion": "v1",
