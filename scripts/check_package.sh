@@ -4,6 +4,7 @@
 #   pytest -m kpr --kpr-provider=fake                                       every packaged suite passes
 #   pytest -m kpr --kpr-provider=fake --kpr-fake-faults=snat_address_swapped the DSR/SNAT suite fails (exit 1)
 #   pytest -m kpr  (no Docker/kind here)                                    the preflight, one report, exit 4
+#   a checkout's root, with the wheel installed (a CI job's `pip install .`): pytest -m kpr collects with no error
 # Then `pip install -e .` without the test extra and the dry run again. Everything lives in a temporary directory
 # that is removed at the end, also on failure.
 set -euo pipefail
@@ -35,6 +36,17 @@ wheel_outcome="$(outcome "$work/dry.log")"
 [ "$wheel_outcome" = "$(outcome "$work/checkout.log")" ] && ! grep -Eq "[0-9]+ (failed|errors?)" <<<"$wheel_outcome" \
   || { echo "unexpected outcome: the wheel's dry run gave '$wheel_outcome', the checkout's '$(outcome "$work/checkout.log")'"; exit 1; }
 tail -1 "$work/dry.log"
+
+step "a checkout with the package installed (what a CI job's \`pip install .\` leaves): the kpr tests collect in its root"
+mkdir "$work/checkout"
+git -C "$repo" ls-files -z --cached --others --exclude-standard | (cd "$repo" && xargs -0 tar --ignore-failed-read -cf - 2>/dev/null) \
+  | tar -C "$work/checkout" -xf -
+rc=0; (cd "$work/checkout" && "$work/venv/bin/pytest" -m kpr --kpr-provider=fake --collect-only -q -p no:cacheprovider >"$work/collect.log" 2>&1) || rc=$?
+# pytest -m kpr --collect-only exits 5 (nothing judged) until issue 39 makes it exit 0; an error is 2 or an "error" in the tail
+{ [ "$rc" = 0 ] || [ "$rc" = 5 ]; } && ! grep -Eq "[0-9]+ errors?|^ERROR " "$work/collect.log" \
+  && grep -Eq "^[0-9]+/[0-9]+ tests collected" "$work/collect.log" \
+  || { echo "the checkout's root did not collect cleanly (exit $rc)"; tail -30 "$work/collect.log"; exit 1; }
+grep -E "^[0-9]+/[0-9]+ tests collected" "$work/collect.log"
 
 step "a dry run with a fault fails its suite"
 rc=0; "$work/venv/bin/pytest" -m kpr --kpr-provider=fake --kpr-fake-faults=snat_address_swapped -p no:cacheprovider -q >"$work/fault.log" 2>&1 || rc=$?

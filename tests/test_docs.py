@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -88,6 +87,8 @@ def test_the_options_and_cli_pages_cover_every_option_and_command() -> None:
 
 
 def test_the_published_schemas_are_json_schema() -> None:
+    import jsonschema  # the test extra's; imported here so that `pip install .` alone still collects the kpr tests
+
     for path in sorted((DOCS / "reference" / "schemas").glob("*.schema.json")):
         jsonschema.Draft202012Validator.check_schema(json.loads(path.read_text()))
 
@@ -134,6 +135,7 @@ def test_a_file_that_breaks_its_schema_fails_both_checks(name: str, data: dict, 
     """The schema checks in the suites-vs-fake runs can fail: pytest-kpr's checker and jsonschema both refuse each file."""
     from helpers import holds_schema
 
+    import jsonschema
     from pytest_kpr.evidence.artifacts import check
     from pytest_kpr.evidence.schemas import SCHEMAS
 

@@ -67,6 +67,51 @@ def test_runtime_dependencies_cover_what_the_suites_import() -> None:
     assert third and all(m.replace("_", "-") in deps or m in deps for m in third), (third, deps)
 
 
+def _top_level_imports(path: Path) -> set[str]:
+    """The modules a file imports when it is imported (not those imported inside a function)."""
+    found = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+    return found
+
+
+def test_a_checkout_with_only_the_runtime_dependencies_collects_its_tests() -> None:
+    """A CI job that runs ``pip install .`` and ``pytest -m kpr`` in the checkout imports every module under tests/ while
+    collecting: none may import a test extra (jsonschema, build, ...) at its top, or the cell stops with a collection
+    error before any cluster exists. (make test-package runs exactly that, with the wheel in a fresh virtualenv.)"""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    runtime = " ".join(project["dependencies"]).lower()
+    extras = {m for d in project["optional-dependencies"]["test"] for m in [d.split("=")[0].split(">")[0].split("[")[0].lower()]}
+    local = {p.stem for d in ("tests", "scripts") for p in (REPO / d).glob("*.py")} | {"pytest_kpr", "__future__", "_pytest"}
+    bad = {}
+    for f in sorted((REPO / "tests").glob("*.py")):
+        third = _top_level_imports(f) - set(sys.stdlib_module_names) - local
+        extra_only = {m for m in third if m.replace("_", "-") not in runtime and m not in runtime}
+        if extra_only:
+            bad[f.name] = sorted(extra_only)
+    assert not bad, f"test modules importing a test extra at their top (import it inside the test): {bad}"
+    assert "jsonschema" in extras  # the check above has something to catch
+
+
+def test_a_path_holding_the_suites_own_files_gets_no_second_copy(tmp_path: Path) -> None:
+    """pytest -m kpr in a pytest-kpr checkout with the wheel installed: the checkout's suites/ holds the installed suites'
+    files, so the installed copy is not added (each module would be collected twice: "import file mismatch")."""
+    from pytest_kpr.plugin.hooks import _holds_a_copy
+
+    names = sorted(p.name for p in (REPO / "suites").glob("test_*.py"))
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_mine.py").write_text("")
+    assert not _holds_a_copy(tmp_path, names) and not _holds_a_copy(tmp_path / "tests", names)
+    (tmp_path / "suites" / names[-1]).write_text("")
+    assert _holds_a_copy(tmp_path, names) and _holds_a_copy(tmp_path / "suites", names)
+
+
 def test_the_changelog_and_the_license_are_there() -> None:
     head = (REPO / "LICENSE").read_text().split()[:6]
     assert head == ["GNU", "GENERAL", "PUBLIC", "LICENSE", "Version", "2,"], head

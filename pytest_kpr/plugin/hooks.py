@@ -127,11 +127,21 @@ def _add_packaged_suites(config: pytest.Config) -> None:
         return
     suites = suites.resolve()
     in_venv = suites.is_relative_to(Path(sys.prefix).resolve())  # pytest does not recurse into a virtualenv
+    names = sorted(p.name for p in suites.glob("test_*.py"))
     for arg in config.args:
         a = Path(arg.split("::", 1)[0]).resolve()
         if a == suites or (not in_venv and suites.is_relative_to(a)):
             return
+        if names and _holds_a_copy(a, names):
+            return
     config.args.append(str(suites))
+
+
+def _holds_a_copy(path: "Path", names: list[str]) -> bool:
+    """A path that already holds the suites' own files (a pytest-kpr checkout with the wheel installed, as a CI job's
+    ``pip install .`` leaves it): adding the installed copy too would collect each suite twice under one module name,
+    which pytest refuses ("import file mismatch")."""
+    return any((d / n).is_file() for d in (path, path / "suites") for n in names)
 
 
 #: pytest-kind's own options (pytest_kind/plugin.py), with their defaults, and the option to use instead.
