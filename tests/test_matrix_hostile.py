@@ -101,14 +101,15 @@ def test_an_interrupted_new_run_fails_the_gate(tmp_path: Path, capsys: pytest.Ca
     assert rc == 1 and says in out
 
 
-def test_no_new_column_pairing_with_old_fails_the_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Two cells on each side, the kernel's patch bumped in NEW: nothing pairs, and that is not a pass."""
+def test_a_kernel_patch_bump_pairs_each_cell_and_passes_the_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two cells on each side, the kernel's patch bumped in NEW (a runner image update): each cell pairs by its kernel
+    minor, and the change is a notice, not a failure (tests/test_gate.py holds the whole table)."""
     old, new = tmp_path / "old", tmp_path / "new"
     for root, kernels in ((old, ("6.1.0-50-amd64", "6.12.1")), (new, ("6.1.0-51-amd64", "6.12.2"))):
         for k in kernels:
             run_dir(root, k, facts={**FACTS, "nodes": [{"name": "n", "kernel": k}]})
     rc, out = gate(old, new, capsys)
-    assert rc == 1 and out.count("no run in NEW to compare with (missing cell)") == 2
+    assert rc == 0 and out.count("(shown, not judged)") == 2 and "no regression" in out, out
 
 
 def test_twin_runs_are_two_columns_and_not_each_others_regression(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

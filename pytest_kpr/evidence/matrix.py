@@ -8,8 +8,8 @@ suite module). Each cell links to the column's evidence directory.
 
 Outputs: Markdown (for ``$GITHUB_STEP_SUMMARY``), JSON, and a self-contained HTML page. A cell that fails where
 the column before it (same kernel and profile, older Cilium; or simply the one before) passed is marked as a
-regression. ``kpr matrix --compare OLD NEW`` lists every property that passed in OLD and fails in NEW and exits 1
-when there is one: the regression gate the workflows call.
+regression. ``kpr matrix --compare OLD NEW`` is the regression gate the workflows call (``gate.py``): each NEW cell
+against the last run in which that cell ran; exit 1 on a test or family that passed there and does not pass now.
 """
 
 from __future__ import annotations
@@ -17,122 +17,13 @@ from __future__ import annotations
 import html
 import json
 import os
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.inputs import BadInput
-from .results import verdict
-from ..core.versions import Version
+from .columns import Column, collect
 
 SYMBOL = {"pass": "pass", "fail": "FAIL", "skip": "skip", "xfail": "xfail", None: "-"}
-
-
-#: the row of a run that failed before its suites ("failed at install: ...")
-SETUP = "setup"
-
-
-@dataclass
-class Column:
-    cilium: str
-    kernel: str
-    profile: str
-    evidence: Path
-    cells: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: where the cluster came from (cluster.json provider): a "fake" column tested no real datapath, and says so
-    provider: str = ""
-    #: results.json's run: whether the run ended on its own (not Ctrl-C, not SIGTERM) and its exit status
-    complete: bool = True
-    ended: str = ""
-    #: the n-th run of the same (Cilium, kernel, profile) among those read: twins are distinct columns
-    twin: int = 1
-    #: the families the family-dependent suites ran for (results.json run.ip_families)
-    families: tuple[str, ...] = ("IPv4",)
-
-    @property
-    def key(self) -> str:
-        fake = " (fake cluster: no real datapath)" if self.provider == "fake" else ""
-        twin = f" #{self.twin}" if self.twin > 1 else ""
-        fams = "" if self.families == ("IPv4",) else f" / {'+'.join(self.families)}"
-        return f"Cilium {self.cilium} / kernel {self.kernel} / {self.profile}{fams}{fake}{twin}"
-
-    def sort_key(self) -> tuple[Any, ...]:
-        try:
-            v = Version.parse(self.cilium)
-            cv: tuple[int, ...] = (v.major, v.minor, v.patch)
-        except ValueError:
-            cv = (0,)
-        return (self.profile, self.kernel, cv)
-
-
-def _min_kernel(nodes: list[dict[str, Any]]) -> str:
-    from ..core.versions import kernel_tuple
-
-    kernels = [n.get("kernel", "") for n in nodes if n.get("kernel")]
-    parsed = [(kernel_tuple(k) or (), k) for k in kernels]
-    return min(parsed)[1] if parsed else "?"
-
-
-def read_column(evidence: Path) -> Column:
-    from .artifacts import CLUSTER_SCHEMA, RESULTS_SCHEMA, load
-
-    facts = load(evidence / "cluster.json", CLUSTER_SCHEMA)
-    col = Column(str(facts.get("cilium_version", "?")), _min_kernel(facts.get("nodes") or []), str(facts.get("profile") or "default"), evidence,
-                 provider=str(facts.get("provider") or ""))
-    from .runrecord import failed_at
-
-    failed = failed_at(facts)
-    if failed:  # the run stopped before its suites: one red cell says where and why
-        col.cells[SETUP] = {"verdict": "fail", "figure": failed, "counts": {}}
-    results = evidence / "results.json"
-    if os.path.lexists(results):
-        data = load(results, RESULTS_SCHEMA)
-        for prop, r in data["properties"].items():
-            col.cells[prop] = {"verdict": r["verdict"], "figure": r.get("figure", ""), "counts": r.get("counts", {}),
-                               **({"families": r["families"]} if r.get("families") else {})}
-        run = data.get("run") or {}
-        col.families = tuple(run.get("ip_families") or ("IPv4",))
-        col.complete = run.get("complete", True)
-        col.ended = f"exit status {run.get('exit_status')}" + (f", {run['interrupted_by']}" if run.get("interrupted_by") else "")
-        return col
-    for junit in sorted(evidence.parent.rglob("*.xml")):
-        outcomes: dict[str, list[str]] = {}
-        from .artifacts import read_bytes
-
-        try:
-            root = ET.fromstring(read_bytes(junit))
-        except ET.ParseError:
-            continue
-        for case in root.iter("testcase"):
-            prop = case.get("classname", "?").rsplit(".", 1)[-1].removeprefix("test_").replace("_", " ")
-            kind = next((c.tag for c in case if c.tag in ("failure", "error", "skipped")), None)
-            skipped = case.find("skipped")
-            if kind == "skipped" and skipped is not None and "xfail" in skipped.get("type", ""):
-                out = "xfailed"
-            else:
-                out = {"failure": "failed", "error": "failed", "skipped": "skipped", None: "passed"}[kind]
-            outcomes.setdefault(prop, []).append(out)
-        for prop, outs in outcomes.items():
-            col.cells[prop] = {"verdict": verdict(outs), "figure": "", "counts": {o: outs.count(o) for o in set(outs)}}
-    return col
-
-
-def collect(dirs: list[Path]) -> list[Column]:
-    cols = []
-    for d in dirs:
-        if not d.is_dir():
-            raise BadInput(f"{d} is not a directory (an artifact directory of a run, as --kpr-artifacts names it)")
-        found = sorted(p.parent for p in d.rglob("cluster.json"))
-        if not found:
-            raise BadInput(f"{d} has no cluster.json: not the artifact directory of a kpr run")
-        cols += [read_column(e) for e in found]
-    seen: dict[str, int] = {}
-    for c in sorted(cols, key=lambda c: str(c.evidence)):  # twins: numbered in a stable order
-        base = c.key
-        seen[base] = seen.get(base, 0) + 1
-        c.twin = seen[base]
-    return sorted(cols, key=lambda c: (c.sort_key(), c.twin))
 
 
 def regressions(cols: list[Column]) -> dict[tuple[str, str], str]:
@@ -244,58 +135,6 @@ td.regressed {{ outline: 3px solid #b00; }}
 """
 
 
-def pair_columns(old: list[Column], new: list[Column]) -> tuple[list[tuple[Column, Column]], list[Column]]:
-    """OLD's columns with their NEW partners -- same kernel and profile; a NEW column that failed before it knew its
-    kernel takes the one unpaired OLD column of its profile; one column on each side pair with each other -- and the
-    OLD columns left without one."""
-    if len(old) == 1 and len(new) == 1:
-        return [(old[0], new[0])], []
-    pairs, unpaired = [], []
-    taken: set[int] = set()
-    for o in old:
-        n = next((n for n in new if id(n) not in taken and (n.kernel, n.profile) == (o.kernel, o.profile)), None)
-        if n is None:
-            unpaired.append(o)
-        else:
-            pairs.append((o, n))
-            taken.add(id(n))
-    for n in [n for n in new if id(n) not in taken and n.kernel == "?"]:
-        same = [o for o in unpaired if o.profile == n.profile]
-        if len(same) == 1:
-            pairs.append((same[0], n))
-            unpaired.remove(same[0])
-    return pairs, unpaired
-
-
-def compare(old: list[Column], new: list[Column]) -> list[str]:
-    """The regression gate, one line each: a property that passed in OLD and fails, is skipped or is missing in NEW; a
-    NEW run that failed before its suites; an OLD column with no NEW partner (nothing was compared for it)."""
-    out = []
-    pairs, unpaired = pair_columns(old, new)
-    for o in unpaired:
-        out.append(f"{o.key}: no run in NEW to compare with (missing cell)")
-    for o, n in pairs:
-        if SETUP in n.cells:
-            out.append(f"{n.key}: {n.cells[SETUP]['figure']} (its properties were not judged)")
-            continue
-        if not n.complete:
-            out.append(f"{n.key}: the run did not complete ({n.ended}): nothing compared")
-            continue
-        if not n.cells:
-            out.append(f"{n.key}: no results (no results.json, no JUnit XML): nothing compared")
-            continue
-        for prop, cell in o.cells.items():
-            if prop == SETUP or cell["verdict"] != "pass":
-                continue
-            now = n.cells.get(prop)
-            if now is None:
-                out.append(f"{prop}: passed in {o.key}, missing in {n.key}")
-            elif now["verdict"] in ("fail", "skip"):
-                verb = "fails" if now["verdict"] == "fail" else "is skipped"
-                out.append(f"{prop}: passed in {o.key}, {verb} in {n.key}" + (f" ({now['figure']})" if now.get("figure") else ""))
-    return out
-
-
 # -- the command ----------------------------------------------------------------------------------------------------
 
 
@@ -352,11 +191,16 @@ def register(sub: Any) -> None:
     p = sub.add_parser("matrix", help="Put many runs' results side by side (Markdown, JSON, HTML); --compare OLD NEW is the regression gate",
                        description="Read artifact directories of kpr runs and write a conformance matrix: one row per property, one "
                                    "column per (Cilium version, kernel, profile), each cell pass/fail/skip/xfail with its key figure. "
-                                   "With --compare OLD NEW: the regression gate -- exit 1, one line each, for a property that passed in OLD and fails, "
-                                   "is skipped or is missing in NEW, a NEW run that failed before its suites, and an OLD run with no NEW partner.",
+                                   "With --compare OLD NEW: the regression gate -- each NEW cell against its baseline in OLD (or, with --older, the last "
+                                   "earlier run in which the cell ran); exit 1, one line each, for a test or address family that passed there and "
+                                   "fails, is skipped, is only an xfail or is missing now, and for a NEW run that failed before its suites, did not "
+                                   "complete or contradicts itself. A kernel or Cilium patch change, a cell that left or joined the matrix and a "
+                                   "missing baseline are notices.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dirs", nargs="*", type=Path, metavar="DIR", help="artifact directories (as --kpr-artifacts names them)")
     p.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"), help="the regression gate between two runs")
+    p.add_argument("--older", action="append", type=Path, metavar="DIR",
+                   help="with --compare: an earlier baseline (repeatable, newest first) for a cell OLD did not run")
     p.add_argument("--markdown", type=Path, metavar="FILE", help="write the Markdown table here (default: print it)")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the matrix as JSON")
     p.add_argument("--html", type=Path, metavar="FILE", help="write a self-contained HTML page")
@@ -366,16 +210,24 @@ def register(sub: Any) -> None:
 def _run(args: Any) -> int:
     import sys
 
+    from .gate import safe
+
     if args.compare:
         if args.dirs:
-            raise BadInput("--compare takes exactly two directories and no others")
-        old, new = collect([args.compare[0]]), collect([args.compare[1]])
-        lines = compare(old, new)
-        for line in lines:
-            print(line)
-        if not lines:
-            print(f"no regression: every property that passed in {args.compare[0]} passes in {args.compare[1]}")
-        return 1 if lines else 0
+            raise BadInput("--compare takes exactly two directories and no others (earlier baselines: --older)")
+        from .gate import compare_runs, read_runs
+
+        old, new = read_runs(args.compare[0]), read_runs(args.compare[1])
+        verdict = compare_runs(old, new, [read_runs(d) for d in args.older or []])
+        for line in verdict.failures:
+            print(f"REGRESSION {line}")
+        for line in verdict.notices:
+            print(f"notice: {line}")
+        if not verdict.failures:
+            print(f"no regression: every test that passed in the baseline of each cell passes in {safe(args.compare[1])}")
+        return 1 if verdict.failures else 0
+    if args.older:
+        raise BadInput("--older is for --compare")
     if not args.dirs:
         raise BadInput("name at least one artifact directory (or --compare OLD NEW)")
     cols = collect(args.dirs)
