@@ -71,13 +71,16 @@ def test_rules_do_not_overlap() -> None:
         ("pod", "connect", "ExternalIP", "Full", "on", Plane.NONE),
         ("pod", "connect", "ExternalIP", "Full", "off", Plane.SOCKET),
         ("pod", "connect", "LoadBalancer", "Full", "on", Plane.SOCKET),
+        ("pod", "connect", "ExternalIP", "Hostns-only", "on", Plane.PER_PACKET),  # bpf_lxc has no mitigation check
+        ("pod", "connect", "ExternalIP", "Hostns-only", "off", Plane.PER_PACKET),
+        ("pod", "connect", "LoadBalancer", "Hostns-only", "on", Plane.PER_PACKET),
     ],
 )
 def test_plane_for_each_path(client: str, access: str, frontend: str, coverage: str, mitigation: str, plane: Plane) -> None:
     assert plane_for(client, access, frontend, coverage, mitigation).plane is plane
 
 
-@pytest.mark.parametrize(("args"), [("pod", "connect", "ExternalIP", "Hostns-only", "off"), ("host", "raw", "ClusterIP", "Full", "on"),
+@pytest.mark.parametrize(("args"), [("pod", "raw", "ExternalIP", "Full", "off"), ("host", "raw", "ClusterIP", "Full", "on"),
                                     ("pod", "connect", "NodePort", "Hostns-only", "on")])
 def test_a_path_no_rule_covers_is_an_error_not_a_guess(args: tuple[str, ...]) -> None:
     with pytest.raises(NoRule, match="no sourced rule"):

@@ -46,6 +46,9 @@ SRC_SOCK_WILDCARD = ("cilium/cilium bpf/bpf_sock.c sock4_wildcard_lookup_full: a
 SRC_LXC_PER_PACKET = ("cilium/cilium bpf/bpf_lxc.c: ENABLE_PER_PACKET_LB only if !ENABLE_SOCKET_LB_FULL || ENABLE_SOCKET_LB_HOST_ONLY "
                       "|| ENABLE_L7_LB || ENABLE_SCTP || ENABLE_CLUSTER_AWARE_ADDRESSING (main; the same test without SCTP/"
                       "cluster-aware addressing since v1.12)")
+SRC_LXC_XLATE = ("cilium/cilium bpf/bpf_lxc.c (the index's newest copy, commit not reported) __per_packet_lb_svc_xlate_4: "
+                 "`svc = lb4_lookup_service(&key, is_defined(ENABLE_NODEPORT)); if (svc) {` ... `ret = lb4_local(...)` (only L7 LB "
+                 "and, under full socket LB, local-redirect services skip it); compiled in under hostns-only (SRC_LXC_PER_PACKET)")
 SRC_HOST_NODEPORT = ("cilium/cilium bpf/bpf_host.c + bpf/lib/nodeport.h nodeport_lb4: traffic arriving on the native device "
                      "for a NodePort/LoadBalancer/ExternalIP frontend is load-balanced per packet (kubeproxy-free.rst, NodePort)")
 SRC_SKIP_XLATE = ("cilium/cilium bpf/bpf_sock.c sock4_skip_xlate (CVE-2020-8554 mitigation): an ExternalIP that is not a host "
@@ -149,6 +152,12 @@ PLANE_RULES: tuple[PlaneRule, ...] = (
               "with the mitigation disabled the socket hook translates ExternalIPs like any service", SRC_SKIP_XLATE),
     PlaneRule("pod", "connect", "LoadBalancer", "Full", ANY, Plane.SOCKET,
               "LoadBalancer VIPs are not subject to sock4_skip_xlate", SRC_SKIP_XLATE_LB),
+    PlaneRule("pod", "connect", "ExternalIP", "Hostns-only", ANY, Plane.PER_PACKET,
+              "the socket hook skips pod namespaces (-ENXIO); bpf_lxc's per-packet LB looks every frontend up in the service "
+              "map and translates it, with no CVE-2020-8554 check (that one is bpf_sock's sock4_skip_xlate), so the mitigation "
+              "does not apply", SRC_SOCK_FWD + "; " + SRC_LXC_XLATE),
+    PlaneRule("pod", "connect", "LoadBalancer", "Hostns-only", ANY, Plane.PER_PACKET,
+              "the socket hook skips pod namespaces (-ENXIO); bpf_lxc's per-packet LB translates the VIP", SRC_SOCK_FWD + "; " + SRC_LXC_XLATE),
 )
 
 
