@@ -196,6 +196,24 @@ def test_probe_image_is_loaded_into_the_nodes(pytester: pytest.Pytester, stubbed
     assert ["load", "docker-image", "--name", "kpr-stub", "probe:dev"] in calls(stubbed, "kind")
 
 
+def test_a_published_probe_image_reaches_kind_as_this_platform_alone(pytester: pytest.Pytester, stubbed: Path) -> None:
+    """A digest-pinned image (a multi-platform index) is pulled for this platform, saved as this platform alone and loaded
+    as an archive: `kind load docker-image` of it fails under Docker's containerd image store (kind#3795)."""
+    from pytest_kpr.cluster.kind import node_platform
+
+    (stubbed / "no-probe-image").touch()  # not built here: the preflight pulls it
+    image = "ghcr.io/pytest-kpr/pytest-kpr/probe:0.1.0@sha256:" + "ab" * 32
+    result = run_offline(pytester, "--kpr-cluster-name=kpr-stub", f"--kpr-probe-image={image}")
+    result.assert_outcomes(passed=1)
+    docker, kind = calls(stubbed, "docker"), calls(stubbed, "kind")
+    assert ["pull", "--platform", node_platform(), image] in docker
+    save = next(c for c in docker if c[:2] == ["image", "save"])
+    assert save[2:4] == ["--platform", node_platform()] and save[-1] == image
+    load = next(c for c in kind if c[:1] == ["load"])
+    assert load[:4] == ["load", "image-archive", "--name", "kpr-stub"] and load[4] == save[save.index("-o") + 1]
+    assert not any(c[:2] == ["load", "docker-image"] for c in kind)
+
+
 def test_a_missing_probe_image_is_one_clear_line_before_any_cluster_is_made(pytester: pytest.Pytester, stubbed: Path) -> None:
     (stubbed / "no-probe-image").touch()
     result = run_offline(pytester, "--kpr-cluster-name=kpr-stub")

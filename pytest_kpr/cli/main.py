@@ -43,8 +43,9 @@ def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:  # type
     from .lbmodel import register as lbmodel
     from .netraw import register as with_net_raw
     from .probe import register as probe
+    from .probe_image import register as probe_image
 
-    return [parse, probe, lbmodel, matrix, with_net_raw]
+    return [parse, probe, probe_image, lbmodel, matrix, with_net_raw]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

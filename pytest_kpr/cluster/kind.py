@@ -133,8 +133,8 @@ class KindProvider:
                 problems.insert(0, str(e))
         if "docker" in self._tools and not any(p.startswith("no Docker daemon") for p in problems):
             r = self._tools["docker"].run(["image", "inspect", "--format", "{{.Id}}", s.probe_image], timeout=30)
-            if not r.ok and "@sha256:" in s.probe_image:  # a published image, pinned by digest: pull it for `kind load`
-                r = self._tools["docker"].run(["pull", s.probe_image], timeout=600)
+            if not r.ok and "@sha256:" in s.probe_image:  # a published image, pinned by digest: pull this node's platform only
+                r = self._tools["docker"].run(["pull", "--platform", node_platform(), s.probe_image], timeout=600)
             if not r.ok:
                 problems.append(
                     f"probe image {s.probe_image} is not in the local Docker: build it with `make probe-image` "
@@ -182,10 +182,8 @@ class KindProvider:
             except Exception as e:  # subprocess.CalledProcessError from pytest-kind, with kind's output on stderr
                 raise ProvisioningError(f"kind create cluster {s.cluster_name} failed: {e}") from e
         kubeconfig = Path(self.cluster.kubeconfig_path)
-        progress(f"loading the probe image {s.probe_image} into the nodes (kind load docker-image)")
-        r = kind.run(["load", "docker-image", "--name", s.cluster_name, s.probe_image], timeout=self.timeouts.CLUSTER_CREATE)
-        if not r.ok:
-            raise ProvisioningError(f"`kind load docker-image {s.probe_image}` failed: {(r.stderr or r.stdout).strip()}")
+        progress(f"loading the probe image {s.probe_image} into the nodes (kind load)")
+        self._load_probe_image(kind)
         self.on_phase("install")
         cilium.helm_install(self._tools["helm"], s, s.cluster_name, kubeconfig, progress, self.timeouts.CILIUM_READY)
         kube = self.kube_factory(kubeconfig, None)
@@ -198,6 +196,30 @@ class KindProvider:
             kubeconfig=kubeconfig,
             outside=LocalOutside(),
         )
+
+    def _load_probe_image(self, kind: Tool) -> None:
+        """The probe image into the nodes. A locally built image is one platform: ``kind load docker-image``. A published
+        one is pinned by digest to a multi-platform index, which ``kind load docker-image`` cannot import under Docker's
+        containerd image store (kind#3795: the save references every platform, only this one was pulled); as kind's own
+        docs advise (kind#4247), save this platform alone and load the archive."""
+        import tempfile
+
+        s = self.settings
+        if "@sha256:" not in s.probe_image:
+            argv = ["load", "docker-image", "--name", s.cluster_name, s.probe_image]
+            r = kind.run(argv, timeout=self.timeouts.CLUSTER_CREATE)
+            if not r.ok:
+                raise ProvisioningError(f"`kind load docker-image {s.probe_image}` failed: {(r.stderr or r.stdout).strip()}")
+            return
+        with tempfile.TemporaryDirectory(prefix=f"kpr-probe-{os.getpid()}-") as d:
+            archive = str(Path(d) / "probe.tar")
+            r = self._tools["docker"].run(["image", "save", "--platform", node_platform(), "-o", archive, s.probe_image], timeout=600)
+            if not r.ok:
+                raise ProvisioningError(f"`docker image save --platform {node_platform()} {s.probe_image}` failed (Docker 28 or newer saves "
+                                        f"one platform): {(r.stderr or r.stdout).strip()}")
+            r = kind.run(["load", "image-archive", "--name", s.cluster_name, archive], timeout=self.timeouts.CLUSTER_CREATE)
+            if not r.ok:
+                raise ProvisioningError(f"`kind load image-archive` of {s.probe_image} failed: {(r.stderr or r.stdout).strip()}")
 
     def share(self, handle: ClusterHandle) -> dict[str, Any]:
         """What another worker of the run needs to use this cluster (pytest_kpr.run.shared_run)."""
@@ -263,3 +285,11 @@ def default_env_kubeconfig() -> Path | None:
         return Path(env.split(os.pathsep)[0])
     p = Path.home() / ".kube" / "config"
     return p if p.exists() else None
+
+
+def node_platform() -> str:
+    """The platform of this machine's Docker and kind nodes, as ``docker --platform`` names it (``linux/amd64``)."""
+    import platform
+
+    machine = platform.machine().lower()
+    return "linux/" + {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(machine, machine)
