@@ -32,10 +32,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = ["5.10.0-46-amd64", "6.1.0-50-amd64", "6.12.107+deb12-amd64"]
-#: kernels that are not in the host's Debian release: fetched from this release's archive with a private apt configuration
-#: under the cache (the host's sources and package lists are left alone). 5.10 is below 6.1: the socket plane's
-#: connect() fails with EPERM there (clusters/kernels.yaml sock_addr_set_retval), and it is Cilium 1.18+'s floor.
-OTHER_RELEASE = {"5.10.0-46-amd64": "bullseye"}
+#: the Debian release each kernel is packaged in. Every kernel is fetched from Debian's archive with a private apt
+#: configuration under the cache (the host's sources and package lists are left alone), verified with Debian's own
+#: archive keyring (DEBIAN_KEYRING: Debian has it; on Ubuntu, e.g. a GitHub runner, `make qemu-deps` installs Ubuntu's
+#: debian-archive-keyring package, which ships the same file), so the host may be any Debian or Ubuntu release.
+#: 5.10 is below 6.1: the socket plane's connect() fails with EPERM there (clusters/kernels.yaml sock_addr_set_retval),
+#: and it is Cilium 1.18+'s floor.
+RELEASE = {"5.10.0-46-amd64": "bullseye", "6.1.0-50-amd64": "bookworm", "6.12.107+deb12-amd64": "bookworm"}
+DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 ARTIFACTS = REPO / "kpr-artifacts" / "kernels"
 #: insmod order for virtio 9p and overlayfs (a module built into the kernel is simply not found, and skipped)
 MODULES = ["virtio", "virtio_ring", "virtio_pci_legacy_dev", "virtio_pci_modern_dev", "virtio_pci", "netfs", "fscache", "9pnet",
@@ -88,7 +92,9 @@ def fetch(kernel: str, cache: Path) -> Path:
         return root
     root.mkdir(parents=True, exist_ok=True)
     print(f"[kernels] downloading Debian's linux-image-{kernel}", flush=True)
-    apt = private_apt(cache, OTHER_RELEASE[kernel]) if kernel in OTHER_RELEASE else []
+    if not DEBIAN_KEYRING.is_file():
+        raise SystemExit(f"kernel cells: {DEBIAN_KEYRING} is missing: install debian-archive-keyring (make qemu-deps does)")
+    apt = private_apt(cache, RELEASE[kernel])
     cp = subprocess.run(["apt-get", *apt, "download", f"linux-image-{kernel}"], cwd=root, capture_output=True, text=True, timeout=900)
     if cp.returncode != 0:  # stale or missing package lists on a fresh machine: refresh them once
         print("[kernels] refreshing the package lists (apt-get update)", flush=True)
@@ -103,12 +109,14 @@ def fetch(kernel: str, cache: Path) -> Path:
 
 def private_apt(cache: Path, release: str) -> list[str]:
     """apt-get options for Debian ``release``'s archive with its own sources list, package lists and download cache under
-    ``cache`` (the archive key is Debian's keyring, which the host has)."""
+    ``cache``; the archive is verified with Debian's keyring alone (signed-by), whatever keys the host trusts."""
     d = cache / f".apt-{release}"
     for sub in ("lists/partial", "archives/partial"):
         (d / sub).mkdir(parents=True, exist_ok=True)
-    (d / "sources.list").write_text(f"deb http://deb.debian.org/debian {release} main\n"
-                                    f"deb http://deb.debian.org/debian-security {release}-security main\n")
+    signed = f"[signed-by={DEBIAN_KEYRING}]"
+    (d / "sources.list").write_text(f"deb {signed} http://deb.debian.org/debian {release} main\n"
+                                    f"deb {signed} http://deb.debian.org/debian {release}-updates main\n"
+                                    f"deb {signed} http://deb.debian.org/debian-security {release}-security main\n")
     return ["-o", f"Dir::Etc::sourcelist={d / 'sources.list'}", "-o", "Dir::Etc::sourceparts=/dev/null",
             "-o", f"Dir::State::Lists={d / 'lists'}", "-o", f"Dir::Cache={d}", "-o", f"Dir::Cache::archives={d / 'archives'}"]
 

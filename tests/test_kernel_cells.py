@@ -126,3 +126,20 @@ def test_a_dead_runs_work_directory_is_removed_and_a_live_ones_is_kept(tmp_path:
     (tmp_path / "kpr-kernels-notapid-x").mkdir()
     assert kernel_cells.remove_stale_work(tmp_path) == [dead]
     assert not dead.exists() and live.exists() and (tmp_path / "kpr-kernels-notapid-x").exists()
+
+
+def test_every_kernel_comes_from_debians_archive_verified_with_debians_keyring(tmp_path: Path) -> None:
+    """On any host (a GitHub runner is Ubuntu, whose archive has no Debian kernels): each kernel names its Debian
+    release, and the private apt sources trust Debian's archive keyring alone (make qemu-deps installs it)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    try:
+        import kernel_cells
+    finally:
+        sys.path.pop(0)
+    assert set(kernel_cells.KERNELS) <= set(kernel_cells.RELEASE)
+    opts = kernel_cells.private_apt(tmp_path, "bookworm")
+    sources = (tmp_path / ".apt-bookworm" / "sources.list").read_text().splitlines()
+    assert sources and all(s.startswith(f"deb [signed-by={kernel_cells.DEBIAN_KEYRING}] http://deb.debian.org/") for s in sources)
+    assert "Dir::Etc::sourceparts=/dev/null" in opts, "the host's own sources are not read"
+    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
+    assert "debian-archive-keyring" in next(line for line in makefile.splitlines() if line.startswith("QEMU_DEBS"))
