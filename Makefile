@@ -19,14 +19,24 @@ KERNEL_DEBS := iproute2 iptables nftables conntrack clang libbpf-dev bpftool lib
 
 PROBE_IMAGE ?= pytest-kpr-probe:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
-.PHONY: kpr test test-kernels test-browser test-package venv kernel-deps qemu-deps probe-image clean help mutation
+.PHONY: kpr test test-kernels test-browser test-package test-workflows venv kernel-deps qemu-deps probe-image clean help mutation
 
 help:
 	@echo "make kpr    run the kpr conformance suites against kind (pytest -m kpr)"
 	@echo "make test   run the plugin's self-tests"
 
-$(STAMP): pyproject.toml
+# make kpr needs the plugin and its dependencies; the self-tests add the test extra (linters, docs, build) on top
+KPR_STAMP := $(VENV)/.kpr-stamp
+
+$(KPR_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "[kpr] installing pytest-kpr and its dependencies into $(VENV) (pip; about a minute the first time)"
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e . > $(VENV)/pip.log 2>&1 \
+		|| { grep -v "is ignored: it is neither" $(VENV)/pip.log >&2; echo "[kpr] pip install failed (log: $(VENV)/pip.log)" >&2; exit 1; }
+	@$(BIN)/python -c "import pytest_kpr" && touch $@
+
+$(STAMP): $(KPR_STAMP)
+	@echo "[kpr] installing the self-tests' extra (pytest-xdist, linters, mkdocs, act) into $(VENV)"
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]' > $(VENV)/pip.log 2>&1 \
 		|| { grep -v "is ignored: it is neither" $(VENV)/pip.log >&2; echo "[kpr] pip install failed (log: $(VENV)/pip.log)" >&2; exit 1; }
 	@$(BIN)/python -c "import pytest_kpr" && touch $@
@@ -36,13 +46,17 @@ venv: $(STAMP)
 probe-image:
 	docker build -t $(PROBE_IMAGE) -f clusters/images/probe/Dockerfile .
 
-kpr: $(STAMP)
-	@if [ -z "$$(sed -n 's/^  image: "\(.*\)"/\1/p' clusters/versions.yaml)" ] && docker info >/dev/null 2>&1 \
+# the cluster's tools are prepared for kind only: KPR_ARGS=--kpr-provider=fake (a dry run) or =existing needs neither
+KPR_ON_KIND := $(if $(filter --kpr-provider=fake --kpr-provider=existing,$(KPR_ARGS)),,1)
+
+kpr: $(KPR_STAMP)
+	@if [ -n "$(KPR_ON_KIND)" ] && [ -z "$$(sed -n 's/^  image: "\(.*\)"/\1/p' clusters/versions.yaml)" ] && docker info >/dev/null 2>&1 \
 		&& ! docker image inspect $(PROBE_IMAGE) >/dev/null 2>&1; then \
 		echo "[kpr] no published probe image is pinned yet (clusters/versions.yaml probe.image): building $(PROBE_IMAGE) locally"; \
 		$(MAKE) --no-print-directory probe-image; \
 	fi
-	@if ! command -v helm >/dev/null 2>&1; then \
+	@if [ -z "$(KPR_ON_KIND)" ]; then :; \
+	elif ! command -v helm >/dev/null 2>&1; then \
 		echo "[kpr] helm is not on PATH: the preflight will say so (the Cilium chart repository is added once helm is there)"; \
 	elif ! helm repo list 2>/dev/null | grep -q '^cilium[[:space:]]'; then \
 		echo "[kpr] adding the Cilium Helm chart repository (helm repo add cilium https://helm.cilium.io)"; \
@@ -64,7 +78,7 @@ kernel-deps:
 # The timing tests (flow gaps measured in wall time) run after the rest, among themselves only: they mostly sleep, so
 # several at once do not starve each other, while the CPU-bound self-tests would.
 test: $(STAMP) kernel-deps
-	$(BIN)/pytest tests -n $(TEST_WORKERS) --maxprocesses=4 -m "not timing and not browser" $(TEST_ARGS)
+	$(BIN)/pytest tests -n $(TEST_WORKERS) --maxprocesses=4 -m "not timing and not browser and not workflows" $(TEST_ARGS)
 	$(BIN)/pytest tests -n $(TEST_WORKERS) -m timing $(TEST_ARGS)
 
 # What `pip install pytest-kpr` gets: the wheel in a fresh virtualenv, a dry run in an empty directory, the preflight
@@ -73,8 +87,9 @@ test-package: $(STAMP)
 	PYTHON=$(PYTHON) scripts/check_package.sh
 
 # Debian packages for booting other kernels under qemu (make test-kernels); the kernels themselves are
-# Debian's linux-image packages, fetched by scripts/kernel_cells.py into .kernels/.
-QEMU_DEBS := qemu-system-x86 busybox-static kmod xz-utils
+# Debian's linux-image packages, fetched by scripts/kernel_cells.py into .kernels/ from Debian's archive and verified
+# with Debian's archive keyring (debian-archive-keyring: Debian's, or Ubuntu's package of it on a GitHub runner).
+QEMU_DEBS := qemu-system-x86 busybox-static kmod xz-utils debian-archive-keyring
 
 qemu-deps:
 	@missing=""; for p in $(QEMU_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -88,8 +103,9 @@ qemu-deps:
 	fi
 
 # kpr matrix's HTML page and the documentation site in a real headless browser: Debian's chromium (installed when root
-# and missing); the site's screenshot is kept in kpr-artifacts/browser/.
-test-browser: $(STAMP)
+# and missing); the site's screenshot is kept in kpr-artifacts/browser/. The browser runs in a network namespace of its
+# own (nftables: kernel-deps installs it, as a fresh runner may lack it).
+test-browser: $(STAMP) kernel-deps
 	@if ! command -v chromium >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			echo "[kpr] installing Debian's chromium for the browser check"; \
@@ -103,6 +119,13 @@ test-browser: $(STAMP)
 # The real-kernel tier on Debian's 5.10 (bullseye), 6.1 and 6.12 kernels under qemu, and on the host's kernel: a table of cells.
 test-kernels: $(STAMP) kernel-deps qemu-deps
 	$(BIN)/python scripts/kernel_cells.py $(KERNEL_ARGS)
+
+# Every job of every workflow under act on this machine, offline, with stand-ins for the third-party actions
+# (tests/workflows/run.py; the kind, upgrade and kernel cells with provider fake). WORKFLOWS_ARGS="--only kpr-kind.yml"
+# runs one; --list prints the plan and the jobs that cannot run here, with the reason.
+test-workflows: $(STAMP)
+	$(BIN)/python tests/workflows/run.py $(WORKFLOWS_ARGS)
+	$(BIN)/pytest -p no:cacheprovider -m workflows tests/test_outside_caller.py
 
 # Mutation testing of the judgements, rules, model and health parsers (not in `make test`: ~3 min).
 mutation: $(STAMP)

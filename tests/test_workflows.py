@@ -193,7 +193,18 @@ def test_the_reusable_workflow_takes_a_cell_and_grants_cap_net_raw_to_its_run() 
     run = runs(job)
     assert "kpr with-net-raw pytest -m kpr" in run
     assert '--kpr-kubeconfig="$RUNNER_TEMP/kubeconfig"' in run and "KUBECONFIG_DATA" in run
-    assert any("upload-artifact" in s.get("uses", "") and s.get("if") == "always()" for s in steps(job))
+    assert any("upload-artifact" in s.get("uses", "") and str(s.get("if")).startswith("always()") for s in steps(job))
+    # a user's CI: the suites run from an empty directory (the installed plugin's), never a checkout's root
+    assert 'mkdir -p "$RUNNER_TEMP/kpr-cell" && cd "$RUNNER_TEMP/kpr-cell"' in run and '--kpr-artifacts="$out"' in run
+    # a self-hosted runner inside a private network; outputs for the caller's next job
+    assert call["inputs"]["runs-on"]["default"] == '"ubuntu-24.04"' and job["runs-on"] == "${{ fromJSON(inputs.runs-on) }}"
+    assert set(call["outputs"]) == {"exit-status", "artifact-name"}
+    # two calls that differ get two artifact names (upload-artifact v4 refuses a second upload of one name)
+    assert call["inputs"]["artifact-name"]["default"] == "" and 'NAME="kpr-$PROVIDER${CILIUM:+-$CILIUM}-$PROFILE"' in run
+    upload = next(s for s in steps(job) if "upload-artifact" in s.get("uses", ""))
+    assert upload["with"]["name"] == "${{ steps.cell.outputs.name }}"
+    # the probe image from the installed package (no checkout of this project in a caller's repository)
+    assert "kpr probe-image build --unless-pinned" in run and "docker build" not in run
 
 
 def test_the_docs_show_a_caller_of_about_ten_lines_that_the_reusable_workflow_accepts() -> None:
@@ -220,6 +231,10 @@ def test_a_release_builds_once_checks_and_publishes_by_trusted_publishing_with_t
     assert any("pypa/gh-action-pypi-publish@" in s.get("uses", "") for s in steps(pypi))
     assert not any(s.get("with", {}).get("password") for s in steps(pypi)), "no token: trusted publishing"
     assert wf["jobs"]["probe-image"]["uses"] == "./.github/workflows/probe-image.yml"
+    # the image is pushed first, and the wheel pins its digest (the default --kpr-probe-image of that release)
+    assert wf["jobs"]["build"]["needs"] == "probe-image" and wf["jobs"]["probe-image"]["needs"] == "version"
+    assert "needs.probe-image.outputs.image" in str(steps(build)) and "clusters/versions.yaml" in runs(build)
+    assert "pytest_kpr/clusters/versions.yaml" in runs(build), "the built wheel is checked to carry the pin"
     push = next(s for s in steps(load("probe-image.yml")["jobs"]["publish"]) if "build-push-action" in s.get("uses", ""))
     assert push["with"]["platforms"] == "linux/amd64,linux/arm64"
 

