@@ -79,3 +79,15 @@ def test_the_plan_names_every_workflow_and_what_cannot_run_here() -> None:
     assert all(why for why in harness.STEPS_NOT_RUN.values())
     skipping = harness.plans({"KPR_SKIP_KERNELS": "1"})[0]
     assert "kernels" not in skipping.jobs and "KPR_SKIP_KERNELS" in skipping.skipped["kernels"]
+
+
+@pytest.mark.parametrize(("job", "labels", "mine"), [
+    ("matrix", ["kpr-on-kind/matrix", "cilium-1/kpr-cell/kpr"], ["kpr-on-kind/matrix"]),
+    ("cilium", ["cilium-1/kpr-cell/kpr", "cilium-2/kpr-cell/kpr", "kpr-on-kind/matrix"], ["cilium-1/kpr-cell/kpr", "cilium-2/kpr-cell/kpr"]),
+    ("report", ["kpr-on-kind/report    ", "kpr-on-kind/matrix"], ["kpr-on-kind/report    "]),
+    ("kernel", ["kpr-kernels/kernel-3", "kpr-kernels/kernels"], ["kpr-kernels/kernel-3"]),
+    ("probe-image", ["probe-image/probe-image/publish", "publish/version"], ["probe-image/probe-image/publish"]),
+    ("upgrade", ["kpr-upgrade/matrix"], []),
+])
+def test_a_job_is_found_by_the_labels_act_gives_its_runs(job: str, labels: list[str], mine: list[str]) -> None:
+    assert harness.ran(job, dict.fromkeys(labels, "succeeded")) == mine

@@ -219,9 +219,11 @@ def run_act(plan: Plan, work: Path, source: Path, env: dict[str, str], actions: 
 
 
 def ran(job: str, labels: dict[str, str]) -> list[str]:
-    """The labels act gave the runs of a top-level ``job`` (``job``, ``job-2``, ``job (x)``, ``job/sub/...``)."""
-    return [lbl for lbl in labels if re.match(rf"^{re.escape(job)}(?:[-/ (]|$)", lbl.split("/", 1)[-1] if lbl.count("/") and
-                                                                                       not lbl.startswith(job) else lbl)]
+    """The labels act gave the runs of a top-level ``job``: ``WORKFLOW/JOB`` (``-N`` for each matrix entry) for a job
+    with steps, ``JOB/CALLED WORKFLOW/ITS JOB`` (``JOB-N/...``) for a call of a reusable workflow."""
+    own = re.compile(rf"^[^/]+/{re.escape(job)}(?:-\d+)?$")
+    call = re.compile(rf"^{re.escape(job)}(?:-\d+)?/")
+    return [lbl for lbl in labels if own.match(lbl.strip()) or call.match(lbl.strip())]
 
 
 def check(plan: Plan, rc: int, results: dict[str, str], log: Path, work: Path) -> list[str]:
