@@ -91,3 +91,24 @@ def test_the_plan_names_every_workflow_and_what_cannot_run_here() -> None:
 ])
 def test_a_job_is_found_by_the_labels_act_gives_its_runs(job: str, labels: list[str], mine: list[str]) -> None:
     assert harness.ran(job, dict.fromkeys(labels, "succeeded")) == mine
+
+
+def test_an_interrupted_act_leaves_no_process_behind(tmp_path: Path) -> None:
+    """act runs each step in a session of its own: stopping act's process group would orphan a step's processes (make,
+    qemu). The harness stops act's whole tree, and only that."""
+    import time
+
+    p = subprocess.Popen(["bash", "-c", f"setsid sleep 300 & sleep 300 & echo $! > {tmp_path / 'pid'}; wait"], start_new_session=True)
+    deadline = time.monotonic() + 10
+    while len(harness.descendants(p.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    tree = harness.descendants(p.pid)
+    assert len(tree) >= 2
+    bystander = subprocess.Popen(["sleep", "300"])
+    try:
+        harness.stop_tree(p)
+        assert p.poll() is not None and not [pid for pid in tree if harness.alive(pid)]
+        assert bystander.poll() is None, "a process outside act's tree is left alone"
+    finally:
+        bystander.kill()
+        bystander.wait()

@@ -19,6 +19,7 @@ kpr-artifacts/workflows/.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -27,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,6 +169,8 @@ def seed(gh_runs: Path, work: Path, env: dict[str, str]) -> None:
 
 
 JOB_END = re.compile(r"^\[(?P<label>[^\]]+)\]\s+🏁\s+Job (?P<result>succeeded|failed)")
+#: a step of a job starting: what the progress line says the job is doing
+STEP = re.compile(r"^\[(?P<label>[^\]]+)\]\s+⭐ Run Main (?P<step>.+)$")
 
 
 def run_act(plan: Plan, work: Path, source: Path, env: dict[str, str], actions: dict[str, Path], *, gh_runs: Path,
@@ -196,26 +200,82 @@ def run_act(plan: Plan, work: Path, source: Path, env: dict[str, str], actions: 
     LOGS.mkdir(parents=True, exist_ok=True)
     log = LOGS / f"{name}.log"
     results: dict[str, str] = {}
-    with open(log, "w") as out:
+    running: dict[str, str] = {}  # job label -> the step it is in
+    done = threading.Event()
+
+    def heartbeat() -> None:  # progress on a long wait: a job such as the kernel cells runs for many minutes
+        t0 = time.monotonic()
+        while not done.wait(120):
+            now = "; ".join(f"{lbl}: {step}" for lbl, step in sorted(running.items())) or "starting"
+            print(f"[workflows]   ... {time.monotonic() - t0:.0f} s: {now}", flush=True)
+
+    threading.Thread(target=heartbeat, daemon=True).start()
+    with open(log, "w", buffering=1) as out:  # line-buffered: the log can be followed while a long job runs
         p = subprocess.Popen(argv, cwd=source, env=act_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              errors="replace", start_new_session=True)
         try:
             assert p.stdout is not None
             for line in p.stdout:
                 out.write(line)
+                step = STEP.match(line)
+                if step:
+                    running[step["label"].strip()] = step["step"][:80]
                 m = JOB_END.match(line)
                 if m:
+                    running.pop(m["label"].strip(), None)
                     results[m["label"]] = m["result"]
                     print(f"[workflows]   {m['label']}: {m['result']}", flush=True)
             rc = p.wait()
         finally:
             if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
+                stop_tree(p)
+            done.set()
     return rc, results, log
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (act runs each step in a session of its own, so a process group does not reach
+    them: the tree is read from /proc, parents first)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def alive(pid: int) -> bool:
+    """A process that runs (a zombie has ended: its parent has only to reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def stop_tree(p: subprocess.Popen) -> None:  # type: ignore[type-arg]
+    """Ctrl-C or a failure while act runs: SIGTERM to act and every process below it (a step's own cleanup runs: the
+    kernel cells remove their VMs), SIGKILL to what is left after 30 s. Only this run's processes: its own tree."""
+    tree = [p.pid, *descendants(p.pid)]
+    for pid in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(alive(pid) for pid in tree):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=0.5)
+    for pid in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        p.wait(timeout=5)
 
 
 def ran(job: str, labels: dict[str, str]) -> list[str]:
@@ -289,6 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C, even where a shell started us ignoring it
     failed: list[str] = []
     t_all = time.monotonic()
     try:
@@ -326,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         if args.keep:
             print(f"[workflows] kept {work}")
         else:
