@@ -112,3 +112,8 @@ def test_an_interrupted_act_leaves_no_process_behind(tmp_path: Path) -> None:
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_the_jobs_get_a_fresh_runners_environment_not_this_shells_settings() -> None:
+    env = harness.runner_env({"PATH": "/usr/bin", "KPR_REQUIRE_NETNS": "1", "KPR_SKIP_KERNELS": "1", "VIRTUAL_ENV": "/v", "HOME": "/root"})
+    assert env == {"PATH": "/usr/bin", "HOME": "/root"}

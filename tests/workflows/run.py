@@ -66,6 +66,12 @@ class Plan:
     skipped: dict[str, str] = field(default_factory=dict)  # job -> why it is not run this time
 
 
+def runner_env(environ: "os._Environ[str] | dict[str, str]") -> dict[str, str]:
+    """The environment the jobs see, as a fresh runner's: this shell's pytest-kpr settings (KPR_REQUIRE_NETNS from
+    .ci/run, KPR_SKIP_KERNELS, ...) and virtualenv stay out; a job sets what it needs itself (selftest.yml does)."""
+    return {k: v for k, v in environ.items() if not k.startswith("KPR_") and k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+
+
 def plans(env: dict[str, str]) -> list[Plan]:
     version = re.search(r'^version = "(.*)"', (REPO / "pyproject.toml").read_text(), re.M)[1]  # type: ignore[index]
     push = {"ref": "refs/heads/main", "repository": {"full_name": GITHUB_REPOSITORY, "default_branch": "main"}}
@@ -320,9 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the work directory (printed)")
     ap.add_argument("--list", action="store_true", help="print the plan and what cannot run here, then exit")
     args = ap.parse_args(argv)
-    env = dict(os.environ)
-    env.pop("VIRTUAL_ENV", None)
-    todo = plans(env)
+    todo = plans(dict(os.environ))  # KPR_SKIP_KERNELS is the harness's
+    env = runner_env(os.environ)
     if args.only:
         want = {o.split(":", 1)[0]: (o.split(":", 1)[1].split(",") if ":" in o else []) for o in args.only}
         todo = [p for p in todo if p.workflow in want]
