@@ -22,7 +22,7 @@ repo=${GITHUB_REPOSITORY:-}
 [ -n "$repo" ] || cannot "GITHUB_REPOSITORY is not set (it names the repository whose runs on main are the baseline)"
 command -v gh >/dev/null || cannot "gh is not on PATH"
 command -v kpr >/dev/null || cannot "kpr is not on PATH (install pytest-kpr first)"
-if ! { [ -d "$new" ] && find "$new" -name cluster.json -print -quit | grep -q .; }; then
+if ! { [ -d "$new" ] && [ -n "$(find "$new" -name cluster.json -print -quit)" ]; }; then
   cannot "no cells in $new (no artifact matched $pattern, or the cells uploaded nothing)"
 fi
 
@@ -46,7 +46,7 @@ for id in $ids; do
   d="$baseline/$(printf '%02d' "$n")-run-$id"
   got=0
   gh run download "$id" --repo "$repo" --pattern "$pattern" --dir "$d" >"$baseline/dl.log" 2>&1 || got=$?
-  if [ "$got" = 0 ] && find "$d" -name cluster.json -print -quit | grep -q .; then
+  if [ "$got" = 0 ] && [ -n "$(find "$d" -name cluster.json -print -quit 2>/dev/null)" ]; then
     echo "regression gate: baseline run $id of $workflow on main"
     dirs+=("$d")
     n=$((n + 1))
