@@ -71,7 +71,7 @@ def test_a_repository_calling_the_reusable_workflow_as_the_guide_shows_gets_the_
     (caller / ".github" / "workflows").mkdir(parents=True)
     (caller / ".github" / "workflows" / "kpr.yml").write_text(caller_yaml)
     (caller / "README.md").write_text("a platform team's repository\n")
-    _commit(caller)
+    harness.commit_repository(caller, "https://github.com/example-org/platform.git", "the guide's example, as a dry run")
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     plan = harness.Plan("kpr.yml", "push", {"ref": "refs/heads/main", "repository": {"full_name": "example-org/platform"}})
     actions = {**harness.action_map(), f"{owner_repo}@{at}": library}
@@ -94,10 +94,3 @@ def test_a_repository_calling_the_reusable_workflow_as_the_guide_shows_gets_the_
         assert not list((artifacts / name).rglob("kubeconfig")), "no credentials in the evidence"
     assert text.count("::set-output:: exit-status=0") == 2, "the workflow's exit-status output, for each call"
 
-
-def _commit(repo: Path) -> None:
-    git = ["git", "-C", str(repo), "-c", "user.name=kpr", "-c", "user.email=kpr@localhost", "-c", "commit.gpgsign=false"]
-    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "the guide's example, as a dry run"], check=True)
-    subprocess.run([*git, "remote", "add", "origin", "https://github.com/example-org/platform.git"], check=True)

@@ -33,6 +33,8 @@ from .results import verdict
 
 #: a version-like token in an artifact's name: 1.19.8, 6.1-20250616.013250, 6.1.0-50-amd64, 1.18.5-1.19.8
 _VERSIONED = re.compile(r"(\d+)\.(\d+)(?:[.+~][0-9A-Za-z]+|-(?!\d{1,3}\.\d{1,3}(?:\D|$))[0-9A-Za-z]+)*")
+#: a verdict as the outcome of the test that would give it (a run without per-test records has only verdicts)
+OUTCOME = {"pass": "passed", "fail": "failed", "skip": "skipped", "xfail": "xfailed"}
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
@@ -123,7 +125,7 @@ def _read_outcomes(run: Run) -> None:
             continue
         fams = cell.get("families") or {}  # no per-test record (a JUnit-only run): the recorded verdicts are all there is
         for fam, v in (fams.items() if fams else [("", cell["verdict"])]):
-            run.outcomes[(prop, fam)] = [{"pass": "passed", "fail": "failed", "skip": "skipped", "xfail": "xfailed"}.get(v, v)]
+            run.outcomes[(prop, fam)] = [OUTCOME.get(v, v)]
     rec = col.run or {}
     failed = [t for t, o in run.tests.items() if o == "failed"]
     if rec.get("exit_status") == 0 and failed:
@@ -196,8 +198,7 @@ def _judge(base: list[Run], n: Run) -> list[str]:
         outs = n.outcomes.get((prop, fam))
         now = verdict(outs) if outs is not None else None
         if now != "pass":
-            worst = None if now is None else {"fail": "failed", "skip": "skipped", "xfail": "xfailed"}[now]
-            families.setdefault(prop, []).append(_VERB[worst] + (f" for {safe(fam)}" if fam else ""))
+            families.setdefault(prop, []).append(_VERB[OUTCOME.get(now)] + (f" for {safe(fam)}" if fam else ""))
     passed = set.intersection(*({t for t, o in b.tests.items() if o == "passed"} for b in base))
     props = {str(t.get("test")): str(t.get("property") or "?") for t in n.col.tests if isinstance(t, dict)}
     for test in sorted(passed):

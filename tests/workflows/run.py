@@ -130,10 +130,16 @@ def snapshot(src: Path, dest: Path, remote: str = f"https://github.com/{GITHUB_R
         if p.is_file() or p.is_symlink():
             (dest / os.fsdecode(f)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(p, dest / os.fsdecode(f), follow_symlinks=False)
-    git = ["git", "-C", str(dest), "-c", "user.name=kpr", "-c", "user.email=kpr@localhost", "-c", "commit.gpgsign=false"]
+    return commit_repository(dest, remote, "snapshot for act")
+
+
+def commit_repository(d: Path, remote: str, message: str) -> str:
+    """``d``'s files as a new git repository: one commit on main, ``remote`` as origin (act reads the repository's name
+    and the ref from it); its sha."""
+    git = ["git", "-C", str(d), "-c", "user.name=kpr", "-c", "user.email=kpr@localhost", "-c", "commit.gpgsign=false"]
     subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "snapshot for act"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", message], check=True)
     subprocess.run([*git, "remote", "add", "origin", remote], check=True)
     return subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
 
