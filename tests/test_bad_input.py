@@ -368,6 +368,8 @@ def test_random_yaml_bytes_never_break_lbmodel_replay(raw: bytes, tmp_path_facto
 @example(name="artifacts", value="a" * 300).via("a name past NAME_MAX: every look-up of the path raised OSError")
 @example(name="kind_config", value="0\n0").via("a newline in a value made the error two lines")
 @example(name="profile", value="a" * 300).via("a profile name past NAME_MAX: looking for its kind config raised OSError")
+@example(name="artifacts", value="~\x00").via("found by a fresh-clone run: '~' was expanded before the NUL check, ValueError")
+@example(name="kind_config", value="~a\x00b").via("the same for a file option: expanduser looked up the user 'a\\x00b'")
 def test_random_option_values_are_a_settings_error_or_a_value(name: str, value: str) -> None:
     """Every value of every --kpr-* option either resolves or is a SettingsError (one line): never another exception."""
     from pytest_kpr.core.errors import SettingsError

@@ -196,10 +196,13 @@ def _seed(text: str) -> int:
 def _path(text: str) -> Path:
     """A path the kernel can take: no NUL, no component over NAME_MAX (255 bytes), at most PATH_MAX (4096) in all --
     beyond those, every look-up of it raises instead of answering."""
+    bad = SettingsError(f"{inputs.show(text)} is not a usable path (a NUL byte, a name over 255 bytes or a path over 4096)")
+    if "\x00" in text:  # before expanduser: '~a\x00' would look the user 'a\x00' up, which raises ValueError
+        raise bad
     p = Path(os.path.expanduser(text.strip()))
-    raw = os.fsencode(str(p)) if "\x00" not in str(p) else b"\x00"
-    if b"\x00" in raw or len(raw) >= 4096 or any(len(os.fsencode(part)) > 255 for part in p.parts):
-        raise SettingsError(f"{inputs.show(text)} is not a usable path (a NUL byte, a name over 255 bytes or a path over 4096)")
+    raw = os.fsencode(str(p))
+    if len(raw) >= 4096 or any(len(os.fsencode(part)) > 255 for part in p.parts):
+        raise bad
     return p
 
 
