@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["pytester", "ci_gate"]
+pytest_plugins = ["pytester", "ci_gate", "cpu_report"]
 
 
 @pytest.fixture

@@ -119,8 +119,9 @@ def test_the_changelog_and_the_license_are_there() -> None:
 
 
 def test_a_dry_run_in_an_empty_directory_runs_the_packaged_suites(pytester: pytest.Pytester) -> None:
-    """No suites, no clusters/ and no conftest in the directory: the plugin brings them."""
-    result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "--kpr-suites=packaged", "-p", "no:cacheprovider")
+    """No suites, no clusters/ and no conftest in the directory: the plugin brings them. A process of its own, as a user
+    starts it: its CPU is the self-tests' yardstick (tests/cpu_report.py)."""
+    result = pytester.runpytest_subprocess("-m", "kpr", "--kpr-provider=fake", "--kpr-suites=packaged", "-p", "no:cacheprovider")
     assert_the_rest_passed(result)
     result.stdout.fnmatch_lines(["kpr: THIS IS A DRY RUN: the fake cluster answers from pytest-kpr's own rules; nothing about a real "
                                  "datapath is tested"])

@@ -108,6 +108,20 @@ def test_a_run_that_judged_nothing_exits_5_unless_asked(pytester: pytest.Pyteste
     assert pytester.runpytest("-m", "kpr", "--kpr-allow-all-skipped", "-p", "no:cacheprovider").ret == 0
 
 
+def test_listing_the_tests_is_not_a_run(pytester: pytest.Pytester) -> None:
+    """--collect-only follows pytest: exit 0 when tests were collected, 5 when none; "no property was judged" is for runs."""
+    from helpers import use_fake_cluster
+
+    use_fake_cluster(pytester, "pod_ready_ticks=0")
+    pytester.makepyfile("import pytest\n\n@pytest.mark.kpr\ndef test_x(kpr_facts):\n    pytest.skip('not here')\n")
+    result = pytester.runpytest("-m", "kpr", "--collect-only", "-q", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*test_x*", "1 test collected*"])
+    assert "no property was judged" not in result.stdout.str()
+    none = pytester.runpytest("-m", "kpr and nothing", "--collect-only", "-q", "-p", "no:cacheprovider")
+    assert none.ret == 5 and "no property was judged" not in none.stdout.str()
+
+
 @pytest.mark.parametrize(("profile", "family"), [("dual-stack", "dual"), ("ipv6", "ipv6"), ("default", None)])
 def test_a_profile_with_a_kind_config_of_its_name_creates_the_cluster_from_it(profile: str, family: str | None) -> None:
     """dual-stack and ipv6 change the cluster itself: kind's ipFamily, with kind's IPv6 subnets; --kpr-kind-config still wins."""

@@ -498,8 +498,10 @@ EXIT_NOTHING_JUDGED = 5
 
 def _nothing_judged(session: pytest.Session, s: KprSession) -> None:
     """A kpr run in which no property was judged -- every kpr test skipped or deselected -- is not a pass: it exits 5
-    with one line, unless --kpr-allow-all-skipped. (A worker leaves it to the controller, which has every outcome.)"""
-    if getattr(session.config, "workerinput", None) is not None or not _selects_kpr(session.config) or session.exitstatus != 0:
+    with one line, unless --kpr-allow-all-skipped. (A worker leaves it to the controller, which has every outcome.) Listing
+    the tests (--collect-only) is not a run: pytest's own status stands (0 when tests were collected, 5 when none)."""
+    if (getattr(session.config, "workerinput", None) is not None or not _selects_kpr(session.config) or session.exitstatus != 0
+            or session.config.option.collectonly):
         return
     judged = sum(1 for outs in s.outcomes.values() for o in outs if o in ("passed", "failed", "xfailed"))
     if judged or s.settings.allow_all_skipped:
