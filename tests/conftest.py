@@ -21,19 +21,21 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
 
 
 def _hypothesis_profiles() -> None:
-    """CI runs Hypothesis derandomised and without a database (the same examples every run): a property
-    that fails only on some seeds is found by running it many times with fresh databases before it is
-    committed (docs/explanation/shared-vip.md, "The model"), and each counterexample becomes an explicit example."""
-    import os
-
+    """Every run replays the same examples: derandomised (Hypothesis's seed is fixed per test), without a database, so
+    make test passes or fails the same way on every machine and every run, CI or not. Finding new examples is a
+    separate step: scripts/hypothesis_fresh_runs.sh N FILE sets KPR_HYPOTHESIS=explore (random seeds, three times the
+    examples: helpers.examples) and runs the file N times; each counterexample it finds becomes an explicit @example
+    (docs/contributing/index.md, "Property tests")."""
     from hypothesis import HealthCheck, settings
+
+    from helpers import EXPLORING
 
     # no deadline: a self-test must not depend on the machine's speed (a 200 ms deadline failed a loaded run of
     # scripts/stress_selftests.sh: an example took 312 ms)
     calm = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}  # nor its generation speed
-    settings.register_profile("kpr", **calm)
-    settings.register_profile("ci", derandomize=True, database=None, print_blob=True, **calm)
-    settings.load_profile("ci" if os.environ.get("CI") else "kpr")
+    settings.register_profile("replay", derandomize=True, database=None, print_blob=True, **calm)
+    settings.register_profile("explore", derandomize=False, database=None, print_blob=True, **calm)
+    settings.load_profile("explore" if EXPLORING else "replay")
 
 
 _hypothesis_profiles()

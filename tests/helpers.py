@@ -1,12 +1,24 @@
-"""Helpers for pytester runs against the in-memory fake cluster."""
+"""Helpers for pytester runs against the in-memory fake cluster, and the property tests' example counts."""
 
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from typing import Any
 
 import pytest
+
+#: Hypothesis explores (random seeds, EXPLORE_FACTOR times the examples) only when scripts/hypothesis_fresh_runs.sh
+#: asks for it; every other run, make test included, replays the same derandomised examples (tests/conftest.py)
+EXPLORING = os.environ.get("KPR_HYPOTHESIS") == "explore"
+EXPLORE_FACTOR = 3
+
+
+def examples(n: int) -> int:
+    """A property test's max_examples: ``n`` in the derandomised runs, ``EXPLORE_FACTOR * n`` when exploring."""
+    return n * EXPLORE_FACTOR if EXPLORING else n
+
 
 FAKE_CONFTEST = """
 import pytest

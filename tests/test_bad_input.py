@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 from typing import Any
 
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -203,7 +204,7 @@ _port_like = st.one_of(st.integers(-5, 70000).map(str), _text)
 _host_like = st.one_of(st.sampled_from(["10.0.0.1", "[fd00::1]", "fd00::1", "[::]", "localhost", "a..b", "-x", ""]), _text)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kind=st.sampled_from(["syn", "connect", "http", "hold"]), host=_host_like, port=_port_like,
        options=st.lists(st.tuples(st.sampled_from(["--timeout", "--sport", "--seconds", "--json", "--bogus"]), _port_like), max_size=3))
 @example(kind="syn", host="10.0.0.1", port="70000", options=[])
@@ -249,7 +250,7 @@ _values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_siz
                        max_leaves=20)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=_values)
 @example(data={"events": [{"op": "upsert", "service": "a/b", "frontends": ["10.0.0.1:80/TCP"], "at_ms": float("nan")}]})
 @example(data={"window_ms": float("inf"), "events": []})
@@ -268,7 +269,7 @@ def test_random_replay_files_never_raise(data: Any, tmp_path_factory: pytest.Tem
         assert json.loads(out)["frontends"] is not None
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(fmt=st.sampled_from(sorted(FORMATS)), raw=st.one_of(st.binary(max_size=200), _text.map(str.encode),
                                                              st.lists(st.sampled_from(["{", "}", "[", "]", "\"a\":", "1", ",", "\n", " ", "null",
                                                                                        "TCP OUT ", "10.0.0.1:80", " -> ", "Modules Health:",
@@ -319,7 +320,7 @@ _artifact = st.one_of(st.binary(max_size=300), _json_values.map(lambda v: json.d
                       _json_values.map(lambda v: json.dumps(v).encode()[: max(1, len(json.dumps(v)) // 2)]))  # cut short
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(cluster=_artifact, results=st.one_of(st.none(), _artifact), compare=st.booleans())
 @example(cluster=b'{"cilium_version": "1.20.5"}', results=b"{}", compare=True)
 @example(cluster=b'{"cilium_version": "1.20.5", "nodes": [{"kernel": 5}]}', results=None, compare=False)
@@ -342,7 +343,7 @@ def test_random_artifacts_never_break_the_matrix_or_its_gate(cluster: bytes, res
 
 # -- kpr lbmodel replay from raw bytes (YAML's own syntax, aliases included) --------------------------------------------
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(raw=st.one_of(st.binary(max_size=200),
                      st.lists(st.sampled_from(["events:", " - ", "{", "}", "[", "]", "&a ", "*a", "<<: ", "!!python/object ", "at_ms: ",
                                                "1e999", ".nan", "op: upsert", "service: a/b", "frontends: ", "'10.0.0.1:80/TCP'", "\n",
@@ -360,7 +361,7 @@ def test_random_yaml_bytes_never_break_lbmodel_replay(raw: bytes, tmp_path_facto
 
 # -- --kpr-* option values ------------------------------------------------------------------------------------------------
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(name=st.sampled_from(sorted(o.name for o in __import__("pytest_kpr.run.settings", fromlist=["OPTIONS"]).OPTIONS if o.kind == "value")),
        value=st.one_of(_text, st.sampled_from(["1e300", "-1", "0", "nan", "1.20.2;id", "../../x", "a" * 300, "", " "])))
 @example(name="upgrade_to", value="1.20.2;id")
@@ -379,3 +380,16 @@ def test_random_option_values_are_a_settings_error_or_a_value(name: str, value: 
         resolve({f"kpr_{name}": value}, lambda key: None, REPO)
     except SettingsError as e:
         assert "\n" not in str(e) and str(e)
+
+
+def test_the_self_tests_replay_the_same_examples_unless_asked_to_explore() -> None:
+    """make test (CI or not) is derandomised and has no database: it passes or fails the same way on every run. Only
+    scripts/hypothesis_fresh_runs.sh explores: new seeds and three times the examples."""
+    from hypothesis import settings as current
+
+    assert current.default.derandomize is True and current.default.database is None and examples(100) == 100
+    probe = "import helpers, sys; sys.stdout.write(f'{helpers.EXPLORING} {helpers.examples(100)}')"
+    tests = Path(__file__).parent
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tests, capture_output=True, text=True, env={**os.environ, "KPR_HYPOTHESIS": "explore"})
+    assert out.stdout == "True 300", out.stderr
+    assert "KPR_HYPOTHESIS=explore" in (tests.parent / "scripts" / "hypothesis_fresh_runs.sh").read_text()

@@ -6,11 +6,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 from pathlib import Path
 
 import pytest
 import yaml
+from helpers import examples
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -121,7 +121,7 @@ def test_replay_variant_override_and_errors(tmp_path: Path) -> None:
 
 SERVICES = [f"demo/s{i}" for i in range(4)]
 ADDRS = [f"{VIP}:{p}/TCP" for p in (80, 81, 82)]
-EXAMPLES = int(os.environ.get("KPR_HYPOTHESIS_EXAMPLES", "60"))
+EXAMPLES = examples(60)
 
 
 class FrontendOwnership(RuleBasedStateMachine):

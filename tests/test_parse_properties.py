@@ -9,9 +9,9 @@ inserted anywhere in a line.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Callable
 
+from helpers import examples
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +20,7 @@ from pytest_kpr.parse.ct import CT_FLAGS, ct_list_json
 from pytest_kpr.parse.formats import parse_as
 from pytest_kpr.testing import render
 
-SETTINGS = settings(max_examples=int(os.environ.get("KPR_HYPOTHESIS_EXAMPLES", "120")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GARBLE = "#!~$%^&*?;'\"|\\`@"
 
 ipv4 = st.ip_addresses(v=4).map(str)

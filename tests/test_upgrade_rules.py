@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -161,7 +161,7 @@ FRONTENDS = st.one_of(st.builds("10.96.0.{}:{}/TCP".format, st.integers(1, 254),
 SNAPSHOTS = st.dictionaries(st.sampled_from(["n1", "n2"]), st.dictionaries(FRONTENDS, st.integers(1, 1000), max_size=8), max_size=2)
 
 
-@settings(max_examples=int(os.environ.get("KPR_HYPOTHESIS_EXAMPLES", "120")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(before=SNAPSHOTS, moved=st.sampled_from(["IPv4", "IPv6"]))
 @example(before={"n1": {"10.96.0.1:80/TCP": 1, "[fd00:10:96::1]:80/TCP": 2}}, moved="IPv6")
 @example(before={}, moved="IPv4")
