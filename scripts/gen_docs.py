@@ -66,7 +66,7 @@ def _fault_rows(tests_dir: Path) -> list[tuple[str, str, set[str], list[str]]]:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "FAULTS":
             assert isinstance(node.value, ast.List)
             for elt in node.value.elts:
-                name, config, failing, words = (literal(e, names) for e in elt.elts)  # type: ignore[attr-defined]
+                name, _suites, config, failing, words = (literal(e, names) for e in elt.elts)  # type: ignore[attr-defined]
                 rows.append((name, config, set(failing), list(words)))
     tree = ast.parse((tests_dir / "test_upgrade_vs_fake.py").read_text())
     for node in tree.body:

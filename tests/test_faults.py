@@ -1,19 +1,22 @@
 """A fault per claim: for every suite on the documentation's suites page and every figure in the evidence files,
 the fake can produce that one wrong behaviour, and the suites then fail exactly the tests that check it,
-with words that name the property. Every other test passes. (The shared-VIP suite, two thirds of a run, is run for a
-row only if its fault can touch what that suite reads; the other rows' faults are merged into a few configurations it
-runs under once each.)
+with words that name the property. Every other test passes.
 
-Each row: the fake's configuration, the exact set of tests that must fail (``module::test[param]``), and
-a line pattern (fnmatch) of each failure's message.
+Each row: its name, the suites its property lives in, the fake's configuration, the exact set of tests that must fail
+(``module::test[param]``), and a line pattern (fnmatch) of each failure's message. Rows share runs: the rows of a
+group (same configuration but for the faults, no declared suite in common) run every suite once, together; each
+failure is the row's that declares its suite, and a failure in a suite none of them declares fails the group's rows,
+naming the row that reached it.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+from dataclasses import dataclass, field
 
 import pytest
-from test_suites_vs_fake import run_suites
+from test_suites_vs_fake import SUITES, run_suites
 
 NB = "test_no_backend.py::"
 IPT = "test_iptables.py::"
@@ -33,180 +36,180 @@ UDP = "test_udp.py::"
 ITP = "test_itp.py::"
 TERM = "test_terminating.py::"
 
-FAULTS: list[tuple[str, str, set[str], list[str]]] = [
+FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
     # -- iptables -------------------------------------------------------------------------------------
-    ("kube-proxy-iptables-nft", "faults=Faults(kube_proxy_rules='nft')",
+    ("kube-proxy-iptables-nft", ("iptables", "kube_proxy_installed"), "faults=Faults(kube_proxy_rules='nft')",
      {IPT + "test_no_node_has_kube_proxy_service_rules", IPT + "test_no_rule_names_the_web_cluster_ip"},
      ["*iptables: kube-proxy's service rules are on the nodes*fake-worker (iptables-nft): kube-proxy chains {*'KUBE-SERVICES'*'KUBE-SVC'*'KUBE-SEP'*",
       "*iptables: rules name web's ClusterIP 10.96.*so something other than BPF translates it*"]),
-    ("kube-proxy-iptables-legacy", "faults=Faults(kube_proxy_rules='legacy')",
+    ("kube-proxy-iptables-legacy", ("iptables", "kube_proxy_installed"), "faults=Faults(kube_proxy_rules='legacy')",
      {IPT + "test_no_node_has_kube_proxy_service_rules", IPT + "test_no_rule_names_the_web_cluster_ip"},
      ["*iptables: kube-proxy's service rules are on the nodes*(iptables-legacy): kube-proxy chains*"]),
-    ("only-kube-sep", "faults=Faults(kube_proxy_rules='sep-only')",
+    ("only-kube-sep", ("iptables", "kube_proxy_installed"), "faults=Faults(kube_proxy_rules='sep-only')",
      {IPT + "test_no_node_has_kube_proxy_service_rules"},
      ["*iptables: kube-proxy's service rules are on the nodes*kube-proxy chains {'KUBE-SEP': *"]),
-    ("kube-proxy-nodeport-chain", "faults=Faults(kube_proxy_rules='nodeports')",
+    ("kube-proxy-nodeport-chain", ("iptables", "kube_proxy_installed", "nodeport"), "faults=Faults(kube_proxy_rules='nodeports')",
      {IPT + "test_no_node_has_kube_proxy_service_rules", NP + "test_no_rule_names_the_nodeport"},
      ["*kube-proxy chains {'KUBE-NODEPORTS': *", "*NodePort: rules name the port*lines name the NodePort 30780*"]),
-    ("kube-proxy-nftables-mode", "faults=Faults(kube_proxy_rules='nftables')",
+    ("kube-proxy-nftables-mode", ("iptables", "kube_proxy_installed", "nodeport"), "faults=Faults(kube_proxy_rules='nftables')",
      {IPT + "test_no_node_has_kube_proxy_service_rules", IPT + "test_no_rule_names_the_web_cluster_ip", NP + "test_no_rule_names_the_nodeport"},
      ["*(nft): kube-proxy's nftables table [[]'ip kube-proxy'[]] with * chains*", "*fake-worker (nft): * lines name web's ClusterIP*"]),
     # IPv6: kube-proxy programs an IPv6 Service into ip6tables (the nft family ip6 when iptables-nft), where an IPv4-only
     # reading would never look
-    ("kube-proxy-ip6tables-nft", "faults=Faults(kube_proxy_rules_v6='nft')", {IPT + "test_no_node_has_kube_proxy_service_rules"},
+    ("kube-proxy-ip6tables-nft", ("iptables", "kube_proxy_installed"), "faults=Faults(kube_proxy_rules_v6='nft')", {IPT + "test_no_node_has_kube_proxy_service_rules"},
      ["*iptables: kube-proxy's service rules are on the nodes*fake-control-plane (ip6tables-nft): kube-proxy chains {'KUBE-SERVICES': *"
       "fake-control-plane (nft): kube-proxy chains*"]),
-    ("kube-proxy-ip6tables-legacy", "faults=Faults(kube_proxy_rules_v6='legacy')", {IPT + "test_no_node_has_kube_proxy_service_rules"},
+    ("kube-proxy-ip6tables-legacy", ("iptables", "kube_proxy_installed"), "faults=Faults(kube_proxy_rules_v6='legacy')", {IPT + "test_no_node_has_kube_proxy_service_rules"},
      ["*iptables: kube-proxy's service rules are on the nodes*fake-control-plane (ip6tables-legacy): kube-proxy chains {'KUBE-SERVICES': *"]),
-    ("unreadable-ip6tables-view", "faults=Faults(unreadable_rule_view='ip6tables-legacy')",
+    ("unreadable-ip6tables-view", ("hostport", "iptables", "nodeport"), "faults=Faults(unreadable_rule_view='ip6tables-legacy')",
      {IPT + "test_every_node_can_be_read_in_each_rule_view", NP + "test_no_rule_names_the_nodeport", HP + "test_no_rule_names_the_host_port"},
      ["*iptables: the rule views are not all readable*fake-worker: the ip6tables-legacy view could not be read*"]),
     # -- session affinity --------------------------------------------------------------------------------
-    ("affinity-ignored", "faults=Faults(affinity_ignored=True)", {AFF + "test_a_client_stays_on_one_backend_with_session_affinity"},
+    ("affinity-ignored", ("affinity",), "faults=Faults(affinity_ignored=True)", {AFF + "test_a_client_stays_on_one_backend_with_session_affinity"},
      ["*affinity (sessionAffinity ClientIP): 20 connections from one client reached * backends * despite sessionAffinity ClientIP*"]),
-    ("affinity-no-timeout", "faults=Faults(affinity_no_timeout=True)", {AFF + "test_the_affinity_expires_after_its_timeout"},
+    ("affinity-no-timeout", ("affinity",), "faults=Faults(affinity_no_timeout=True)", {AFF + "test_the_affinity_expires_after_its_timeout"},
      ["*affinity (timeoutSeconds 1): all 10 connections, 2.5 s apart (past the 1 s timeout), reached *: the affinity never expired (chance if it does: 3.8e-06)*"]),
-    ("lb-always-first", "faults=Faults(lb_always_first=True)", {AFF + "test_without_affinity_connections_spread_over_the_backends",
+    ("lb-always-first", ("affinity",), "faults=Faults(lb_always_first=True)", {AFF + "test_without_affinity_connections_spread_over_the_backends",
                                                                   AFF + "test_the_affinity_expires_after_its_timeout"},
      ["*affinity (none): all 20 connections without affinity reached * of 4 backends (chance: 3.6e-12)*"]),
     # -- externalTrafficPolicy=Local ---------------------------------------------------------------------
-    ("etp-local-ignored", "faults=Faults(etp_local_ignored=True)", {ETP + "test_only_the_node_with_a_local_backend_serves_it_from_outside"},
+    ("etp-local-ignored", ("etp",), "faults=Faults(etp_local_ignored=True)", {ETP + "test_only_the_node_with_a_local_backend_serves_it_from_outside"},
      ["*eTP=Local (from outside): fake-control-plane, which has no local backend, served it from outside (accepted)*"]),
-    ("etp-snat", "faults=Faults(etp_snat=True)", {ETP + "test_the_backend_sees_the_clients_own_address"},
+    ("etp-snat", ("etp",), "faults=Faults(etp_snat=True)", {ETP + "test_the_backend_sees_the_clients_own_address"},
      ["*eTP=Local (client address): the backend saw 172.18.0.4 (the receiving node's InternalIP), expected 172.18.0.1 (the client*"]),
-    ("etp-breaks-cluster-ip", "faults=Faults(etp_breaks_cluster_ip=True)", {ETP + "test_in_cluster_cluster_ip_access_is_unaffected"},
+    ("etp-breaks-cluster-ip", ("etp",), "faults=Faults(etp_breaks_cluster_ip=True)", {ETP + "test_in_cluster_cluster_ip_access_is_unaffected"},
      ["*eTP=Local (ClusterIP from a pod on fake-worker, which has no local backend): unreachable*"]),
-    ("healthcheck-cluster-count", "faults=Faults(healthcheck_cluster_count=True)",
+    ("healthcheck-cluster-count", ("etp",), "faults=Faults(healthcheck_cluster_count=True)",
      {ETP + "test_the_health_check_node_port_reports_each_nodes_local_endpoints"},
      ["*eTP=Local (health-check NodePort *): fake-control-plane answered HTTP 200 with localEndpoints 1, expected 503 with 0 (its own backends)*"]),
     # -- internalTrafficPolicy=Local ---------------------------------------------------------------------
-    ("itp-local-ignored", "faults=Faults(itp_local_ignored=True)",
+    ("itp-local-ignored", ("itp",), "faults=Faults(itp_local_ignored=True)",
      {ITP + "test_a_pod_reaches_only_the_backends_on_its_own_node",
       ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
      ["*iTP=Local (local backends only): * of 12 connections from a pod on fake-worker* were served by itp-* (on fake-worker*): "
       "another node's backend, as if internalTrafficPolicy were Cluster*",
       "*iTP=Local (no local backend): no backend (pod connect() on fake-worker to 10.96.*:80, whose only backend is on fake-worker2; "
       "socket plane, ServiceNoBackendResponse=reject): connect() gave connected after *; expected unreachable at once*"]),
-    ("itp-no-local-drops", "faults=Faults(itp_no_local_drops=True)",
+    ("itp-no-local-drops", ("itp",), "faults=Faults(itp_no_local_drops=True)",
      {ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
      ["*iTP=Local (no local backend): no backend (pod connect() on fake-worker to 10.96.*:80, whose only backend is on fake-worker2; "
       "socket plane, ServiceNoBackendResponse=reject): connect() gave timeout after 2.00s; expected unreachable at once (under 1s)*"]),
-    ("itp-narrows-external", "faults=Faults(itp_narrows_external=True)", {ITP + "test_traffic_from_outside_is_unaffected"},
+    ("itp-narrows-external", ("itp",), "faults=Faults(itp_narrows_external=True)", {ITP + "test_traffic_from_outside_is_unaffected"},
      ["*iTP=Local (from outside): a raw SYN from outside to 172.18.0.3:*, which has no local backend, got icmp-unreachable; "
       "internalTrafficPolicy must not apply to traffic from outside (externalTrafficPolicy Cluster: the backend on fake-worker2 serves it)*"]),
     # -- terminating backends ----------------------------------------------------------------------------
-    ("terminating-selected", "faults=Faults(terminating_selected=True)",
+    ("terminating-selected", ("terminating",), "faults=Faults(terminating_selected=True)",
      {TERM + "test_new_connections_never_pick_a_terminating_backend_while_an_active_one_exists"},
      ["*terminating backends (new connections): while term-a terminates: * of 20 new connections reached term-a, which should not be picked*"]),
-    ("terminating-cuts-connections", "faults=Faults(terminating_cuts_connections=True)",
+    ("terminating-cuts-connections", ("terminating",), "faults=Faults(terminating_cuts_connections=True)",
      {TERM + "test_an_established_connection_keeps_working_while_its_backend_terminates"},
      ["*terminating backends (established connection): the established connection to term-a was interrupted while it terminated: "
       "1 resets, 1 reconnects*"]),
-    ("terminating-stalls-connections", "faults=Faults(terminating_stalls_connections=True)",
+    ("terminating-stalls-connections", ("terminating",), "faults=Faults(terminating_stalls_connections=True)",
      {TERM + "test_an_established_connection_keeps_working_while_its_backend_terminates"},
      ["*terminating backends (established connection): the established connection to term-a went silent for 3000 ms while it "
       "terminated (bound 1000 ms)*"]),
-    ("terminating-never-used", "faults=Faults(terminating_never_used=True)",
+    ("terminating-never-used", ("terminating",), "faults=Faults(terminating_never_used=True)",
      {TERM + "test_when_only_terminating_backends_remain_new_connections_follow_the_rule"},
      ["*terminating backends (only terminating): with only terminating backends: 20 of 20 new connections failed although term-a, "
       "term-b are there to serve them*"]),
     # -- hostPort ----------------------------------------------------------------------------------------
-    ("hostport-unserved", "faults=Faults(hostport_unserved=True)",
+    ("hostport-unserved", ("hostport",), "faults=Faults(hostport_unserved=True)",
      {HP + "test_the_host_port_answers_on_the_nodes_address", HP + "test_the_agent_lists_a_host_port_frontend"},
      ["*hostPort: 172.18.0.3:18780 from the node: connect refused, HTTP 0 (curl exit 7)*",
       "*hostPort: on fake-worker: the agent lists no IPv4 HostPort frontend on port 18780*"]),
-    ("hostport-portmap", "faults=Faults(hostport_portmap=True)", {HP + "test_no_rule_names_the_host_port"},
+    ("hostport-portmap", ("hostport",), "faults=Faults(hostport_portmap=True)", {HP + "test_no_rule_names_the_host_port"},
      ["*hostPort: rules name the port, so portmap (not BPF) serves it: fake-worker (iptables-nft): 2 lines name the hostPort 18780*CNI-HOSTPORT-DNAT*"]),
-    ("hostport-listener", "faults=Faults(hostport_listener=True)", {HP + "test_nobody_listens_on_the_host_port"},
+    ("hostport-listener", ("hostport",), "faults=Faults(hostport_listener=True)", {HP + "test_nobody_listens_on_the_host_port"},
      ["*hostPort: 1 sockets listen on :18780 on the node ([[]'0.0.0.0:18780'[]]); the answer must come from BPF, not a process*"]),
-    ("hostport-double-admit", "faults=Faults(hostport_double_admit=True)", {HP + "test_a_second_pod_is_not_admitted_on_the_same_host_port"},
+    ("hostport-double-admit", ("hostport",), "faults=Faults(hostport_double_admit=True)", {HP + "test_a_second_pod_is_not_admitted_on_the_same_host_port"},
      ["*hostPort: a second pod asking for the same hostPort was admitted on fake-worker (Running): two pods hold one port*"]),
     # -- NodePort forwarding mode -------------------------------------------------------------------------
-    ("snat-reported-client-seen", "faults=Faults(nodeport_mode_mismatch=True)", {DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises"},
+    ("snat-reported-client-seen", ("dsr",), "faults=Faults(nodeport_mode_mismatch=True)", {DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises"},
      ["*DSR/SNAT (the agent reports NodePort mode SNAT, routing Tunnel): the backend saw 172.18.0.1 (the client's address), expected "
       "10.244.1.118 (the receiving node's CiliumInternalIP: SNAT mode in tunnel routing*"]),
-    ("dsr-reported-node-seen", "nodeport_mode='DSR', routing_mode='Native', faults=Faults(nodeport_mode_mismatch=True)",
+    ("dsr-reported-node-seen", ("dsr",), "nodeport_mode='DSR', routing_mode='Native', faults=Faults(nodeport_mode_mismatch=True)",
      {DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises"},
      ["*DSR/SNAT (the agent reports NodePort mode DSR, routing Native): the backend saw 172.18.0.3 (the receiving node's InternalIP), "
       "expected 172.18.0.1 (the client: DSR*"]),
     # the SNAT source address (bpf/lib/nodeport.h tail_nodeport_nat_egress_ipv4): IPV4_GATEWAY in tunnel routing, the node's
     # direct-routing address in native routing
-    ("snat-internal-ip-in-tunnel-mode", "faults=Faults(snat_address_swapped=True)",
+    ("snat-internal-ip-in-tunnel-mode", ("dsr",), "faults=Faults(snat_address_swapped=True)",
      {DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises"},
      ["*DSR/SNAT (the agent reports NodePort mode SNAT, routing Tunnel): the backend saw 172.18.0.3 (the receiving node's InternalIP), "
       "expected 10.244.1.118 (the receiving node's CiliumInternalIP: SNAT mode in tunnel routing*"]),
-    ("snat-cilium-internal-ip-in-native-mode", "routing_mode='Native', faults=Faults(snat_address_swapped=True)",
+    ("snat-cilium-internal-ip-in-native-mode", ("dsr",), "routing_mode='Native', faults=Faults(snat_address_swapped=True)",
      {DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises"},
      ["*DSR/SNAT (the agent reports NodePort mode SNAT, routing Native): the backend saw 10.244.1.118 (the receiving node's "
       "CiliumInternalIP), expected 172.18.0.3 (the receiving node's InternalIP: SNAT mode in native routing*"]),
     # -- Maglev (the agent reports Maglev) ------------------------------------------------------------------
-    ("maglev-ignored", "lb_algorithm='Maglev', faults=Faults(maglev_ignored=True)",
+    ("maglev-ignored", ("maglev",), "lb_algorithm='Maglev', faults=Faults(maglev_ignored=True)",
      {MAG + "test_a_flow_reaches_the_same_backend_through_every_node", MAG + "test_removing_a_backend_moves_only_its_flows"},
      ["*Maglev (the same IPv4 flow through different nodes): * of 24 flows did not reach one backend through fake-control-plane and fake-worker*",
       "*Maglev (after deleting mag-*, IPv4 flows sent through fake-worker2): * of * flows on the surviving backends moved (*; allowed 1)*"]),
-    ("maglev-seed-per-node", "lb_algorithm='Maglev', faults=Faults(maglev_seed_per_node=True)",
+    ("maglev-seed-per-node", ("maglev",), "lb_algorithm='Maglev', faults=Faults(maglev_seed_per_node=True)",
      {MAG + "test_every_agent_uses_the_same_hash_seed", MAG + "test_a_flow_reaches_the_same_backend_through_every_node",
       MAG + "test_removing_a_backend_moves_only_its_flows"},
      ["*Maglev (/tmp/cilium/config-map/bpf-lb-maglev-hash-seed): the agents use 3 different hash seeds: *"]),
-    ("maglev-no-table", "lb_algorithm='Maglev', faults=Faults(maglev_no_table=True)",
+    ("maglev-no-table", ("maglev",), "lb_algorithm='Maglev', faults=Faults(maglev_no_table=True)",
      {MAG + "test_every_agent_has_a_balanced_table_over_the_backends", MAG + "test_a_flow_reaches_the_same_backend_through_every_node",
       MAG + "test_removing_a_backend_moves_only_its_flows"},
      ["*Maglev (lb/maps-dump tables, IPv4): fake-control-plane has no Maglev table for its NodePort frontend*"]),
-    ("maglev-cluster-ip", "lb_algorithm='Maglev', faults=Faults(maglev_cluster_ip=True)", {MAG + "test_cluster_ip_traffic_is_not_maglevd"},
+    ("maglev-cluster-ip", ("maglev",), "lb_algorithm='Maglev', faults=Faults(maglev_cluster_ip=True)", {MAG + "test_cluster_ip_traffic_is_not_maglevd"},
      ["*Maglev (ClusterIP, IPv4): the ClusterIP frontend has a Maglev table on fake-control-plane, fake-worker, fake-worker2*"]),
     # -- map pressure ------------------------------------------------------------------------------------------
-    ("service-map-full-unexpectedly", "faults=Faults(service_map_capacity=118)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
-     ["*map pressure (IPv4 maps): service map full (118 of 65536 service entries): 12 of the run's 20 Services are in Kubernetes but not in the BPF maps (mp-8, *"]),
+    ("service-map-full-unexpectedly", ("maps",), "faults=Faults(service_map_capacity=118)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
+     ["*map pressure (IPv4 maps): service map full (118 of 65536 service entries): * of the run's 20 Services are in Kubernetes but not in the BPF maps (mp-*"]),
     # the reverse-NAT entry is written before the master (bpf_reconciler.go updateFrontend): that map can fill first
-    ("rev-nat-map-full-unexpectedly", "faults=Faults(rev_nat_map_capacity=50)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
+    ("rev-nat-map-full-unexpectedly", ("maps",), "faults=Faults(rev_nat_map_capacity=50)", {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
      ["*map pressure (IPv4 maps): reverse-NAT map full (* of 65536 service entries): * of the run's 20 Services are in Kubernetes but not in the BPF maps*"]),
-    ("rev-nat-map-full-silent", "lb_map_max=512, lb_rev_nat_map_max=300, faults=Faults(map_full_silent=True)", {MAPS + "test_a_full_map_is_not_silent"},
+    ("rev-nat-map-full-silent", ("maps",), "lb_map_max=512, lb_rev_nat_map_max=300, faults=Faults(map_full_silent=True)", {MAPS + "test_a_full_map_is_not_silent"},
      ["*map pressure (how the agent shows a full IPv4 map): * of * Services missing from the map show no error for it (e.g. mp-*: status Done, "
       "error None; expected Error with 'Unable to update element for LB bpf map' (service map full) or 'Unable to update reverse NAT' "
       "(reverse-NAT map full))*the loadbalancer-reconciler's health was never Degraded with a full map's error while the map filled*"]),
-    ("map-larger-than-reported", "lb_map_max=512, faults=Faults(rev_nat_map_capacity=100000, service_map_capacity=100000)",
+    ("map-larger-than-reported", ("maps",), "lb_map_max=512, faults=Faults(rev_nat_map_capacity=100000, service_map_capacity=100000)",
      {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
      ["*map pressure (IPv4 maps): 528 Services for a service map of 512 entries (/tmp/cilium/config-map/bpf-lb-map-max), yet none is missing*"]),
-    ("map-full-silent", "lb_map_max=512, faults=Faults(map_full_silent=True)", {MAPS + "test_a_full_map_is_not_silent"},
+    ("map-full-silent", ("maps",), "lb_map_max=512, faults=Faults(map_full_silent=True)", {MAPS + "test_a_full_map_is_not_silent"},
      ["*map pressure (how the agent shows a full IPv4 map): * of * Services missing from the map show no error for it (e.g. mp-*: status Done*"
       "the loadbalancer-reconciler's health was never Degraded with a full map's error while the map filled (* readings: no row)*"]),
     # a leaked frontend also outlives the shared-VIP suite's deletions, which its model comparisons see
-    ("map-entries-leak", "lb_map_max=512, faults=Faults(map_entries_leak=True)",
+    ("map-entries-leak", ("maps", "shared_vip"), "lb_map_max=512, faults=Faults(map_entries_leak=True)",
      {MAPS + "test_cleanup_removes_every_service_and_its_entries", SV + "test_claim_before_release_in_one_window_ends_as_the_model_predicts",
       SV + "test_generated_upserts_and_deletes_end_as_the_model_predicts", SV + "test_the_release_first_handoff_recovers_a_port_swap"},
      ["*map pressure (cleanup, IPv4 maps): 0 of the suite's Services still in Kubernetes, * frontends still in the service map (10.96.*"]),
     # -- kube-proxy --------------------------------------------------------------------------------------
-    ("kube-proxy-daemonset", "faults=Faults(kube_proxy_daemonset=True)", {KP + "test_no_kube_proxy_daemonset_runs_beside_the_replacement"},
+    ("kube-proxy-daemonset", ("kube_proxy", "kube_proxy_installed"), "faults=Faults(kube_proxy_daemonset=True)", {KP + "test_no_kube_proxy_daemonset_runs_beside_the_replacement"},
      ["*kube-proxy: a second authority for Services: DaemonSet kube-system/kube-proxy runs kube-proxy (3/3 pods ready)*"
       "kubectl -n kube-system delete ds kube-proxy*(refusing kube-proxy beside the replacement is pytest-kpr's policy, not Cilium's: "
       "Cilium documents co-existence (\"When deploying the eBPF kube-proxy replacement under co-existence with kube-proxy*"
       "to accept it on purpose, run with --kpr-allow-kube-proxy)*"]),
-    ("kube-proxy-daemonset-unlabelled", "faults=Faults(kube_proxy_daemonset_as='kube-network/proxy')",
+    ("kube-proxy-daemonset-unlabelled", ("kube_proxy", "kube_proxy_installed"), "faults=Faults(kube_proxy_daemonset_as='kube-network/proxy')",
      {KP + "test_no_kube_proxy_daemonset_runs_beside_the_replacement"},
      ["*kube-proxy: a second authority for Services: DaemonSet kube-network/proxy runs kube-proxy (3/3 pods ready)*"]),
-    ("ipvs-services", "faults=Faults(ipvs_services=True)", {KP + "test_no_node_has_ipvs_services"},
+    ("ipvs-services", ("kube_proxy",), "faults=Faults(ipvs_services=True)", {KP + "test_no_node_has_ipvs_services"},
      ["*kube-proxy: a second authority for Services, IPVS virtual services on the nodes*fake-worker: * IPVS virtual services (TCP 0A600001:01BB*"]),
-    ("installed-kube-proxy-programs-nothing", "faults=Faults(kube_proxy_no_rules=True)", {KPI + "test_the_rule_check_finds_its_chains_on_every_node"},
+    ("installed-kube-proxy-programs-nothing", ("kube_proxy_installed",), "faults=Faults(kube_proxy_no_rules=True)", {KPI + "test_the_rule_check_finds_its_chains_on_every_node"},
      ["*kube-proxy installed: its chains never showed on fake-control-plane, fake-worker, fake-worker2, so the iptables check was not exercised*"]),
-    ("kube-proxy-cleanup-fails", "faults=Faults(kube_proxy_cleanup_fails=True)", {KPI + "test_kube_proxy_cleanup_leaves_no_chains"},
+    ("kube-proxy-cleanup-fails", ("kube_proxy_installed",), "faults=Faults(kube_proxy_cleanup_fails=True)", {KPI + "test_kube_proxy_cleanup_leaves_no_chains"},
      ["*kube-proxy installed: after deleting the DaemonSet and kube-proxy --cleanup on every node (*), rules remain: fake-control-plane "
       "(iptables-nft): kube-proxy chains {'KUBE-SERVICES': *"]),
-    ("unreadable-rule-view", "faults=Faults(unreadable_rule_view='iptables-legacy')",
+    ("unreadable-rule-view", ("hostport", "iptables", "nodeport"), "faults=Faults(unreadable_rule_view='iptables-legacy')",
      {IPT + "test_every_node_can_be_read_in_each_rule_view", NP + "test_no_rule_names_the_nodeport", HP + "test_no_rule_names_the_host_port"},
      ["*iptables: the rule views are not all readable*fake-worker: the iptables-legacy view could not be read*",
       "*NodePort: rules name the port*the iptables-legacy view could not be read*"]),
     # -- backend slots -------------------------------------------------------------------------------
-    ("slots-capped", "faults=Faults(slots_cap=3)",
+    ("slots-capped", ("backend_slots",), "faults=Faults(slots_cap=3)",
      {BS + "test_slots_converge_to_the_endpointslice_after_scaling_to_four"},
      ["*backend slots did not converge after scaling web to 4 (IPv4, waited *s): fake-control-plane: slots lack [[]*"]),
-    ("stale-slots-after-scale-down", "faults=Faults(stale_slots=True)",
+    ("stale-slots-after-scale-down", ("backend_slots",), "faults=Faults(stale_slots=True)",
      {BS + "test_slots_follow_a_scale_down"},
      ["*backend slots did not follow web scaling down to 2*: fake-control-plane: slots still hold [[]*which the EndpointSlice no longer has*"]),
-    ("backend-missing-on-one-agent", "faults=Faults(backend_missing_on='fake-worker2')",
+    ("backend-missing-on-one-agent", ("backend_slots",), "faults=Faults(backend_missing_on='fake-worker2')",
      {BS + "test_slots_converge_to_the_endpointslice_after_scaling_to_four"},
      ["*backend slots did not converge after scaling web to 4*: fake-worker2: slots lack [[]*"]),
     # -- socket LB -----------------------------------------------------------------------------------
-    ("pods-per-packet-while-full", "faults=Faults(socket_lb_broken=True)",
+    ("pods-per-packet-while-full", ("affinity", "itp", "no_backend", "socket_lb", "terminating", "udp"), "faults=Faults(socket_lb_broken=True)",
      {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend", SL + "test_conntrack_out_entry_names_the_socket_peer",
       NB + "test_connect_from_a_pod_fails_as_its_plane_says", AFF + "test_a_client_stays_on_one_backend_with_session_affinity",
       AFF + "test_without_affinity_connections_spread_over_the_backends", AFF + "test_the_affinity_expires_after_its_timeout",
@@ -218,24 +221,24 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
       "*iTP=Local (local backends only): 12 of 12 connections from a pod on fake-worker have their socket on 10.96.*:80, no backend of the "
       "Service (the socket plane did not translate them to a backend)*",
       "*terminating backends (new connections): while term-a terminates: 20 of 20 new connections reached 10.96.*:7000, no backend of the Service*"]),
-    ("pods-on-socket-lb-while-hostns-only", "socket_lb_hostns_only=True, faults=Faults(socket_lb_reverse=True)",
+    ("pods-on-socket-lb-while-hostns-only", ("no_backend", "socket_lb"), "socket_lb_hostns_only=True, faults=Faults(socket_lb_reverse=True)",
      {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend",
       NB + "test_connect_from_a_pod_fails_as_its_plane_says", NB + "test_raw_syn_from_a_pod_to_the_cluster_ip_where_a_plane_handles_it"},
      ["*socket LB (agent reports coverage Hostns-only): socket LB is hostns-only, yet the pod's socket peer is 10.244.*, not the service*",
       "*no backend (pod connect() to ClusterIP *; per-packet plane, ServiceNoBackendResponse=reject): connect() gave unreachable (EHOSTUNREACH)*"]),
-    ("getpeername-returns-the-backend", "faults=Faults(getpeername_backend=True)",
+    ("getpeername-returns-the-backend", ("socket_lb", "udp"), "faults=Faults(getpeername_backend=True)",
      {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend",
       UDP + "test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip"},
      ["*getpeername() returned 10.244.*:8080, not the service address 10.96.*:80: the reverse translation is missing*",
       "*UDP (connected client to 10.96.*:53): getpeername() returned 10.244.*:5353, not 10.96.*:53: the getpeername4 reverse translation is missing*"]),
-    ("snat-at-the-backend", "faults=Faults(snat_at_backend=True)",
+    ("snat-at-the-backend", ("socket_lb",), "faults=Faults(snat_at_backend=True)",
      {SL + "test_backend_sees_the_holder_pod_address"},
      ["*socket LB: the backend web-* sees [[]'172.18.0.3:61234'[]], not the holder's pod address 10.244.*:40404 (a node IP would mean SNAT)*"]),
     # -- NodePort ------------------------------------------------------------------------------------
-    ("listener-on-the-nodeport", "faults=Faults(nodeport_listener=True)",
+    ("listener-on-the-nodeport", ("nodeport",), "faults=Faults(nodeport_listener=True)",
      {NP + "test_nobody_listens_on_the_nodeport"},
      ["*NodePort: 1 sockets listen on :30780 on the node ([[]'0.0.0.0:30780'[]]); the answer must come from BPF, not a process*"]),
-    ("nodeport-frontend-on-the-wrong-port", "faults=Faults(nodeport_wrong_port=True)",
+    ("nodeport-frontend-on-the-wrong-port", ("dsr", "etp", "no_backend", "nodeport"), "faults=Faults(nodeport_wrong_port=True)",
      {NP + "test_nodeport_answers_http_200_on_the_node", NP + "test_nodeport_answers_from_outside_the_cluster",
       NP + "test_agent_lists_the_wildcard_nodeport_frontend",
       NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
@@ -245,24 +248,24 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
      ["*NodePort: the agent lists no 0.0.0.0:30780 NodePort frontend (NodePort frontends: [[]*0.0.0.0:30781/TCP*",
       "*NodePort: 172.18.0.3:30780 answered 0 (curl exit 7)*"]),
     # -- no backend ----------------------------------------------------------------------------------
-    ("silent-drop-while-reject", "faults=Faults(no_backend_silent_drop=True)",
+    ("silent-drop-while-reject", ("no_backend",), "faults=Faults(no_backend_silent_drop=True)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
       NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
      ["*no backend (raw SYN from fake-worker's host network to fake-worker2's NodePort *; per-packet plane, ServiceNoBackendResponse=reject): "
       "a raw SYN got timeout after 3.00s; expected icmp-unreachable ICMP 3/3*"]),
-    ("reject-icmp-host-unreachable", "faults=Faults(reject_icmp_code=1)",
+    ("reject-icmp-host-unreachable", ("no_backend",), "faults=Faults(reject_icmp_code=1)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
       NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
      ["*the reject answer is ICMP 3/1, expected ICMP 3/3 (destination unreachable, port unreachable)*"]),
-    ("reject-icmp-admin-prohibited", "faults=Faults(reject_icmp_code=13)",
+    ("reject-icmp-admin-prohibited", ("no_backend",), "faults=Faults(reject_icmp_code=13)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
       NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
      ["*the reject answer is ICMP 3/13, expected ICMP 3/3*"]),
-    ("slow-reject", "faults=Faults(slow_reject_ms=2000)",
+    ("slow-reject", ("no_backend",), "faults=Faults(slow_reject_ms=2000)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
       NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
      ["*raw failed as expected (icmp-unreachable) but took 2.00s; the per-packet plane answers at once (bound 1s)*"]),
-    ("socket-plane-follows-drop", "no_backend_response='drop', faults=Faults(socket_lb_honours_drop=True)",
+    ("socket-plane-follows-drop", ("itp", "no_backend", "udp"), "no_backend_response='drop', faults=Faults(socket_lb_honours_drop=True)",
      {NB + "test_curl_from_a_pod_fails_as_its_plane_says", NB + "test_connect_from_a_pod_fails_as_its_plane_says",
       UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once",
       ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
@@ -272,32 +275,32 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
       "*iTP=Local (no local backend): no backend (pod connect() on fake-worker to 10.96.*:80, whose only backend is on fake-worker2; socket "
       "plane, ServiceNoBackendResponse=drop): connect() gave timeout after 2.00s*"]),
     # the socket plane's errno: EHOSTUNREACH from kernel 6.1 (clusters/kernels.yaml sock_addr_set_retval)
-    ("eperm-on-a-6.1-kernel", "faults=Faults(eperm_on_new_kernel=True)",
+    ("eperm-on-a-6.1-kernel", ("itp", "no_backend", "udp"), "faults=Faults(eperm_on_new_kernel=True)",
      {NB + "test_connect_from_a_pod_fails_as_its_plane_says", UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once",
       ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
      ["*no backend (pod connect() to ClusterIP *; socket plane, ServiceNoBackendResponse=reject): connect() failed with EPERM, expected "
       "EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (Cilium 1.19.2 and 1.19.3*",
       "*UDP (no backend)*sendto() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression*",
       "*iTP=Local (no local backend)*connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression*"]),
-    ("cilium-1.19.3-eperm-regression", "cilium_version='1.19.3'",
+    ("cilium-1.19.3-eperm-regression", ("itp", "no_backend", "udp"), "cilium_version='1.19.3'",
      {NB + "test_connect_from_a_pod_fails_as_its_plane_says", UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once",
       ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
      ["*connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184*",
       "*UDP (no backend)*sendto() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184*",
       "*iTP=Local (no local backend)*connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression*"]),
     # -- UDP through the socket plane (bpf_sock.c sendmsg4/recvmsg4) ------------------------------------------------
-    ("udp-reply-from-the-backend", "faults=Faults(udp_reply_from_backend=True)",
+    ("udp-reply-from-the-backend", ("udp",), "faults=Faults(udp_reply_from_backend=True)",
      {UDP + "test_an_unconnected_client_reads_the_reply_from_the_cluster_ip",
       UDP + "test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip"},
      ["*UDP (unconnected client to 10.96.*:53): the reply came from 10.244.*:5353, not from 10.96.*:53 (the backend's own address: the "
       "socket LB's recvmsg4 reverse translation is missing); a resolver that sent to 10.96.*:53 drops it*",
       "*UDP (connected client to 10.96.*:53): the reply came from 10.244.*:5353*"]),
-    ("udp-backendless-datagram-passes", "faults=Faults(udp_no_backend_passes=True)",
+    ("udp-backendless-datagram-passes", ("udp",), "faults=Faults(udp_no_backend_passes=True)",
      {UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once"},
      ["*no backend (pod sendto() to UDP ClusterIP 10.96.*:53; socket plane, ServiceNoBackendResponse=reject): sendto() gave timeout after "
       "2.00s; expected unreachable at once (under 1s)*"]),
     # -- one family broken on a dual-stack cluster: only that family's tests fail (issue 29) ---------------------------
-    ("ipv6-pods-per-packet-while-full", "ip_families=('IPv4', 'IPv6'), faults=Faults(socket_lb_v6_broken=True)",
+    ("ipv6-pods-per-packet-while-full", ("affinity", "itp", "no_backend", "socket_lb", "terminating", "udp"), "ip_families=('IPv4', 'IPv6'), faults=Faults(socket_lb_v6_broken=True)",
      {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend[IPv6]",
       SL + "test_conntrack_out_entry_names_the_socket_peer[IPv6]", NB + "test_connect_from_a_pod_fails_as_its_plane_says[IPv6]",
       # the suites that read the backend from the socket see the ClusterIP instead (no connect6 translation)
@@ -310,17 +313,17 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
       "rewritten at connect()*",
       "*no backend (pod connect() to ClusterIP [[]fd00:10:96::*]:80; socket plane, ServiceNoBackendResponse=reject): connect() gave "
       "refused (ECONNREFUSED)*"]),
-    ("ipv6-udp-reply-from-the-backend", "ip_families=('IPv4', 'IPv6'), faults=Faults(recvmsg6_missing=True)",
+    ("ipv6-udp-reply-from-the-backend", ("udp",), "ip_families=('IPv4', 'IPv6'), faults=Faults(recvmsg6_missing=True)",
      {UDP + "test_an_unconnected_client_reads_the_reply_from_the_cluster_ip[IPv6]",
       UDP + "test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip[IPv6]"},
      ["*UDP (unconnected client to [[]fd00:10:96::*]:53): the reply came from [[]fd00:10:244:*]:5353, not from [[]fd00:10:96::*]:53 (the "
       "backend's own address: the socket LB's recvmsg6 reverse translation is missing)*"]),
-    ("ipv6-silent-drop-while-reject", "ip_families=('IPv4', 'IPv6'), faults=Faults(no_backend_v6_drops=True)",
+    ("ipv6-silent-drop-while-reject", ("no_backend",), "ip_families=('IPv4', 'IPv6'), faults=Faults(no_backend_v6_drops=True)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer[IPv6]",
       NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer[IPv6]"},
      ["*no backend (raw SYN from fake-worker's host network to fake-worker2's NodePort [[]fc00:f853:ccd:e793::4]:*; per-packet plane, "
       "ServiceNoBackendResponse=reject): a raw SYN got timeout after 3.00s; expected icmp-unreachable ICMP 1/4*"]),
-    ("ipv6-nodeport-not-programmed", "ip_families=('IPv4', 'IPv6'), faults=Faults(nodeport_v6_missing=True)",
+    ("ipv6-nodeport-not-programmed", ("dsr", "etp", "itp", "no_backend", "nodeport"), "ip_families=('IPv4', 'IPv6'), faults=Faults(nodeport_v6_missing=True)",
      {NP + "test_nodeport_answers_http_200_on_the_node[IPv6]", NP + "test_nodeport_answers_from_outside_the_cluster[IPv6]",
       NP + "test_agent_lists_the_wildcard_nodeport_frontend[IPv6]",
       # ghost's IPv6 NodePort is not programmed either: the node's stack answers the raw SYN with a reset
@@ -334,65 +337,65 @@ FAULTS: list[tuple[str, str, set[str], list[str]]] = [
       "*NodePort: the agent lists no [[]::]:30780 NodePort frontend (NodePort frontends: [[]'0.0.0.0:30000/TCP'*",
       "*no backend (raw SYN from fake-worker's host network to fake-worker2's NodePort [[]fc00:f853:ccd:e793::4]:*; per-packet plane, "
       "ServiceNoBackendResponse=reject): a raw SYN got reset after *; expected icmp-unreachable ICMP 1/4*"]),
-    ("ipv6-snat-to-the-other-address", "ip_families=('IPv4', 'IPv6'), faults=Faults(snat6_address_swapped=True)",
+    ("ipv6-snat-to-the-other-address", ("dsr",), "ip_families=('IPv4', 'IPv6'), faults=Faults(snat6_address_swapped=True)",
      {DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises[IPv6]"},
      ["*DSR/SNAT (the agent reports NodePort mode SNAT, routing Tunnel): the backend saw fc00:f853:ccd:e793::3 (the receiving node's "
       "InternalIP), expected fd00:10:244:1::76 (the receiving node's CiliumInternalIP: SNAT mode in tunnel routing*ROUTER_IP for IPv6*"]),
-    ("ipv6-health-server-not-listening", "ip_families=('IPv4', 'IPv6'), faults=Faults(healthserver_v4_only=True)",
+    ("ipv6-health-server-not-listening", ("etp",), "ip_families=('IPv4', 'IPv6'), faults=Faults(healthserver_v4_only=True)",
      {ETP + "test_the_health_check_node_port_reports_each_nodes_local_endpoints[IPv6]"},
      ["*eTP=Local (health-check NodePort *): fake-control-plane answered HTTP nothing with localEndpoints None, expected 503 with 0*"
       "fake-worker2 answered HTTP nothing with localEndpoints None, expected 200 with 1 (its own backends)*"]),
-    ("ipv6-affinity-ignored", "ip_families=('IPv4', 'IPv6'), faults=Faults(affinity6_ignored=True)",
+    ("ipv6-affinity-ignored", ("affinity",), "ip_families=('IPv4', 'IPv6'), faults=Faults(affinity6_ignored=True)",
      {AFF + "test_a_client_stays_on_one_backend_with_session_affinity[IPv6]"},
      ["*affinity (sessionAffinity ClientIP): 20 connections from one client reached * backends [[]'[[]fd00:10:244:*]:8080'*despite sessionAffinity ClientIP*"]),
-    ("ipv6-itp-local-ignored", "ip_families=('IPv4', 'IPv6'), faults=Faults(itp6_local_ignored=True)",
+    ("ipv6-itp-local-ignored", ("itp",), "ip_families=('IPv4', 'IPv6'), faults=Faults(itp6_local_ignored=True)",
      {ITP + "test_a_pod_reaches_only_the_backends_on_its_own_node[IPv6]",
       ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer[IPv6]"},
      ["*iTP=Local (local backends only): * of 12 connections from a pod on fake-worker* were served by itp-* (on fake-worker*): another node's "
       "backend, as if internalTrafficPolicy were Cluster*",
       "*iTP=Local (no local backend): no backend (pod connect() on fake-worker to [[]fd00:10:96::*]:80, whose only backend is on fake-worker2*"
       "connect() gave connected*"]),
-    ("ipv6-host-port-not-served", "ip_families=('IPv4', 'IPv6'), faults=Faults(hostport_v6_unserved=True)",
+    ("ipv6-host-port-not-served", ("hostport",), "ip_families=('IPv4', 'IPv6'), faults=Faults(hostport_v6_unserved=True)",
      {HP + "test_the_host_port_answers_on_the_nodes_address[IPv6]", HP + "test_the_agent_lists_a_host_port_frontend[IPv6]"},
      ["*hostPort: [[]fc00:f853:ccd:e793::3]:18780 from the node: connect refused, HTTP 0 (curl exit 7)*",
       "*hostPort: on fake-worker: the agent lists no IPv6 HostPort frontend on port 18780 (only [[]'HostPort 0.0.0.0:18780/TCP'*"]),
-    ("ipv6-terminating-backend-picked", "ip_families=('IPv4', 'IPv6'), faults=Faults(terminating6_selected=True)",
+    ("ipv6-terminating-backend-picked", ("terminating",), "ip_families=('IPv4', 'IPv6'), faults=Faults(terminating6_selected=True)",
      {TERM + "test_new_connections_never_pick_a_terminating_backend_while_an_active_one_exists[IPv6]"},
      ["*terminating backends (new connections): while term-a terminates: * of 20 new connections reached term-a, which should not be picked*"]),
-    ("ipv6-maglev-no-table", "ip_families=('IPv4', 'IPv6'), lb_algorithm='Maglev', faults=Faults(maglev6_no_table=True)",
+    ("ipv6-maglev-no-table", ("maglev",), "ip_families=('IPv4', 'IPv6'), lb_algorithm='Maglev', faults=Faults(maglev6_no_table=True)",
      {MAG + "test_every_agent_has_a_balanced_table_over_the_backends[IPv6]", MAG + "test_a_flow_reaches_the_same_backend_through_every_node[IPv6]",
       MAG + "test_removing_a_backend_moves_only_its_flows[IPv6]"},
      ["*Maglev (lb/maps-dump tables, IPv6): fake-control-plane has no Maglev table for its NodePort frontend*",
       "*Maglev (the same IPv6 flow through different nodes): * of 24 flows did not reach one backend through fake-control-plane and fake-worker*"]),
     # the lb6 service map alone holds fewer entries than the agent reports: only the IPv6 inventory misses Services (the
     # other suites' IPv6 frontends, alive meanwhile, take fewer than 70 entries; the map-pressure Services bring it to 88)
-    ("ipv6-service-map-full-unexpectedly", "ip_families=('IPv4', 'IPv6'), faults=Faults(service6_map_capacity=80)",
+    ("ipv6-service-map-full-unexpectedly", ("maps",), "ip_families=('IPv4', 'IPv6'), faults=Faults(service6_map_capacity=80)",
      {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps[IPv6]"},
      ["*map pressure (IPv6 maps): service map full (80 of 65536 service entries): * of the run's 20 Services are in Kubernetes but not in the "
       "BPF maps (mp-*"]),
-    ("ipv6-slots-lack-a-backend", "ip_families=('IPv4', 'IPv6'), faults=Faults(backend6_missing=True)",
+    ("ipv6-slots-lack-a-backend", ("backend_slots",), "ip_families=('IPv4', 'IPv6'), faults=Faults(backend6_missing=True)",
      {BS + "test_slots_converge_to_the_endpointslice_after_scaling_to_four[IPv6]"},
      ["*backend slots did not converge after scaling web to 4 (IPv6, waited *s): fake-control-plane: slots lack [[]'[[]fd00:10:244:*"]),
     # enable-no-service-endpoints-routable is true (the default), yet the per-packet plane lets the SYN through to the stack
-    ("no-backend-not-routable", "faults=Faults(no_backend_not_routable=True)",
+    ("no-backend-not-routable", ("no_backend",), "faults=Faults(no_backend_not_routable=True)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
       NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
      ["*no backend (raw SYN from fake-worker's host network to fake-worker2's NodePort *; per-packet plane, ServiceNoBackendResponse=reject): "
       "a raw SYN got reset after *; expected icmp-unreachable ICMP 3/3*"]),
-    ("icmp-while-not-routable", "no_service_endpoints_routable=False, faults=Faults(not_routable_ignored=True)",
+    ("icmp-while-not-routable", ("no_backend",), "no_service_endpoints_routable=False, faults=Faults(not_routable_ignored=True)",
      {NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
       NB + "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer"},
      ["*no backend (raw SYN from fake-worker's host network *; per-packet plane, ServiceNoBackendResponse=reject, "
       "enable-no-service-endpoints-routable=false): a raw SYN got icmp-unreachable ICMP 3/3 after *; expected reset: "
       "enable-no-service-endpoints-routable is false*"]),
     # -- shared VIP ----------------------------------------------------------------------------------
-    ("degraded-without-the-error-text", "faults=Faults(health_without_error=True)",
+    ("degraded-without-the-error-text", ("shared_vip",), "faults=Faults(health_without_error=True)",
      {SV + "test_the_conflict_is_visible_in_the_agents_health[external-ips]", SV + "test_the_conflict_is_visible_in_the_agents_health[lb-ipam]",
       SV + "test_a_port_swap_ends_as_the_model_predicts", SV + "test_the_release_first_handoff_recovers_a_port_swap"},
      ["*shared VIP (external-ips): the rejected claim is not visible in the agent's health: `db/show health` has no Degraded "
       "loadbalancer-reflectors row whose Error says 'frontend already owned by another service'*",
       "*shared VIP port swap (cilium-1.18, VIP 198.18.10.80): after the swap, as the model predicts: the model says*'errors': [[]'frontend already*"]),
-    ("error-without-degraded-count", "faults=Faults(error_without_degraded=True)",
+    ("error-without-degraded-count", ("shared_vip",), "faults=Faults(error_without_degraded=True)",
      {SV + "test_the_conflict_is_visible_in_the_agents_health[external-ips]", SV + "test_the_conflict_is_visible_in_the_agents_health[lb-ipam]"},
      ["*shared VIP (lb-ipam): the rejected claim is not visible in the agent's health: plain `cilium-dbg status` shows no degraded module "
       "(Modules Health {'stopped': 0, 'degraded': 0, 'ok': 1})*"]),
@@ -418,57 +421,169 @@ def _config(settings: dict[str, str]) -> str:
     return ", ".join(top + [f"faults=Faults({', '.join(faults)})"])
 
 
-def _reaches_shared_vip(config: str, failing: set[str]) -> bool:
-    """Whether a fault can touch what the shared-VIP suite reads (the LB control plane's tables, its health): it fails
-    one of that suite's tests, or it sets the control plane, health or the service map."""
-    return any(t.startswith(SV) for t in failing) or any(
-        k in config for k in ("lb_variant", "late_requeue", "health_without_error", "error_without_degraded", "map_", "service_map", "lbipam"))
+def suite_of(test: str) -> str:
+    """``test_iptables.py::test_x[IPv6]`` -> ``iptables``"""
+    return test.split("::", 1)[0].removeprefix("test_").removesuffix(".py")
 
 
-def shared_vip_blind_groups() -> list[str]:
-    """The rows whose fault cannot touch the shared-VIP suite, merged greedily into as few configurations as their
-    settings allow (no setting with two values): each row runs every other suite, and the shared-VIP suite runs once per
-    merged configuration instead of once per row (the suite is two thirds of a run's time)."""
-    groups: list[dict[str, str]] = []
-    for _, config, failing, _ in FAULTS:
-        if _reaches_shared_vip(config, failing):
-            continue
-        settings = _settings(config)
-        for g in groups:
-            if all(g.get(k, v) == v for k, v in settings.items()):
-                g.update(settings)
-                break
-        else:
-            groups.append(dict(settings))
-    return [_config(g) for g in groups]
+@dataclass(frozen=True)
+class Row:
+    name: str
+    suites: tuple[str, ...]
+    config: str
+    failing: frozenset[str]
+    messages: tuple[str, ...]
+
+
+@dataclass
+class Group:
+    """Rows that share one run of every suite: the same configuration but for their faults, no fault flag in common, and
+    no declared suite in common -- so each failure belongs to exactly one row (the row that declares its suite), and a
+    failure in a suite no row of the group declares is a fault reaching outside its declared suites."""
+    base: dict[str, str]
+    rows: list[Row] = field(default_factory=list)
+    settings: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def suites(self) -> set[str]:
+        return {s for r in self.rows for s in r.suites}
+
+    def admits(self, row: Row, settings: dict[str, str]) -> bool:
+        base = {k: v for k, v in settings.items() if not k.startswith("faults.")}
+        return base == self.base and not (set(settings) - set(base)) & set(self.settings) and not set(row.suites) & self.suites
+
+    @property
+    def config(self) -> str:
+        return _config(self.settings)
+
+
+ROWS = [Row(name, suites, config, frozenset(failing), tuple(messages)) for name, suites, config, failing, messages in FAULTS]
+
+
+def fault_groups(rows: list[Row] = ROWS) -> list[Group]:
+    """The table's rows in shared runs: each row joins the first group that admits it (table order), else starts one."""
+    groups: list[Group] = []
+    for row in rows:
+        settings = _settings(row.config)
+        group = next((g for g in groups if g.admits(row, settings)), None)
+        if group is None:
+            group = Group(base={k: v for k, v in settings.items() if not k.startswith("faults.")})
+            groups.append(group)
+        group.rows.append(row)
+        group.settings.update(settings)
+    return groups
+
+
+GROUPS = fault_groups()
+GROUP_OF = {row.name: i for i, g in enumerate(GROUPS) for row in g.rows}
 
 
 def failed_tests(result: pytest.RunResult) -> set[str]:
     return {line.split(" ")[1].split("/")[-1] for line in result.stdout.lines if line.startswith("FAILED ")}
 
 
-@pytest.mark.parametrize(("config", "failing", "messages"), [f[1:] for f in FAULTS], ids=[f[0] for f in FAULTS])
-def test_each_fault_fails_exactly_the_tests_that_check_it(pytester: pytest.Pytester, config: str, failing: set[str], messages: list[str]) -> None:
-    # the shared-VIP suite is left to test_the_shared_vip_suite_passes_under_the_faults_it_cannot_see for the rows it cannot see
-    skip = () if _reaches_shared_vip(config, failing) else (f"--ignore={pytester.path / 'suites' / 'test_shared_vip.py'}",)
-    result = run_suites(pytester, config, args=("-rf", *skip))
-    outcomes = result.parseoutcomes()
-    assert failed_tests(result) == failing, result.stdout.str()[-4000:]
-    assert outcomes.get("errors", 0) == 0, "a fault must fail tests, not break their setup"
-    result.stdout.fnmatch_lines_random(messages)
+def failure_sections(result: pytest.RunResult) -> dict[str, list[str]]:
+    """The long report of each failed test (``test_x[IPv6]`` -> its lines), as pytest prints them under FAILURES."""
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in result.stdout.lines:
+        m = re.fullmatch(r"_+ (test_\S+) _+", line)
+        if m:
+            current = out.setdefault(m.group(1), [])
+        elif re.fullmatch(r"=+ .* =+", line):
+            current = None
+        elif current is not None:
+            current.append(line)
+    return out
 
 
-@pytest.mark.parametrize("config", shared_vip_blind_groups())
-def test_the_shared_vip_suite_passes_under_the_faults_it_cannot_see(pytester: pytest.Pytester, config: str) -> None:
-    run_suites(pytester, config, "shared_vip").assert_outcomes(passed=12, xfailed=2)
+#: group index -> the result of its run, so that the rows of a group share it (under xdist one worker runs a whole
+#: group: tests/conftest.py, pytest_xdist_make_scheduler; rows that land apart still pass, each worker runs the group)
+_RUNS: dict[int, pytest.RunResult] = {}
 
 
-def test_the_blind_groups_hold_every_blind_row_once() -> None:
-    merged = [_settings(g) for g in shared_vip_blind_groups()]
-    for _, config, failing, _ in FAULTS:
-        if not _reaches_shared_vip(config, failing):
-            settings = _settings(config)
-            assert sum(1 for g in merged if all(g.get(k) == v for k, v in settings.items())) >= 1, config
+def _group_run(pytester: pytest.Pytester, index: int) -> pytest.RunResult:
+    if index not in _RUNS:
+        _RUNS[index] = run_suites(pytester, GROUPS[index].config, args=("-rf",))
+    return _RUNS[index]
+
+
+def _who_reached(pytester: pytest.Pytester, group: Group, outside: set[str]) -> str:
+    """Only when a failure lies outside the group's declared suites: each row of the group alone, on those suites."""
+    suites = sorted({suite_of(t) for t in outside})
+    culprits = []
+    for row in group.rows:
+        alone = run_suites(pytester, row.config, *suites, args=("-rf",))
+        if failed_tests(alone):
+            culprits.append(f"{row.name} fails {sorted(failed_tests(alone))}")
+    return "; ".join(culprits) or "no row alone: the group's faults together (split the group)"
+
+
+ROW_TEST = "test_each_fault_fails_exactly_the_tests_that_check_it"
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, id=r.name) for r in ROWS])
+def test_each_fault_fails_exactly_the_tests_that_check_it(pytester: pytest.Pytester, row: Row) -> None:
+    """The row's fault, in one run of every suite with the other faults of its group: exactly the row's tests fail in
+    the suites it declares, each with words that name the property, and nothing fails in a suite no row of the group
+    declares (a fault that reaches outside its declared suites is an error: the table would hide what it breaks)."""
+    index = GROUP_OF[row.name]
+    judge_row(pytester, _group_run(pytester, index), GROUPS[index], row)
+
+
+def judge_row(pytester: pytest.Pytester, result: pytest.RunResult, group: Group, row: Row) -> None:
+    failed = failed_tests(result)
+    assert result.parseoutcomes().get("errors", 0) == 0, f"a fault must fail tests, not break their setup\n{result.stdout.str()[-4000:]}"
+    outside = {t for t in failed if suite_of(t) not in group.suites}
+    assert not outside, (f"tests failed outside the suites declared by {', '.join(r.name for r in group.rows)}: "
+                         f"{sorted(outside)}; alone: {_who_reached(pytester, group, outside)}")
+    mine = {t for t in failed if suite_of(t) in row.suites}
+    assert mine == row.failing, (f"{row.name} (suites {', '.join(row.suites)}): failed {sorted(mine)}, the table says "
+                                 f"{sorted(row.failing)}\n{result.stdout.str()[-4000:]}")
+    sections = failure_sections(result)
+    text = [line for t in sorted(row.failing) for line in sections.get(t.split("::", 1)[1], [])]
+    assert text, f"no failure report for {sorted(row.failing)} in the run's output"
+    pytest.LineMatcher(text).fnmatch_lines_random(list(row.messages))
+
+
+def test_the_table_declares_each_rows_suites() -> None:
+    """A row's failing tests lie in the suites it declares, each declared suite exists, and the groups hold every row
+    once with disjoint suites and one configuration each."""
+    known = {p.name.removeprefix("test_").removesuffix(".py") for p in SUITES.glob("test_*.py")}
+    for row in ROWS:
+        assert set(row.suites) <= known, (row.name, set(row.suites) - known)
+        assert {suite_of(t) for t in row.failing} <= set(row.suites), row.name
+    assert sorted(r.name for g in GROUPS for r in g.rows) == sorted(r.name for r in ROWS)
+    for g in GROUPS:
+        assert sum(len(r.suites) for r in g.rows) == len(g.suites), "disjoint declared suites"
+        assert all({k: v for k, v in _settings(r.config).items() if not k.startswith("faults.")} == g.base for r in g.rows)
+
+
+def test_a_fault_outside_its_declared_suites_is_an_error(pytester: pytest.Pytester) -> None:
+    """The table cannot hide what a fault breaks: a row whose fault also fails a suite it does not declare fails, naming
+    the test and the row that reached it (here: NodePort's wrong port, declared as if it lived in the iptables suite)."""
+    row = Row("wrong-port-declared-narrowly", ("iptables",), "faults=Faults(nodeport_wrong_port=True)", frozenset(), ())
+    (group,) = fault_groups([row])
+    result = run_suites(pytester, group.config, "iptables", "nodeport", args=("-rf",))
+    with pytest.raises(AssertionError) as e:
+        judge_row(pytester, result, group, row)
+    assert str(e.value).startswith("tests failed outside the suites declared by wrong-port-declared-narrowly: [")
+    assert f"'{NP}test_nodeport_answers_http_200_on_the_node'" in str(e.value)
+    assert f"alone: wrong-port-declared-narrowly fails ['{NP}test_agent_lists_the_wildcard_nodeport_frontend'" in str(e.value)
+
+
+def test_a_row_that_claims_too_little_or_the_wrong_words_fails(pytester: pytest.Pytester) -> None:
+    """Within its declared suites a row's failing set is exact and its words must be in those tests' own reports."""
+    config = "faults=Faults(nodeport_listener=True)"
+    result = run_suites(pytester, config, "nodeport", args=("-rf",))
+    right = Row("listener", ("nodeport",), config, frozenset({NP + "test_nobody_listens_on_the_nodeport"}), ("*NodePort: 1 sockets listen on :30780*",))
+    (group,) = fault_groups([right])
+    judge_row(pytester, result, group, right)
+    for wrong, says in [(Row(right.name, right.suites, config, frozenset(), right.messages), "listener (suites nodeport): failed ["),
+                        (Row(right.name, right.suites, config, right.failing, ("*iptables: *",)), "line '*iptables: *' not found in output")]:
+        with pytest.raises((AssertionError, pytest.fail.Exception)) as e:
+            judge_row(pytester, result, group, wrong)
+        assert says in str(e.value)
 
 
 def test_a_failure_saves_and_attaches_the_datapath_bundle(pytester: pytest.Pytester) -> None:
@@ -516,7 +631,7 @@ def test_every_fault_flag_has_a_row() -> None:
 
     from pytest_kpr.testing import Faults
 
-    used = {name for _, config, _, _ in FAULTS for name in (f.name for f in fields(Faults)) if f"{name}=" in config}
+    used = {name for _, _, config, _, _ in FAULTS for name in (f.name for f in fields(Faults)) if f"{name}=" in config}
     # tested elsewhere: the two readiness refusals (they stop the run), and the late re-queue, which needs the
     # real settle window (test_suites_vs_fake.py::test_a_claimant_that_appears_late_is_still_seen_to_appear)
     # and the slow agent, which converges late but converges: its lag is measured, not failed

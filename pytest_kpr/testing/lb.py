@@ -142,8 +142,9 @@ class LbState:
             self._next_id += 1
         return self._ids[key]
 
-    def backends_of(self, svc: dict, port: dict, family: str = "IPv4") -> list[FakeBackend]:
-        """The backends of a Service port's frontend of ``family``: its endpoints' addresses of that family."""
+    def backends_of(self, svc: dict, port: dict, family: str = "IPv4", endpoints: list[dict] | None = None) -> list[FakeBackend]:
+        """The backends of a Service port's frontend of ``family``: its endpoints' addresses of that family (``endpoints``:
+        the Service's selected pods, when the caller has them already)."""
         c = self.cluster
         target = int(port.get("targetPort", port["port"]))
         # datapath.SRC_TERMINATING_STATE: a ready endpoint is an active backend; one that is terminating and still serving
@@ -152,7 +153,7 @@ class LbState:
         bes = [
             FakeBackend(ip, target, p["spec"]["nodeName"], p["metadata"]["name"],
                         "terminating" if p["metadata"].get("deletionTimestamp") else "active")
-            for p in c.endpoints_of(svc)
+            for p in (c.endpoints_of(svc) if endpoints is None else endpoints)
             if c.pod_ready(p) and (keep or not p["metadata"].get("deletionTimestamp")) and (ip := pod_ip(p, family)) is not None
         ]
         if c.cfg.faults.stale_slots:  # fault: backends removed by scaling down stay in the slots
@@ -177,12 +178,15 @@ class LbState:
         out: list[FakeFrontend] = []
         node_ip = c.node_ip(node)
         services = {f"{s['metadata']['namespace']}/{s['metadata']['name']}": s for s in c.services()}
+        selected: dict[str, list[dict]] = {}  # a Service's pods, once per reading: its frontends share them
         for addr, state in sorted(self.model.frontends.items()):
             svc = services.get(state.owner)
             typ, port = self._spec[(state.owner, addr)]
             hostport, proto = addr.rsplit("/", 1)
             ip, p = split_host_port(hostport) or ("", 0)
-            bes = self.backends_of(svc, port, family_of(ip)) if svc is not None else []
+            if svc is not None and state.owner not in selected:
+                selected[state.owner] = c.endpoints_of(svc)
+            bes = self.backends_of(svc, port, family_of(ip), selected[state.owner]) if svc is not None else []
             if node == c.cfg.faults.backend_missing_on and len(bes) > 2:  # fault: this agent lacks one backend
                 bes = bes[:-1]
             if c.cfg.faults.backend6_missing and family_of(ip) == "IPv6" and len(bes) > 2:  # fault: IPv6 frontends lack one
