@@ -53,18 +53,34 @@ def run_suites(pytester: pytest.Pytester, config: str = "", *only: str, args: tu
 
 
 def evidence(pytester: pytest.Pytester, name: str) -> dict:
-    return json.loads((pytester.path / "artifacts" / "fake" / name).read_text())
+    return _read(pytester.path / "artifacts" / "fake", name)
+
+
+def _read(art: Path, name: str) -> dict:
+    return json.loads((art / name).read_text())
 
 
 #: every suite, conforming: helpers.assert_the_rest_passed (the known skips and xfails, every other selected test passed)
 ALL: dict = {}
 
+_HEALTHY: list[tuple[pytest.RunResult, Path]] = []
+#: the tests that only read the healthy run (tests/conftest.py sends them to one xdist worker, which runs it once)
+HEALTHY_READERS = ("test_every_suite_passes_on_a_conforming_cluster", "test_evidence_files_carry_the_labs_fields_with_numbers_as_numbers")
+
+
+def healthy_run(pytester: pytest.Pytester) -> tuple[pytest.RunResult, Path]:
+    """One run of every suite against the conforming fake, shared by the tests that only read its output and evidence:
+    the first of them runs it. Returns the result and the evidence directory."""
+    if not _HEALTHY:
+        _HEALTHY.append((run_suites(pytester), pytester.path / "artifacts" / "fake"))
+    return _HEALTHY[0]
+
 
 def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -> None:
-    result = run_suites(pytester)
+    result, art = healthy_run(pytester)
     n = assert_the_rest_passed(result)
     result.stdout.fnmatch_lines(["cluster cost: * agent execs, * node commands, * other pod execs, * API calls (* commands); most: * in suites/*"])
-    cost = evidence(pytester, "cluster.json")["cost"]
+    cost = _read(art, "cluster.json")["cost"]
     line = next(line for line in result.stdout.lines if line.startswith("cluster cost: "))
     assert line.startswith(f"cluster cost: {cost['run']['agent_execs']} agent execs, {cost['run']['node_commands']} node commands, "
                            f"{cost['run']['pod_execs']} other pod execs, {cost['run']['api_calls']} API calls"), "summary and cluster.json agree"
@@ -73,9 +89,9 @@ def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -
     result.stdout.fnmatch_lines(["*= kpr properties =*"])
     # the waits ran on the fake's virtual clock, and the evidence says so
     result.stdout.fnmatch_lines(["evidence: * (durations on the fake cluster's virtual clock)"])
-    assert evidence(pytester, "cluster.json")["clock"] == "virtual" and evidence(pytester, "results.json")["run"]["clock"] == "virtual"
+    assert _read(art, "cluster.json")["clock"] == "virtual" and _read(art, "results.json")["run"]["clock"] == "virtual"
     for name in ("cluster.json", "results.json"):  # the schemas kpr matrix reads with and the documentation publishes
-        holds_schema(evidence(pytester, name), name)
+        holds_schema(_read(art, name), name)
     result.stdout.fnmatch_lines_random([
         "pass  iptables        0 KUBE-SVC, 0 KUBE-SEP, 0 ClusterIP lines on 3 nodes*",
         "pass  backend slots   4 slots on 3 agents in *s*",
@@ -84,7 +100,6 @@ def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -
         "pass  no backend      pod curl exit 7 in 0.00s (socket), NodePort raw SYN icmp-unreachable ICMP 3/3 (reject)  (5 passed, 1 skipped)",
         "pass  shared VIP      claimant rejected, owner HTTP 200; appeared by itself: False  (12 passed, 2 xfailed)",
     ])
-    art = pytester.path / "artifacts" / "fake"
     # every suite's declared evidence (its pytest.mark.kpr contract), but Maglev's (skipped: the fake's agents report Random)
     # and the upgrade's (collected only with --kpr-upgrade-to), and the run's own files
     declared = {e for suite, _ in suites_in(SUITES).values() for e in suite.evidence} - {"maglev.json", "upgrade.json"}
@@ -192,19 +207,20 @@ FIELDS = {
 
 
 def test_evidence_files_carry_the_labs_fields_with_numbers_as_numbers(pytester: pytest.Pytester) -> None:
-    assert_the_rest_passed(run_suites(pytester))
+    result, art = healthy_run(pytester)
+    assert_the_rest_passed(result)
     for name, fields in FIELDS.items():
-        data = evidence(pytester, name)
+        data = _read(art, name)
         assert fields <= set(data), f"{name} lacks {sorted(fields - set(data))}"
-    assert isinstance(evidence(pytester, "iptables.json")["kube_svc_lines"], int)
-    svc, scale = evidence(pytester, "svc.json"), evidence(pytester, "scale.json")
+    assert isinstance(_read(art, "iptables.json")["kube_svc_lines"], int)
+    svc, scale = _read(art, "svc.json"), _read(art, "scale.json")
     assert len(svc["backends"]) == 2 and all(p and p.startswith("web-") for p in svc["backend_pods"])
     assert len(scale["backends"]) == 4 and set(scale["new_backends"]) == set(scale["backends"]) - set(svc["backends"])
-    ct = evidence(pytester, "ct.json")
+    ct = _read(art, "ct.json")
     assert ct["client"].endswith(":40404") and ct["socket_peer"] == ct["backend"] and ct["svc_entries"] == 0
-    np_ = evidence(pytester, "nodeport.json")
+    np_ = _read(art, "nodeport.json")
     assert (np_["node_port"], np_["http_code"], np_["listen_sockets"], np_["iptables_lines"]) == (30780, 200, 0, 0)
-    report = dict(line.split("=", 1) for line in (pytester.path / "artifacts" / "fake" / "report.txt").read_text().splitlines())
+    report = dict(line.split("=", 1) for line in (art / "report.txt").read_text().splitlines())
     assert list(report) == ["kube_proxy_replacement", "socket_lb_coverage", "web_backends", "holder_backend", "holder_program",
                             "nodeport_iptables_lines", "ghost_no_backend_response"]
     assert report["web_backends"] == "2", "read from the current state (scaled back to 2), not copied from scale.json"
