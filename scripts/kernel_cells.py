@@ -5,8 +5,10 @@
 
 Each cell boots one of Debian's packaged kernels (``apt-get download linux-image-<version>``, unpacked and cached
 under ``.kernels/`` of the checkout) with a busybox initramfs that mounts the host's root read-only over 9p, a tmpfs
-on top, the kernel's own modules and a writable results share, then runs ``pytest -m netns tests`` (the real-kernel
-tier, KPR_REQUIRE_NETNS=1: nothing may skip) and powers off. KVM when /dev/kvm works, TCG otherwise
+on top, the kernel's own modules and a writable results share, then runs the real-kernel tests whose outcome depends
+on the kernel (``pytest -m "netns and kernel_dependent"`` over the files that mark them; KPR_REQUIRE_NETNS=1: nothing
+may skip) and powers off. The other netns tests -- the plugin's hygiene, runs isolated from each other, this runner --
+test pytest-kpr, not the kernel: make test runs them on the host. KVM when /dev/kvm works, TCG otherwise
 (measured here: ~10 s to boot, ~10 min for the tier per kernel under TCG on 2 cores). The host's
 kernel is the last cell. Each cell writes its results (kernel, the features the tier probed, passed/failed/skipped)
 to <artifacts>/kernels/<kernel>.json; the script prints a table and exits 1 if a cell failed, skipped or did not boot.
@@ -67,8 +69,8 @@ mount -t cgroup2 none /sys/fs/cgroup; mount -t bpf bpf /sys/fs/bpf; mount -t tmp
 mkdir -p /run/netns; ip link set lo up
 echo "{stage2} $(uname -r)"
 cd {repo}
-PYTHONDONTWRITEBYTECODE=1 KPR_REQUIRE_NETNS=1 KPR_KERNEL_FEATURES=/kpr-out/features.jsonl HOME=/tmp \\
-  {python} -m pytest -m netns {tests} -q -p no:cacheprovider -p no:randomly -o cache_dir=/tmp/pytest-cache \\
+KPR_REQUIRE_NETNS=1 KPR_KERNEL_FEATURES=/kpr-out/features.jsonl HOME=/tmp \\
+  {python} -m pytest -m {marks} {tests} -q -p no:cacheprovider -p no:randomly -o cache_dir=/tmp/pytest-cache \\
   --junitxml=/kpr-out/junit.xml > /kpr-out/pytest.txt 2>&1
 echo $? > /kpr-out/rc
 echo "{done} $(cat /kpr-out/rc)"
@@ -175,14 +177,24 @@ def kvm_works() -> bool:
     return "vmx" in Path("/proc/cpuinfo").read_text() or "svm" in Path("/proc/cpuinfo").read_text()
 
 
+#: what a cell runs: the real-kernel tests whose outcome depends on the kernel
+MARKS = "netns and kernel_dependent"
+
+
+def kernel_dependent_files() -> list[str]:
+    """The test files that mark tests kernel_dependent (collecting only those: under TCG, collecting every self-test
+    file took minutes of each cell)."""
+    return sorted(str(p.relative_to(REPO)) for p in (REPO / "tests").glob("test_*.py") if "mark.kernel_dependent" in p.read_text())
+
+
 def boot(kernel: str, cache: Path, work: Path, boot_timeout: float, timeout: float, procs: list[subprocess.Popen[bytes]],
          tests: list[str] | None = None) -> dict:
     root = fetch(kernel, cache)
     initrd = initramfs(root, kernel, work)
     out = work / "out"
     out.mkdir()
-    (out / "stage2.sh").write_text(STAGE2.format(stage2=STAGE2_MARK, done=DONE_MARK, repo=REPO, python=sys.executable,
-                                                     tests=" ".join(shlex.quote(t) for t in tests or ["tests"])))
+    (out / "stage2.sh").write_text(STAGE2.format(stage2=STAGE2_MARK, done=DONE_MARK, repo=REPO, python=sys.executable, marks=shlex.quote(MARKS),
+                                                     tests=" ".join(shlex.quote(t) for t in tests or kernel_dependent_files())))
     console = work / "console.log"
     accel = "kvm" if kvm_works() else "tcg"
     argv = ["qemu-system-x86_64", "-accel", accel, "-m", "2048", "-smp", "2", "-display", "none", "-no-reboot",
@@ -294,8 +306,8 @@ def host_cell(work: Path, tests: list[str] | None = None) -> dict:
     kernel = os.uname().release
     print(f"[kernels] the host's kernel {kernel}: running the real-kernel tier", flush=True)
     start = time.monotonic()
-    env = {**os.environ, "KPR_REQUIRE_NETNS": "1", "KPR_KERNEL_FEATURES": str(out / "features.jsonl"), "PYTHONDONTWRITEBYTECODE": "1"}
-    cp = subprocess.run([sys.executable, "-m", "pytest", "-m", "netns", *(tests or ["tests"]), "-q", "-p", "no:cacheprovider", f"--junitxml={out / 'junit.xml'}"],
+    env = {**os.environ, "KPR_REQUIRE_NETNS": "1", "KPR_KERNEL_FEATURES": str(out / "features.jsonl")}
+    cp = subprocess.run([sys.executable, "-m", "pytest", "-m", MARKS, *(tests or kernel_dependent_files()), "-q", "-p", "no:cacheprovider", f"--junitxml={out / 'junit.xml'}"],
                         cwd=REPO, env=env, capture_output=True, text=True)
     (out / "rc").write_text(str(cp.returncode))
     (out / "pytest.txt").write_text(cp.stdout + cp.stderr)
@@ -322,7 +334,8 @@ def main() -> int:
     ap.add_argument("--artifacts", type=Path, default=REPO / "kpr-artifacts" / "kernels")
     ap.add_argument("--boot-timeout", type=float, default=120.0)
     ap.add_argument("--timeout", type=float, default=1200.0, help="per VM, boot and tier")
-    ap.add_argument("--tests", nargs="+", metavar="SELECTOR", help="what pytest runs in each cell (default: tests, the whole tier); "
+    ap.add_argument("--tests", nargs="+", metavar="SELECTOR", help="what pytest runs in each cell (default: the files that mark tests "
+                    "kernel_dependent); "
                     "e.g. tests/test_realkernel_flow.py to repeat one module on every kernel")
     a = ap.parse_args()
     global ARTIFACTS

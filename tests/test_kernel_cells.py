@@ -143,3 +143,22 @@ def test_every_kernel_comes_from_debians_archive_verified_with_debians_keyring(t
     assert "Dir::Etc::sourceparts=/dev/null" in opts, "the host's own sources are not read"
     makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
     assert "debian-archive-keyring" in next(line for line in makefile.splitlines() if line.startswith("QEMU_DEBS"))
+
+
+#: netns tests that test pytest-kpr, not the kernel: make test runs them on the host, the kernel cells do not
+NOT_KERNEL_DEPENDENT = {"test_ci_gate.py", "test_kernel_cells.py", "test_netns_topology.py", "test_runs_isolated.py"}
+
+
+def test_the_cells_run_the_tests_whose_outcome_depends_on_the_kernel() -> None:
+    """Each cell runs the files that mark tests kernel_dependent, selected by that mark (under TCG every other file only
+    costs minutes); a new real-kernel file is classified one way or the other, never left out by accident."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import kernel_cells
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    cells = {Path(f).name for f in kernel_cells.kernel_dependent_files()}
+    netns = {p.name for p in (REPO / "tests").glob("test_*.py") if "mark.netns" in p.read_text()}
+    assert {p.name for p in (REPO / "tests").glob("test_realkernel_*.py")} <= cells
+    assert netns - cells == NOT_KERNEL_DEPENDENT, "classify each real-kernel test file: kernel_dependent, or NOT_KERNEL_DEPENDENT"
+    assert kernel_cells.MARKS == "netns and kernel_dependent" and "-m {marks} {tests}" in kernel_cells.STAGE2

@@ -22,7 +22,7 @@ from pytest_kpr.judge.socket_lb import SocketLBObservation, socket_lb_problems
 from pytest_kpr.observe.node import Node
 from pytest_kpr.traffic.probes import Verdict, connect_probe, http_probe
 
-pytestmark = pytest.mark.netns
+pytestmark = [pytest.mark.netns, pytest.mark.kernel_dependent]
 
 REPO = Path(__file__).resolve().parent.parent
 SERVICE = ("10.96.0.10", 80)

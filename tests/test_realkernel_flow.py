@@ -23,7 +23,7 @@ from pytest_kpr.traffic.flow import FlowReport, flow
 
 # timing: the gaps are wall-clock measurements; make test runs this module alone after the parallel run, since a CPU
 # starved by other workers shows up as a gap of its own (a run with 4 workers on 2 cores saw a second 100 ms gap)
-pytestmark = [pytest.mark.netns, pytest.mark.timing]
+pytestmark = [pytest.mark.netns, pytest.mark.kernel_dependent, pytest.mark.timing]
 
 TCP, UDP, VIP_PORT = 7100, 7101, 7100
 #: How late a loaded 2-core runner (scripts/stress_selftests.sh: a CPU burner on each core and another `make test`

@@ -27,7 +27,7 @@ from realkernel import NetnsRunner, SocketLB, compile_sock_lb, in_netns, need_cl
 from pytest_kpr.observe.node import Node
 from pytest_kpr.traffic.probes import ProbeResult, Verdict, connect_probe, syn_probe
 
-pytestmark = pytest.mark.netns
+pytestmark = [pytest.mark.netns, pytest.mark.kernel_dependent]
 
 REPO = Path(__file__).resolve().parent.parent
 SERVER_RULES = """

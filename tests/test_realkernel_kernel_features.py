@@ -19,7 +19,7 @@ from realkernel import TcProgram, compile_tc_pass
 
 from pytest_kpr.rules.kernels import KernelTable
 
-pytestmark = pytest.mark.netns
+pytestmark = [pytest.mark.netns, pytest.mark.kernel_dependent]
 TABLE = KernelTable.load(Path(__file__).resolve().parent.parent / "clusters" / "kernels.yaml")
 KERNEL = os.uname().release
 

@@ -21,7 +21,7 @@ from realkernel import in_netns
 
 from pytest_kpr.traffic.probes import ProbeResult, Verdict, connect_probe, http_probe, syn_probe
 
-pytestmark = pytest.mark.netns
+pytestmark = [pytest.mark.netns, pytest.mark.kernel_dependent]
 
 SERVER_RULES = """
 table inet kprt_probe {

@@ -19,7 +19,7 @@ from realkernel import SocketLB, compile_sock_lb, need_clang, spawn_in
 
 from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems
 
-pytestmark = pytest.mark.netns
+pytestmark = [pytest.mark.netns, pytest.mark.kernel_dependent]
 
 REPO = Path(__file__).resolve().parent.parent
 SERVICE = ("10.96.0.53", 53)
