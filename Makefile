@@ -10,9 +10,12 @@ BIN      := $(VENV)/bin
 STAMP    := $(VENV)/.installed-stamp
 KPR_ARGS ?=
 TEST_ARGS ?=
-# self-tests run in 4 pytest-xdist workers: many of them wait (on the kernel, on flows, on subprocesses), so 4 workers on a
-# 2-core machine overlap those waits (measured: 65 s against 90 s with 2); TEST_WORKERS=0 runs them in one process
-TEST_WORKERS ?= 4
+# self-tests run in 2 pytest-xdist workers: once the fault rows shared their runs the tier was CPU-bound, and 4 workers on
+# 2 cores cost more CPU for the same wall time (measured 2026-12-03, make test: 2 workers 98 s / 160 CPU-s and 86 s /
+# 135 CPU-s, 4 workers 98 s / 178 and 101 s / 182); TEST_WORKERS=0 runs them in one process. The timing tests mostly
+# sleep: 4 workers overlap them (TIMING_WORKERS).
+TEST_WORKERS ?= 2
+TIMING_WORKERS ?= 4
 
 # Debian packages the real-kernel tier uses (installed by `make test` when root and missing).
 KERNEL_DEBS := iproute2 iptables nftables conntrack clang libbpf-dev bpftool libpcap0.8 curl util-linux
@@ -81,8 +84,8 @@ kernel-deps:
 TIMING_FILES = $(shell grep -l 'mark\.timing' tests/test_*.py)
 
 test: $(STAMP) kernel-deps
-	$(BIN)/pytest tests -n $(TEST_WORKERS) --maxprocesses=4 -m "not timing and not browser and not workflows" $(TEST_ARGS)
-	$(BIN)/pytest $(TIMING_FILES) -n $(TEST_WORKERS) -m timing $(TEST_ARGS)
+	$(BIN)/pytest tests -n $(TEST_WORKERS) -m "not timing and not browser and not workflows" $(TEST_ARGS)
+	$(BIN)/pytest $(TIMING_FILES) -n $(TIMING_WORKERS) -m timing $(TEST_ARGS)
 
 # What `pip install pytest-kpr` gets: the wheel in a fresh virtualenv, a dry run in an empty directory, the preflight
 # without Docker, and `pip install -e .` without the test extra (scripts/check_package.sh; about 2 minutes).
