@@ -6,7 +6,7 @@ each counted once. The controller adds them up. At the end of a run the terminal
 most, and the reference the budget is written against: the CPU of one run of every suite against the fake, measured in
 the same run (tests/test_packaging.py::test_a_dry_run_in_an_empty_directory_runs_the_packaged_suites: `pytest -m kpr
 --kpr-provider=fake` in a process of its own). With
-KPR_SELFTEST_CPU=FILE the figures are also written there as JSON (scripts/bench_selftests.sh reads them).
+KPR_SELFTEST_CPU=FILE the figures are also written there as JSON (scripts/bench_selftests.py reads them).
 
 Figures only: nothing here fails a run (a loaded machine is normal; the budget is measured by the script and written in
 docs/contributing/index.md, not asserted).
@@ -98,7 +98,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     write(f"tests: {s['tests_cpu_s']:.0f} CPU-s in {len(per_test)} tests; most: {top}")
     if s["yardstick_cpu_s"]:
         write(f"one run of every suite against the fake: {s['yardstick_cpu_s']:.1f} CPU-s; these tests cost "
-              f"{s['tests_cpu_s'] / s['yardstick_cpu_s']:.0f} of it (the whole of make test: scripts/bench_selftests.sh)")
+              f"{s['tests_cpu_s'] / s['yardstick_cpu_s']:.0f} of it (the whole of make test: scripts/bench_selftests.py)")
     out = config.stash[_OUT]
     if out:
         path = Path(out)
