@@ -83,11 +83,11 @@ kernel-deps:
 # `timing` are collected for them (collecting every file again in each worker cost 10 CPU-seconds).
 TIMING_FILES = $(shell grep -l 'mark\.timing' tests/test_*.py)
 
-# pytest_kpr is byte-compiled first: make test starts about a hundred Python processes that import it (xdist workers, the
-# kpr CLI in namespaces, runs in subprocesses), and with PYTHONDONTWRITEBYTECODE set (as on this project's machines)
-# each compiled it from source again (compileall writes only what is missing or stale).
+# Bytecode is cached whatever PYTHONDONTWRITEBYTECODE says (in __pycache__/, ignored by git): make test starts about a
+# hundred Python processes (xdist workers, the kpr CLI in namespaces, runs in subprocesses), and with it set, as on this
+# project's machines, each compiled pytest_kpr and pytest rewrote and compiled every test module again.
+test: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP) kernel-deps
-	@$(BIN)/python -m compileall -q pytest_kpr
 	$(BIN)/pytest tests -n $(TEST_WORKERS) -m "not timing and not browser and not workflows" $(TEST_ARGS)
 	$(BIN)/pytest $(TIMING_FILES) -n $(TIMING_WORKERS) -m timing $(TEST_ARGS)
 
