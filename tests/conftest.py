@@ -60,6 +60,7 @@ def _import_what_the_inner_runs_import() -> None:
 _import_what_the_inner_runs_import()
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: a checkout without it (make test-package's) must still collect
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """make test's default distribution (``--dist load``), except for the tests that share one run of the suites: the
     rows of a fault group in tests/test_faults.py, and the readers of the healthy run in tests/test_suites_vs_fake.py,
