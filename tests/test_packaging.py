@@ -7,6 +7,7 @@ run by .ci/run; here the package is the one this checkout installed.)"""
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -21,8 +22,14 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
+    # from a copy of the sources: setuptools builds in the source tree's build/, and two xdist workers building this
+    # checkout at once removed each other's files (seen in scripts/stress_selftests.sh: "No such file or directory:
+    # build/bdist.linux-x86_64/wheel/pytest_kpr/rules/kernels.py")
+    src = tmp_path_factory.mktemp("src") / "pytest-kpr"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "kpr-artifacts", ".kernels", ".bin", "*.egg-info",
+                                                              "__pycache__", ".pytest_cache", ".hypothesis", "mutants"))
     # the wheel only: the sdist is built and checked by make test-package
-    r = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(REPO)], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(src)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return out
 
