@@ -12,11 +12,10 @@ naming the row that reached it.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 
 import pytest
-from test_suites_vs_fake import SUITES, run_suites
+from test_suites_vs_fake import SUITES, failure_blocks, run_suites, shared_run
 
 NB = "test_no_backend.py::"
 IPT = "test_iptables.py::"
@@ -482,30 +481,9 @@ def failed_tests(result: pytest.RunResult) -> set[str]:
     return {line.split(" ")[1].split("/")[-1] for line in result.stdout.lines if line.startswith("FAILED ")}
 
 
-def failure_sections(result: pytest.RunResult) -> dict[str, list[str]]:
-    """The long report of each failed test (``test_x[IPv6]`` -> its lines), as pytest prints them under FAILURES."""
-    out: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in result.stdout.lines:
-        m = re.fullmatch(r"_+ (test_\S+) _+", line)
-        if m:
-            current = out.setdefault(m.group(1), [])
-        elif re.fullmatch(r"=+ .* =+", line):
-            current = None
-        elif current is not None:
-            current.append(line)
-    return out
-
-
-#: group index -> the result of its run, so that the rows of a group share it (under xdist one worker runs a whole
-#: group: tests/conftest.py, pytest_xdist_make_scheduler; rows that land apart still pass, each worker runs the group)
-_RUNS: dict[int, pytest.RunResult] = {}
-
-
 def _group_run(pytester: pytest.Pytester, index: int) -> pytest.RunResult:
-    if index not in _RUNS:
-        _RUNS[index] = run_suites(pytester, GROUPS[index].config, args=("-rf",))
-    return _RUNS[index]
+    """The run the rows of a group share (test_suites_vs_fake.shared_run)."""
+    return shared_run(pytester, GROUPS[index].config, args=("-rf",))[0]
 
 
 def _who_reached(pytester: pytest.Pytester, group: Group, outside: set[str]) -> str:
@@ -540,7 +518,7 @@ def judge_row(pytester: pytest.Pytester, result: pytest.RunResult, group: Group,
     mine = {t for t in failed if suite_of(t) in row.suites}
     assert mine == row.failing, (f"{row.name} (suites {', '.join(row.suites)}): failed {sorted(mine)}, the table says "
                                  f"{sorted(row.failing)}\n{result.stdout.str()[-4000:]}")
-    sections = failure_sections(result)
+    sections = failure_blocks(result.stdout.str())
     text = [line for t in sorted(row.failing) for line in sections.get(t.split("::", 1)[1], [])]
     assert text, f"no failure report for {sorted(row.failing)} in the run's output"
     pytest.LineMatcher(text).fnmatch_lines_random(list(row.messages))

@@ -63,17 +63,25 @@ def _read(art: Path, name: str) -> dict:
 #: every suite, conforming: helpers.assert_the_rest_passed (the known skips and xfails, every other selected test passed)
 ALL: dict = {}
 
-_HEALTHY: list[tuple[pytest.RunResult, Path]] = []
 #: the tests that only read the healthy run (tests/conftest.py sends them to one xdist worker, which runs it once)
 HEALTHY_READERS = ("test_every_suite_passes_on_a_conforming_cluster", "test_evidence_files_carry_the_labs_fields_with_numbers_as_numbers")
 
+_SHARED: dict[tuple[str, tuple[str, ...]], tuple[pytest.RunResult, Path]] = {}
+
+
+def shared_run(pytester: pytest.Pytester, config: str = "", args: tuple[str, ...] = ()) -> tuple[pytest.RunResult, Path]:
+    """A run of every suite that several tests only read (its output, its evidence): the first of them runs it, in its
+    pytester directory; the others get the same result and evidence directory. Under xdist the readers go to one worker
+    (tests/conftest.py, pytest_xdist_make_scheduler); readers that land apart still pass, each worker runs it once."""
+    key = (config, args)
+    if key not in _SHARED:
+        _SHARED[key] = (run_suites(pytester, config, args=args), pytester.path / "artifacts" / "fake")
+    return _SHARED[key]
+
 
 def healthy_run(pytester: pytest.Pytester) -> tuple[pytest.RunResult, Path]:
-    """One run of every suite against the conforming fake, shared by the tests that only read its output and evidence:
-    the first of them runs it. Returns the result and the evidence directory."""
-    if not _HEALTHY:
-        _HEALTHY.append((run_suites(pytester), pytester.path / "artifacts" / "fake"))
-    return _HEALTHY[0]
+    """One run of every suite against the conforming fake, shared by the tests that only read it."""
+    return shared_run(pytester)
 
 
 def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -> None:
@@ -464,11 +472,12 @@ def test_an_outside_view_skip_is_a_failure_under_ci(pytester: pytest.Pytester, m
 
 
 def failure_blocks(stdout: str) -> dict[str, list[str]]:
-    """The terminal's FAILURES/ERRORS section, one block of lines per failure (pytest's `____ name ____` headers)."""
+    """The terminal's FAILURES/ERRORS section, one block of lines per failure (pytest's `____ name ____` headers; a
+    long name leaves room for a single underscore each side)."""
     blocks: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in stdout.splitlines():
-        m = re.match(r"^_{3,} (.+?) _{3,}$", line)
+        m = re.match(r"^_+ (.+?) _+$", line)
         if m:
             current = blocks.setdefault(m.group(1), [])
         elif re.match(r"^=+ .* =+$", line):
