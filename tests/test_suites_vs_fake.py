@@ -66,16 +66,17 @@ ALL: dict = {}
 #: the tests that only read the healthy run (tests/conftest.py sends them to one xdist worker, which runs it once)
 HEALTHY_READERS = ("test_every_suite_passes_on_a_conforming_cluster", "test_evidence_files_carry_the_labs_fields_with_numbers_as_numbers")
 
-_SHARED: dict[tuple[str, tuple[str, ...]], tuple[pytest.RunResult, Path]] = {}
+_SHARED: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[pytest.RunResult, Path]] = {}
 
 
-def shared_run(pytester: pytest.Pytester, config: str = "", args: tuple[str, ...] = ()) -> tuple[pytest.RunResult, Path]:
-    """A run of every suite that several tests only read (its output, its evidence): the first of them runs it, in its
-    pytester directory; the others get the same result and evidence directory. Under xdist the readers go to one worker
-    (tests/conftest.py, pytest_xdist_make_scheduler); readers that land apart still pass, each worker runs it once."""
-    key = (config, args)
+def shared_run(pytester: pytest.Pytester, config: str = "", *only: str, args: tuple[str, ...] = ()) -> tuple[pytest.RunResult, Path]:
+    """A run of the suites (``only`` these, else every one) that several tests only read (its output, its evidence): the
+    first of them runs it, in its pytester directory; the others get the same result and evidence directory. Under xdist
+    the readers go to one worker (tests/conftest.py, pytest_xdist_make_scheduler); readers that land apart still pass,
+    each worker runs it once."""
+    key = (config, only, args)
     if key not in _SHARED:
-        _SHARED[key] = (run_suites(pytester, config, args=args), pytester.path / "artifacts" / "fake")
+        _SHARED[key] = (run_suites(pytester, config, *only, args=args), pytester.path / "artifacts" / "fake")
     return _SHARED[key]
 
 
