@@ -26,7 +26,7 @@ import pytest
 from pytest_kpr.judge import holds
 from pytest_kpr.judge.etp import client_address_problems, etp_reach_problems, health_check_problems
 from pytest_kpr.cluster.provider import ClusterHandle
-from pytest_kpr.rules.datapath import backend_sees
+from pytest_kpr.rules.datapath import backend_sees, local_endpoint_count
 from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.observe.lab import Lab
 from pytest_kpr.parse.addr import hp
@@ -71,6 +71,9 @@ def etp(etp_workloads: dict[str, Any], family_lab: Lab, evidence: Evidence, kpr_
     svc = lab.kube.get("Service", "etp-local", lab.ns) or {}
     hc_port = int(svc["spec"].get("healthCheckNodePort") or 0)
     health: dict[str, tuple[int, Any]] = {}
+    # what each node's health server counts: one per active backend address and port on the node, every family's
+    slices = lab.kube.list("EndpointSlice", lab.ns, "kubernetes.io/service-name=etp-local")
+    expected = {node: local_endpoint_count(slices, node) for node in [client, with_backend, *others]}
     for node in [client, with_backend, *others]:
         code, body = lab.http_body(f"http://{hp(lab.node_ip(node), hc_port)}/", 5.0)
         try:
@@ -87,7 +90,7 @@ def etp(etp_workloads: dict[str, Any], family_lab: Lab, evidence: Evidence, kpr_
                    "served_by": served[0] if served else None, "seen": served[1] if served else None}
     data = {"family": kpr_family, "nodes": {"client": client, "with_backend": with_backend, "without_backend": others}, "node_ports": ports,
             "raw_syn": raw, "cluster_ip_connect": cluster_ip, "health_check_node_port": hc_port,
-            "health": {n: {"http_code": c, "body": b} for n, (c, b) in health.items()}, "outside": outside}
+            "health": {n: {"http_code": c, "body": b} for n, (c, b) in health.items()}, "health_expected": expected, "outside": outside}
     evidence.write(family_file("etp.json", kpr_family), data)
     seen = f"backend saw {outside['seen']}" if outside else "no outside view"
     evidence.figure(kpr_property, f"served by {sum(v == 'accepted' for v in raw['etp-local'].values())} of {len(outside_nodes)} nodes from outside "
@@ -119,7 +122,6 @@ def test_in_cluster_cluster_ip_access_is_unaffected(etp: dict[str, Any]) -> None
 
 
 def test_the_health_check_node_port_reports_each_nodes_local_endpoints(etp: dict[str, Any], lab: Lab) -> None:
-    with_backend = etp["nodes"]["with_backend"]
-    local = {n: (1 if n == with_backend else 0) for n in etp["health_raw"]}
-    problems = health_check_problems(etp["health_raw"], local, (lab.ns, "etp-local"))
+    """Each node answers its own count: one per active backend address and port on it (a dual-stack pod counts twice)."""
+    problems = health_check_problems(etp["health_raw"], etp["health_expected"], (lab.ns, "etp-local"))
     holds(problems, f"eTP=Local (health-check NodePort {etp['health_check_node_port']})")

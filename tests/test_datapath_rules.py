@@ -445,3 +445,36 @@ def test_each_nodes_cilium_host_address_is_read_per_family(addresses: list[dict]
     got = _cilium_internal_ips(Kube()).get("w1", {})
     node = NodeFacts("w1", "172.18.0.3", "6.8", cilium_internal_ip=got.get("IPv4", ""), cilium_internal_ip6=got.get("IPv6", ""))
     assert (node.cilium_internal_ip_of("IPv4"), node.cilium_internal_ip_of("IPv6")) == (v4, v6)
+
+
+def _slice(family: str, endpoints: list[tuple[str, str | None, bool | None]], ports: tuple[int, ...] = (80,)) -> dict:
+    return {"addressType": family, "ports": [{"port": p, "protocol": "TCP"} for p in ports],
+            "endpoints": [{"addresses": [a], **({"nodeName": n} if n is not None else {}),
+                           "conditions": {} if ready is None else {"ready": ready}} for a, n, ready in endpoints]}
+
+
+# healthserver.txtar: 10.244.1.1 and .2 on testnode, .3 and .4 on othernode, one port -> 2 on testnode
+TXTAR = _slice("IPv4", [("10.244.1.1", "testnode", True), ("10.244.1.2", "testnode", True),
+                        ("10.244.1.3", "othernode", True), ("10.244.1.4", "othernode", True)])
+
+
+@pytest.mark.parametrize(("slices", "node", "count"), [
+    ([TXTAR], "testnode", 2),
+    ([TXTAR], "othernode", 2),
+    ([TXTAR], "thirdnode", 0),
+    # a dual-stack pod: one backend per address
+    ([_slice("IPv4", [("10.244.1.1", "n1", True)]), _slice("IPv6", [("fd00:10:244:1::1", "n1", True)])], "n1", 2),
+    # two ports: one backend per address and port
+    ([_slice("IPv4", [("10.244.1.1", "n1", True)], ports=(80, 443))], "n1", 2),
+    # not ready (terminating or failing) is not active; ready unset is ready (EndpointConditions: nil means ready)
+    ([_slice("IPv4", [("10.244.1.1", "n1", False), ("10.244.1.2", "n1", None)])], "n1", 1),
+    # an endpoint without a node counts on every node (`inst.NodeName != ""` is the skip's first condition)
+    ([_slice("IPv4", [("10.244.1.1", None, True)])], "n2", 1),
+    # the same address:port in two slices is one backend
+    ([TXTAR, TXTAR], "testnode", 2),
+    ([], "n1", 0),
+])
+def test_the_health_server_counts_active_local_backends_per_address_and_port(slices: list[dict], node: str, count: int) -> None:
+    from pytest_kpr.rules.datapath import local_endpoint_count
+
+    assert local_endpoint_count(slices, node) == count

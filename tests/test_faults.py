@@ -81,7 +81,7 @@ FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
      ["*eTP=Local (ClusterIP from a pod on fake-worker, which has no local backend): unreachable*"]),
     ("healthcheck-cluster-count", ("etp",), "faults=Faults(healthcheck_cluster_count=True)",
      {ETP + "test_the_health_check_node_port_reports_each_nodes_local_endpoints"},
-     ["*eTP=Local (health-check NodePort *): fake-control-plane answered HTTP 200 with localEndpoints 1, expected 503 with 0 (its own backends)*"]),
+     ["*eTP=Local (health-check NodePort *): fake-control-plane answered HTTP 200 with localEndpoints 1, expected 503 with 0 (its own backends' addresses and ports)*"]),
     # -- internalTrafficPolicy=Local ---------------------------------------------------------------------
     ("itp-local-ignored", ("itp",), "faults=Faults(itp_local_ignored=True)",
      {ITP + "test_a_pod_reaches_only_the_backends_on_its_own_node",
@@ -344,7 +344,13 @@ FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
     ("ipv6-health-server-not-listening", ("etp",), "ip_families=('IPv4', 'IPv6'), faults=Faults(healthserver_v4_only=True)",
      {ETP + "test_the_health_check_node_port_reports_each_nodes_local_endpoints[IPv6]"},
      ["*eTP=Local (health-check NodePort *): fake-control-plane answered HTTP nothing with localEndpoints None, expected 503 with 0*"
-      "fake-worker2 answered HTTP nothing with localEndpoints None, expected 200 with 1 (its own backends)*"]),
+      "fake-worker2 answered HTTP nothing with localEndpoints None, expected 200 with 2 (its own backends' addresses and ports)*"]),
+    # a dual-stack pod is one backend per address: the health server counts both (datapath.SRC_HEALTHSERVER)
+    ("health-count-one-family", ("etp",), "ip_families=('IPv4', 'IPv6'), faults=Faults(healthcheck_one_family=True)",
+     {ETP + "test_the_health_check_node_port_reports_each_nodes_local_endpoints[IPv4]",
+      ETP + "test_the_health_check_node_port_reports_each_nodes_local_endpoints[IPv6]"},
+     ["*eTP=Local (health-check NodePort *): fake-worker2 answered HTTP 200 with localEndpoints 1, expected 200 with 2 "
+      "(its own backends' addresses and ports)*"]),
     ("ipv6-affinity-ignored", ("affinity",), "ip_families=('IPv4', 'IPv6'), faults=Faults(affinity6_ignored=True)",
      {AFF + "test_a_client_stays_on_one_backend_with_session_affinity[IPv6]"},
      ["*affinity (sessionAffinity ClientIP): 20 connections from one client reached * backends [[]'[[]fd00:10:244:*]:8080'*despite sessionAffinity ClientIP*"]),

@@ -12,6 +12,7 @@ import re
 import shutil
 import textwrap
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -577,6 +578,11 @@ def test_a_dual_stack_cluster_runs_each_family_dependent_test_once_per_family(py
     scale6 = evidence(pytester, "scale-ipv6.json")  # the IPv6 frontend's slots: IPv6 backends only, the 2 new ones among them
     assert len(scale6["backends"]) == 4 and all(b.startswith("[fd00:10:244:") for b in scale6["backends"]) and len(scale6["new_backends"]) == 2
     assert evidence(pytester, "svc-ipv6.json")["frontend"].startswith("[fd00:10:96::") and None not in evidence(pytester, "svc-ipv6.json")["backend_pods"]
+    for name in ("etp.json", "etp-ipv6.json"):  # the dual-stack backend pod is two backends, one per address (SRC_HEALTHSERVER)
+        etp = evidence(pytester, name)
+        node = etp["nodes"]["with_backend"]
+        assert etp["health"][node] == {"http_code": 200, "body": {"service": {"namespace": mock.ANY, "name": "etp-local"}, "localEndpoints": 2}} \
+            and etp["health_expected"][node] == 2 and sum(etp["health_expected"].values()) == 2, (name, etp["health"], etp["health_expected"])
     results = evidence(pytester, "results.json")
     assert results["run"]["ip_families"] == ["IPv4", "IPv6"]
     assert results["properties"]["socket LB"]["families"] == {"IPv4": "pass", "IPv6": "pass"}

@@ -24,8 +24,9 @@ def etp_reach_problems(local: "Mapping[str, str]", cluster: "Mapping[str, str]",
 
 
 def health_check_problems(answers: "Mapping[str, tuple[int, Any]]", local_backends: "Mapping[str, int]", service: tuple[str, str]) -> list[str]:
-    """The health-check NodePort (datapath.SRC_HEALTHSERVER): every node answers with its own count of local endpoints,
-    200 when it has one, 503 when not, naming the Service. ``answers``: node -> (HTTP code, parsed JSON body or None)."""
+    """The health-check NodePort (datapath.SRC_HEALTHSERVER): every node answers with its own count of local endpoints
+    (``local_backends``: datapath.local_endpoint_count, one per active backend address and port on the node), 200 when
+    it has one, 503 when not, naming the Service. ``answers``: node -> (HTTP code, parsed JSON body or None)."""
     out = []
     for node, (code, body) in sorted(answers.items()):
         want = local_backends.get(node, 0)
@@ -33,7 +34,7 @@ def health_check_problems(answers: "Mapping[str, tuple[int, Any]]", local_backen
         got = body.get("localEndpoints") if isinstance(body, dict) else None
         if code != want_code or got != want:
             out.append(f"{node} answered HTTP {code or 'nothing'} with localEndpoints {got}, expected {want_code} with {want} "
-                       f"(its own backends)")
+                       f"(its own backends' addresses and ports)")
         elif (body.get("service") or {}) != {"namespace": service[0], "name": service[1]}:
             out.append(f"{node} answered for {body.get('service')}, not {service[0]}/{service[1]}")
     return out

@@ -339,9 +339,29 @@ SRC_ETP_NO_LOCAL = ("cilium/cilium bpf/lib/lb.h handle_nonroutable_endpoints_v4 
                     "(pkg/svcrouteconfig/cell.go DefaultConfig); with it false the packet is dropped")
 SRC_HEALTHSERVER = ("cilium/cilium pkg/loadbalancer/healthserver/healthserver.go: for a Service with a healthCheckNodePort and "
                     "externalTrafficPolicy Local (KPR on, enable-health-check-nodeport on by default) each agent listens on "
-                    ":<healthCheckNodePort> and answers 200 with {\"service\":{\"namespace\",\"name\"},\"localEndpoints\":N} (the "
-                    "active backends on its node), 503 when N is 0; @b1cd8c2f addListener: `bindAddr := fmt.Sprintf(\":%d\", port)`, "
+                    ":<healthCheckNodePort> and answers 200 with {\"service\":{\"namespace\",\"name\"},\"localEndpoints\":N}, 503 when "
+                    "N is 0; N counts backends, one per address and port: @b1cd8c2f getLocalEndpointCount `for be := range "
+                    "h.backends.List(txn, lb.BackendByServiceName(h.name)) {` ... `if inst.State == lb.BackendStateActive { activeCount++`, "
+                    "after skipping `inst.NodeName != \"\" && inst.NodeName != h.nodeName`, and a backend is an address:port "
+                    "(testdata/healthserver.txtar@035b1474: `test/echo (http)       10.244.1.1:80/TCP`, two local ones answer "
+                    "`\"localEndpoints\":2`), so a dual-stack pod counts twice; addListener: `bindAddr := fmt.Sprintf(\":%d\", port)`, "
                     "which Go's listener opens on every address of both families")
+
+
+def local_endpoint_count(slices: "list[Any]", node: str) -> int:
+    """What the health server on ``node`` answers as localEndpoints (SRC_HEALTHSERVER), from the Service's EndpointSlices
+    (every family's): the distinct address:port/protocol backends that are active (ready: serving and not terminating)
+    and on ``node`` or on no named node."""
+    backends: set[tuple[str, int, str]] = set()
+    for es in slices:
+        ports = [(int(p.get("port") or 0), str(p.get("protocol") or "TCP")) for p in es.get("ports") or []]
+        for ep in es.get("endpoints") or []:
+            if ep.get("nodeName") not in (None, "", node) or (ep.get("conditions") or {}).get("ready") is False:
+                continue
+            backends |= {(str(a), port, proto) for a in ep.get("addresses") or [] for port, proto in ports}
+    return len(backends)
+
+
 SRC_SNAT_ADDRESS6 = ("cilium/cilium bpf/lib/nodeport.h@f541499b tail_nodeport_nat_egress_ipv6: `.addr = IPV6_DIRECT_ROUTING,` and, "
                      "`#ifdef TUNNEL_MODE`, with a tunnel endpoint `BPF_V6(target.addr, ROUTER_IP);`; "
                      "pkg/datapath/linux/config/config.go, the copy SRC_SNAT_ADDRESS quotes (its commit not reported by the "

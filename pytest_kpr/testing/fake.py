@@ -427,7 +427,7 @@ class FakeCluster:
         ns = svc["metadata"]["namespace"]
         return [p for p in self.pods(ns) if _labels_match(sel, p["metadata"].get("labels"))]
 
-    def _endpointslices(self, svc: Obj) -> list[Obj]:
+    def endpointslices(self, svc: Obj) -> list[Obj]:
         """One EndpointSlice per family the Service has (the EndpointSlice controller's addressType), as Kubernetes does."""
         return [self._endpointslice(svc, f) for f in svc["spec"].get("ipFamilies") or ["IPv4"]]
 
@@ -635,7 +635,7 @@ class FakeCluster:
         api_version_of(kind)
         self._advance("list", kind, namespace or "", label_selector or "")
         if kind == "EndpointSlice":
-            items = [es for s in self.services() if s["spec"].get("selector") for es in self._endpointslices(s)]
+            items = [es for s in self.services() if s["spec"].get("selector") for es in self.endpointslices(s)]
         elif kind == "CiliumEndpoint":
             items = [self._cilium_endpoint(p) for p in self.pods() if not p["spec"].get("hostNetwork") and p["spec"].get("nodeName")]
         else:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..rules.datapath import NoRule, Plane, backend_sees, coverage_name, plane_for
+from ..rules.datapath import NoRule, Plane, backend_sees, coverage_name, local_endpoint_count, plane_for
 from ..rules.workloads import seen_by
 from .reach import ERRNO, Outcome, backend_listens, probe_result, reach
 from ..parse.addr import family_of, hp, split_host_port
@@ -161,8 +161,12 @@ class FakeWorkloads:
             spec = svc["spec"]
             if spec.get("healthCheckNodePort") != port or spec.get("externalTrafficPolicy") != "Local":
                 continue
-            ready = [p for p in self.c.endpoints_of(svc) if self.c.pod_ready(p)]
-            n = len(ready) if self.c.cfg.faults.healthcheck_cluster_count else len([p for p in ready if p["spec"]["nodeName"] == node])
+            slices = self.c.endpointslices(svc)
+            if self.c.cfg.faults.healthcheck_one_family:  # fault: the count leaves out the Service's second family
+                slices = slices[:1]
+            # one per active backend address and port on this node (datapath.SRC_HEALTHSERVER); fault: every node's
+            nodes = sorted(self.c.node_names()) if self.c.cfg.faults.healthcheck_cluster_count else [node]
+            n = sum(local_endpoint_count(slices, name) for name in nodes)
             body = {"service": {"namespace": svc["metadata"]["namespace"], "name": svc["metadata"]["name"]}, "localEndpoints": n}
             return (200 if n else 503), body
         return None
