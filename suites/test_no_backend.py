@@ -131,7 +131,8 @@ def seen(ghost: Ghost, family_lab: Lab, evidence: Evidence, kpr_property: str, k
 
 def _judge(a: NoBackendAttempt, client: str, access: str, frontend: str, seen: dict[str, Any]) -> None:
     plane = plane_for(client, access, frontend, seen["coverage"]).plane
-    rule = no_backend(plane, seen["response"], seen["routable"], seen["kernel"], family=seen["family"])
+    rule = no_backend(plane, seen["response"], seen["routable"], seen["kernel"], family=seen["family"],
+                      owner="node" if frontend == "NodePort" else "elsewhere")
     problems = no_backend_problems(a, rule, seen["response"] + ("" if seen["routable"] else ", enable-no-service-endpoints-routable=false"))
     holds(problems, "no backend")
 

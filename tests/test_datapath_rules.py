@@ -66,6 +66,7 @@ def test_rules_do_not_overlap() -> None:
         ("host", "connect", "ClusterIP", "Hostns-only", "on", Plane.SOCKET),
         ("host", "connect", "NodePort", "Full", "on", Plane.SOCKET),
         ("pod", "connect", "NodePort", "Full", "on", Plane.SOCKET),
+        ("pod", "connect", "NodePort", "Hostns-only", "on", Plane.PER_PACKET),  # bpf_lxc for this node's address, else bpf_host there
         ("outside", "raw", "NodePort", "Full", "on", Plane.PER_PACKET),
         ("outside", "connect", "NodePort", "Hostns-only", "off", Plane.PER_PACKET),
         ("pod", "connect", "ExternalIP", "Full", "on", Plane.NONE),
@@ -81,7 +82,7 @@ def test_plane_for_each_path(client: str, access: str, frontend: str, coverage: 
 
 
 @pytest.mark.parametrize(("args"), [("pod", "raw", "ExternalIP", "Full", "off"), ("host", "raw", "ClusterIP", "Full", "on"),
-                                    ("pod", "connect", "NodePort", "Hostns-only", "on")])
+                                    ("pod", "raw", "NodePort", "Hostns-only", "on")])
 def test_a_path_no_rule_covers_is_an_error_not_a_guess(args: tuple[str, ...]) -> None:
     with pytest.raises(NoRule, match="no sourced rule"):
         plane_for(*args)
@@ -126,14 +127,18 @@ def test_the_set_retval_kernel_is_the_kernel_tables() -> None:
     assert kernel_tuple(feat.kernel) == SET_RETVAL_KERNEL and "filter.c" in feat.source
 
 
-@pytest.mark.parametrize(("response", "raw", "connect", "curl"), [
-    ("reject", "reset", {"refused"}, 7),  # the node's stack resets: no ICMP, whatever the response mode
-    ("drop", "reset", {"refused"}, 7),
+@pytest.mark.parametrize(("response", "owner", "raw", "connect", "curl", "fast"), [
+    ("reject", "node", "reset", {"refused"}, 7, True),  # the node's stack owns its NodePort address and resets: no ICMP
+    ("drop", "node", "reset", {"refused"}, 7, True),
+    ("reject", "elsewhere", "timeout", {"timeout"}, 28, False),  # a ClusterIP, as addressed: nothing answers
+    ("drop", "elsewhere", "timeout", {"timeout"}, 28, False),
 ])
-def test_a_backendless_service_that_is_not_routable_goes_to_the_nodes_stack(response: str, raw: str, connect: set[str], curl: int) -> None:
-    r = no_backend(Plane.PER_PACKET, response, routable=False)
-    assert (r.raw, set(r.connect), r.curl_exit, r.icmp, r.fast) == (raw, connect, curl, None, True)
+def test_a_backendless_service_that_is_not_routable_continues_as_addressed(response: str, owner: str, raw: str, connect: set[str],
+                                                                           curl: int, fast: bool) -> None:
+    r = no_backend(Plane.PER_PACKET, response, routable=False, owner=owner)
+    assert (r.raw, set(r.connect), r.curl_exit, r.icmp, r.fast) == (raw, connect, curl, None, fast)
     assert "handle_nonroutable_endpoints_v4" in r.source and "CTX_ACT_OK" in r.source
+    assert owner == "node" or "bpf_lxc.c" in r.source
     assert no_backend(Plane.SOCKET, response, routable=False).errnos == {"EHOSTUNREACH"}, "the socket plane does not care"
 
 

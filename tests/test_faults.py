@@ -394,6 +394,15 @@ FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
      ["*no backend (raw SYN from fake-worker's host network *; per-packet plane, ServiceNoBackendResponse=reject, "
       "enable-no-service-endpoints-routable=false): a raw SYN got icmp-unreachable ICMP 3/3 after *; expected reset: "
       "enable-no-service-endpoints-routable is false*"]),
+    # ... but a pod's SYN to the ClusterIP (per packet, hostns-only) continues as addressed, and nothing owns that address
+    ("not-routable-resets-a-cluster-ip", ("no_backend",),
+     "no_service_endpoints_routable=False, socket_lb_hostns_only=True, faults=Faults(not_routable_resets_anywhere=True)",
+     {NB + "test_curl_from_a_pod_fails_as_its_plane_says", NB + "test_connect_from_a_pod_fails_as_its_plane_says",
+      NB + "test_raw_syn_from_a_pod_to_the_cluster_ip_where_a_plane_handles_it"},
+     ["*no backend (pod curl to ClusterIP *; per-packet plane, *enable-no-service-endpoints-routable=false): curl exited 7 after *; "
+      "expected exit 28 at its limit: *bpf_lxc lets the pod's packet continue untranslated to the ClusterIP, which nothing on the node owns*",
+      "*no backend (pod connect() to ClusterIP *): connect() gave refused (ECONNREFUSED) after *; expected timeout at its limit*",
+      "*no backend (pod raw SYN to ClusterIP *): a raw SYN got reset after *; expected timeout*"]),
     # -- shared VIP ----------------------------------------------------------------------------------
     ("degraded-without-the-error-text", ("shared_vip",), "faults=Faults(health_without_error=True)",
      {SV + "test_the_conflict_is_visible_in_the_agents_health[external-ips]", SV + "test_the_conflict_is_visible_in_the_agents_health[lb-ipam]",

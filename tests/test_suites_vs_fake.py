@@ -134,6 +134,8 @@ NO_BACKEND_ALL_JUDGED = {"passed": 6}  # Hostns-only: bpf_lxc handles the pod's 
         # enable-no-service-endpoints-routable=false: the per-packet plane hands the SYN to the node's stack, which resets
         ("no_service_endpoints_routable=False", ("no_backend",), NO_BACKEND_PASS),
         ("no_service_endpoints_routable=False, no_backend_response='drop'", ("no_backend", "etp"), {"passed": 5 + 4, "skipped": 1}),
+        # ... and under hostns-only coverage a pod's SYN to the ClusterIP continues untranslated: nothing answers it
+        ("no_service_endpoints_routable=False, socket_lb_hostns_only=True", ("no_backend",), NO_BACKEND_ALL_JUDGED),
         # the oldest supported minor, with legacy tc attachments
         ("cilium_version='1.18.14', attach_mode='tc'", (), ALL),
         # NatPort conntrack tail
@@ -155,7 +157,8 @@ NO_BACKEND_ALL_JUDGED = {"passed": 6}  # Hostns-only: bpf_lxc handles the pod's 
         # a smaller reverse-NAT map fills first (its entry is written before the master): the overflow is shown with its error
         ("lb_map_max=512, lb_rev_nat_map_max=300", ("maps",), {"passed": 2, "xfailed": 1}),
     ],
-    ids=["hostns-only", "drop", "drop-hostns-only", "kernel-5.15-eperm", "not-routable", "not-routable-drop", "cilium-1.18-legacy-tc",
+    ids=["hostns-only", "drop", "drop-hostns-only", "kernel-5.15-eperm", "not-routable", "not-routable-drop", "not-routable-hostns-only",
+         "cilium-1.18-legacy-tc",
          "cilium-1.19", "dsr", "snat-native", "etp-drop", "maglev", "itp-disabled", "terminating-option-off", "small-maps", "small-rev-nat-map"],
 )
 def test_suites_pass_on_other_conforming_configurations(pytester: pytest.Pytester, config: str, suites: tuple[str, ...], outcomes: dict) -> None:

@@ -122,6 +122,18 @@ def test_an_ipv6_only_roll_carries_the_flows_in_ipv6(pytester: pytest.Pytester) 
     assert up["flows"]["pod->ClusterIP (IPv6)"]["ct_survived"] is True
 
 
+def test_a_hostns_only_roll_carries_the_flows_on_the_per_packet_plane(pytester: pytest.Pytester) -> None:
+    """Under the hostns-only profile pods take the per-packet plane, also to a NodePort (datapath.plane_for: bpf_lxc for
+    this node's own address, bpf_host on the other node): the upgrade suite runs and passes, naming each flow's plane."""
+    result = run(pytester, "socket_lb_hostns_only=True", "", "-rA")
+    result.assert_outcomes(passed=5, skipped=5)
+    up = upgrade_json(pytester)["transitions"][0]
+    assert {name: f["path"]["plane"] for name, f in up["flows"].items()} == {
+        "pod->ClusterIP": "per-packet", "hostnet->ClusterIP": "socket", "pod->NodePort": "per-packet",
+        "hostnet(no backend)->NodePort": "socket", "udp pod->ClusterIP": "per-packet"}, up["flows"]
+    assert all(f["report"]["lost"] == 0 for f in up["flows"].values())
+
+
 #: (name, fault, the one test it fails, the failure's words) in a dual-stack run: a fault in one family's maps or flows fails
 #: that family's verdict only (the docs' suites page lists them: scripts/gen_docs.py)
 FAMILY_FAULTS = [

@@ -49,6 +49,10 @@ SRC_LXC_PER_PACKET = ("cilium/cilium bpf/bpf_lxc.c: ENABLE_PER_PACKET_LB only if
 SRC_LXC_XLATE = ("cilium/cilium bpf/bpf_lxc.c (the index's newest copy, commit not reported) __per_packet_lb_svc_xlate_4: "
                  "`svc = lb4_lookup_service(&key, is_defined(ENABLE_NODEPORT)); if (svc) {` ... `ret = lb4_local(...)` (only L7 LB "
                  "and, under full socket LB, local-redirect services skip it); compiled in under hostns-only (SRC_LXC_PER_PACKET)")
+SRC_LXC_NODEPORT = ("cilium/cilium bpf/bpf_lxc.c@d7be9552 __per_packet_lb_svc_xlate_4: `svc = lb4_lookup_service(&key, "
+                    "is_defined(ENABLE_NODEPORT));` finds a NodePort frontend on one of this node's addresses: "
+                    "pkg/loadbalancer/healthserver/testdata/healthserver.txtar@035b1474 lists the node address's own entry "
+                    "`SVC: ID=2 ADDR=1.1.1.1:30781/TCP ... FLAGS=NodePort+Local+InternalLocal` beside 0.0.0.0:30781; no other node's")
 SRC_HOST_NODEPORT = ("cilium/cilium bpf/bpf_host.c + bpf/lib/nodeport.h nodeport_lb4: traffic arriving on the native device "
                      "for a NodePort/LoadBalancer/ExternalIP frontend is load-balanced per packet (kubeproxy-free.rst, NodePort)")
 SRC_SKIP_XLATE = ("cilium/cilium bpf/bpf_sock.c sock4_skip_xlate (CVE-2020-8554 mitigation): an ExternalIP that is not a host "
@@ -141,6 +145,11 @@ PLANE_RULES: tuple[PlaneRule, ...] = (
     PlaneRule("pod", "connect", "NodePort", "Full", ANY, Plane.SOCKET,
               "a pod's connect() to a node address and NodePort is translated through the wildcard entry",
               SRC_SOCK_FWD + "; " + SRC_SOCK_WILDCARD),
+    PlaneRule("pod", "connect", "NodePort", "Hostns-only", ANY, Plane.PER_PACKET,
+              "the socket hook skips pod namespaces (-ENXIO); bpf_lxc's per-packet LB translates a NodePort on the local node's "
+              "own addresses (each is a frontend in its service map), and a SYN to another node's address leaves the pod "
+              "untranslated and is load-balanced by that node's bpf_host",
+              SRC_SOCK_FWD + "; " + SRC_LXC_NODEPORT + "; " + SRC_HOST_NODEPORT),
     PlaneRule("outside", "raw", "NodePort", ANY, ANY, Plane.PER_PACKET,
               "a packet arriving on a node's native device for a NodePort is load-balanced by bpf_host", SRC_HOST_NODEPORT),
     PlaneRule("outside", "connect", "NodePort", ANY, ANY, Plane.PER_PACKET,
@@ -169,6 +178,10 @@ SRC_NO_SVC_ROUTABLE = ("cilium/cilium bpf/lib/lb.h (the index's newest copy, com
                        "`return DROP_NO_SERVICE;`, otherwise `/* continue via the slowpath */ return CTX_ACT_OK;`, reached only "
                        "`if (!CONFIG(enable_no_service_endpoints_routable))`; pkg/svcrouteconfig/cell.go DefaultConfig "
                        "`EnableNoServiceEndpointsRoutable: true`: the host stack answers a SYN to a NodePort nothing listens on with a RST")
+
+SRC_NO_SVC_ROUTABLE_LXC = ("cilium/cilium bpf/bpf_lxc.c@d7be9552 __per_packet_lb_svc_xlate_4 (and _6): on DROP_NO_SERVICE "
+                           "`if (!CONFIG(enable_no_service_endpoints_routable)) return handle_nonroutable_endpoints_v4(svc);` -- "
+                           "CTX_ACT_OK before the DNAT and the CT_EGRESS tail call: the packet leaves the pod as addressed")
 
 #: the agent's resolved options as files (cilium-dbg/cmd/build-config.go writes each key of its configuration to
 #: /tmp/cilium/config-map/<key>; SRC_MAGLEV_SEED)
@@ -209,6 +222,9 @@ class NoBackendRule:
     routable: bool | str = ANY
     #: what a wrong errno means (a known regression), named in the failure
     errno_note: str = ""
+    #: whose address the frontend is: ``node`` (a NodePort on a node's own address), ``elsewhere`` (a ClusterIP no one on
+    #: the node owns), or * (the rule holds either way)
+    owner: str = ANY
 
 
 NO_BACKEND_RULES: tuple[NoBackendRule, ...] = (
@@ -219,7 +235,11 @@ NO_BACKEND_RULES: tuple[NoBackendRule, ...] = (
                              "bpf_set_retval compiled out; fixed by #45185, in 1.19.4)"),
     NoBackendRule(Plane.PER_PACKET, ANY, frozenset({"refused"}), frozenset({"ECONNREFUSED"}), 7, True, "reset", None,
                   "enable-no-service-endpoints-routable is false: the per-packet plane lets the packet continue to the node's "
-                  "stack, which answers a TCP reset", SRC_NO_SVC_ROUTABLE, routable=False),
+                  "stack, which owns the NodePort's address and answers a TCP reset", SRC_NO_SVC_ROUTABLE, routable=False, owner="node"),
+    NoBackendRule(Plane.PER_PACKET, ANY, frozenset({"timeout"}), frozenset(), 28, False, "timeout", None,
+                  "enable-no-service-endpoints-routable is false: bpf_lxc lets the pod's packet continue untranslated to the "
+                  "ClusterIP, which nothing on the node owns (no kube-proxy), so nothing answers; the client waits for its limit",
+                  SRC_NO_SVC_ROUTABLE_LXC + "; " + SRC_NO_SVC_ROUTABLE, routable=False, owner="elsewhere"),
     NoBackendRule(Plane.PER_PACKET, "reject", frozenset({"refused"}), frozenset({"ECONNREFUSED"}), 7, True, "icmp-unreachable", (3, 3),
                   "the per-packet plane answers ICMP port unreachable; the client's TCP stack turns it into ECONNREFUSED",
                   SRC_NO_SERVICE_ICMP),
@@ -306,15 +326,18 @@ SRC_NODEPORT_WILDCARD = ("cilium/cilium pkg/loadbalancer/reflectors/conversions.
 NODEPORT_WILDCARD = {"IPv4": "0.0.0.0", "IPv6": "::"}
 
 
-def no_backend(plane: Plane, response: str, routable: bool = True, kernel: "tuple[int, ...] | None" = None, family: int = 4) -> NoBackendRule:
+def no_backend(plane: Plane, response: str, routable: bool = True, kernel: "tuple[int, ...] | None" = None, family: int = 4,
+               owner: str = "node") -> NoBackendRule:
     """The rule for a backendless Cluster-policy service on ``plane``. ``routable``: the agent's
     enable-no-service-endpoints-routable; ``kernel``: the client node's kernel (the socket plane's errno depends on it;
     None: 6.1 or newer); ``family``: 4 or 6 (the per-packet reject's ICMP differs: SRC_NO_SERVICE_ICMP6; the socket
-    plane's answer is the same, bpf_sock.c __sock6_xlate_fwd returning -EHOSTUNREACH as __sock4_xlate_fwd does)."""
+    plane's answer is the same, bpf_sock.c __sock6_xlate_fwd returning -EHOSTUNREACH as __sock4_xlate_fwd does);
+    ``owner``: ``node`` when the frontend is the node's own address (a NodePort), ``elsewhere`` when nothing on the node
+    owns it (a ClusterIP) -- it decides what answers a packet the per-packet plane lets continue (routable false)."""
     if plane is Plane.SOCKET and kernel is not None and kernel < SET_RETVAL_KERNEL:
         return SOCKET_NO_BACKEND_OLD_KERNEL
     for rule in NO_BACKEND_RULES:
-        if rule.plane is plane and rule.response in (ANY, response) and rule.routable in (ANY, routable):
+        if rule.plane is plane and rule.response in (ANY, response) and rule.routable in (ANY, routable) and rule.owner in (ANY, owner):
             if family == 6 and rule.icmp is not None:
                 return replace(rule, icmp=ICMP6_PORT_UNREACHABLE, source=SRC_NO_SERVICE_ICMP6 + "; " + rule.source)
             return rule

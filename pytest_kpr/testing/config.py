@@ -117,6 +117,9 @@ class Faults:
     #: a terminating backend's established connections go silent for 3 s when it starts terminating (no reset)
     terminating_stalls_connections: bool = False
     healthcheck_cluster_count: bool = False  # the health-check NodePort answers 200 with the cluster-wide backend count on every node
+    #: with enable-no-service-endpoints-routable false, a pod's SYN to a backendless ClusterIP (per packet) gets a reset
+    #: from the node's stack, as one to a NodePort does, though nothing on the node owns the ClusterIP
+    not_routable_resets_anywhere: bool = False
     healthcheck_one_family: bool = False  # the health-check NodePort counts the backends of the Service's first family only (dual stack)
     #: a request from outside for another node's backend is forwarded in the other mode than the agent reports (it reports
     #: SNAT and the backend sees the client, or DSR and the backend sees the node)

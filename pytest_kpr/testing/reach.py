@@ -100,8 +100,11 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         return routed(c, ip, port)
     if outside:
         client, handler = "outside", target_node or node
-    elif kind == "NodePort" and host_network and access == "raw" and target_node != node:
-        client, handler = "outside", target_node or node  # the SYN leaves this node and arrives at the other one's bpf_host
+    elif kind == "NodePort" and target_node != node and (host_network and access == "raw" or not host_network and access == "connect"
+                                                         and _coverage(c, "pod", access, kind, family) == "Hostns-only"):
+        # the SYN leaves this node untranslated (a raw one; a pod's, per packet: bpf_lxc's service map holds only this
+        # node's NodePort addresses, datapath.SRC_LXC_NODEPORT) and arrives at the other one's bpf_host
+        client, handler = "outside", target_node or node
     else:
         client, handler = ("host" if host_network else "pod"), node
     rule = plane_for(client, access, kind, _coverage(c, client, access, kind, family), "on" if c.cfg.external_ip_mitigation else "off")
@@ -138,12 +141,16 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         return Outcome("unreachable", rule.plane, "EPERM" if eperm else "EHOSTUNREACH", frontend=kind) if nb.fast else \
             Outcome("timeout", rule.plane, frontend=kind)
     if (c.cfg.no_service_endpoints_routable is False and not faults.not_routable_ignored) or faults.no_backend_not_routable:
-        # datapath.SRC_NO_SVC_ROUTABLE: Local policy drops; Cluster policy continues to the node's stack, which resets
+        # datapath.SRC_NO_SVC_ROUTABLE: Local policy drops; Cluster policy continues as addressed: the node's stack resets
+        # a SYN to its own NodePort address, and nothing answers one to a ClusterIP (SRC_NO_SVC_ROUTABLE_LXC)
         spec = c.service(fe.service).get("spec", {})
         local = spec.get("externalTrafficPolicy" if client == "outside" else "internalTrafficPolicy") == "Local"
         if local:
             return Outcome("timeout", rule.plane, frontend=kind)
-        return Outcome("refused", rule.plane, "ECONNREFUSED", frontend=kind)
+        nb = no_backend(rule.plane, response, routable=False, owner="node" if kind == "NodePort" else "elsewhere")
+        if nb.raw == "reset" or faults.not_routable_resets_anywhere:  # fault: a reset as if the node owned every address
+            return Outcome("refused", rule.plane, "ECONNREFUSED", frontend=kind)
+        return Outcome("timeout", rule.plane, frontend=kind)
     if response == "reject" and (faults.no_backend_silent_drop or (faults.no_backend_v6_drops and family == "IPv6")):
         return Outcome("timeout", rule.plane, frontend=kind)  # faults: a silent drop (no_backend_v6_drops: IPv6's only)
     nb = no_backend(rule.plane, response, family=6 if family == "IPv6" else 4)
