@@ -9,8 +9,9 @@ internalTrafficPolicy Local); ``itp-far-only`` (the same, ``itp-far`` alone). A 
 connects to ``itp``'s ClusterIP ``CONNECTIONS`` times (``kpr probe connect``: the socket's peer is the backend the socket
 LB chose); the client node's probe connects to ``itp-far-only`` (no local backend); a host-network probe on the far node
 sends a raw SYN to the client node's InternalIP at ``itp-far-only``'s NodePort (it arrives at that node's bpf_host from
-outside). The agents' slots for the ClusterIPs are recorded per node. Honoured only while the agent's
-enable-internal-traffic-policy is true (SRC_ITP_ENABLED); else the tests skip, naming it. Needs socket LB in pod
+outside). The agents' slots for the ClusterIPs are recorded per node. Before Cilium 1.19 honoured only while the agent's
+enable-internal-traffic-policy is true (SRC_ITP_ENABLED; else the tests skip, naming it); from 1.19 always, the option
+being gone (SRC_ITP_ALWAYS). Needs socket LB in pod
 namespaces and NodePort. Evidence: itp.json.
 
 A ClusterIP of each family is its own frontend with its own scope: the connections and the raw SYN run once per family
@@ -36,7 +37,7 @@ from pytest_kpr.rules.datapath import ITP_FILE, itp_enabled
 
 pytestmark = [
     pytest.mark.kpr(property="iTP=Local", evidence="itp.json", plane=["socket", "per-packet"],
-                    sources=["SRC_ITP_CLUSTER_IP", "SRC_ITP_NO_LOCAL", "SRC_ITP_EXTERNAL", "SRC_ITP_ENABLED", "SRC_SOCK_RETVAL"]),
+                    sources=["SRC_ITP_CLUSTER_IP", "SRC_ITP_NO_LOCAL", "SRC_ITP_EXTERNAL", "SRC_ITP_ENABLED", "SRC_ITP_ALWAYS", "SRC_SOCK_RETVAL"]),
     pytest.mark.kpr_requires("socket-lb-pods", "nodeport"),
 ]
 #: connections per probe pod: with two backends, a Cluster policy keeps all of them local by chance with 2^-12 per node
@@ -48,15 +49,15 @@ def _local(svc: dict[str, Any]) -> None:
 
 
 @pytest.fixture(scope="module")
-def itp_workloads(lab: Lab, probe: Lab) -> dict[str, Any]:
+def itp_workloads(lab: Lab, probe: Lab, kpr_facts: Any) -> dict[str, Any]:
     """The two web pods, the two Services and the far node's probes, created once for every family (skipped, naming the
     setting, when the agent ignores internalTrafficPolicy)."""
     near, far = lab.client_node, lab.remote_node()
     enabled = lab.agent(near).exec(["cat", ITP_FILE])
     setting = enabled.stdout.strip() if enabled.ok else None
-    if not itp_enabled(setting):
-        pytest.skip(f"the agent's enable-internal-traffic-policy is {setting}: Cilium ignores internalTrafficPolicy "
-                    "(writer.go isIntLocal returns false), so there is no Local behaviour to check")
+    if not itp_enabled(setting, kpr_facts.cilium_version):  # from 1.19 the option is gone: always honoured (SRC_ITP_ALWAYS)
+        pytest.skip(f"the agent's enable-internal-traffic-policy is {setting} (Cilium {kpr_facts.cilium_version}): Cilium ignores "
+                    "internalTrafficPolicy (writer.go isIntLocal returns false), so there is no Local behaviour to check")
     lab.create_web_pod("itp-near", {"app": "itp", "side": "near"}, near)
     lab.create_web_pod("itp-far", {"app": "itp", "side": "far"}, far)
     lab.create_service("itp", {"app": "itp"}, "NodePort", tweak=_local)

@@ -409,11 +409,15 @@ def test_service_no_backend_response_is_read_never_assumed(config: str | None, f
         assert str(e.value).startswith("Cilium 1.20.5 reports no ServiceNoBackendResponse (reject|drop)") and str(want) in str(e.value)
 
 
-@pytest.mark.parametrize(("value", "enabled"), [("true", True), ("True\n", True), (None, True), ("false", False), (" FALSE ", False)])
-def test_enable_internal_traffic_policy_is_off_only_when_the_agent_says_false(value: str | None, enabled: bool) -> None:
+@pytest.mark.parametrize(("value", "version", "enabled"), [
+    ("true", "1.18.14", True), ("True\n", "1.18.14", True), (None, "1.18.14", True), ("false", "1.18.14", False), (" FALSE ", "", False),
+    # 1.19 removed the option: a value left in the config map is read by nothing (SRC_ITP_ALWAYS)
+    ("false", "1.19.0", True), ("false", "1.20.5", True), ("false", "1.19.0-pre.1", True), (None, "1.20.5", True),
+])
+def test_internal_traffic_policy_is_off_only_when_an_agent_before_1_19_says_false(value: str | None, version: str, enabled: bool) -> None:
     from pytest_kpr.rules.datapath import itp_enabled
 
-    assert itp_enabled(value) is enabled
+    assert itp_enabled(value, version) is enabled
 
 
 @pytest.mark.parametrize(("itp_local", "node", "picked"), [

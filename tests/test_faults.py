@@ -90,6 +90,13 @@ FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
       "another node's backend, as if internalTrafficPolicy were Cluster*",
       "*iTP=Local (no local backend): no backend (pod connect() on fake-worker to 10.96.*:80, whose only backend is on fake-worker2; "
       "socket plane, ServiceNoBackendResponse=reject): connect() gave connected after *; expected unreachable at once*"]),
+    # from 1.19 internalTrafficPolicy is always honoured: a leftover enable-internal-traffic-policy=false does not make the
+    # suite skip, so an agent that ignores the policy fails it (datapath.SRC_ITP_ALWAYS)
+    ("itp-ignored-beside-a-leftover-option", ("itp",), "enable_internal_traffic_policy='false', faults=Faults(itp_local_ignored=True)",
+     {ITP + "test_a_pod_reaches_only_the_backends_on_its_own_node",
+      ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
+     ["*iTP=Local (local backends only): * of 12 connections from a pod on fake-worker* were served by itp-* (on fake-worker*): "
+      "another node's backend, as if internalTrafficPolicy were Cluster*"]),
     ("itp-no-local-drops", ("itp",), "faults=Faults(itp_no_local_drops=True)",
      {ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
      ["*iTP=Local (no local backend): no backend (pod connect() on fake-worker to 10.96.*:80, whose only backend is on fake-worker2; "

@@ -477,8 +477,24 @@ def on_unless_false(value: str | None) -> bool:
     return value is None or value.strip().lower() != "false"
 
 
-#: enable-internal-traffic-policy as the agent resolved it (SRC_ITP_ENABLED)
-itp_enabled = on_unless_false
+SRC_ITP_ALWAYS = ("cilium/cilium Documentation/operations/upgrade.rst@a43d22be, 1.19 Removed Options: \"The previously deprecated "
+                  "``--enable-session-affinity``, ``--enable-internal-traffic-policy``, and ``--enable-svc-source-range-check`` "
+                  "flags have been removed. Their corresponding features are enabled by default.\" (deprecated by PR #39768)")
+#: the first minor that honours internalTrafficPolicy whatever its config map says (SRC_ITP_ALWAYS)
+ITP_ALWAYS_FROM = (1, 19)
+
+
+def itp_enabled(value: str | None, cilium_version: str = "") -> bool:
+    """Whether the agent honours internalTrafficPolicy: from 1.19 always (SRC_ITP_ALWAYS: the option is gone, and a value
+    left in the config map, e.g. by an old extraConfig, is read by nothing); before, enable-internal-traffic-policy as
+    the agent resolved it, on unless false (SRC_ITP_ENABLED). ``cilium_version`` unknown (""): the option decides."""
+    if cilium_version:
+        from ..core.versions import Version
+
+        v = Version.parse(cilium_version)
+        if (v.major, v.minor) >= ITP_ALWAYS_FROM:
+            return True
+    return on_unless_false(value)
 
 
 def internal_backends(itp_local: bool, backends: "list[Any]", node: str) -> "list[Any]":

@@ -200,7 +200,7 @@ class LbState:
             faults = c.cfg.faults
             # datapath.SRC_ITP_CLUSTER_IP: internalTrafficPolicy=Local narrows a ClusterIP's only scope to the node's backends,
             # and a NodePort's (LoadBalancer's) internal scope; SRC_ITP_EXTERNAL: never the external scope
-            itp_local = spec.get("internalTrafficPolicy") == "Local" and itp_enabled(c.cfg.enable_internal_traffic_policy)
+            itp_local = spec.get("internalTrafficPolicy") == "Local" and itp_enabled(c.cfg.enable_internal_traffic_policy, c.cfg.cilium_version)
             if typ != "ClusterIP" and spec.get("externalTrafficPolicy") == "Local" \
                     and not faults.etp_local_ignored:  # fault: the external scope keeps every backend
                 # both policies Local: one scope, the local backends (writer.go shouldUseLocalBackends)
