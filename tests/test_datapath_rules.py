@@ -166,8 +166,8 @@ DROP = no_backend(Plane.PER_PACKET, "drop")
         (NoBackendAttempt("p", "curl", "7", 0.0), DROP, "expected exit 28 at its limit"),
         (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EHOSTUNREACH"), SOCKET, None),
         (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EPERM"), SOCKET,
-         "connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (Cilium 1.19.2 "
-         "and 1.19.3"),
+         "connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (reported for "
+         "Cilium 1.19.2 up to 1.20.0"),
         (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EACCES"), SOCKET, "failed with EACCES, expected EHOSTUNREACH: "),
         (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EPERM"), SOCKET_OLD, None),
         (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EHOSTUNREACH"), SOCKET_OLD, "failed with EHOSTUNREACH, expected EPERM: "),
@@ -225,7 +225,9 @@ def ghost_cluster(**cfg: object) -> tuple[FakeCluster, str, int]:
         ({}, "pod", "connect", "cip", Outcome("unreachable", Plane.SOCKET, "EHOSTUNREACH", frontend="ClusterIP")),
         ({"no_backend_response": "drop"}, "pod", "connect", "cip", Outcome("unreachable", Plane.SOCKET, "EHOSTUNREACH", frontend="ClusterIP")),
         ({"cilium_version": "1.19.3"}, "pod", "connect", "cip", Outcome("unreachable", Plane.SOCKET, "EPERM", frontend="ClusterIP")),
-        ({"cilium_version": "1.19.4"}, "pod", "connect", "cip", Outcome("unreachable", Plane.SOCKET, "EHOSTUNREACH", frontend="ClusterIP")),
+        ({"cilium_version": "1.19.8"}, "pod", "connect", "cip", Outcome("unreachable", Plane.SOCKET, "EPERM", frontend="ClusterIP")),
+        ({"cilium_version": "1.19.1"}, "pod", "connect", "cip", Outcome("unreachable", Plane.SOCKET, "EHOSTUNREACH", frontend="ClusterIP")),
+        ({"cilium_version": "1.20.0"}, "pod", "connect", "cip", Outcome("unreachable", Plane.SOCKET, "EHOSTUNREACH", frontend="ClusterIP")),
         ({}, "pod", "raw", "cip", Outcome("timeout", Plane.NONE, frontend="ClusterIP")),
         ({"socket_lb_hostns_only": True}, "pod", "raw", "cip", Outcome("icmp", Plane.PER_PACKET, icmp=(3, 3), frontend="ClusterIP")),
         ({"socket_lb_hostns_only": True}, "pod", "connect", "cip",
@@ -316,7 +318,8 @@ def test_no_backend_messages_in_full() -> None:
         f"{SOCKET.why} {cite}"]
     assert no_backend_problems(NoBackendAttempt("p", "connect", "unreachable", 0.0, "EPERM"), SOCKET, "reject") == [
         f"no backend (p; socket plane, ServiceNoBackendResponse=reject): connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ "
-        "kernel is the regression of cilium/cilium#45184 (Cilium 1.19.2 and 1.19.3: bpf_set_retval compiled out; fixed by #45185, in 1.19.4)): "
+        "kernel is the regression of cilium/cilium#45184 (reported for Cilium 1.19.2 up to 1.20.0: bpf_set_retval compiled out; fixed on main "
+        "by #45185, no v1.19 backport found)): "
         f"{SOCKET.why} {cite}"]
     assert no_backend_problems(NoBackendAttempt("p", "raw", "timeout", 3.0), REJECT, "reject")[0].startswith(
         "no backend (p; per-packet plane, ServiceNoBackendResponse=reject): a raw SYN got timeout after 3.00s; expected icmp-unreachable ICMP 3/3: "
@@ -487,3 +490,25 @@ def test_the_health_server_counts_active_local_backends_per_address_and_port(sli
     from pytest_kpr.rules.datapath import local_endpoint_count
 
     assert local_endpoint_count(slices, node) == count
+
+
+EPERM_PROBLEM = ("no backend (p; socket plane, ServiceNoBackendResponse=reject): connect() failed with EPERM, expected EHOSTUNREACH (EPERM on "
+                 "a 6.1+ kernel is the regression of cilium/cilium#45184 (...)): ...")
+
+
+@pytest.mark.parametrize(("problems", "version", "known"), [
+    ([EPERM_PROBLEM], "1.19.8", True),
+    ([EPERM_PROBLEM], "1.19.2", True),
+    ([EPERM_PROBLEM], "1.19.1", False),  # before the window #45184 reports
+    ([EPERM_PROBLEM], "1.20.0", False),
+    ([EPERM_PROBLEM], "", False),
+    ([EPERM_PROBLEM, "no backend (p): connect() gave timeout after 3.00s; expected unreachable at once"], "1.19.8", False),  # more than EPERM
+    (["... connect() failed with EACCES, expected EHOSTUNREACH: ..."], "1.19.8", False),
+    ([], "1.19.8", False),
+])
+def test_eperm_in_the_reported_window_is_a_known_regression(problems: list[str], version: str, known: bool) -> None:
+    from pytest_kpr.judge.no_backend import known_regression
+
+    why = known_regression(problems, version)
+    assert (why is not None) is known
+    assert why is None or why.startswith(f"known Cilium regression cilium/cilium#45184 in {version} (>=1.19.2, <1.20.0)")

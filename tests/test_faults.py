@@ -286,16 +286,9 @@ FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
      {NB + "test_connect_from_a_pod_fails_as_its_plane_says", UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once",
       ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
      ["*no backend (pod connect() to ClusterIP *; socket plane, ServiceNoBackendResponse=reject): connect() failed with EPERM, expected "
-      "EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (Cilium 1.19.2 and 1.19.3*",
+      "EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (reported for Cilium 1.19.2 up to 1.20.0*",
       "*UDP (no backend)*sendto() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression*",
       "*iTP=Local (no local backend)*connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression*"]),
-    ("cilium-1.19.3-eperm-regression", ("itp", "no_backend", "udp"), "cilium_version='1.19.3'",
-     {NB + "test_connect_from_a_pod_fails_as_its_plane_says", UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once",
-      ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer"},
-     ["*connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184*",
-      "*UDP (no backend)*sendto() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184*",
-      "*iTP=Local (no local backend)*connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression*"]),
-    # -- UDP through the socket plane (bpf_sock.c sendmsg4/recvmsg4) ------------------------------------------------
     ("udp-reply-from-the-backend", ("udp",), "faults=Faults(udp_reply_from_backend=True)",
      {UDP + "test_an_unconnected_client_reads_the_reply_from_the_cluster_ip",
       UDP + "test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip"},

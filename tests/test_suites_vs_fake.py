@@ -139,7 +139,8 @@ NO_BACKEND_ALL_JUDGED = {"passed": 6}  # Hostns-only: bpf_lxc handles the pod's 
         # the oldest supported minor, with legacy tc attachments
         ("cilium_version='1.18.14', attach_mode='tc'", (), ALL),
         # NatPort conntrack tail
-        ("cilium_version='1.19.8', kernel='6.12.0'", (), ALL),
+        # (1.19.2 and later 1.19 releases carry the EPERM regression #45184 reports: the fault table's cilium-1.19.8 row)
+        ("cilium_version='1.19.1', kernel='6.12.0'", (), ALL),
         # the dsr profile (native routing): the backend sees the outside client's address; eTP=Local and the rest are unchanged
         ("nodeport_mode='DSR', routing_mode='Native'", ("dsr", "etp", "nodeport"), {"passed": 1 + 4 + 5}),
         # SNAT in native routing: the backend sees the receiving node's InternalIP (tunnel, the default: its CiliumInternalIP)
@@ -563,6 +564,19 @@ FAMILY_TESTS = {
                             "test_when_only_terminating_backends_remain_new_connections_follow_the_rule"),
 }
 DUAL_STACK = "ip_families=('IPv4', 'IPv6')"
+
+
+def test_the_eperm_regression_of_1_19_is_a_known_regression_not_a_pass_or_a_failure(pytester: pytest.Pytester) -> None:
+    """Cilium 1.19.2 up to 1.20.0 fails a backendless connect() or sendto() with EPERM on every kernel (cilium/cilium#45184,
+    datapath.EPERM_REGRESSION): on 1.19.8 the three socket-plane tests that meet it report xfail naming it; every other
+    test passes (outside the window the same EPERM fails them: the fault table's eperm-on-a-6.1-kernel row)."""
+    result = run_suites(pytester, "cilium_version='1.19.8', kernel='6.12.0'", "itp", "no_backend", "udp", args=("-rx",))
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("xfailed") == 3 and not outcomes.get("failed") and not outcomes.get("errors"), result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines_random([
+        "XFAIL suites/test_no_backend.py::test_connect_from_a_pod_fails_as_its_plane_says - known Cilium regression cilium/cilium#45184 in 1.19.8*",
+        "XFAIL suites/test_udp.py::test_a_backendless_udp_service_fails_the_datagram_at_once - known Cilium regression cilium/cilium#45184*",
+        "XFAIL suites/test_itp.py::test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer - known Cilium regression*"])
 
 
 def test_a_dual_stack_cluster_runs_each_family_dependent_test_once_per_family(pytester: pytest.Pytester) -> None:

@@ -67,7 +67,9 @@ SRC_NO_SERVICE_DROP = ("cilium/cilium bpf/bpf_lxc.c (main, __per_packet_lb_svc_x
                        "DROP_NO_SERVICE (-158, 'Service backend not found'); only #ifdef SERVICE_NO_BACKEND_RESPONSE (reject) "
                        "tail-calls CILIUM_CALL_IPV4_NO_SERVICE, otherwise the drop is returned")
 SRC_EPERM_BUG = ("https://github.com/cilium/cilium/issues/45184: connect() to a backendless service fails with EPERM instead of "
-                 "EHOSTUNREACH in v1.19.2 <= v < v1.20.0 (bpf_set_retval compiled out); fixed by #45185, backported to v1.19.4 (#45673)")
+                 "EHOSTUNREACH; its Version field: \"equal or higher than v1.19.2 and lower than v1.20.0\" (bpf_set_retval compiled "
+                 "out); fixed on main by PR #45185. No v1.19 backport of #45185 was found (PR #48376, \"[v1.19] bpf: use "
+                 "bpf_core_enum_value_exists() for HAVE_SET_RETVAL\", fixes a feature probe, not the include order)")
 
 
 SRC_SOCK_GETPEERNAME = ("cilium/cilium bpf/bpf_sock.c@66382ef3 cil_sock4_getpeername (under `#ifdef ENABLE_SOCKET_LB_PEER`) calls "
@@ -200,8 +202,8 @@ def ip_families(files: "dict[str, str | None]") -> tuple[str, ...]:
 
 #: the kernel from which connect4/6 may set connect()'s errno (clusters/kernels.yaml sock_addr_set_retval)
 SET_RETVAL_KERNEL = (6, 1)
-#: the Cilium releases whose socket plane fails connect() with EPERM on every kernel (SRC_EPERM_BUG)
-EPERM_REGRESSION = ">=1.19.2, <1.19.4"
+#: the Cilium releases whose socket plane fails connect() with EPERM on every kernel: the range #45184 reports (SRC_EPERM_BUG)
+EPERM_REGRESSION = ">=1.19.2, <1.20.0"
 
 
 @dataclass(frozen=True)
@@ -231,8 +233,8 @@ NO_BACKEND_RULES: tuple[NoBackendRule, ...] = (
     NoBackendRule(Plane.SOCKET, ANY, frozenset({"unreachable"}), frozenset({"EHOSTUNREACH"}), 7, True, None, None,
                   "the socket hook fails connect() at once whatever ServiceNoBackendResponse says, with EHOSTUNREACH on a kernel "
                   "that lets it set the errno (6.1+)", SRC_SOCK_FWD + "; " + SRC_SOCK_RETVAL,
-                  errno_note="EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (Cilium 1.19.2 and 1.19.3: "
-                             "bpf_set_retval compiled out; fixed by #45185, in 1.19.4)"),
+                  errno_note="EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (reported for Cilium 1.19.2 up to "
+                             "1.20.0: bpf_set_retval compiled out; fixed on main by #45185, no v1.19 backport found)"),
     NoBackendRule(Plane.PER_PACKET, ANY, frozenset({"refused"}), frozenset({"ECONNREFUSED"}), 7, True, "reset", None,
                   "enable-no-service-endpoints-routable is false: the per-packet plane lets the packet continue to the node's "
                   "stack, which owns the NodePort's address and answers a TCP reset", SRC_NO_SVC_ROUTABLE, routable=False, owner="node"),

@@ -135,7 +135,7 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
     if rule.plane is Plane.SOCKET:
         if faults.socket_lb_honours_drop and response == "drop":
             return Outcome("timeout", rule.plane, frontend=kind)
-        # below 6.1 the hook cannot set the errno (EPERM); 1.19.2-1.19.3 compiled the helper out (datapath.SRC_EPERM_BUG)
+        # below 6.1 the hook cannot set the errno (EPERM); 1.19.2 up to 1.20.0 compiled the helper out (datapath.SRC_EPERM_BUG)
         nb = no_backend(Plane.SOCKET, response, kernel=kernel_tuple(c.cfg.kernel))
         eperm = "EPERM" in nb.errnos or in_range(Version.parse(c.cfg.cilium_version), EPERM_REGRESSION) or faults.eperm_on_new_kernel
         return Outcome("unreachable", rule.plane, "EPERM" if eperm else "EHOSTUNREACH", frontend=kind) if nb.fast else \
