@@ -315,13 +315,15 @@ def host_cell(work: Path, tests: list[str] | None = None) -> dict:
 
 
 def table(cells: list[dict]) -> str:
-    rows = ["| kernel | where | tcx | legacy tc | passed | failed | skipped | boot | total |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| kernel | where | tcx | legacy tc | UDP destroy (sock_diag) | bpf_sock_destroy | passed | failed | skipped | boot | total |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         if "error" in c:
-            rows.append(f"| {c['kernel']} | qemu | - | - | - | - | - | {c['error']} | {c['seconds']} s |")
+            rows.append(f"| {c['kernel']} | qemu | - | - | - | - | - | - | - | {c['error']} | {c['seconds']} s |")
             continue
         f = c.get("features", {})
-        rows.append(f"| {c['kernel']} | {c['accel']} | {f.get('tcx', '?')} | {f.get('legacy_tc', '?')} | {c['passed']} | "
+        rows.append(f"| {c['kernel']} | {c['accel']} | {f.get('tcx', '?')} | {f.get('legacy_tc', '?')} | "
+                    f"{f.get('udp_sock_destroy_netlink_ipv4', '?')} | {f.get('bpf_sock_destroy', '?')} | {c['passed']} | "
                     f"{c['failed'] + c['errors']} | {c['skipped']} | {c['boot_seconds']} s | {c['seconds']} s |")
     return "\n".join(rows)
 

@@ -309,3 +309,57 @@ class TcProgram:
         if self.obj:
             self.L.bpf_object__close(self.obj)
             self.obj = None
+
+
+def compile_sock_destroy(out_dir: Path, port: int) -> Path:
+    """tests/bpf/sock_destroy.c for peer port ``port``: an iter/udp program calling bpf_sock_destroy (Linux 6.5+)."""
+    obj = out_dir / f"sock_destroy-{port}.o"
+    arch = os.uname().machine
+    sh("clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{arch}-linux-gnu", f"-DDPORT={port}", "-c",
+       str(Path(__file__).parent / "bpf" / "sock_destroy.c"), "-o", str(obj), timeout=60)
+    return obj
+
+
+class UdpDestroyIterator:
+    """The compiled iterator loaded through libbpf (the load fails with OSError where the kernel lacks bpf_sock_destroy);
+    :meth:`run` attaches it, reads one pass (which destroys the matching sockets of the calling thread's network
+    namespace) and detaches. Nothing outlives :meth:`close` or this process."""
+
+    def __init__(self, obj_path: Path):
+        L = libbpf()
+        L.bpf_program__attach_iter.restype = ctypes.c_void_p
+        L.bpf_program__attach_iter.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        L.bpf_link__fd.argtypes = [ctypes.c_void_p]
+        L.bpf_link__destroy.argtypes = [ctypes.c_void_p]
+        L.bpf_iter_create.argtypes = [ctypes.c_int]
+        self.L = L
+        self.obj = L.bpf_object__open_file(str(obj_path).encode(), None)
+        if not self.obj or L.libbpf_get_error(self.obj):
+            self.obj = None
+            raise OSError(ctypes.get_errno(), f"bpf_object__open_file({obj_path})")
+        rc = L.bpf_object__load(self.obj)
+        if rc != 0:
+            self.close()
+            raise OSError(-rc, "bpf_object__load: the kernel refused the iterator (no bpf_sock_destroy kfunc, or the verifier)")
+        self.prog = L.bpf_object__find_program_by_name(self.obj, b"kprt_destroy_udp")
+
+    def run(self) -> None:
+        link = self.L.bpf_program__attach_iter(self.prog, None)
+        if not link or self.L.libbpf_get_error(link):
+            raise OSError(ctypes.get_errno(), "bpf_program__attach_iter")
+        try:
+            fd = self.L.bpf_iter_create(self.L.bpf_link__fd(link))
+            if fd < 0:
+                raise OSError(-fd, "bpf_iter_create")
+            try:
+                while os.read(fd, 4096):
+                    pass
+            finally:
+                os.close(fd)
+        finally:
+            self.L.bpf_link__destroy(link)
+
+    def close(self) -> None:
+        if self.obj:
+            self.L.bpf_object__close(self.obj)
+            self.obj = None

@@ -1,0 +1,129 @@
+"""Real-kernel tier, kernel-aware: the kernel mechanisms that terminate a connected UDP socket from outside the
+application, as Cilium's load balancer does for the clients of a deleted backend (pkg/loadbalancer/reconciler/
+termination.go; the UDP suite's socket-termination test relies on one of them on the node).
+
+- sock_diag ``SOCK_DESTROY`` (``ss -K``; CONFIG_INET_DIAG_DESTROY, which Debian's kernels set): the application's next
+  receive fails with ECONNABORTED, on every kernel the tier boots, for both families;
+- a BPF UDP socket iterator calling ``bpf_sock_destroy`` (tests/bpf/sock_destroy.c): loads and destroys exactly the
+  sockets it picks where clusters/kernels.yaml gives the kfunc (6.5+), and is refused before.
+
+Each runs in a private network namespace with loopback only (tests/netns.py private_netns); `make test-kernels`
+runs this on 5.10, 6.1, 6.12 and the host's kernel and its table shows what each kernel did.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+from netns import can_use_netns, private_netns, sh
+from realkernel import UdpDestroyIterator, compile_sock_destroy, need_clang
+
+from pytest_kpr.rules.kernels import KernelTable
+
+pytestmark = [pytest.mark.netns, pytest.mark.kernel_dependent]
+TABLE = KernelTable.load(Path(__file__).resolve().parent.parent / "clusters" / "kernels.yaml")
+KERNEL = os.uname().release
+PORT, OTHER_PORT = 5353, 5354  # the "deleted backend" the client is connected to, and one that stays
+LOOPBACK = {"IPv4": (socket.AF_INET, "127.0.0.1"), "IPv6": (socket.AF_INET6, "::1")}
+
+
+def record(name: str, value: object) -> None:
+    """What this kernel did, for make test-kernels' table (KPR_KERNEL_FEATURES names the file)."""
+    from test_realkernel_kernel_features import record as _record
+
+    _record(name, value)
+
+
+@pytest.fixture(autouse=True)
+def _netns() -> None:
+    reason = can_use_netns()
+    if reason:
+        pytest.skip(reason)
+
+
+def connected_client(family: str, port: int) -> tuple[socket.socket, socket.socket]:
+    """An echo peer on loopback and a client connect()ed to it that has exchanged one datagram: (server, client)."""
+    af, addr = LOOPBACK[family]
+    server = socket.socket(af, socket.SOCK_DGRAM)
+    server.bind((addr, port))
+    client = socket.socket(af, socket.SOCK_DGRAM)
+    client.connect((addr, port))
+    client.send(b"ping")
+    data, peer = server.recvfrom(16)
+    server.sendto(data, peer)
+    client.settimeout(5)
+    assert client.recv(16) == b"ping"
+    return server, client
+
+
+def next_call(client: socket.socket) -> str:
+    """The errno name the client's next receive fails with ('none': it waited, nothing was destroyed)."""
+    client.settimeout(0.5)
+    try:
+        client.recv(16)
+    except socket.timeout:
+        return "none"
+    except OSError as e:
+        return errno.errorcode.get(e.errno or 0, str(e.errno))
+    return "data"
+
+
+@pytest.mark.parametrize("family", ["IPv4", "IPv6"])
+def test_sock_diag_destroy_aborts_a_connected_udp_socket(family: str) -> None:
+    assert shutil.which("ss"), "ss (iproute2) is missing: make test installs it with the real-kernel tier's packages"
+    with private_netns():
+        server, client = connected_client(family, PORT)
+        keeper_server, keeper = connected_client(family, OTHER_PORT)
+        try:
+            addr = LOOPBACK[family][1]
+            dst = f"[{addr}]:{PORT}" if family == "IPv6" else f"{addr}:{PORT}"
+            sh("ss", "-K", "-n", "-u", "dst", dst)
+            got = next_call(client)
+            keeper.send(b"still")
+            kept = keeper_server.recv(16) == b"still"
+        finally:
+            for s in (server, client, keeper_server, keeper):
+                s.close()
+    record(f"udp_sock_destroy_netlink_{family.lower()}", got)
+    expected = TABLE.expects("udp_sock_destroy_netlink", KERNEL)
+    assert expected is True, f"clusters/kernels.yaml gives no netlink UDP socket destroy on {KERNEL}"
+    assert got == "ECONNABORTED", (f"kernel {KERNEL}: after SOCK_DESTROY the connected {family} UDP client's next recv() gave "
+                                   f"{got}, expected ECONNABORTED (udp_abort)")
+    assert kept, "a socket connected to another port was destroyed too"
+
+
+def test_a_bpf_socket_iterator_destroys_a_connected_udp_socket_where_the_kernel_has_the_kfunc(tmp_path: Path) -> None:
+    need_clang()
+    expected = TABLE.expects("bpf_sock_destroy", KERNEL)
+    obj = compile_sock_destroy(tmp_path, PORT)
+    with private_netns():
+        server, client = connected_client("IPv4", PORT)
+        keeper_server, keeper = connected_client("IPv4", OTHER_PORT)
+        try:
+            try:
+                it = UdpDestroyIterator(obj)
+            except OSError as e:
+                record("bpf_sock_destroy", "refused")
+                assert expected is False, (f"kernel {KERNEL} refused the bpf_sock_destroy iterator although clusters/kernels.yaml "
+                                           f"gives the kfunc from {TABLE.features['bpf_sock_destroy'].kernel}: {e}")
+                return
+            try:
+                it.run()
+            finally:
+                it.close()
+            got = next_call(client)
+            keeper.send(b"still")
+            kept = keeper_server.recv(16) == b"still"
+        finally:
+            for s in (server, client, keeper_server, keeper):
+                s.close()
+    record("bpf_sock_destroy", got)
+    assert expected is True, (f"kernel {KERNEL} loaded the bpf_sock_destroy iterator although clusters/kernels.yaml gives the "
+                              f"kfunc from {TABLE.features['bpf_sock_destroy'].kernel}")
+    assert got == "ECONNABORTED", f"kernel {KERNEL}: after bpf_sock_destroy the connected UDP client's next recv() gave {got}"
+    assert kept, "the iterator destroyed a socket connected to another port"
