@@ -17,7 +17,9 @@ import errno
 import os
 import shutil
 import socket
+import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from netns import can_use_netns, private_netns, sh
@@ -127,3 +129,51 @@ def test_a_bpf_socket_iterator_destroys_a_connected_udp_socket_where_the_kernel_
                               f"kfunc from {TABLE.features['bpf_sock_destroy'].kernel}")
     assert got == "ECONNABORTED", f"kernel {KERNEL}: after bpf_sock_destroy the connected UDP client's next recv() gave {got}"
     assert kept, "the iterator destroyed a socket connected to another port"
+
+
+def _connected_to(port: int) -> int:
+    """How many UDP sockets of this thread's namespace are connected to 127.0.0.1:``port`` (``ss``)."""
+    out = sh("ss", "-H", "-n", "-u", "dst", f"127.0.0.1:{port}").stdout
+    return len([line for line in out.splitlines() if line.strip()])
+
+
+def _until(cond: "Callable[[], bool]", what: str, bound_s: float = 30.0) -> None:
+    # bound: a socket appears within milliseconds on the host; 30 s leaves room for a TCG kernel cell (about 14x slower)
+    deadline = time.monotonic() + bound_s
+    while not cond():
+        assert time.monotonic() < deadline, f"{what} within {bound_s:g} s"
+        time.sleep(0.05)
+
+
+def test_a_udp_flow_counts_a_destroyed_socket_as_aborted_and_reconnects() -> None:
+    """kpr probe flow's meter, as the UDP suite's flow pod runs it: a connected UDP flow whose socket is destroyed from
+    outside (here by SOCK_DESTROY) counts it as ``aborted``, reconnects and is answered again (its last gap closes)."""
+    import threading
+
+    from pytest_kpr.traffic.flow import echo_server, flow
+
+    done, stop = threading.Event(), threading.Event()
+    with private_netns():
+        server = threading.Thread(target=echo_server, args=("127.0.0.1", PORT, True), kwargs={"stop": lambda t: done.wait(t)})
+        server.start()
+        try:
+            result: dict = {}
+            meter = threading.Thread(target=lambda: result.update(
+                r=flow("127.0.0.1", PORT, udp=True, interval_ms=20.0, duration_s=120.0, stop=stop.is_set)))
+            meter.start()
+            _until(lambda: _connected_to(PORT) == 1, "the flow's socket connected")
+            time.sleep(0.2)  # a few answered datagrams first
+            sh("ss", "-K", "-n", "-u", "dst", f"127.0.0.1:{PORT}")
+            _until(lambda: _connected_to(PORT) == 1, "the flow reconnected")
+            time.sleep(1.0)  # 50 datagrams at 20 ms: answered again (the gap closes with the first answer)
+            stop.set()
+            meter.join(timeout=60)
+        finally:
+            stop.set()
+            done.set()
+            server.join(timeout=10)
+    r = result["r"]
+    events = [e["event"] for e in r.events]
+    assert r.aborted == 1 and r.reconnects == 1 and events.index("aborted") < events.index("reconnected"), r.to_json()
+    assert r.answered > 0 and not any(g.get("open") for g in r.gaps), f"not answered again after reconnecting: {r.to_json()}"
+    assert r.to_json()["aborted"] == 1 and "1 aborted" in r.explain()

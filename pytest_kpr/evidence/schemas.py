@@ -71,7 +71,7 @@ RESULTS_SCHEMA: dict[str, Any] = {
 _FLOW_REPORT = {
     "type": "object", "description": "kpr probe flow's summary",
     "properties": {"proto": _STR, "target": _STR, "sent": _INT0, "answered": _INT0, "lost": _INT0, "resets": _INT0, "closed": _INT0,
-                   "stalls": _INT0, "reconnects": _INT0, "max_gap_ms": _NUM,
+                   "stalls": _INT0, "aborted": _INT0, "reconnects": _INT0, "max_gap_ms": _NUM,
                    "gaps": {"type": "array", "items": {"type": "object", "properties": {"start": _NUM, "ms": _NUM}}}},
 }
 

@@ -151,7 +151,7 @@ class FakeUpgrades:
         sent = int((f.ended - f.started) * 1000.0 / f.interval_ms)
         report: dict[str, Any] = {"kind": "flow", "proto": "udp" if f.udp else "tcp", "target": f.target, "interval_ms": f.interval_ms,
                                   "duration_s": round(f.ended - f.started, 3), "started": round(f.started, 3), "ended": round(f.ended, 3),
-                                  "sent": sent, "answered": sent, "lost": 0, "resets": 0, "closed": 0, "stalls": 0, "reconnects": 0,
+                                  "sent": sent, "answered": sent, "lost": 0, "resets": 0, "closed": 0, "stalls": 0, "aborted": 0, "reconnects": 0,
                                   "connect_failures": 0, "max_gap_ms": f.interval_ms, "gaps": [],
                                   "events": [{"at": round(f.started, 3), "event": "connected"}], "rtt_ms": None, "send_late_ms": None}
         lines = []

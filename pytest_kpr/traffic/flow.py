@@ -54,6 +54,9 @@ class FlowReport:
     resets: int = 0
     closed: int = 0
     stalls: int = 0
+    #: the socket was terminated from outside the application (ECONNABORTED: SOCK_DESTROY or bpf_sock_destroy, as
+    #: Cilium does to the connected UDP sockets of a deleted backend); the flow reconnects
+    aborted: int = 0
     reconnects: int = 0
     connect_failures: int = 0
     max_gap_ms: float = 0.0
@@ -77,7 +80,7 @@ class FlowReport:
 
         return {"kind": "flow", "proto": self.proto, "target": self.target, "interval_ms": self.interval_ms, "duration_s": self.duration_s,
                 "started": self.started, "ended": self.ended, "sent": self.sent, "answered": self.answered, "lost": self.lost,
-                "resets": self.resets, "closed": self.closed, "stalls": self.stalls, "reconnects": self.reconnects,
+                "resets": self.resets, "closed": self.closed, "stalls": self.stalls, "aborted": self.aborted, "reconnects": self.reconnects,
                 "connect_failures": self.connect_failures, "stopped_by": self.stopped_by, "interrupted": self.stopped_by == "SIGINT",
                 "max_gap_ms": round(self.max_gap_ms, 1), "gaps": self.gaps,
                 "events": self.events, "rtt_ms": stats(self.rtts_ms), "send_late_ms": stats(self.late_ms)}
@@ -88,7 +91,7 @@ class FlowReport:
             error = next((e.get("error") for e in self.events if e["event"] == "connect_failed"), "")
             return f"{self.proto} flow to {self.target}: never connected ({self.connect_failures} attempts failed: {error}){end}"
         broken = [f"{n} {w}" for n, w in ((self.resets, "resets"), (self.closed, "closed"), (self.stalls, "stalls"),
-                                         (self.connect_failures, "connect failures")) if n]
+                                         (self.aborted, "aborted"), (self.connect_failures, "connect failures")) if n]
         return (f"{self.proto} flow to {self.target}: {self.sent} sent, {self.lost} lost, longest gap {self.max_gap_ms:.0f} ms"
                 f"{', ' + ', '.join(broken) if broken else ''}{f', {self.reconnects} reconnects' if self.reconnects else ''}{end}")
 
@@ -157,7 +160,7 @@ class _Meter:
         self.sock = None
         self.sent_at.clear()
         setattr(self.r, why, getattr(self.r, why) + 1)
-        self.event({"resets": "reset", "closed": "closed", "stalls": "stalled"}[why], now)
+        self.event({"resets": "reset", "closed": "closed", "stalls": "stalled", "aborted": "aborted"}[why], now)
 
     # -- sending and receiving -----------------------------------------------------------------------
 
@@ -173,6 +176,9 @@ class _Meter:
             self.drop("resets", now)
             return
         except OSError as e:
+            if e.errno == errno.ECONNABORTED:  # terminated from outside (see FlowReport.aborted)
+                self.drop("aborted", now)
+                return
             if self.udp and e.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH):
                 self.r.sent += 1  # an ICMP error of an earlier datagram: this one was still handed to the kernel
                 self.sent_at[seq] = now
@@ -195,6 +201,9 @@ class _Meter:
             self.drop("resets", now)
             return
         except OSError as e:
+            if e.errno == errno.ECONNABORTED:  # terminated from outside (see FlowReport.aborted)
+                self.drop("aborted", now)
+                return
             if self.udp:  # ICMP errors surface on a connected UDP socket: the datagram is lost, the flow goes on
                 return
             self.drop("resets" if e.errno == errno.ECONNRESET else "closed", now)
