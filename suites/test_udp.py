@@ -14,32 +14,49 @@ datagram takes the per-packet path, whose UDP reply rule is not yet sourced here
 
 IPv6 has hooks of its own (sendmsg6, recvmsg6, connect6, getpeername6): the probes run once per family of
 --kpr-ip-families, to dns's and dns-ghost's ClusterIPs of that family (evidence ``udp-ipv6.json``).
+
+A connected UDP client keeps its socket: when the backend it reached is deleted the agent terminates the sockets
+connected to it (cilium/cilium pkg/loadbalancer/reconciler/termination.go; pytest_kpr.rules.datapath
+SRC_UDP_SOCK_TERMINATION), the application's next call fails with ECONNABORTED and it reconnects through the Service --
+a resolver is not left sending into a deleted pod. A flow pod per family (``udpterm-flow``, ``kpr probe flow --udp``) is
+connected while ``udpterm-a`` is the only backend of ``udpterm``; ``udpterm-b`` joins, ``udpterm-a`` is deleted, and the
+flow must count the abort and be answered again (evidence ``udp-termination.json``). The scenario deletes a backend, so
+it runs once for every family.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
 from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.judge import holds
 from pytest_kpr.judge.no_backend import known_regression, socket_no_backend_problems
-from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems
+from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems, udp_termination_problems
+from pytest_kpr.core import clock
 from pytest_kpr.core.wait import eventually
 from pytest_kpr.cluster.facts import ClusterFacts
 from pytest_kpr.observe.lab import Lab, same_address
 from pytest_kpr.parse import L3n4
+from pytest_kpr.observe.workloads import probe_pod
 from pytest_kpr.parse.addr import hp
+from pytest_kpr.rules.datapath import SOCKET_TERMINATION_BATCH_S, SOCKET_TERMINATION_FILE, pod_udp_sockets_terminated
 
 pytestmark = [
-    pytest.mark.kpr(property="UDP", evidence="udp.json",
+    pytest.mark.kpr(property="UDP", evidence=["udp.json", "udp-termination.json"],
                     plane="socket",
-                    sources=["SRC_SOCK_SENDMSG", "SRC_SOCK_RECVMSG", "SRC_SOCK_GETPEERNAME", "SRC_SOCK_FWD", "SRC_SOCK_RETVAL"]),
+                    sources=["SRC_SOCK_SENDMSG", "SRC_SOCK_RECVMSG", "SRC_SOCK_GETPEERNAME", "SRC_SOCK_FWD", "SRC_SOCK_RETVAL",
+                             "SRC_UDP_SOCK_TERMINATION"]),
     pytest.mark.kpr_requires("socket-lb-pods"),
 ]
 DNS_PORT, ECHO_PORT, BACKENDS, TIMEOUT = 53, 5353, 2, 2.0
+#: the termination scenario's flow: a datagram every 50 ms; it runs on for SETTLE_S after the EndpointSlice dropped the
+#: deleted backend (the agent's watch delivers the change, typically well under a second; it terminates within
+#: SOCKET_TERMINATION_BATCH_S; the flow reconnects within its 100 ms retry and is answered within a cadence: 5 s leaves
+#: a loaded node several times that)
+TERM_INTERVAL_MS, SETTLE_S = 50, 5.0
 
 
 def _udp_echo(lab: Lab) -> Callable[[dict[str, Any]], None]:
@@ -120,3 +137,82 @@ def test_a_backendless_udp_service_fails_the_datagram_at_once(seen: dict[str, An
     if why := known_regression(problems, kpr_facts.cilium_version):
         pytest.xfail(why)
     holds(problems, "UDP (no backend)")
+
+
+def _term_flow(family: str) -> str:
+    return "udpterm-flow" if family == "IPv4" else f"udpterm-flow-{family.lower()}"
+
+
+def _term_echo(name: str, lab: Lab, node: str) -> dict[str, Any]:
+    pod = probe_pod(name, lab.ns, lab.image, node=node, labels={"app": "udpterm"}, command=lab.echo_server_command(ECHO_PORT, udp=True))
+    pod["spec"]["containers"][0]["ports"] = [{"containerPort": ECHO_PORT, "name": "dns", "protocol": "UDP"}]
+    return pod
+
+
+@pytest.fixture(scope="module")
+def termination(lab: Lab, probe: Lab, evidence: Evidence, family_views: dict[str, Lab]) -> Iterator[dict[str, dict[str, Any]]]:
+    """The termination scenario, run once: family -> what was seen (skipped, naming the setting, where the agent does
+    not terminate pods' sockets)."""
+    client, other = lab.client_node, lab.remote_node()
+    agent = lab.agent(client)
+    opt = agent.exec(["cat", SOCKET_TERMINATION_FILE])
+    setting = opt.stdout.strip() if opt.ok else None
+    if not pod_udp_sockets_terminated(setting, "Full"):
+        pytest.skip(f"the agent's enable-socket-lb-pod-connection-termination is {setting}: it leaves pods' sockets to a deleted "
+                    "backend connected (termination.go), so there is no termination to check")
+    try:
+        yield _terminate(lab, evidence, client, other, setting, family_views)
+    finally:
+        for pod in ("udpterm-a", "udpterm-b"):
+            lab.kube.delete("Pod", pod, lab.ns, grace_period_seconds=0)
+
+
+def _terminate(lab: Lab, evidence: Evidence, client: str, other: str, setting: str | None, views: dict[str, Lab]) -> dict[str, dict[str, Any]]:
+    agent, families = lab.agent(client), list(views)
+    lab.create(_term_echo("udpterm-a", lab, other))
+    lab.create_service("udpterm", {"app": "udpterm"}, tweak=_udp_port)
+    addr = {f: {"udpterm-a": sorted(v.wait_ready_endpoints("udpterm", 1))[0]} for f, v in views.items()}
+    fes = {f: L3n4(v.cluster_ip("udpterm"), DNS_PORT, "UDP" if lab.minor >= (1, 17) else None) for f, v in views.items()}
+
+    def serves(want: Callable[[str, set[str]], bool], what: str) -> None:
+        for f in families:
+            eventually(lambda f=f: set(lab.slot_view(client, agent.lb_entries(), fes[f]).backends), until=lambda b, f=f: want(f, b),
+                       timeout=lab.t.DATAPATH_CONVERGENCE, what=f"{what} ({f})", describe=lambda b: str(sorted(b)), progress=lab.progress,
+                       first_after=lab.t.LB_FIRST_LOOK)
+
+    serves(lambda f, b: b == {addr[f]["udpterm-a"]}, f"the agent on {client} to serve udpterm with udpterm-a")
+    for f in families:  # a flow per family, connected while udpterm-a is the only backend
+        cmd = ["kpr", "probe", "flow", fes[f].host_port(), "--udp", "--json", "--interval-ms", str(TERM_INTERVAL_MS), "--duration", "900"]
+        pod = probe_pod(_term_flow(f), lab.ns, lab.image, node=client, labels={"app": "udpterm-flow"}, command=cmd)
+        pod["spec"]["restartPolicy"] = "Never"
+        lab.create(pod)
+    for f in families:
+        lab.wait_running(_term_flow(f))
+    lab.create(_term_echo("udpterm-b", lab, client))
+    for f, v in views.items():
+        addr[f]["udpterm-b"] = next(a for a in sorted(v.wait_ready_endpoints("udpterm", 2)) if a != addr[f]["udpterm-a"])
+    serves(lambda f, b: addr[f]["udpterm-b"] in b, f"the agent on {client} to serve udpterm with udpterm-b too")
+    lab.kube.delete("Pod", "udpterm-a", lab.ns, grace_period_seconds=0)
+    for v in views.values():  # Kubernetes' side: the backend is gone (what the agent's watch delivers)
+        v.wait_ready_endpoints("udpterm", 1)
+    clock.sleep(SETTLE_S)
+    reports = {f: lab.stop_flow(_term_flow(f)) for f in families}
+    # the silence a deleted backend may cause: the deletion reaching the agent (its convergence bound), the agent's
+    # batch, then the flow's retry and a cadence (SETTLE_S above)
+    bound_ms = (lab.t.DATAPATH_CONVERGENCE + SOCKET_TERMINATION_BATCH_S + SETTLE_S) * 1000.0
+    out: dict[str, dict[str, Any]] = {}
+    for f in families:
+        report = reports[f]
+        data = {"family": f, "enable_socket_lb_pod_connection_termination": setting, "service": fes[f].host_port(), "backends": addr[f],
+                "deleted": "udpterm-a", "bound_ms": bound_ms, "flow": {"pod": _term_flow(f), "summary": report}}
+        evidence.write(family_file("udp-termination.json", f), data)  # (the property's figure stays the reply's: one per family)
+        out[f] = data
+    return out
+
+
+def test_a_connected_client_of_a_deleted_backend_is_terminated_and_moves_on(termination: dict[str, dict[str, Any]], kpr_family: str) -> None:
+    """The agent terminates the connected socket (ECONNABORTED); the client reconnects through the Service and is answered
+    by the remaining backend (SRC_UDP_SOCK_TERMINATION)."""
+    t = termination[kpr_family]
+    holds(udp_termination_problems(t["flow"]["summary"], f"udpterm-a ({t['backends']['udpterm-a']})", t["bound_ms"]),
+          "UDP (socket termination)")

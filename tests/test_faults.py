@@ -295,6 +295,11 @@ FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
      ["*UDP (unconnected client to 10.96.*:53): the reply came from 10.244.*:5353, not from 10.96.*:53 (the backend's own address: the "
       "socket LB's recvmsg4 reverse translation is missing); a resolver that sent to 10.96.*:53 drops it*",
       "*UDP (connected client to 10.96.*:53): the reply came from 10.244.*:5353*"]),
+    # a connected client's socket to a deleted backend is terminated by the agent (datapath.SRC_UDP_SOCK_TERMINATION)
+    ("udp-socket-not-terminated", ("udp",), "faults=Faults(udp_sockets_not_terminated=True)",
+     {UDP + "test_a_connected_client_of_a_deleted_backend_is_terminated_and_moves_on"},
+     ["*UDP (socket termination): the connected socket to the deleted backend udpterm-a (10.244.*:5353) was not terminated (no "
+      "ECONNABORTED): * datagrams lost, and it was never answered again*"]),
     ("udp-backendless-datagram-passes", ("udp",), "faults=Faults(udp_no_backend_passes=True)",
      {UDP + "test_a_backendless_udp_service_fails_the_datagram_at_once"},
      ["*no backend (pod sendto() to UDP ClusterIP 10.96.*:53; socket plane, ServiceNoBackendResponse=reject): sendto() gave timeout after "

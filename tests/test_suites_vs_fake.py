@@ -125,12 +125,12 @@ NO_BACKEND_ALL_JUDGED = {"passed": 6}  # Hostns-only: bpf_lxc handles the pod's 
     [
         # pods take the per-packet path (bpf_lxc): the socket-LB and no-backend expectations follow
         # (the UDP suite needs socket LB in pod namespaces: it skips, with the reason)
-        ("socket_lb_hostns_only=True", ("socket_lb", "no_backend", "udp"), {"passed": 5 + 6, "skipped": 3}),
+        ("socket_lb_hostns_only=True", ("socket_lb", "no_backend", "udp"), {"passed": 5 + 6, "skipped": 4}),
         # drop: the socket plane still fails at once; the per-packet plane's answers become timeouts
-        ("no_backend_response='drop'", ("no_backend", "udp"), {"passed": 5 + 3, "skipped": 1}),
+        ("no_backend_response='drop'", ("no_backend", "udp"), {"passed": 5 + 4, "skipped": 1}),
         ("no_backend_response='drop', socket_lb_hostns_only=True", ("no_backend",), NO_BACKEND_ALL_JUDGED),
         # below kernel 6.1 the socket hook cannot set the errno: connect() fails with EPERM (datapath.SOCKET_NO_BACKEND_OLD_KERNEL)
-        ("kernel='5.15.0-127-generic'", ("no_backend", "udp"), {"passed": 5 + 3, "skipped": 1}),
+        ("kernel='5.15.0-127-generic'", ("no_backend", "udp"), {"passed": 5 + 4, "skipped": 1}),
         # enable-no-service-endpoints-routable=false: the per-packet plane hands the SYN to the node's stack, which resets
         ("no_service_endpoints_routable=False", ("no_backend",), NO_BACKEND_PASS),
         ("no_service_endpoints_routable=False, no_backend_response='drop'", ("no_backend", "etp"), {"passed": 5 + 4, "skipped": 1}),
@@ -545,7 +545,8 @@ FAMILY_TESTS = {
                            "test_raw_syn_from_a_pod_to_the_cluster_ip_where_a_plane_handles_it"),
     "test_udp.py": ("test_an_unconnected_client_reads_the_reply_from_the_cluster_ip",
                     "test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip",
-                    "test_a_backendless_udp_service_fails_the_datagram_at_once"),
+                    "test_a_backendless_udp_service_fails_the_datagram_at_once",
+                    "test_a_connected_client_of_a_deleted_backend_is_terminated_and_moves_on"),
     "test_nodeport.py": ("test_nodeport_answers_http_200_on_the_node", "test_nodeport_answers_from_outside_the_cluster",
                          "test_nobody_listens_on_the_nodeport", "test_no_rule_names_the_nodeport",
                          "test_agent_lists_the_wildcard_nodeport_frontend"),
@@ -590,8 +591,9 @@ def test_a_dual_stack_cluster_runs_each_family_dependent_test_once_per_family(py
                 assert f"{module}::{test}[{family}]" in ran or module == "test_no_backend.py" and "raw_syn_from_a_pod" in test, (test, family)
     assert_the_rest_passed(result, skipped=2, xfailed=0)  # the pod's raw SYN under Full coverage, once per family
     result.stdout.fnmatch_lines(["kpr: provider kind*, families IPv4+IPv6, *"])
-    for name in ("ct", "ghost", "udp", "nodeport", "etp", "dsr", "affinity", "itp", "hostport", "terminating", "svc", "scale"):
+    for name in ("ct", "ghost", "udp", "udp-termination", "nodeport", "etp", "dsr", "affinity", "itp", "hostport", "terminating", "svc", "scale"):
         assert evidence(pytester, f"{name}.json")["family"] == "IPv4" and evidence(pytester, f"{name}-ipv6.json")["family"] == "IPv6"
+    assert evidence(pytester, "udp-termination-ipv6.json")["flow"]["summary"]["aborted"] == 1, "the IPv6 flow's socket was terminated too"
     assert ":" in evidence(pytester, "ghost-ipv6.json")["cluster_ip"] and evidence(pytester, "udp-ipv6.json")["service"].startswith("[fd00:")
     assert evidence(pytester, "nodeport-ipv6.json")["node_ip"].startswith("fc00:") and evidence(pytester, "nodeport-ipv6.json")["http_code"] == 200
     scale6 = evidence(pytester, "scale-ipv6.json")  # the IPv6 frontend's slots: IPv6 backends only, the 2 new ones among them
@@ -700,6 +702,6 @@ def test_an_ipv4_run_keeps_plain_test_ids_and_files(pytester: pytest.Pytester) -
 def test_a_family_the_agents_do_not_serve_is_skipped_naming_it(pytester: pytest.Pytester) -> None:
     """IPv6 asked for on a cluster whose agents serve IPv4 only: the IPv6 runs skip, saying so; IPv4's pass."""
     result = run_suites(pytester, "", "udp", args=("--kpr-ip-families=IPv4,IPv6", "-rs"))
-    result.assert_outcomes(passed=3, skipped=3)
+    result.assert_outcomes(passed=4, skipped=4)
     skips = [line for line in result.stdout.lines if line.startswith("SKIPPED ")]
-    assert len(skips) == 3 and all(line.endswith("IPv6: the agents do not serve it (enable-ipv6 is not true; they serve IPv4)") for line in skips)
+    assert len(skips) == 4 and all(line.endswith("IPv6: the agents do not serve it (enable-ipv6 is not true; they serve IPv4)") for line in skips)

@@ -42,3 +42,29 @@ def udp_reply_problems(a: UdpAttempt, backends: frozenset[str]) -> list[str]:
     if a.mode == "connected" and a.peer != a.target:
         p.append(f"{what}: getpeername() returned {a.peer}, not {a.target}: the getpeername{v} reverse translation is missing")
     return p
+
+
+def udp_termination_problems(report: "dict", backend: str, bound_ms: float) -> list[str]:
+    """``report``: the summary of a ``kpr probe flow --udp`` from a pod whose connected socket reached ``backend``, which
+    was then deleted (another backend serving), stopped after the agent dropped it. The agent terminated the socket
+    (datapath.SRC_UDP_SOCK_TERMINATION): the flow saw ECONNABORTED (``aborted``), reconnected through the Service and
+    was answered again, silent for at most ``bound_ms``."""
+    if not report:
+        return [f"the flow to {backend} printed no summary, so what its socket saw is unknown"]
+    out = []
+    aborted, reconnects = int(report.get("aborted") or 0), int(report.get("reconnects") or 0)
+    open_gap = next((g for g in report.get("gaps") or [] if g.get("open")), None)
+    if not aborted:
+        lost = int(report.get("lost") or 0)
+        out.append(f"the connected socket to the deleted backend {backend} was not terminated (no ECONNABORTED): {lost} datagrams "
+                   f"lost{', and it was never answered again' if open_gap else ''}; the agent terminates the UDP sockets "
+                   f"connected to a deleted backend, so the client reconnects through the Service")
+    elif not reconnects:
+        out.append(f"the socket to {backend} was terminated ({aborted} aborted) but the flow never reconnected")
+    if aborted and open_gap is not None:
+        out.append(f"after its socket to {backend} was terminated the flow was never answered again (silent for the last "
+                   f"{float(open_gap.get('ms') or 0):.0f} ms)")
+    gap = float(report.get("max_gap_ms") or 0.0)
+    if not out and gap > bound_ms:
+        out.append(f"the flow went silent for {gap:.0f} ms when {backend} was deleted (bound {bound_ms:.0f} ms)")
+    return out

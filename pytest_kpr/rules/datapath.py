@@ -530,6 +530,24 @@ SRC_TERMINATING_OPTION = ("cilium/cilium Documentation/network/kubernetes/kubepr
 #: longer writes the key
 TERMINATING_FILE = "/tmp/cilium/config-map/enable-k8s-terminating-endpoint"
 
+SRC_UDP_SOCK_TERMINATION = ("cilium/cilium pkg/loadbalancer/reconciler/termination.go@15af2922 socketTerminationLoop: "
+                            "`if change.Deleted || !backend.IsAlive() {` (a terminating backend is still alive) "
+                            "`terminateUDPConnectionsToBackend(p, backend.Address)`, batched by `rate.NewLimiter(50*time.Millisecond, 1)`; "
+                            "in pods' namespaces `if p.ExtConfig.EnableSocketLBPodConnectionTermination && "
+                            "!p.ExtConfig.BPFSocketLBHostnsOnly {`, destroying (sock_diag SOCK_DESTROY) the UDP sockets connected to "
+                            "the backend that socket LB translated; daemon/cmd/daemon_main.go: "
+                            "`flags.Bool(option.EnableSocketLBPodConnectionTermination, true, ...)`")
+#: the agent's enable-socket-lb-pod-connection-termination as resolved into its config map (absent: the default, on)
+SOCKET_TERMINATION_FILE = "/tmp/cilium/config-map/enable-socket-lb-pod-connection-termination"
+#: the agent processes backend changes for socket termination at most every 50 ms (SRC_UDP_SOCK_TERMINATION)
+SOCKET_TERMINATION_BATCH_S = 0.05
+
+
+def pod_udp_sockets_terminated(value: str | None, coverage: str) -> bool:
+    """Whether the agent terminates a pod's connected UDP sockets to a deleted backend (SRC_UDP_SOCK_TERMINATION): with
+    socket LB in pods' namespaces (Full coverage) and enable-socket-lb-pod-connection-termination on (its default)."""
+    return coverage == "Full" and on_unless_false(value)
+
 
 #: enable-k8s-terminating-endpoint as the agent resolved it (SRC_TERMINATING_OPTION)
 terminating_endpoints_kept = on_unless_false

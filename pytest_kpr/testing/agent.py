@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..rules.datapath import (FAMILY_FILES, ITP_FILE, LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE, NO_BACKEND_RESPONSE_FILE, REV_NAT_MAP_FILE,
-                              NODEPORT_WILDCARD, ROUTABLE_FILE, TERMINATING_FILE)
+                              NODEPORT_WILDCARD, ROUTABLE_FILE, SOCKET_TERMINATION_FILE, TERMINATING_FILE)
 from ..parse.addr import family_of
 from . import maglev, render
 from .view import ClusterView, FakeFrontend
@@ -69,6 +69,7 @@ class FakeAgent:
                      NO_BACKEND_RESPONSE_FILE: None if cfg.faults.no_backend_response_unreported else cfg.no_backend_response,
                      ROUTABLE_FILE: None if routable is None else str(routable).lower(),
                      ITP_FILE: cfg.enable_internal_traffic_policy, TERMINATING_FILE: cfg.k8s_terminating_endpoint,
+                     SOCKET_TERMINATION_FILE: cfg.socket_lb_pod_connection_termination,
                      **{path: str(fam in cfg.ip_families).lower() for fam, path in FAMILY_FILES.items()}}.get(argv[1])
             return (0, value, "") if value is not None else (1, "", f"cat: {argv[1]}: No such file or directory\n")
         if not argv or argv[0] != cfg.agent_binary:

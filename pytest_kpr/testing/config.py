@@ -120,6 +120,8 @@ class Faults:
     #: with enable-no-service-endpoints-routable false, a pod's SYN to a backendless ClusterIP (per packet) gets a reset
     #: from the node's stack, as one to a NodePort does, though nothing on the node owns the ClusterIP
     not_routable_resets_anywhere: bool = False
+    #: a pod's connected UDP socket to a deleted backend is not terminated: it keeps sending into the deleted pod
+    udp_sockets_not_terminated: bool = False
     healthcheck_one_family: bool = False  # the health-check NodePort counts the backends of the Service's first family only (dual stack)
     #: a request from outside for another node's backend is forwarded in the other mode than the agent reports (it reports
     #: SNAT and the backend sees the client, or DSR and the backend sees the node)
@@ -178,6 +180,9 @@ class FakeConfig:
     #: enable-k8s-terminating-endpoint as the agents resolve it (None: not in the config map, on by default;
     #: datapath.SRC_TERMINATING_OPTION)
     k8s_terminating_endpoint: str | None = None
+    #: enable-socket-lb-pod-connection-termination as the agents resolve it (None: not in the config map, on by default;
+    #: datapath.SRC_UDP_SOCK_TERMINATION)
+    socket_lb_pod_connection_termination: str | None = None
     lb_algorithm: str = "Random"
     #: bpf-lb-map-max as the agents resolve it (None: unset, Cilium's default 65536)
     lb_map_max: int | None = None

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..parse.addr import family_of, split_host_port
+from ..rules.datapath import SOCKET_TERMINATION_BATCH_S, Plane, coverage_name, plane_for, pod_udp_sockets_terminated
 from .view import Obj, pod_ip
 
 BLACKHOLE_S = 3.0
@@ -45,7 +46,8 @@ class FlowPod:
     target: str
     started: float
     ended: float | None = None
-    #: (namespace, pod) of the backend its TCP connection reached (a pod's TCP flow to a Service)
+    #: (namespace, pod) of the backend its TCP connection, or its connected UDP socket through socket LB, reached (a pod's
+    #: flow to a Service)
     backend: tuple[str, str] | None = None
 
 
@@ -128,9 +130,13 @@ class FakeUpgrades:
         self.flows[key] = FlowPod(key[1], key[0], node, args["udp"], args["interval_ms"], args["target"], self.c.clock.time())
         ip, port = split_host_port(args["target"]) or ("", 0)  # [v6]:port too
         fe = self.c.lb.find(node, ip, int(port), "UDP" if args["udp"] else "TCP")
-        if args["udp"] or pod["spec"].get("hostNetwork") or fe is None or not fe.backends:
+        if pod["spec"].get("hostNetwork") or fe is None or not fe.backends:
             return
         be = fe.backends[len(self.flows) % len(fe.backends)]
+        if args["udp"]:  # a connected UDP socket: socket LB picks its backend once, at connect() (datapath.SRC_SOCK_FWD)
+            if plane_for("pod", "connect", "ClusterIP", coverage_name(self.c.cfg.socket_lb_hostns_only)).plane is Plane.SOCKET:
+                self.flows[key].backend = (key[0], be.pod)
+            return
         self.flows[key].backend = (key[0], be.pod)
         self.c.ct.setdefault(node, []).append({
             "proto": "TCP", "dir": "OUT", "src_ip": pod_ip(pod, family_of(ip)) or pod["status"]["podIP"], "src_port": 50000 + len(self.flows), "dst_ip": be.ip,
@@ -179,6 +185,9 @@ class FakeUpgrades:
         if f.backend is None or f.ended is None or f.backend not in self.c.terminations:
             return
         start, exit_at = self.c.terminations[f.backend]
+        if f.udp:
+            self._udp_backend_went(f, exit_at, report, lines)
+            return
         if self.c.cfg.faults.terminating_cuts_connections and f.started <= start <= f.ended:
             gap = {"start": round(start, 3), "ms": 200.0}
             report.update(resets=report["resets"] + 1, reconnects=report["reconnects"] + 1, max_gap_ms=max(report["max_gap_ms"], gap["ms"]),
@@ -192,3 +201,26 @@ class FakeUpgrades:
         elif f.started <= exit_at <= f.ended:
             report.update(closed=report["closed"] + 1, reconnects=report["reconnects"] + 1)
             report["events"] += [{"at": round(exit_at, 3), "event": "closed"}, {"at": round(exit_at + 0.01, 3), "event": "reconnected"}]
+
+    def _udp_backend_went(self, f: FlowPod, gone_at: float, report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
+        """The backend of a pod's connected UDP socket was deleted (gone from the EndpointSlice at ``gone_at``) while the
+        flow ran: the agent terminates the socket within its batch (datapath.SRC_UDP_SOCK_TERMINATION), the flow's next
+        call fails with ECONNABORTED and it reconnects through the Service. Where the agent does not (the option off) or
+        the fault udp_sockets_not_terminated, the socket keeps sending into the deleted pod: nothing answers it again."""
+        if not f.started <= gone_at <= f.ended:
+            return
+        cfg = self.c.cfg
+        step = f.interval_ms / 1000.0
+        if cfg.faults.udp_sockets_not_terminated or not pod_udp_sockets_terminated(cfg.socket_lb_pod_connection_termination, "Full"):
+            silent = f.ended - gone_at
+            lost = int(silent / step)
+            gap = {"start": round(gone_at, 3), "ms": round(silent * 1000.0, 1), "open": True}
+        else:
+            aborted_at = gone_at + SOCKET_TERMINATION_BATCH_S
+            lost = max(1, int(SOCKET_TERMINATION_BATCH_S / step))
+            gap = {"start": round(gone_at, 3), "ms": round((SOCKET_TERMINATION_BATCH_S + step) * 1000.0, 1)}
+            report.update(aborted=report["aborted"] + 1, reconnects=report["reconnects"] + 1)
+            report["events"] += [{"at": round(aborted_at, 3), "event": "aborted"}, {"at": round(aborted_at + 0.001, 3), "event": "reconnected"}]
+        report.update(lost=report["lost"] + lost, answered=report["answered"] - lost, max_gap_ms=max(report["max_gap_ms"], gap["ms"]),
+                      gaps=report["gaps"] + [gap])
+        lines.append({"kind": "gap", **gap})
