@@ -35,6 +35,7 @@ KPI = "test_kube_proxy_installed.py::"
 UDP = "test_udp.py::"
 ITP = "test_itp.py::"
 TERM = "test_terminating.py::"
+HP_ = "test_hairpin.py::"
 
 FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
     # -- iptables -------------------------------------------------------------------------------------
@@ -216,8 +217,9 @@ FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
      {BS + "test_slots_converge_to_the_endpointslice_after_scaling_to_four"},
      ["*backend slots did not converge after scaling web to 4*: fake-worker2: slots lack [[]*"]),
     # -- socket LB -----------------------------------------------------------------------------------
-    ("pods-per-packet-while-full", ("affinity", "itp", "no_backend", "socket_lb", "terminating", "udp"), "faults=Faults(socket_lb_broken=True)",
+    ("pods-per-packet-while-full", ("affinity", "hairpin", "itp", "no_backend", "socket_lb", "terminating", "udp"), "faults=Faults(socket_lb_broken=True)",
      {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend", SL + "test_conntrack_out_entry_names_the_socket_peer",
+      HP_ + "test_the_backend_sees_the_source_its_plane_gives",
       NB + "test_connect_from_a_pod_fails_as_its_plane_says", AFF + "test_a_client_stays_on_one_backend_with_session_affinity",
       AFF + "test_without_affinity_connections_spread_over_the_backends", AFF + "test_the_affinity_expires_after_its_timeout",
       ITP + "test_a_pod_reaches_only_the_backends_on_its_own_node", ITP + "test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer",
@@ -227,12 +229,14 @@ FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
       "*affinity (sessionAffinity ClientIP): connections reached [[]'10.96.*:80'[]], which are not the Service's backends*",
       "*iTP=Local (local backends only): 12 of 12 connections from a pod on fake-worker have their socket on 10.96.*:80, no backend of the "
       "Service (the socket plane did not translate them to a backend)*",
-      "*terminating backends (new connections): while term-a terminates: 20 of 20 new connections reached 10.96.*:7000, no backend of the Service*"]),
-    ("pods-on-socket-lb-while-hostns-only", ("no_backend", "socket_lb"), "socket_lb_hostns_only=True, faults=Faults(socket_lb_reverse=True)",
-     {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend",
+      "*terminating backends (new connections): while term-a terminates: 20 of 20 new connections reached 10.96.*:7000, no backend of the Service*",
+      "*hairpin: hairpin saw its own request to 10.96.*:80 come from 169.254.42.1, expected 10.244.* (socket plane*"]),
+    ("pods-on-socket-lb-while-hostns-only", ("hairpin", "no_backend", "socket_lb"), "socket_lb_hostns_only=True, faults=Faults(socket_lb_reverse=True)",
+     {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend", HP_ + "test_the_backend_sees_the_source_its_plane_gives",
       NB + "test_connect_from_a_pod_fails_as_its_plane_says", NB + "test_raw_syn_from_a_pod_to_the_cluster_ip_where_a_plane_handles_it"},
      ["*socket LB (agent reports coverage Hostns-only): socket LB is hostns-only, yet the pod's socket peer is 10.244.*, not the service*",
-      "*no backend (pod connect() to ClusterIP *; per-packet plane, ServiceNoBackendResponse=reject): connect() gave unreachable (EHOSTUNREACH)*"]),
+      "*no backend (pod connect() to ClusterIP *; per-packet plane, ServiceNoBackendResponse=reject): connect() gave unreachable (EHOSTUNREACH)*",
+      "*hairpin: hairpin saw its own request to 10.96.*:80 come from 10.244.*, expected 169.254.42.1 (per-packet plane*"]),
     ("getpeername-returns-the-backend", ("socket_lb", "udp"), "faults=Faults(getpeername_backend=True)",
      {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend",
       UDP + "test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip"},
@@ -295,6 +299,16 @@ FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
      ["*UDP (unconnected client to 10.96.*:53): the reply came from 10.244.*:5353, not from 10.96.*:53 (the backend's own address: the "
       "socket LB's recvmsg4 reverse translation is missing); a resolver that sent to 10.96.*:53 drops it*",
       "*UDP (connected client to 10.96.*:53): the reply came from 10.244.*:5353*"]),
+    # -- hairpin: a backend reaching its own Service (datapath.hairpin_source) ------------------------------------
+    ("hairpin-socket-snat", ("hairpin",), "faults=Faults(hairpin_socket_snat=True)",
+     {HP_ + "test_the_backend_sees_the_source_its_plane_gives"},
+     ["*hairpin: hairpin saw its own request to 10.96.*:80 come from 169.254.42.1, expected 10.244.* (socket plane: socket LB "
+      "connects the pod straight to itself (no NAT))*"]),
+    ("hairpin-not-nated-per-packet", ("hairpin",), "socket_lb_hostns_only=True, faults=Faults(hairpin_no_loopback_nat=True)",
+     {HP_ + "test_a_backend_reaches_its_own_service", HP_ + "test_the_backend_sees_the_source_its_plane_gives"},
+     ["*hairpin: hairpin could not reach its own Service 10.96.*:80 (per-packet plane): connect timeout, HTTP nothing; per packet a "
+      "packet from a pod to itself must be source-NATed to the loopback address*",
+      "*hairpin: hairpin logged no request from itself to 10.96.*:80, so the source it saw is unknown*"]),
     # a connected client's socket to a deleted backend is terminated by the agent (datapath.SRC_UDP_SOCK_TERMINATION)
     ("udp-socket-not-terminated", ("udp",), "faults=Faults(udp_sockets_not_terminated=True)",
      {UDP + "test_a_connected_client_of_a_deleted_backend_is_terminated_and_moves_on"},
@@ -305,8 +319,8 @@ FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
      ["*no backend (pod sendto() to UDP ClusterIP 10.96.*:53; socket plane, ServiceNoBackendResponse=reject): sendto() gave timeout after "
       "2.00s; expected unreachable at once (under 1s)*"]),
     # -- one family broken on a dual-stack cluster: only that family's tests fail (issue 29) ---------------------------
-    ("ipv6-pods-per-packet-while-full", ("affinity", "itp", "no_backend", "socket_lb", "terminating", "udp"), "ip_families=('IPv4', 'IPv6'), faults=Faults(socket_lb_v6_broken=True)",
-     {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend[IPv6]",
+    ("ipv6-pods-per-packet-while-full", ("affinity", "hairpin", "itp", "no_backend", "socket_lb", "terminating", "udp"), "ip_families=('IPv4', 'IPv6'), faults=Faults(socket_lb_v6_broken=True)",
+     {SL + "test_application_sees_the_service_while_its_socket_points_at_a_backend[IPv6]", HP_ + "test_the_backend_sees_the_source_its_plane_gives[IPv6]",
       SL + "test_conntrack_out_entry_names_the_socket_peer[IPv6]", NB + "test_connect_from_a_pod_fails_as_its_plane_says[IPv6]",
       # the suites that read the backend from the socket see the ClusterIP instead (no connect6 translation)
       AFF + "test_a_client_stays_on_one_backend_with_session_affinity[IPv6]", AFF + "test_without_affinity_connections_spread_over_the_backends[IPv6]",

@@ -543,6 +543,7 @@ FAMILY_TESTS = {
                            "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
                            "test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer",
                            "test_raw_syn_from_a_pod_to_the_cluster_ip_where_a_plane_handles_it"),
+    "test_hairpin.py": ("test_a_backend_reaches_its_own_service", "test_the_backend_sees_the_source_its_plane_gives"),
     "test_udp.py": ("test_an_unconnected_client_reads_the_reply_from_the_cluster_ip",
                     "test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip",
                     "test_a_backendless_udp_service_fails_the_datagram_at_once",
@@ -591,7 +592,7 @@ def test_a_dual_stack_cluster_runs_each_family_dependent_test_once_per_family(py
                 assert f"{module}::{test}[{family}]" in ran or module == "test_no_backend.py" and "raw_syn_from_a_pod" in test, (test, family)
     assert_the_rest_passed(result, skipped=2, xfailed=0)  # the pod's raw SYN under Full coverage, once per family
     result.stdout.fnmatch_lines(["kpr: provider kind*, families IPv4+IPv6, *"])
-    for name in ("ct", "ghost", "udp", "udp-termination", "nodeport", "etp", "dsr", "affinity", "itp", "hostport", "terminating", "svc", "scale"):
+    for name in ("ct", "ghost", "udp", "udp-termination", "hairpin", "nodeport", "etp", "dsr", "affinity", "itp", "hostport", "terminating", "svc", "scale"):
         assert evidence(pytester, f"{name}.json")["family"] == "IPv4" and evidence(pytester, f"{name}-ipv6.json")["family"] == "IPv6"
     assert evidence(pytester, "udp-termination-ipv6.json")["flow"]["summary"]["aborted"] == 1, "the IPv6 flow's socket was terminated too"
     assert ":" in evidence(pytester, "ghost-ipv6.json")["cluster_ip"] and evidence(pytester, "udp-ipv6.json")["service"].startswith("[fd00:")

@@ -530,6 +530,41 @@ SRC_TERMINATING_OPTION = ("cilium/cilium Documentation/network/kubernetes/kubepr
 #: longer writes the key
 TERMINATING_FILE = "/tmp/cilium/config-map/enable-k8s-terminating-endpoint"
 
+SRC_HAIRPIN_LOOPBACK = ("cilium/cilium bpf/bpf_lxc.c@d7be9552 __per_packet_lb_svc_xlate_4: `if (tuple.saddr == backend->address) {` "
+                        "... `Perform NAT on the source address to make it appear from an outside address.` `ct_state_new.loopback = 1;` "
+                        "(the source becomes IPV4_LOOPBACK); pkg/defaults/defaults.go `LoopbackIPv4 = \"169.254.42.1\"`; cilium-cli "
+                        "connectivity pod-to-itself-via-service: `defaultServiceLoopbackIPv6 = \"fe80::1\"`, the keys "
+                        "`ipv4-service-loopback-address`/`ipv6-service-loopback-address`, `AltRequestSourceIPs: []string{loopbackIP}`")
+SRC_HAIRPIN_SOCKET = ("cilium/cilium bpf/bpf_sock.c@66382ef3 __sock4_xlate_fwd (SRC_SOCK_FWD): connect() is rewritten to the backend "
+                      "it picks -- with the pod as its Service's only backend, the pod's own address: the connection is the pod to "
+                      "itself, no NAT, so it sees its own address")
+#: the agent's service loopback addresses as resolved into its config map (absent: the defaults, SRC_HAIRPIN_LOOPBACK)
+LOOPBACK_FILES = {"IPv4": "/tmp/cilium/config-map/ipv4-service-loopback-address", "IPv6": "/tmp/cilium/config-map/ipv6-service-loopback-address"}
+LOOPBACK_DEFAULT = {"IPv4": "169.254.42.1", "IPv6": "fe80::1"}
+
+
+@dataclass(frozen=True)
+class HairpinRule:
+    """The address a pod's own server sees for a connection the pod made to its own Service."""
+
+    sees: str
+    why: str
+    source: str
+
+
+def hairpin_source(plane: "Plane", own_ip: str, family: str, configured: str | None = None) -> HairpinRule:
+    """The source address a pod sees on a connection it made to a Service whose backend is itself: on the socket plane
+    its own address (SRC_HAIRPIN_SOCKET); on the per-packet plane the service loopback address (SRC_HAIRPIN_LOOPBACK:
+    ``configured``, the agent's setting, or the default for ``family``)."""
+    if plane is Plane.SOCKET:
+        return HairpinRule(own_ip, "socket LB connects the pod straight to itself (no NAT)", SRC_HAIRPIN_SOCKET)
+    if plane is Plane.PER_PACKET:
+        addr = (configured or "").strip() or LOOPBACK_DEFAULT[family]
+        return HairpinRule(addr, "bpf_lxc source-NATs a packet whose backend is its own sender to the service loopback address",
+                           SRC_HAIRPIN_LOOPBACK)
+    raise NoRule(f"no sourced rule for a pod reaching itself through its Service on the {plane} plane")
+
+
 SRC_UDP_SOCK_TERMINATION = ("cilium/cilium pkg/loadbalancer/reconciler/termination.go@15af2922 socketTerminationLoop: "
                             "`if change.Deleted || !backend.IsAlive() {` (a terminating backend is still alive) "
                             "`terminateUDPConnectionsToBackend(p, backend.Address)`, batched by `rate.NewLimiter(50*time.Millisecond, 1)`; "

@@ -122,6 +122,8 @@ class Faults:
     not_routable_resets_anywhere: bool = False
     #: a pod's connected UDP socket to a deleted backend is not terminated: it keeps sending into the deleted pod
     udp_sockets_not_terminated: bool = False
+    hairpin_no_loopback_nat: bool = False  # per packet, a pod's packet to its own Service is not NATed to the loopback address
+    hairpin_socket_snat: bool = False  # a pod connected to itself by the socket hook sees the loopback address, as if NATed
     healthcheck_one_family: bool = False  # the health-check NodePort counts the backends of the Service's first family only (dual stack)
     #: a request from outside for another node's backend is forwarded in the other mode than the agent reports (it reports
     #: SNAT and the backend sees the client, or DSR and the backend sees the node)

@@ -583,8 +583,8 @@ class FakeCluster:
         """The agent's conntrack entries on a node (dicts in render.ct_line's shape)."""
         return list(self.ct.get(node, []))
 
-    def curl_from_node(self, node: str, args: list[str], host_network: bool = True) -> tuple[int, str, str]:
-        """``curl -s -o /dev/null -w FMT --max-time N URL`` from a node's host namespace (or a pod on it)."""
+    def curl_from_node(self, node: str, args: list[str], host_network: bool = True, pod: Obj | None = None) -> tuple[int, str, str]:
+        """``curl -s -o /dev/null -w FMT --max-time N URL`` from a node's host namespace (or ``pod`` on it)."""
         fmt, max_time, url = "", 0.0, ""
         i = 0
         while i < len(args):
@@ -606,8 +606,10 @@ class FakeCluster:
         if m is None or ("[" in url and "-g" not in args):  # without -g, curl takes [..] for a glob range
             return 3, "", f"curl: (3) URL rejected: {url}\n"
         ip, port = m.group(1).strip("[]"), int(m.group(2))
-        code, secs, rc, err = curl_result(reach(self, node, host_network=host_network, access="connect", ip=ip, port=port),
-                                          ip, port, max_time or 300.0)
+        outcome = reach(self, node, host_network=host_network, access="connect", ip=ip, port=port)
+        if pod is not None:  # a pod that reaches itself through its Service (pytest_kpr.testing.pods: hairpin)
+            outcome = self.workloads.hairpin(pod, outcome, m.group(3) or "/")
+        code, secs, rc, err = curl_result(outcome, ip, port, max_time or 300.0)
         out = fmt.replace("%{http_code}", f"{code:03d}").replace("%{time_total}", f"{secs:.6f}").replace("\\n", "\n")
         return rc, out, err
 

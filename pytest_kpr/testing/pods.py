@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..rules.datapath import NoRule, Plane, backend_sees, coverage_name, local_endpoint_count, plane_for
+from ..rules.datapath import NoRule, Plane, backend_sees, coverage_name, hairpin_source, local_endpoint_count, plane_for
 from ..rules.workloads import seen_by
 from .reach import ERRNO, Outcome, backend_listens, probe_result, reach
 from ..parse.addr import family_of, hp, split_host_port
@@ -171,6 +171,27 @@ class FakeWorkloads:
             return (200 if n else 503), body
         return None
 
+    def hairpin(self, pod: Obj, outcome: Outcome, path: str | None = None) -> Outcome:
+        """A connection from ``pod`` that reached ``pod`` itself through its Service: the source its server sees
+        (datapath.hairpin_source) -- its own address on the socket plane, the service loopback address per packet, where
+        without that NAT the kernel drops the packet (source and destination its own). With ``path`` (an HTTP GET) the
+        server logs the request. Faults: hairpin_no_loopback_nat (per packet), hairpin_socket_snat (socket plane)."""
+        be = outcome.backend
+        if outcome.result != "answered" or be is None or be.pod != pod["metadata"]["name"] or pod["spec"].get("hostNetwork"):
+            return outcome
+        family, faults = family_of(be.ip), self.c.cfg.faults
+        plane = Plane.PER_PACKET if self.per_packet(family) else Plane.SOCKET
+        if plane is Plane.PER_PACKET and faults.hairpin_no_loopback_nat:  # fault: no NAT: a martian, dropped
+            return Outcome("timeout", plane, frontend=outcome.frontend)
+        seen = hairpin_source(plane, be.ip, family).sees
+        if plane is Plane.SOCKET and faults.hairpin_socket_snat:  # fault: NATed although the socket hook connected it to itself
+            seen = hairpin_source(Plane.PER_PACKET, be.ip, family).sees
+        if path is not None:
+            seen = seen_by((pod["spec"].get("containers") or [{}])[0].get("command") or [], seen)  # ::ffff: on a dual-stack socket
+            key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+            self.logs.setdefault(key, []).append(f'{seen} - - [01/Dec/2026 06:00:00] "GET {path} HTTP/1.1" 200 -')
+        return outcome
+
     def pod_logs(self, namespace: str, pod: str) -> str:
         return "".join(line + "\n" for line in self.logs.get((namespace, pod), []))
 
@@ -188,7 +209,7 @@ class FakeWorkloads:
             if health is not None:
                 fmt = argv[argv.index("-w") + 1] if "-w" in argv else ""
                 return 0, json.dumps(health[1]) + "\n" + fmt.replace("\\n", "\n").replace("%{http_code}", str(health[0])), ""
-            return self.c.curl_from_node(pod["spec"]["nodeName"], argv[1:], host_network=bool(pod["spec"].get("hostNetwork")))
+            return self.c.curl_from_node(pod["spec"]["nodeName"], argv[1:], host_network=bool(pod["spec"].get("hostNetwork")), pod=pod)
         if argv[:2] == ["kpr", "probe"] and len(argv) >= 4:
             return self.probe(pod, argv[2], argv[3:])
         if argv == ["kill", "-TERM", "1"]:  # ends a flow pod's `kpr probe flow` (it prints its summary)
@@ -233,6 +254,8 @@ class FakeWorkloads:
                 self.c.clock.advance(interval)  # the probe's pause between attempts, in the fake's time
             outcome = reach(self.c, pod["spec"]["nodeName"], host_network=bool(pod["spec"].get("hostNetwork")),
                             access="raw" if kind == "syn" else "connect", ip=ip, port=int(port_s))
+            if kind != "syn":
+                outcome = self.hairpin(pod, outcome)
             result: dict[str, Any] = {"probe": kind, "target": target, **probe_result(outcome, kind, timeout)}
             if kind == "connect" and result.get("verdict") == "connected" and not pod["spec"].get("hostNetwork"):
                 # socket LB: the kernel socket points at the backend it chose; per-packet: at the Service (NAT is on the wire)

@@ -1,0 +1,84 @@
+"""Hairpin: a backend reaches its own Service. A pod that is the only backend of ``hairpin`` connects to the Service's
+ClusterIP from inside itself; the connection must be served -- by the pod itself -- and the pod's server sees the
+source address its plane gives: with socket LB in pods' namespaces the connect() is rewritten to the pod's own address
+and it sees itself (pytest_kpr.rules.datapath SRC_HAIRPIN_SOCKET); on the per-packet plane (Hostns-only coverage)
+bpf_lxc source-NATs the packet, whose source and backend are the same address, to the service loopback address,
+169.254.42.1 or fe80::1 by default (SRC_HAIRPIN_LOOPBACK; cilium-cli's pod-to-itself-via-service checks the same).
+Without that NAT the kernel would drop the packet as a martian (source and destination both its own).
+
+Per family of --kpr-ip-families (the ClusterIP and the pod's address of that family). Evidence: hairpin.json.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import pytest
+
+from pytest_kpr.cluster.facts import ClusterFacts
+from pytest_kpr.evidence import Evidence, family_file
+from pytest_kpr.judge import holds
+from pytest_kpr.observe.lab import Lab
+from pytest_kpr.parse.addr import hp
+from pytest_kpr.rules.datapath import LOOPBACK_FILES, coverage_name, hairpin_source, plane_for
+
+pytestmark = [
+    pytest.mark.kpr(property="hairpin", evidence="hairpin.json", plane=["socket", "per-packet"],
+                    sources=["SRC_HAIRPIN_SOCKET", "SRC_HAIRPIN_LOOPBACK"]),
+]
+TIMEOUT, WEB_PORT = 2.0, 80
+
+
+@pytest.fixture(scope="module")
+def hairpin_pod(lab: Lab) -> str:
+    """The web pod, the only backend of ``hairpin``, created once for every family."""
+    lab.create_web_pod("hairpin", {"app": "hairpin"}, lab.client_node)
+    lab.create_service("hairpin", {"app": "hairpin"})
+    lab.wait_ready_endpoints("hairpin", 1)
+    return "hairpin"
+
+
+@pytest.fixture(scope="module")
+def hairpin(hairpin_pod: str, family_lab: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str,
+            kpr_family: str) -> dict[str, Any]:
+    lab = family_lab
+    lab.wait_programmed_on([lab.client_node], ["hairpin"])
+    coverage = kpr_facts.socket_lb_coverage if kpr_facts.socket_lb_coverage in ("Full", "Hostns-only") else coverage_name(False)
+    plane = plane_for("pod", "connect", "ClusterIP", coverage).plane
+    own = lab.pod_ip(lab.kube.get("Pod", hairpin_pod, lab.ns) or {})
+    opt = lab.agent(lab.client_node).exec(["cat", LOOPBACK_FILES[kpr_family]])
+    rule = hairpin_source(plane, own, kpr_family, opt.stdout.strip() if opt.ok else None)
+    target = hp(lab.cluster_ip("hairpin"), WEB_PORT)
+    connect = lab.probe("connect", target, TIMEOUT, pod=hairpin_pod)
+    socket_peer = lab.socket_peers(target, 1, TIMEOUT, pod=hairpin_pod)[0]  # recorded: the kernel socket's peer
+    token = secrets.token_hex(6)
+    http = lab.curl(f"http://{target}/?kpr={token}", TIMEOUT, pod=hairpin_pod)
+    served = lab.who_served([hairpin_pod], token)
+    data = {"family": kpr_family, "service": target, "pod": hairpin_pod, "pod_ip": own, "plane": str(plane), "coverage": coverage,
+            "connect": {"verdict": connect.verdict, "socket_peer": socket_peer},
+            "http_code": http.http_code, "served_by": served[0] if served else None, "seen": served[1] if served else None,
+            "expected_source": rule.sees, "rule": rule.why}
+    evidence.write(family_file("hairpin.json", kpr_family), data)
+    evidence.figure(kpr_property, f"{hairpin_pod} to its own {target}: {connect.verdict}, HTTP {http.http_code}, it saw "
+                                  f"{data['seen']} ({plane})", kpr_family)
+    return {**data, "why": rule.why, "source": rule.source}
+
+
+def test_a_backend_reaches_its_own_service(hairpin: dict[str, Any]) -> None:
+    """The connection from the Service's only backend to the Service is made and served by that backend."""
+    h = hairpin
+    assert h["connect"]["verdict"] == "connected" and h["http_code"] == 200, (
+        f"hairpin: {h['pod']} could not reach its own Service {h['service']} ({h['plane']} plane): connect {h['connect']['verdict']}, "
+        f"HTTP {h['http_code'] or 'nothing'}{'; per packet a packet from a pod to itself must be source-NATed to the loopback address, else the kernel drops it as a martian' if h['plane'] == 'per-packet' else ''}")
+    assert h["served_by"] == h["pod"], f"hairpin: the request to {h['service']} was not served by {h['pod']} (served by {h['served_by']})"
+
+
+def test_the_backend_sees_the_source_its_plane_gives(hairpin: dict[str, Any]) -> None:
+    """Socket plane: its own address; per packet: the service loopback address (SRC_HAIRPIN_SOCKET, SRC_HAIRPIN_LOOPBACK)."""
+    h = hairpin
+    if h["seen"] is None:
+        pytest.fail(f"hairpin: {h['pod']} logged no request from itself to {h['service']}, so the source it saw is unknown")
+    holds([] if h["seen"] == h["expected_source"] else
+          [f"{h['pod']} saw its own request to {h['service']} come from {h['seen']}, expected {h['expected_source']} ({h['plane']} "
+           f"plane: {h['why']}) [{h['source'].split(';')[0]}]"], "hairpin")
