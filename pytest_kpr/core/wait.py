@@ -30,7 +30,9 @@ class Timeouts:
     CILIUM_READY: float = 420.0
     #: A Deployment's pods Ready after a scale: seconds with a preloaded image.
     PODS_READY: float = 180.0
-    #: EndpointSlice change -> agent's BPF LB slots. Typically < 2 s.
+    #: EndpointSlice change -> agent's BPF LB slots. Typically < 2 s. cilium/cilium#48271 (open, a community report for
+    #: 1.19.7 <= v < 1.20.0: a deleted backend stays in the eBPF map 20-34 s) lies inside this bound: on those releases it
+    #: shows as the slowest agent's lag (the backend-slots evidence) and in the UDP termination's gap, not as a failure.
     DATAPATH_CONVERGENCE: float = 60.0
     #: One exec into an agent pod (cilium-dbg) or a node (docker exec).
     EXEC: float = 60.0
