@@ -104,13 +104,8 @@ def _run(lab: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: st
 
     steps: dict[str, dict[str, dict[str, str]]] = {}
     steps["one"] = wait_views(lambda f, v: v.get(addr[f]["term-a"]) == "active", f"the agent on {client} to serve term with term-a")
-    for f in families:  # a flow per family, each to term-a (the only backend yet)
-        flow_cmd = ["kpr", "probe", "flow", targets[f], "--json", "--interval-ms", str(FLOW_INTERVAL_MS), "--duration", str(HOLD_S * 3)]
-        flow = probe_pod(_flow_pod(f), lab.ns, lab.image, node=client, labels={"app": "term-flow"}, command=flow_cmd)
-        flow["spec"]["restartPolicy"] = "Never"
-        lab.create(flow)
-    for f in families:
-        lab.wait_running(_flow_pod(f))
+    # a flow per family, each to term-a (the only backend yet)
+    lab.start_flows({_flow_pod(f): targets[f] for f in families}, client, "term-flow", interval_ms=FLOW_INTERVAL_MS, duration_s=HOLD_S * 3)
     lab.create(_echo("term-b", lab, client))
     for f, v in views.items():
         addr[f]["term-b"] = next(a for a in sorted(v.wait_ready_endpoints("term", 2)) if a != addr[f]["term-a"])

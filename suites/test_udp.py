@@ -189,13 +189,9 @@ def _terminate(lab: Lab, evidence: Evidence, client: str, other: str, setting: s
                        first_after=lab.t.LB_FIRST_LOOK)
 
     serves(lambda f, b: b == {addr[f]["udpterm-a"]}, f"the agent on {client} to serve udpterm with udpterm-a")
-    for f in families:  # a flow per family, connected while udpterm-a is the only backend
-        cmd = ["kpr", "probe", "flow", fes[f].host_port(), "--udp", "--json", "--interval-ms", str(TERM_INTERVAL_MS), "--duration", "900"]
-        pod = probe_pod(_term_flow(f), lab.ns, lab.image, node=client, labels={"app": "udpterm-flow"}, command=cmd)
-        pod["spec"]["restartPolicy"] = "Never"
-        lab.create(pod)
-    for f in families:
-        lab.wait_running(_term_flow(f))
+    # a flow per family, connected while udpterm-a is the only backend
+    lab.start_flows({_term_flow(f): fes[f].host_port() for f in families}, client, "udpterm-flow", udp=True, interval_ms=TERM_INTERVAL_MS,
+                    duration_s=900)
     lab.create(_term_echo("udpterm-b", lab, client))
     for f, v in views.items():
         addr[f]["udpterm-b"] = next(a for a in sorted(v.wait_ready_endpoints("udpterm", 2)) if a != addr[f]["udpterm-a"])

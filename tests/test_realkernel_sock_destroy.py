@@ -18,8 +18,9 @@ import os
 import shutil
 import socket
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pytest
 from netns import can_use_netns, private_netns, sh
@@ -63,6 +64,24 @@ def connected_client(family: str, port: int) -> tuple[socket.socket, socket.sock
     return server, client
 
 
+@contextmanager
+def client_and_keeper(family: str) -> Iterator[tuple[socket.socket, Callable[[], bool]]]:
+    """A client connected to PORT (the one to destroy) and a keeper connected to OTHER_PORT: (client, kept), where
+    ``kept()`` says whether the keeper still works afterwards (nothing else was destroyed). Every socket closes on exit."""
+    server, client = connected_client(family, PORT)
+    keeper_server, keeper = connected_client(family, OTHER_PORT)
+
+    def kept() -> bool:
+        keeper.send(b"still")
+        return keeper_server.recv(16) == b"still"
+
+    try:
+        yield client, kept
+    finally:
+        for s in (server, client, keeper_server, keeper):
+            s.close()
+
+
 def next_call(client: socket.socket) -> str:
     """The errno name the client's next receive fails with ('none': it waited, nothing was destroyed)."""
     client.settimeout(0.5)
@@ -78,19 +97,11 @@ def next_call(client: socket.socket) -> str:
 @pytest.mark.parametrize("family", ["IPv4", "IPv6"])
 def test_sock_diag_destroy_aborts_a_connected_udp_socket(family: str) -> None:
     assert shutil.which("ss"), "ss (iproute2) is missing: make test installs it with the real-kernel tier's packages"
-    with private_netns():
-        server, client = connected_client(family, PORT)
-        keeper_server, keeper = connected_client(family, OTHER_PORT)
-        try:
-            addr = LOOPBACK[family][1]
-            dst = f"[{addr}]:{PORT}" if family == "IPv6" else f"{addr}:{PORT}"
-            sh("ss", "-K", "-n", "-u", "dst", dst)
-            got = next_call(client)
-            keeper.send(b"still")
-            kept = keeper_server.recv(16) == b"still"
-        finally:
-            for s in (server, client, keeper_server, keeper):
-                s.close()
+    with private_netns(), client_and_keeper(family) as (client, still):
+        addr = LOOPBACK[family][1]
+        sh("ss", "-K", "-n", "-u", "dst", f"[{addr}]:{PORT}" if family == "IPv6" else f"{addr}:{PORT}")
+        got = next_call(client)
+        kept = still()
     record(f"udp_sock_destroy_netlink_{family.lower()}", got)
     expected = TABLE.expects("udp_sock_destroy_netlink", KERNEL)
     assert expected is True, f"clusters/kernels.yaml gives no netlink UDP socket destroy on {KERNEL}"
@@ -103,27 +114,20 @@ def test_a_bpf_socket_iterator_destroys_a_connected_udp_socket_where_the_kernel_
     need_clang()
     expected = TABLE.expects("bpf_sock_destroy", KERNEL)
     obj = compile_sock_destroy(tmp_path, PORT)
-    with private_netns():
-        server, client = connected_client("IPv4", PORT)
-        keeper_server, keeper = connected_client("IPv4", OTHER_PORT)
+    with private_netns(), client_and_keeper("IPv4") as (client, still):
         try:
-            try:
-                it = UdpDestroyIterator(obj)
-            except OSError as e:
-                record("bpf_sock_destroy", "refused")
-                assert expected is False, (f"kernel {KERNEL} refused the bpf_sock_destroy iterator although clusters/kernels.yaml "
-                                           f"gives the kfunc from {TABLE.features['bpf_sock_destroy'].kernel}: {e}")
-                return
-            try:
-                it.run()
-            finally:
-                it.close()
-            got = next_call(client)
-            keeper.send(b"still")
-            kept = keeper_server.recv(16) == b"still"
+            it = UdpDestroyIterator(obj)
+        except OSError as e:
+            record("bpf_sock_destroy", "refused")
+            assert expected is False, (f"kernel {KERNEL} refused the bpf_sock_destroy iterator although clusters/kernels.yaml "
+                                       f"gives the kfunc from {TABLE.features['bpf_sock_destroy'].kernel}: {e}")
+            return
+        try:
+            it.run()
         finally:
-            for s in (server, client, keeper_server, keeper):
-                s.close()
+            it.close()
+        got = next_call(client)
+        kept = still()
     record("bpf_sock_destroy", got)
     assert expected is True, (f"kernel {KERNEL} loaded the bpf_sock_destroy iterator although clusters/kernels.yaml gives the "
                               f"kfunc from {TABLE.features['bpf_sock_destroy'].kernel}")

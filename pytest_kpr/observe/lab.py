@@ -461,6 +461,18 @@ class Lab:
         lines = [json.loads(x) for x in r.check().stdout.splitlines() if x.startswith("{")]
         return [x.get("socket_peer") if x.get("verdict") == "connected" else None for x in lines]
 
+    def start_flows(self, targets: dict[str, str], node: str, app: str, *, interval_ms: int, duration_s: int, udp: bool = False) -> None:
+        """A flow pod per ``targets`` entry (pod name -> ip:port), each running ``kpr probe flow`` as its command on
+        ``node`` (restartPolicy Never), all Running on return; :meth:`stop_flow` ends each and reads its summary."""
+        for name, target in targets.items():
+            cmd = ["kpr", "probe", "flow", target, *(["--udp"] if udp else []), "--json", "--interval-ms", str(interval_ms),
+                   "--duration", str(duration_s)]
+            pod = probe_pod(name, self.ns, self.image, node=node, labels={"app": app}, command=cmd)
+            pod["spec"]["restartPolicy"] = "Never"
+            self.create(pod)
+        for name in targets:
+            self.wait_running(name)
+
     def stop_flow(self, pod: str) -> dict[str, Any]:
         """End the ``kpr probe flow`` a pod runs as its command (``kill -TERM 1``) and read its summary from the pod's log."""
         self.exec(pod, "kill", "-TERM", "1")
