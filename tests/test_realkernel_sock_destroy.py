@@ -181,3 +181,25 @@ def test_a_udp_flow_counts_a_destroyed_socket_as_aborted_and_reconnects() -> Non
     assert r.aborted == 1 and r.reconnects == 1 and events.index("aborted") < events.index("reconnected"), r.to_json()
     assert r.answered > 0 and not any(g.get("open") for g in r.gaps), f"not answered again after reconnecting: {r.to_json()}"
     assert r.to_json()["aborted"] == 1 and "1 aborted" in r.explain()
+
+
+def test_a_destroyed_socket_that_sends_first_is_still_counted_as_aborted() -> None:
+    """A UDP socket aborted by SOCK_DESTROY is also disconnected: its next send() fails with EDESTADDRREQ and the abort
+    waits in SO_ERROR (this kernel's behaviour, checked here); the flow meter reads it there, so a flow whose next call
+    after the termination is a send still counts ``aborted`` (on 5.10 under TCG that ordering made it count ``closed``)."""
+    from pytest_kpr.traffic.flow import _Meter
+
+    with private_netns(), client_and_keeper("IPv4") as (client, _):
+        sh("ss", "-K", "-n", "-u", "dst", f"127.0.0.1:{PORT}")
+        try:
+            client.send(b"y")
+            sent = "sent"
+        except OSError as e:
+            sent = errno.errorcode.get(e.errno or 0, str(e.errno))
+        pending = errno.errorcode.get(client.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), "none")
+        meter = _Meter("127.0.0.1", PORT, True, 20.0, 1.0, 3000.0, 100.0, None, 2.0)
+        assert meter.connect(time.monotonic())
+        sh("ss", "-K", "-n", "-u", "dst", f"127.0.0.1:{PORT}")
+        meter.send(0, time.monotonic())
+    assert (sent, pending) == ("EDESTADDRREQ", "ECONNABORTED"), (KERNEL, sent, pending)
+    assert meter.r.aborted == 1 and meter.r.closed == 0 and meter.sock is None, meter.r.to_json()

@@ -176,7 +176,9 @@ class _Meter:
             self.drop("resets", now)
             return
         except OSError as e:
-            if e.errno == errno.ECONNABORTED:  # terminated from outside (see FlowReport.aborted)
+            # terminated from outside (see FlowReport.aborted): the call says so, or -- a UDP socket the kernel aborted is
+            # also disconnected, so send() may fail first with EDESTADDRREQ -- the error it left pending (SO_ERROR) does
+            if e.errno == errno.ECONNABORTED or self._pending_error() == errno.ECONNABORTED:
                 self.drop("aborted", now)
                 return
             if self.udp and e.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH):
@@ -189,6 +191,14 @@ class _Meter:
         self.sent_at[seq] = now
         if self.last_answer is None:
             self.last_answer = now
+
+    def _pending_error(self) -> int:
+        """The socket's pending error (SO_ERROR, read and cleared), 0 for none."""
+        assert self.sock is not None
+        try:
+            return int(self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))
+        except OSError:
+            return 0
 
     def receive(self) -> None:
         assert self.sock is not None
