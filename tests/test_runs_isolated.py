@@ -91,14 +91,15 @@ def test_stale_cleanup_removes_a_dead_runs_objects_and_keeps_a_live_runs(tmp_pat
                 cg.mkdir()
         assert not any(suffix in item for item in leftovers()), "another owner's objects are not this run's leak"
         removed = remove_stale()
-        assert f"netns {dead_ns}" in removed
+        # Another run's cleanup on this machine (a CI job beside this one, an xdist worker starting) is the same code and
+        # may remove the dead run's objects first: "removed by this call" is then "already gone", never "still there".
         assert f"netns {live_ns}" not in removed
         names = sh("ip", "netns", "list").stdout
         assert dead_ns not in names, "a SIGKILLed run's namespace must be removed by the next run"
         assert live_ns in names, "a live run's namespace must never be removed"
         if root is not None:
             assert dead_cg is not None and live_cg is not None
-            assert f"cgroup {dead_cg}" in removed and not dead_cg.exists(), "a dead run's socklb cgroup must be removed"
+            assert not dead_cg.exists(), f"a dead run's socklb cgroup must be removed (this cleanup removed {removed})"
             assert live_cg.exists(), "a live run's cgroup must never be removed"
     finally:
         live.communicate(b"")
