@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..parse.addr import family_of, split_host_port
-from ..rules.datapath import SOCKET_TERMINATION_BATCH_S, Plane, coverage_name, plane_for, pod_udp_sockets_terminated
+from ..rules.datapath import SOCKET_TERMINATION_BATCH_S, pod_udp_sockets_terminated
 from .view import Obj, pod_ip
 
 BLACKHOLE_S = 3.0
@@ -133,8 +133,9 @@ class FakeUpgrades:
         if pod["spec"].get("hostNetwork") or fe is None or not fe.backends:
             return
         be = fe.backends[len(self.flows) % len(fe.backends)]
-        if args["udp"]:  # a connected UDP socket: socket LB picks its backend once, at connect() (datapath.SRC_SOCK_FWD)
-            if plane_for("pod", "connect", "ClusterIP", coverage_name(self.c.cfg.socket_lb_hostns_only)).plane is Plane.SOCKET:
+        if args["udp"]:  # a connected UDP socket: socket LB picks its backend once, at connect() (datapath.SRC_SOCK_FWD);
+            # per packet (Hostns-only, or the socket-LB faults) there is no socket-level backend to terminate
+            if not self.c.workloads.per_packet(family_of(ip)):
                 self.flows[key].backend = (key[0], be.pod)
             return
         self.flows[key].backend = (key[0], be.pod)
