@@ -512,3 +512,26 @@ def test_eperm_in_the_reported_window_is_a_known_regression(problems: list[str],
     why = known_regression(problems, version)
     assert (why is not None) is known
     assert why is None or why.startswith(f"known Cilium regression cilium/cilium#45184 in {version} (>=1.19.2, <1.20.0)")
+
+
+@pytest.mark.parametrize(("plane", "family", "configured", "sees", "source"), [
+    (Plane.SOCKET, "IPv4", None, "10.244.1.10", "bpf_sock.c"),  # connected to itself: no NAT
+    (Plane.SOCKET, "IPv6", "fe80::9", "fd00:10:244:1::a", "bpf_sock.c"),  # the loopback setting does not apply
+    (Plane.PER_PACKET, "IPv4", None, "169.254.42.1", "bpf_lxc.c"),
+    (Plane.PER_PACKET, "IPv6", None, "fe80::1", "bpf_lxc.c"),
+    (Plane.PER_PACKET, "IPv4", " 169.254.99.1\n", "169.254.99.1", "bpf_lxc.c"),  # the agent's ipv4-service-loopback-address
+])
+def test_a_pod_reaching_itself_through_its_service_sees_the_source_its_plane_gives(plane: Plane, family: str, configured: str | None,
+                                                                                  sees: str, source: str) -> None:
+    from pytest_kpr.rules.datapath import hairpin_source
+
+    own = "10.244.1.10" if family == "IPv4" else "fd00:10:244:1::a"
+    rule = hairpin_source(plane, own, family, configured)
+    assert rule.sees == sees and source in rule.source
+
+
+def test_hairpin_has_no_rule_where_no_plane_translates() -> None:
+    from pytest_kpr.rules.datapath import hairpin_source
+
+    with pytest.raises(NoRule, match="no sourced rule for a pod reaching itself"):
+        hairpin_source(Plane.NONE, "10.244.1.10", "IPv4")

@@ -64,3 +64,38 @@ def test_a_backendless_udp_datagram_is_judged_by_the_socket_planes_rule(verdict:
         assert problems == []
     else:
         assert len(problems) == 1 and words in problems[0], problems
+
+
+BE_A = "udpterm-a (10.244.2.11:5353)"
+TERMINATED = {"aborted": 1, "reconnects": 1, "lost": 1, "max_gap_ms": 100.0, "gaps": [{"start": 1.0, "ms": 100.0}]}
+
+
+@pytest.mark.parametrize(("report", "bound_ms", "want"), [
+    (TERMINATED, 5000.0, []),
+    # the agent never terminated it: the socket keeps sending into the deleted pod, and is never answered again
+    ({"aborted": 0, "reconnects": 0, "lost": 40, "max_gap_ms": 2000.0, "gaps": [{"start": 1.0, "ms": 2000.0, "open": True}]}, 5000.0,
+     [f"the connected socket to the deleted backend {BE_A} was not terminated (no ECONNABORTED): 40 datagrams lost, and it was never "
+      "answered again; the agent terminates the UDP sockets connected to a deleted backend, so the client reconnects through the Service"]),
+    # per packet, nothing to terminate and nothing lost: still no termination where the plane says there is one
+    ({"aborted": 0, "reconnects": 0, "lost": 0, "max_gap_ms": 50.0, "gaps": []}, 5000.0,
+     [f"the connected socket to the deleted backend {BE_A} was not terminated (no ECONNABORTED): 0 datagrams lost; the agent "
+      "terminates the UDP sockets connected to a deleted backend, so the client reconnects through the Service"]),
+    ({**TERMINATED, "reconnects": 0}, 5000.0, [f"the socket to {BE_A} was terminated (1 aborted) but the flow never reconnected"]),
+    ({**TERMINATED, "gaps": [{"start": 1.0, "ms": 900.0, "open": True}], "max_gap_ms": 900.0}, 5000.0,
+     [f"after its socket to {BE_A} was terminated the flow was never answered again (silent for the last 900 ms)"]),
+    ({**TERMINATED, "max_gap_ms": 7000.0}, 5000.0, [f"the flow went silent for 7000 ms when {BE_A} was deleted (bound 5000 ms)"]),
+    ({}, 5000.0, [f"the flow to {BE_A} printed no summary, so what its socket saw is unknown"]),
+])
+def test_a_connected_client_of_a_deleted_backend_is_judged_by_its_flow(report: dict, bound_ms: float, want: list[str]) -> None:
+    from pytest_kpr.judge.udp import udp_termination_problems
+
+    assert udp_termination_problems(report, BE_A, bound_ms) == want
+
+
+@pytest.mark.parametrize(("value", "coverage", "terminated"), [
+    (None, "Full", True), ("true", "Full", True), ("false", "Full", False), (None, "Hostns-only", False),
+])
+def test_pods_udp_sockets_are_terminated_with_socket_lb_in_pods_and_the_option_on(value: str | None, coverage: str, terminated: bool) -> None:
+    from pytest_kpr.rules.datapath import pod_udp_sockets_terminated
+
+    assert pod_udp_sockets_terminated(value, coverage) is terminated
