@@ -363,3 +363,13 @@ class UdpDestroyIterator:
         if self.obj:
             self.L.bpf_object__close(self.obj)
             self.obj = None
+
+
+def record(name: str, value: object) -> None:
+    """A feature this kernel showed, for make test-kernels' table (KPR_KERNEL_FEATURES names the file)."""
+    import json
+
+    out = os.environ.get("KPR_KERNEL_FEATURES")
+    if out:
+        with open(out, "a") as f:
+            f.write(json.dumps({"feature": name, "value": value, "kernel": os.uname().release}) + "\n")

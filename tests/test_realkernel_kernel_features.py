@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pytest
 from netns import Topology, can_use_netns
-from realkernel import TcProgram, compile_tc_pass
+from realkernel import TcProgram, compile_tc_pass, record
 
 from pytest_kpr.rules.kernels import KernelTable
 
@@ -47,14 +47,6 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Topology, Tc
 
 def ifindex(t: Topology) -> int:
     return int(json.loads(t.exec("tc", "ip", "-j", "link", "show", "kprt0").stdout)[0]["ifindex"])
-
-
-def record(name: str, value: object) -> None:
-    """A feature probed, for make test-kernels' table (KPR_KERNEL_FEATURES names the file)."""
-    out = os.environ.get("KPR_KERNEL_FEATURES")
-    if out:
-        with open(out, "a") as f:
-            f.write(json.dumps({"feature": name, "value": value, "kernel": KERNEL}) + "\n")
 
 
 def test_tcx_attaches_where_the_table_gives_tcx_and_is_refused_before(dev: tuple[Topology, TcProgram, Path]) -> None:

@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 
 import pytest
 from netns import can_use_netns, private_netns, sh
-from realkernel import UdpDestroyIterator, compile_sock_destroy, need_clang
+from realkernel import UdpDestroyIterator, compile_sock_destroy, need_clang, record
 
 from pytest_kpr.rules.kernels import KernelTable
 
@@ -33,13 +33,6 @@ TABLE = KernelTable.load(Path(__file__).resolve().parent.parent / "clusters" / "
 KERNEL = os.uname().release
 PORT, OTHER_PORT = 5353, 5354  # the "deleted backend" the client is connected to, and one that stays
 LOOPBACK = {"IPv4": (socket.AF_INET, "127.0.0.1"), "IPv6": (socket.AF_INET6, "::1")}
-
-
-def record(name: str, value: object) -> None:
-    """What this kernel did, for make test-kernels' table (KPR_KERNEL_FEATURES names the file)."""
-    from test_realkernel_kernel_features import record as _record
-
-    _record(name, value)
 
 
 @pytest.fixture(autouse=True)
