@@ -3,7 +3,10 @@
 Evidence: svc.json (service_id, frontend, backends, backend_pods) and scale.json (backends,
 new_backends, endpointslice, convergence_seconds, and timing: when each new backend first showed in the
 EndpointSlice and in each agent, read every 250 ms, the per-agent lag and the slowest agent).
-Convergence is polled, never slept for.
+Convergence is polled, never slept for. An agent's slots are the ones a new connection picks: the master entry's COUNT
+in ``lb/maps-dump`` (``bpf lb list`` prints no count, and a backend that is still terminating keeps its slot after the
+count: SRC_TERMINATING_SLOTS), so a scale-down converges when the removed pods leave the count, however long they take
+to exit; a pod that is terminating is not one of the replicas either.
 
 Each family's frontend of web takes the backends of its own family only (SRC_BACKEND_SLOTS_FAMILY), which Kubernetes
 lists in that family's EndpointSlice. The scale changes web, so it runs once: the first family of --kpr-ip-families is
@@ -104,7 +107,7 @@ def test_web_slots_hold_exactly_its_ready_endpoints(family_at_two: dict[str, Any
     listed = sorted(b.address.host_port() for b in d["svc"].backends)
     problems = convergence_problems(d["conv"])
     holds(problems, f"backend slots: web's {kpr_family} slots are not its ready endpoints", then=f" ({d['conv'].describe()})")
-    assert listed == sorted(d["mine"].backends), f"backend slots ({kpr_family}): service list {listed} vs bpf lb list {sorted(d['mine'].backends)}"
+    assert listed == sorted(d["mine"].backends), f"backend slots ({kpr_family}): service list {listed} vs the BPF slots {sorted(d['mine'].backends)}"
     assert d["mine"].service_id == d["svc"].id, (f"backend slots ({kpr_family}): slot 0 carries RevNAT {d['mine'].service_id}, service list "
                                                  f"ID {d['svc'].id}")
 

@@ -11,7 +11,7 @@ Graceful Termination: SRC_TERMINATING_DRAIN). The option that governs it: enable
 flow``) connects while ``term-a`` is the only backend; ``term-b`` joins; ``term-a`` is deleted: the flow must go on, and
 ``NEW`` connections (``kpr probe connect``, the socket's peer is the backend) must all reach ``term-b``; ``term-b`` is
 deleted too: ``NEW`` connections must reach a terminating backend. The agent's view at each step (``service list -o
-json`` backends with their states, ``bpf lb list`` slots) is recorded. The pods are removed at once afterwards (grace 0).
+json`` backends with their states, ``lb/maps-dump`` slots: those in the count, those kept after it) is recorded. The pods are removed at once afterwards (grace 0).
 Needs socket LB in pod namespaces. Evidence: terminating.json.
 
 The scenario deletes its backends, so it runs once and observes every family of --kpr-ip-families inside it: a flow
@@ -115,14 +115,14 @@ def _run(lab: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: st
     steps["a_terminating"] = wait_views(lambda f, v: v.get(addr[f]["term-a"]) != "active" and v.get(addr[f]["term-b"]) == "active",
                                         f"the agent on {client} to stop offering term-a (terminating) to new connections")
     peers_one = {f: lab.socket_peers(targets[f], NEW, TIMEOUT) for f in families}
-    slots_one = {f: len(lab.slot_view(client, agent.lb_entries(), fes[f]).backends) for f in families}
+    slots_one = {f: lab.slot_view(agent, fes[f]) for f in families}
 
     lab.kube.delete("Pod", "term-b", lab.ns)
     steps["only_terminating"] = wait_views(lambda f, v: v.get(addr[f]["term-b"]) != "active" and "active" not in v.values(),
                                            f"the agent on {client} to see only terminating backends of term")
     only = {f: lab.probe("connect", targets[f], TIMEOUT) for f in families}
     peers_only = {f: lab.socket_peers(targets[f], NEW, TIMEOUT) if kept else [] for f in families}
-    slots_only = {f: len(lab.slot_view(client, agent.lb_entries(), fes[f]).backends) for f in families}
+    slots_only = {f: lab.slot_view(agent, fes[f]) for f in families}
     a_pod = lab.kube.get("Pod", "term-a", lab.ns) or {}
     a_still = bool(a_pod.get("metadata", {}).get("deletionTimestamp"))
 
@@ -134,7 +134,8 @@ def _run(lab: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: st
         by_addr = {address: pod for pod, address in a.items()}
         data = {"family": f, "enable_k8s_terminating_endpoint": setting, "hold_s": HOLD_S, "backends": a, "service": targets[f],
                 "agent": {"node": client, "states": {step: v[f] for step, v in steps.items()},
-                          "slots": {"a_terminating": slots_one[f], "only_terminating": slots_only[f]}},
+                          "slots": {step: {"selectable": list(v[f].backends), "kept": list(v[f].kept)}
+                                    for step, v in (("a_terminating", slots_one), ("only_terminating", slots_only))}},
                 "new_connections": {"a_terminating": [by_addr.get(p or "", p) for p in peers_one[f]],
                                     "only_terminating": [by_addr.get(p or "", p) for p in peers_only[f]]},
                 "only_terminating_probe": {"verdict": only[f].verdict, "errno": only[f].errno_name, "elapsed_ms": only[f].elapsed_ms},

@@ -9,7 +9,7 @@ echo-server --udp`` on 5353) behind the ClusterIP Service ``dns`` 53/UDP; the pr
 unconnected (sendto/recvfrom, as a resolver) and ``--connected`` (also getpeername()). ``dns-ghost`` (53/UDP, no
 backends): sendmsg4 rejects the datagram as connect4 rejects a connection, EHOSTUNREACH from kernel 6.1 (EPERM below),
 whatever ServiceNoBackendResponse says. The agent's view is recorded, not judged (the backend-slots suite judges
-slots): its ``bpf lb list`` slots for the UDP frontend and the UDP conntrack entries to the backends. Needs socket LB in pod namespaces: with Hostns-only coverage the pod's
+slots): its BPF slots for the UDP frontend (``lb/maps-dump``), its ``bpf lb list`` entries and the UDP conntrack entries to the backends. Needs socket LB in pod namespaces: with Hostns-only coverage the pod's
 datagram takes the per-packet path, whose UDP reply rule is not yet sourced here. Evidence: udp.json.
 
 IPv6 has hooks of its own (sendmsg6, recvmsg6, connect6, getpeername6): the probes run once per family of
@@ -92,14 +92,14 @@ def seen(family_lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidenc
 
     # a precondition, not the property: the client's agent serves dns (how many slots it programs is the backend-slots
     # suite's property; the slots are recorded below)
-    eventually(lambda: lab.slot_view(agent.node, agent.lb_entries(), fe), until=lambda v: len(v.backends) >= 1,
+    eventually(lambda: lab.slot_view(agent, fe), until=lambda v: len(v.backends) >= 1,
                timeout=lab.t.DATAPATH_CONVERGENCE, what=f"the agent on {agent.node} to serve dns's UDP frontend with backends",
                describe=lambda v: f"{len(v.backends)} slots", progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK)
     target, ghost = hp(fe.ip, DNS_PORT), hp(lab.cluster_ip("dns-ghost"), DNS_PORT)
     runs = {"unconnected": _probe(lab, target, False), "connected": _probe(lab, target, True),
             "ghost": _probe(lab, ghost, False)}
     entries = agent.lb_entries()
-    slots = lab.slot_view(agent.node, entries, fe)
+    slots = lab.slot_view(agent, fe)
     ct = [e for e in agent.conntrack(lab.minor) if e.proto == "UDP" and hp(e.dst_ip, e.dst_port) in backends]
     data = {"family": kpr_family, "service": target, "backends": sorted(backends), "ghost": ghost, "probes": runs,
             "agent": {"node": agent.node, "service_id": slots.service_id, "slots": list(slots.backends),
@@ -184,7 +184,7 @@ def _terminate(lab: Lab, evidence: Evidence, client: str, other: str, setting: s
 
     def serves(want: Callable[[str, set[str]], bool], what: str) -> None:
         for f in families:
-            eventually(lambda f=f: set(lab.slot_view(client, agent.lb_entries(), fes[f]).backends), until=lambda b, f=f: want(f, b),
+            eventually(lambda f=f: set(lab.slot_view(agent, fes[f]).backends), until=lambda b, f=f: want(f, b),
                        timeout=lab.t.DATAPATH_CONVERGENCE, what=f"{what} ({f})", describe=lambda b: str(sorted(b)), progress=lab.progress,
                        first_after=lab.t.LB_FIRST_LOOK)
 

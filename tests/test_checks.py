@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.judge.backend_slots import Convergence, SlotView, convergence_problems
+from pytest_kpr.judge.backend_slots import Convergence, SlotView, active_slots, convergence_problems
 from pytest_kpr.judge.iptables import kube_proxy_rule_problems, rule_line_problems, rule_view_problems
 from pytest_kpr.judge.nodeport import nodeport_frontend_problems, nodeport_listener_problems
 from pytest_kpr.judge.socket_lb import (
@@ -17,7 +17,7 @@ from pytest_kpr.judge.socket_lb import (
     program_problems,
     socket_lb_problems,
 )
-from pytest_kpr.parse import parse_iptables_save, parse_nft_ruleset, parse_service_list_json, parse_ss
+from pytest_kpr.parse import L3n4, parse_iptables_save, parse_lb_maps_dump, parse_nft_ruleset, parse_service_list_json, parse_ss
 from pytest_kpr.testing import render
 
 # -- socket LB ---------------------------------------------------------------------------------------
@@ -116,6 +116,45 @@ def test_convergence_judgement(conv: Convergence, words: list[str]) -> None:
     assert len(problems) == len(words) and all(w in p for w, p in zip(words, problems, strict=True)), problems
     assert conv.converged is (not words)
 
+
+
+def _dump(count: int, qcount: int, slots: list[str], fe: str = "10.96.0.20:80/TCP") -> str:
+    """A ``lb/maps-dump`` of one frontend (format: tests/data/cilium/statedb-lb/v1.18-lb-maps-dump-from-clusterip-txtar.txt)."""
+    lines = [f"BE: ID={i} ADDR={b}/TCP STATE=active" for i, b in enumerate(slots, 1)]
+    lines.append(f"SVC: ID=7 ADDR={fe} SLOT=0 LBALG=undef AFFTimeout=0 COUNT={count} QCOUNT={qcount} FLAGS=ClusterIP+non-routable")
+    lines += [f"SVC: ID=7 ADDR={fe} SLOT={i} BEID={i} COUNT=0 QCOUNT=0 FLAGS=ClusterIP+non-routable" for i in range(1, len(slots) + 1)]
+    lines.append("SVC: ID=9 ADDR=10.96.0.99:80/TCP SLOT=0 LBALG=undef AFFTimeout=0 COUNT=0 QCOUNT=0 FLAGS=ClusterIP+non-routable")
+    return "\n".join(lines) + "\n"
+
+
+T3 = "10.244.3.3:8080"
+
+
+@pytest.mark.parametrize(
+    ("dump", "selectable", "kept", "words"),
+    [
+        # a scale-down while the removed pod still terminates: its slot stays after the count (SRC_TERMINATING_SLOTS)
+        (_dump(2, 1, [B1, B2, T3]), (B1, B2), (T3,), []),
+        # the same slots with the terminating backend counted in: new connections could pick it
+        (_dump(3, 0, [B1, B2, T3]), (B1, B2, T3), (), ["n1: slots still hold ['10.244.3.3:8080']"]),
+        # only terminating backends left: they are the count (KEP-1669)
+        (_dump(2, 0, [B1, B2]), (B1, B2), (), []),
+        (_dump(1, 0, [B1]), (B1,), (), ["n1: slots lack ['10.244.2.10:8080']"]),
+    ],
+)
+def test_slots_are_the_masters_count_not_every_slot(dump: str, selectable: tuple[str, ...], kept: tuple[str, ...], words: list[str]) -> None:
+    """``bpf lb list`` prints every slot; the slots a new connection picks are the master entry's COUNT (lb/maps-dump),
+    so a terminating backend kept for its connections is neither an extra backend nor a missing one."""
+    view = active_slots("n1", parse_lb_maps_dump(dump), L3n4("10.96.0.20", 80, "TCP"))
+    assert (view.service_id, view.backends, view.kept) == (7, selectable, kept)
+    problems = convergence_problems(Convergence(2, 2, ES, (view,)))
+    assert len(problems) == len(words) and all(w in p for w, p in zip(words, problems, strict=True)), problems
+
+
+def test_a_frontend_absent_from_the_dump_has_no_master() -> None:
+    view = active_slots("n1", parse_lb_maps_dump(_dump(2, 0, [B1, B2])), L3n4("10.96.0.21", 80, "TCP"))
+    assert view.service_id is None and view.backends == ()
+    assert active_slots("n1", parse_lb_maps_dump(_dump(1, 0, [B1])), L3n4("10.96.0.20", 80, "UDP")).service_id is None
 
 # -- iptables ----------------------------------------------------------------------------------------
 

@@ -646,7 +646,8 @@ def test_a_failure_saves_and_attaches_the_datapath_bundle(pytester: pytest.Pytes
     result.stdout.fnmatch_lines(["FAIL  NodePort *"])
     failures = list((pytester.path / "artifacts" / "fake" / "failures").iterdir())
     files = {p.name for p in failures[0].iterdir()}
-    assert {"pods.txt", "fake-worker-service-list.txt", "fake-worker-bpf-lb-list.txt", "fake-worker-bpf-ct-list-global.txt",
+    assert {"pods.txt", "fake-worker-service-list.txt", "fake-worker-bpf-lb-list.txt", "fake-worker-lb-maps-dump.txt",
+            "fake-worker-bpf-ct-list-global.txt",
             "fake-worker-bpf-metrics-list.txt"} <= files
     # the terminal says where the bundle is; the dumps themselves stay in its files (test_suites_vs_fake: at most 40 lines)
     result.stdout.fnmatch_lines(["*kpr: evidence*", f"saved under {failures[0]}: * files (*)"])

@@ -8,15 +8,49 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..parse.addr import L3n4, parse_l3n4
+from ..parse.statedb import MapsDumpEntry
+
 
 @dataclass(frozen=True)
 class SlotView:
     node: str
     service_id: int | None  # the slot-0 entry's RevNAT ID
-    backends: tuple[str, ...]  # ip:port in slot order
+    backends: tuple[str, ...]  # ip:port of the slots a new connection may pick (1..COUNT), in slot order
+    #: ip:port of the slots after COUNT (QCOUNT): terminating backends that only keep their slots
+    kept: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        return f"{self.node}: {len(self.backends)} slots {list(self.backends)}"
+        tail = f" (+{len(self.kept)} kept beyond the count: {list(self.kept)})" if self.kept else ""
+        return f"{self.node}: {len(self.backends)} slots {list(self.backends)}{tail}"
+
+
+def _same_frontend(addr: str, fe: L3n4) -> bool:
+    got = parse_l3n4(addr)
+    return got is not None and got.ip == fe.ip and got.port == fe.port and got.internal == fe.internal and (
+        fe.proto is None or got.proto == fe.proto)
+
+
+def active_slots(node: str, dump: list[MapsDumpEntry], fe: L3n4) -> SlotView:
+    """``fe``'s slots in an agent's ``lb/maps-dump``: the master (SLOT=0) entry's COUNT slots are what a new connection
+    picks (datapath.SRC_TERMINATING_NEW: ``% svc->count) + 1``); the QCOUNT slots after them hold terminating backends
+    kept for existing connections (datapath.SRC_TERMINATING_SLOTS). ``bpf lb list`` prints
+    every slot and no count (``cilium-dbg/cmd/bpf_lb_list.go@21d690e1`` dumpSVC: master ``"%s:%d (%d) (%d) [%s] %s"``,
+    revNAT, slot, flags), so the count is read here."""
+    addr_of = {e.fields.get("ID"): (e.fields.get("ADDR") or "") for e in dump if e.kind == "BE"}
+    mine = [e for e in dump if e.kind == "SVC" and _same_frontend(e.fields.get("ADDR", ""), fe)]
+    master = next((e for e in mine if e.fields.get("SLOT") == "0"), None)
+    if master is None:
+        return SlotView(node, None, ())
+    count = int(master.fields.get("COUNT") or 0)
+    by_slot = sorted((int(e.fields["SLOT"]), e.fields.get("BEID")) for e in mine if e.fields.get("SLOT", "0") != "0")
+
+    def backend(beid: str | None) -> str:
+        a = parse_l3n4(addr_of.get(beid, ""))
+        return a.host_port() if a is not None else f"backend {beid} not found"
+
+    return SlotView(node, int(master.fields["ID"]), tuple(backend(b) for s, b in by_slot if s <= count),
+                    tuple(backend(b) for s, b in by_slot if s > count))
 
 
 @dataclass(frozen=True)

@@ -131,12 +131,13 @@ def drops_from_sections(sections: dict[str, str]) -> dict[str, Any]:
 
 
 def failure_snapshot(handle: ClusterHandle, namespaces: list[str], exec_timeout: float = 30.0) -> dict[str, str]:
-    """What the datapath looked like when a test failed: per agent ``service list``, ``bpf lb list``,
-    ``bpf ct list global``, ``bpf metrics list`` (one exec per agent); the pods of the run's namespaces, by title (:func:`pytest_kpr.evidence.store.write_sections`
+    """What the datapath looked like when a test failed: per agent ``service list``, ``bpf lb list``, ``lb/maps-dump``
+    (the master entries' COUNT: which slots new connections pick), ``bpf ct list global``, ``bpf metrics list`` (one exec per agent); the pods of the run's namespaces, by title (:func:`pytest_kpr.evidence.store.write_sections`
     writes them).
     Collection problems are recorded in the bundle, never raised (the test already failed)."""
     sections: dict[str, str] = {}
-    views = (("service list", ("service", "list")), ("bpf lb list", ("bpf", "lb", "list")), ("bpf ct list global", ("bpf", "ct", "list", "global")),
+    views = (("service list", ("service", "list")), ("bpf lb list", ("bpf", "lb", "list")),
+             ("lb maps-dump", ("shell", "--", "lb/maps-dump")), ("bpf ct list global", ("bpf", "ct", "list", "global")),
              ("bpf metrics list", ("bpf", "metrics", "list")))
     for a in agents(handle.kube, exec_timeout=exec_timeout, retry_timeout=5.0):
         try:  # one exec per agent

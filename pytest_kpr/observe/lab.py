@@ -15,13 +15,13 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from .agent import Agent, agents
-from ..judge.backend_slots import Convergence, ConvergenceTiming, SlotView
+from ..judge.backend_slots import Convergence, ConvergenceTiming, SlotView, active_slots
 from ..cluster.facts import ClusterFacts
 from ..cluster.provider import ClusterHandle
 from ..core.errors import ApiError, KprError
 from ..k8s.api import pod_ready
 from .node import Node, globoff
-from ..parse import L3n4, LbEntry, Service
+from ..parse import L3n4, Service
 from ..parse.addr import family_of, hp
 from ..parse.node import CURL_WRITE_OUT, HttpResult, parse_curl, parse_netstat
 from ..parse.probe import HoldEvent, ProbeOutput, parse_hold_log, parse_probe_json
@@ -152,6 +152,11 @@ class Lab:
         return self.kube.list("Pod", self.ns, selector)
 
     ready = staticmethod(pod_ready)
+
+    def serving_replicas(self, selector: str) -> int:
+        """Pods Ready and not terminating: a scaled-down pod can stay Ready while it terminates (its preStop hook, its
+        grace period), but it is no longer one of the replicas, and its endpoint is no longer ready."""
+        return sum(1 for p in self.pods(selector) if self.ready(p) and not (p.get("metadata") or {}).get("deletionTimestamp"))
 
     def pod_by_ip(self, ip: str) -> str | None:
         for p in self.kube.list("Pod", self.ns):
@@ -307,17 +312,18 @@ class Lab:
         return frozenset(out)
 
     @staticmethod
-    def slot_view(node: str, entries: list[LbEntry], fe: L3n4) -> SlotView:
-        mine = sorted((e for e in entries if same_address(e.frontend, fe)), key=lambda e: e.slot)
-        sid = next((e.revnat for e in mine if e.slot == 0), None)
-        return SlotView(node, sid, tuple(e.backend.host_port() for e in mine if e.slot > 0 and e.backend is not None))
+    def slot_view(agent: Agent, fe: L3n4) -> SlotView:
+        """``fe``'s slots on ``agent``: the ones a new connection picks (the master's COUNT), and the terminating ones kept
+        after them (judge.backend_slots.active_slots; ``bpf lb list`` shows no count)."""
+        (dump,) = agent.read("maps_dump")
+        return active_slots(agent.node, dump, fe)
 
     def slots(self, service: str = "web") -> tuple[SlotView, ...]:
         fe = self.frontend(service)
-        return tuple(self.slot_view(a.node, a.lb_entries(), fe) for a in self.all_agents())
+        return tuple(self.slot_view(a, fe) for a in self.all_agents())
 
     def convergence(self, replicas: int) -> Convergence:
-        ready = sum(1 for p in self.pods("app=web") if self.ready(p))
+        ready = self.serving_replicas("app=web")
         return Convergence(replicas, ready, self.endpointslice_ready("web"), self.slots("web"))
 
     def convergence_watch(self, replicas: int) -> Callable[[], Convergence]:
@@ -334,11 +340,11 @@ class Lab:
             return seen is not None and seen[0] == es and seen[1].service_id is not None and sorted(seen[1].backends) == sorted(es)
 
         def observe() -> Convergence:
-            ready = sum(1 for p in self.pods("app=web") if self.ready(p))
+            ready = self.serving_replicas("app=web")
             es = self.endpointslice_ready("web")
             for a in agents_:
                 if not current(es, last.get(a.node)):
-                    last[a.node] = (es, self.slot_view(a.node, a.lb_entries(), fe))
+                    last[a.node] = (es, self.slot_view(a, fe))
             return Convergence(replicas, ready, es, tuple(last[a.node][1] for a in agents_))
 
         return observe
@@ -592,7 +598,7 @@ def report_values(lab: Lab) -> dict[str, str]:
     views: dict[str, Any] = {}
     why = ""
     try:
-        views = dict(zip(("status", "text", "lb", "config"), agent.read("status_json", "status_verbose", "lb", "config"), strict=True))
+        views = dict(zip(("status", "text", "dump", "config"), agent.read("status_json", "status_verbose", "maps_dump", "config"), strict=True))
     except Exception as e:  # noqa: BLE001 - reported per value below
         why = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
 
@@ -602,7 +608,7 @@ def report_values(lab: Lab) -> dict[str, str]:
     attempt("kube_proxy_replacement", lambda: view("status").kpr.mode)
     attempt("socket_lb_coverage", lambda: (view("text").kpr_details or _none("no KPR details")).socket_lb_coverage)
     if "Deployment/web" in lab.created:
-        attempt("web_backends", lambda: len(lab.slot_view(agent.node, view("lb"), lab.frontend("web")).backends))
+        attempt("web_backends", lambda: len(active_slots(agent.node, view("dump"), lab.frontend("web")).backends))
     if "Pod/holder" in lab.created:
         attempt("holder_backend", lambda: holder_ct(lab)[0])
         attempt("holder_program", lambda: holder_program(lab)["program"])

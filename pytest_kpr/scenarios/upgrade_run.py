@@ -184,7 +184,7 @@ class UpgradeRun:
         fe = lab.frontend("flow-echo")
         fe = type(fe)(fe.ip, ECHO_TCP, fe.proto)
         es = frozenset(a for a in lab.endpointslice_ready("flow-echo") if a.endswith(f":{ECHO_TCP}"))
-        return bool(es) and all(sorted(lab.slot_view(a.node, a.lb_entries(), fe).backends) == sorted(es) for a in lab.all_agents())
+        return bool(es) and all(sorted(lab.slot_view(a, fe).backends) == sorted(es) for a in lab.all_agents())
 
     # -- one transition ---------------------------------------------------------------------------------------
 

@@ -186,9 +186,10 @@ STEP = re.compile(r"^\[(?P<label>[^\]]+)\]\s+⭐ Run Main (?P<step>.+)$")
 
 
 def run_act(plan: Plan, work: Path, source: Path, env: dict[str, str], actions: dict[str, Path], *, gh_runs: Path,
-            workflows: Path = WORKFLOWS, log_name: str = "") -> tuple[int, dict[str, str], Path]:
+            workflows: Path = WORKFLOWS, log_name: str = "", concurrent_jobs: int = 2) -> tuple[int, dict[str, str], Path]:
     """One act invocation of ``workflows/<plan.workflow>`` in the repository ``source`` (what the checkout stand-in
-    copies); its exit status, {job label: succeeded|failed} and its log."""
+    copies); its exit status, {job label: succeeded|failed} and its log. ``concurrent_jobs``: act's
+    ``--concurrent-jobs``."""
     name = log_name or plan.workflow.removesuffix(".yml")
     run_dir = work / name
     (run_dir / "artifacts").mkdir(parents=True, exist_ok=True)
@@ -197,7 +198,7 @@ def run_act(plan: Plan, work: Path, source: Path, env: dict[str, str], actions: 
     act_env = {**env, "PATH": f"{STANDINS / 'bin'}:{env['PATH']}"}
     argv = [act_binary(), plan.event, "-W", str(workflows / plan.workflow),
             "-e", str(event), "-P", "ubuntu-24.04=-self-hosted", "--action-offline-mode", "--no-cache-server",
-            "--action-cache-path", str(run_dir / "act-cache"), "--defaultbranch", "main", "--concurrent-jobs", "2"]
+            "--action-cache-path", str(run_dir / "act-cache"), "--defaultbranch", "main", "--concurrent-jobs", str(concurrent_jobs)]
     for k, v in {"KPR_ACT_SOURCE": str(source), "KPR_ACT_ARTIFACTS": str(run_dir / "artifacts"), "KPR_ACT_STANDINS": str(STANDINS),
                  "KPR_ACT_RECORD": str(run_dir / "record.tsv"), "KPR_ACT_HOST_PATH": env["PATH"], "KPR_GH_RUNS": str(gh_runs),
                  "KPR_GH_LOG": str(run_dir / "gh.log"), "GH_TOKEN": "stand-in"}.items():
