@@ -14,6 +14,11 @@ lb-pressure-metrics-interval (SRC_MAP_PRESSURE), so neither is judged. When the 
 Services are the expected outcome and the inventory test is an expected failure that names them; a map that filled
 without being filled on purpose fails it. The Services are deleted at the end and their entries must be gone.
 
+From 1.19 the address of a class-less ClusterIP takes one more service entry, a wildcard (``<address>:0/ANY``, port 0,
+proto ANY) written after the master while default-lb-service-ipam is lbipam and wildcard entries are on (the agent's
+defaults; SRC_WILDCARD): a backendless Service then takes two entries, and the map fills at about half the Services.
+Every Service the agent reconciled cleanly must have its wildcard entry exactly when that rule says.
+
 Runs after every other suite (last=True): while the map is full no new Service can be programmed. Filling is refused
 under pytest-xdist (another worker's Services would meet the full map). Evidence: maps.json.
 
@@ -37,8 +42,10 @@ from pytest_kpr.judge.maps import (
     map_visibility_problems,
     service_map_problems,
     which_map_filled,
+    wildcard_problems,
 )
-from pytest_kpr.rules.datapath import LB_MAP_FILES, LB_MAP_MAX_DEFAULT, MAP_FULL_ERRORS, REV_NAT_MAP_FILE
+from pytest_kpr.rules.datapath import (DEFAULT_LB_IPAM_FILE, LB_MAP_FILES, LB_MAP_MAX_DEFAULT, MAP_FULL_ERRORS, REV_NAT_MAP_FILE,
+                                       WILDCARD_ENTRIES_FILE, wildcard_entry)
 from pytest_kpr.evidence import Evidence, family_file
 from pytest_kpr.observe.lab import WEB_PORT, Lab
 from pytest_kpr.core.wait import eventually_or_now
@@ -47,7 +54,7 @@ from pytest_kpr.parse.addr import hp
 pytestmark = [
     pytest.mark.kpr(property="map pressure", evidence="maps.json", last=True,
                     plane="control plane",
-                    sources=["SRC_MAP_SIZE", "SRC_MAP_FULL", "SRC_MAP_HEALTH", "SRC_MAP_PRESSURE", "SRC_MAP_FAMILY"]),
+                    sources=["SRC_MAP_SIZE", "SRC_MAP_FULL", "SRC_MAP_HEALTH", "SRC_MAP_PRESSURE", "SRC_MAP_FAMILY", "SRC_WILDCARD"]),
     pytest.mark.kpr_requires("lb-statedb"),
 ]
 
@@ -66,6 +73,14 @@ def _map_max(lab: Lab) -> tuple[int, str, int, str]:
     svc = (values[LB_MAP_FILES[0]], LB_MAP_FILES[0]) if LB_MAP_FILES[0] in values else default
     rev = (values[REV_NAT_MAP_FILE], REV_NAT_MAP_FILE) if REV_NAT_MAP_FILE in values else default
     return svc[0], svc[1], rev[0], rev[1]
+
+
+def _wildcard_settings(lab: Lab) -> tuple[str | None, str | None]:
+    """The client agent's default-lb-service-ipam and bpf-lb-enable-wildcard-entries (None: no file, the default)."""
+    agent = lab.agent(lab.client_node)
+    out = [r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None
+           for r in agent.exec_many(*[("cat", p) for p in (DEFAULT_LB_IPAM_FILE, WILDCARD_ENTRIES_FILE)])]
+    return out[0], out[1]
 
 
 def _settled(lab: Lab, frontends: dict[str, str]) -> dict[str, Any]:
@@ -123,6 +138,11 @@ def maps(lab: Lab, evidence: Evidence, kpr_property: str, family_views: dict[str
     finally:  # the map is left as it was found, also when creating or reading failed
         remaining = _clean_up(lab, created, {a for fes in frontends.values() for a in fes.values()})
     in_map = {e.fields.get("ADDR", "").rsplit("/", 1)[0] for e in seen["dump"] if e.kind == "SVC" and e.fields.get("SLOT") == "0"}
+    wildcards = {a.removesuffix(":0/ANY").strip("[]") for e in seen["dump"] if e.kind == "SVC" and (a := e.fields.get("ADDR", "")).endswith(":0/ANY")}
+    ipam, wild_on = _wildcard_settings(lab)
+    wild_expected = wildcard_entry(lab.minor, "ClusterIP", None, ipam, wild_on)
+    wild_why = (f"Cilium {'.'.join(map(str, lab.minor))}, default-lb-service-ipam {ipam or 'lbipam (no file)'}, "
+                f"bpf-lb-enable-wildcard-entries {wild_on or 'true (no file)'}: the rule says {'one' if wild_expected else 'none'}")
     reconciler = [h for h in seen["health_seen"] if h.module.endswith("loadbalancer-reconciler")]
     health = {"readings": len(reconciler), "degraded": sum(1 for h in reconciler if h.level == "Degraded"),
               "sample": [{"level": h.level, "message": h.message, "error": h.error[:500]} for h in reconciler if h.level == "Degraded"][:3]}
@@ -136,6 +156,8 @@ def maps(lab: Lab, evidence: Evidence, kpr_property: str, family_views: dict[str
         rev_entries = sum(1 for e in seen["dump"] if e.kind == "REV" and _dump_family(e.fields.get("ADDR", "")) == f)
         missing = [name for name, addr in mine.items() if addr not in in_map]
         fes = seen["frontends"]
+        served = {name: addr.rsplit(":", 1)[0].strip("[]") for name, addr in mine.items()
+                  if addr in in_map and fes[addr] is not None and fes[addr].status == "Done"}
         shown = {name: ((fes[mine[name]].status, fes[mine[name]].error) if fes[mine[name]] is not None else (None, None)) for name in missing}
         data: dict[str, Any] = {
             "family": f, "map_max": map_max, "map_max_source": source, "service_map_max": svc_max, "rev_nat_map_max": rev_max,
@@ -145,6 +167,9 @@ def maps(lab: Lab, evidence: Evidence, kpr_property: str, family_views: dict[str
             "frontend_errors": {name: sum(1 for s, e in shown.values() if s == "Error" and marker in (e or ""))
                                 for marker, name in MAP_FULL_ERRORS.items()},
             "reconciler_health": health,
+            "wildcard": {"expected": wild_expected, "why": wild_why, "served": len(served),
+                         "with_entry": sum(1 for ip in served.values() if ip in wildcards),
+                         "problems": wildcard_problems(wild_expected, served, wildcards, wild_why)},
             "not_judged": {"log": "'Updating frontend failed' (pkg/loadbalancer/reconciler/bpf_reconciler.go Update)",
                            "metrics": "cilium_bpf_map_pressure, every lb-pressure-metrics-interval (pkg/loadbalancer/maps/pressure_metrics.go)"},
             "after_cleanup": {"kubernetes": in_kubernetes, "in_map": [a for a in remaining if a in set(mine.values())]},
@@ -195,6 +220,13 @@ def test_a_full_map_is_not_silent(maps_family: dict[str, Any]) -> None:
         pytest.skip("no Service was missing from the map, so there was nothing to show")
     problems = map_visibility_problems(maps_family["shown"], maps_family["health_seen"], MAP_FULL_ERRORS)
     holds(problems, f"map pressure (how the agent shows a full {maps_family['data']['family']} map)")
+
+
+def test_each_address_has_its_wildcard_entry_as_the_rule_says(maps_family: dict[str, Any]) -> None:
+    w = maps_family["data"]["wildcard"]
+    if not w["served"]:
+        pytest.skip("no Service of the run was reconciled cleanly, so no address to look at")
+    holds(w["problems"], f"map pressure (wildcard entries, {maps_family['data']['family']} maps)")
 
 
 def test_cleanup_removes_every_service_and_its_entries(maps_family: dict[str, Any]) -> None:

@@ -612,8 +612,8 @@ def test_the_fakes_maglev_tables_have_the_properties_the_suite_checks() -> None:
 
 # -- map pressure -----------------------------------------------------------------------------------------------------
 
-from pytest_kpr.judge.maps import map_visibility_problems, service_map_problems, which_map_filled  # noqa: E402
-from pytest_kpr.rules.datapath import MAP_FULL_ERROR, MAP_FULL_ERRORS, REV_NAT_FULL_ERROR  # noqa: E402
+from pytest_kpr.judge.maps import map_visibility_problems, service_map_problems, which_map_filled, wildcard_problems  # noqa: E402
+from pytest_kpr.rules.datapath import MAP_FULL_ERROR, MAP_FULL_ERRORS, REV_NAT_FULL_ERROR, wildcard_entry  # noqa: E402
 from pytest_kpr.parse.health import HealthStatus  # noqa: E402
 
 
@@ -655,6 +655,44 @@ def test_map_visibility_judgement(shown: dict, health: list, fragments: list[str
     problems = map_visibility_problems(shown, health, MAP_FULL_ERRORS)
     assert len(problems) == len(fragments) and all(f in p for f, p in zip(fragments, problems, strict=True)), problems
 
+
+
+@pytest.mark.parametrize(
+    ("cilium", "fe_type", "lb_class", "ipam", "enabled", "local", "want"),
+    [
+        ("1.19.1", "ClusterIP", None, None, None, False, True),  # the agent's defaults: lbipam, on
+        ("1.20.5", "LoadBalancer", None, "lbipam", "true", False, True),
+        ("1.18.14", "ClusterIP", None, None, None, False, False),  # before #40684
+        ("1.20.5", "NodePort", None, None, None, False, False),
+        ("1.20.5", "ExternalIPs", None, None, None, False, False),
+        ("1.20.5", "ClusterIP", None, "nodeipam", None, False, False),  # class-less, but LB-IPAM is not the default class
+        ("1.20.5", "ClusterIP", None, "none", None, False, False),
+        ("1.20.5", "ClusterIP", None, None, "false", False, False),  # bpf-lb-enable-wildcard-entries off
+        ("1.20.5", "LoadBalancer", "io.cilium/bgp-control-plane", "none", None, False, True),
+        ("1.20.5", "LoadBalancer", "io.cilium/l2-announcer", None, None, False, True),
+        ("1.20.5", "LoadBalancer", "io.cilium/node", None, None, False, False),
+        ("1.20.5", "LoadBalancer", "other", None, None, False, False),
+        ("1.20.5", "LoadBalancer", None, None, None, True, False),  # a local node address
+        ((1, 19), "ClusterIP", None, " lbipam\n", "True\n", False, True),  # as read from the config map
+    ],
+)
+def test_wildcard_entry_rule(cilium: Any, fe_type: str, lb_class: str | None, ipam: str | None, enabled: str | None, local: bool, want: bool) -> None:
+    assert wildcard_entry(cilium, fe_type, lb_class, ipam, enabled, local) is want
+
+
+@pytest.mark.parametrize(
+    ("expected", "served", "wildcards", "fragments"),
+    [
+        (True, {"a": "10.96.0.1", "b": "10.96.0.2"}, {"10.96.0.1", "10.96.0.2", "10.96.0.9"}, []),
+        (True, {"a": "10.96.0.1", "b": "10.96.0.2"}, {"10.96.0.1"}, ["1 of 2 Services in the map have no wildcard entry", "b (10.96.0.2)"]),
+        (False, {"a": "fd00::1"}, set(), []),
+        (False, {"a": "fd00::1", "b": "fd00::2"}, {"fd00::1", "fd00::2"}, ["2 of 2 Services in the map have a wildcard entry", "a (fd00::1)"]),
+        (True, {}, set(), []),
+    ],
+)
+def test_wildcard_judgement(expected: bool, served: dict, wildcards: set, fragments: list[str]) -> None:
+    problems = wildcard_problems(expected, served, wildcards, "the rule's inputs")
+    assert len(problems) == (1 if fragments else 0) and all(f in problems[0] for f in fragments), problems
 
 # -- issue 15's judgements: the exact words and the edges (mutation survivors) ------------------------------------------
 

@@ -156,13 +156,19 @@ NO_BACKEND_ALL_JUDGED = {"passed": 6}  # Hostns-only: bpf_lxc handles the pod's 
         # enable-k8s-terminating-endpoint false: with only terminating backends the Service has none (the no-backend answer)
         ("k8s_terminating_endpoint='false'", ("terminating",), {"passed": 3}),
         # the small-maps profile: the suite fills the 512-entry map on purpose; the overflow is the expected failure, shown
-        ("lb_map_max=512", ("maps",), {"passed": 2, "xfailed": 1}),
+        ("lb_map_max=512", ("maps",), {"passed": 3, "xfailed": 1}),
         # a smaller reverse-NAT map fills first (its entry is written before the master): the overflow is shown with its error
-        ("lb_map_max=512, lb_rev_nat_map_max=300", ("maps",), {"passed": 2, "xfailed": 1}),
+        ("lb_map_max=512, lb_rev_nat_map_max=200", ("maps",), {"passed": 3, "xfailed": 1}),
+        # no wildcard entry where the rule says none (datapath.SRC_WILDCARD): before 1.19, with them turned off, and with a
+        # default LB class other than LB-IPAM's; the suite expects none and sees none
+        ("cilium_version='1.18.14'", ("maps",), {"passed": 3, "skipped": 1}),
+        ("lb_wildcard_entries='false'", ("maps",), {"passed": 3, "skipped": 1}),
+        ("default_lb_service_ipam='nodeipam'", ("maps",), {"passed": 3, "skipped": 1}),
     ],
     ids=["hostns-only", "drop", "drop-hostns-only", "kernel-5.15-eperm", "not-routable", "not-routable-drop", "not-routable-hostns-only",
          "cilium-1.18-legacy-tc",
-         "cilium-1.19", "dsr", "snat-native", "etp-drop", "maglev", "itp-disabled-1.18", "itp-option-left-on-1.20", "terminating-option-off", "small-maps", "small-rev-nat-map"],
+         "cilium-1.19", "dsr", "snat-native", "etp-drop", "maglev", "itp-disabled-1.18", "itp-option-left-on-1.20", "terminating-option-off", "small-maps", "small-rev-nat-map",
+         "no-wildcard-before-1.19", "wildcard-entries-off", "default-class-nodeipam"],
 )
 def test_suites_pass_on_other_conforming_configurations(pytester: pytest.Pytester, config: str, suites: tuple[str, ...], outcomes: dict) -> None:
     result = run_suites(pytester, config, *suites)
@@ -683,11 +689,15 @@ def test_a_dual_stack_small_map_fills_each_familys_maps_on_purpose(pytester: pyt
     """Each family has its own maps of the same size (datapath.SRC_MAP_FAMILY): the Services fill the lb4 and the lb6
     maps at once, and each family's inventory is the expected failure, counted in its own map."""
     result = run_suites(pytester, f"{DUAL_STACK}, lb_map_max=512", "maps", args=("-rA",))
-    result.assert_outcomes(passed=4, xfailed=2)
+    result.assert_outcomes(passed=6, xfailed=2)
     v4, v6 = evidence(pytester, "maps.json"), evidence(pytester, "maps-ipv6.json")
     assert (v4["family"], v6["family"]) == ("IPv4", "IPv6") and v4["services"] == v6["services"] == 512 + 16
-    assert len(v4["missing"]) == len(v6["missing"]) == 16 and v4["rev_nat_entries"] == v6["rev_nat_entries"] == 512
-    assert v4["full"] == v6["full"] == "reverse-NAT map"  # one reverse-NAT entry per frontend, the master only: it fills first
+    # from 1.19 a backendless Service takes two service entries, its master and its address's wildcard entry, and one
+    # reverse-NAT entry (datapath.SRC_WILDCARD, SRC_MAP_SIZE): the service map fills first, at half the Services; each
+    # Service after that still writes its reverse-NAT entry (before the master: SRC_MAP_FULL) until that map is full too
+    assert len(v4["missing"]) == len(v6["missing"]) == 528 - 256 and v4["entries"] == v6["entries"] == 512
+    assert v4["rev_nat_entries"] == v6["rev_nat_entries"] == 512
+    assert v4["full"] == v6["full"] == "service map"
     result.stdout.fnmatch_lines_random(["XFAIL *test_maps.py::test_every_service_of_the_run_is_in_the_bpf_maps[[]IPv4[]]*",
                                         "XFAIL *test_maps.py::test_every_service_of_the_run_is_in_the_bpf_maps[[]IPv6[]]*"])
 
@@ -706,3 +716,20 @@ def test_a_family_the_agents_do_not_serve_is_skipped_naming_it(pytester: pytest.
     result.assert_outcomes(passed=4, skipped=4)
     skips = [line for line in result.stdout.lines if line.startswith("SKIPPED ")]
     assert len(skips) == 4 and all(line.endswith("IPv6: the agents do not serve it (enable-ipv6 is not true; they serve IPv4)") for line in skips)
+
+
+@pytest.mark.parametrize(("config", "full", "missing"), [
+    # 1.19+: two service entries per backendless Service (master and wildcard), one reverse-NAT entry: 256 fit in 512
+    ("lb_map_max=512", "service map", 512 + 16 - 256),
+    # a reverse-NAT map smaller than half the service map fills first: 200 Services fit
+    ("lb_map_max=512, lb_rev_nat_map_max=200", "reverse-NAT map", 200 + 16 - 200),
+    # before 1.19 no wildcard entry: one service entry per Service, so the reverse-NAT map (the same size) fills first
+    ("cilium_version='1.18.14', lb_map_max=512", "reverse-NAT map", 16),
+])
+def test_which_map_fills_first_follows_the_entries_per_service(pytester: pytest.Pytester, config: str, full: str, missing: int) -> None:
+    """How many entries a Service takes decides which map fills first and how many Services miss (datapath.SRC_WILDCARD,
+    SRC_MAP_SIZE, SRC_MAP_FULL); the evidence names the map from the frontends' errors."""
+    result = run_suites(pytester, config, "maps")
+    result.assert_outcomes(passed=3, xfailed=1)
+    d = evidence(pytester, "maps.json")
+    assert (d["full"], len(d["missing"])) == (full, missing), (d["full"], len(d["missing"]), d["services"])

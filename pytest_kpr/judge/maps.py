@@ -27,6 +27,22 @@ def service_map_problems(missing: "Sequence[str]", created: int, entries: int, m
             f"not in the BPF maps ({sample}); raise bpf.lbMapMax (bpf-lb-map-max) or remove Services"]
 
 
+def wildcard_problems(expected: bool, served: "Mapping[str, str]", wildcards: "Iterable[str]", why: str) -> list[str]:
+    """Each address of a Service the agent reconciled cleanly has its wildcard entry (``<address>:0/ANY`` in
+    ``lb/maps-dump``) exactly when the rule says (datapath.SRC_WILDCARD: 1.19+, a class-less ClusterIP under
+    default-lb-service-ipam lbipam, wildcard entries on). ``served``: Service -> its address whose frontend is Done and
+    whose master entry is in the map; ``why``: the rule's inputs, in words."""
+    have = set(wildcards)
+    wrong = sorted(n for n, ip in served.items() if (ip in have) != expected)
+    if not wrong:
+        return []
+    sample = ", ".join(f"{n} ({served[n]})" for n in wrong[:3]) + (", ..." if len(wrong) > 3 else "")
+    if expected:
+        return [f"{len(wrong)} of {len(served)} Services in the map have no wildcard entry for their address (<address>:0/ANY) although "
+                f"{why}: {sample}; the service map then fills later than the agent's rule says"]
+    return [f"{len(wrong)} of {len(served)} Services in the map have a wildcard entry for their address (<address>:0/ANY) although {why}: {sample}"]
+
+
 def which_map_filled(errors: "Iterable[str | None]", markers: "Mapping[str, str]") -> str:
     """The map the reconciler's errors name (datapath.MAP_FULL_ERRORS: marker -> map), the first that fills; "service
     map" when none names one."""

@@ -663,8 +663,20 @@ SRC_MAP_HEALTH = ("cilium/statedb reconciler/reconciler.go@6512fa2e loop: after 
 SRC_MAP_SIZE = ("cilium/cilium pkg/loadbalancer: bpf-lb-map-max (Helm bpf.lbMapMax, default 65536, DefaultLBMapMaxEntries) sizes the "
                 "load-balancing maps; pkg/loadbalancer/config.go: `LBRevNatMaxEntries int mapstructure:\"bpf-lb-rev-nat-map-max\"` "
                 "(\"If unset [LBMapEntries is used]\"), likewise bpf-lb-service-map-max for the service map; each frontend takes one "
-                "service entry per backend slot plus its master, and one reverse-NAT entry (bpf_reconciler.go updateFrontend); the "
-                "resolved values are in /tmp/cilium/config-map")
+                "service entry per backend slot plus its master, and one reverse-NAT entry (bpf_reconciler.go updateFrontend); from "
+                "1.19 a ClusterIP or LoadBalancer address may add one wildcard entry (SRC_WILDCARD); the resolved values are in "
+                "/tmp/cilium/config-map")
+SRC_WILDCARD = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go@01f8c9ec updateFrontend, after upsertMaster: `if "
+                "loadbalancer.IsWildcardCandidate(fe) && ops.isWildcardClass(svc) { if ops.useWildcards() && (isLocalAddr == nil || "
+                "!isLocalAddr(fe.Address.Addr())) { ... ops.upsertWildcard(fe, feID)`; isWildcardClass: `if lbClass == nil { return "
+                "ops.extCfg.DefaultLBServiceIPAM == lbipamconfig.DefaultLBClassLBIPAM }` else the BGP or L2-announcer class; "
+                "useWildcards: `ops.cfg.EnableWildcardEntries`. What it writes, one per address (port 0, proto ANY, ID 0): "
+                "pkg/loadbalancer/reconciler/bpf_reconciler_test.go@d94c266a ClusterIP_no_backends `SVC: ID=0 ADDR=<auto>/ANY "
+                "SLOT=0 ... COUNT=0 QCOUNT=0 FLAGS=ClusterIP+non-routable` beside the master; with the agent's defaults (no flag), "
+                "a class-less Service's two ports share one: pkg/loadbalancer/tests/testdata/loadbalancer-class-wildcards.txtar"
+                "@2d180632 `SVC: ID=0 ADDR=10.96.50.101:0/ANY ...` (test/echo-default, http=80 and https=443), none for "
+                "LoadBalancerClass io.cilium/node or other. From 1.19: cilium/cilium#40684 (merged 2025-08), affects/v1.19 in "
+                "#43206; the class rule is #43721")
 SRC_MAP_FAMILY = ("cilium/cilium pkg/loadbalancer/maps/lbmaps.go@bfbe45f8 allMaps: each family its own maps of the same sizes, "
                   "`{&r.service4Map, service4MapSpec, r.Cfg.ServiceMapMaxEntries}` / `{&r.service6Map, service6MapSpec, "
                   "r.Cfg.ServiceMapMaxEntries}` (likewise revNat4Map/revNat6Map with RevNatMapMaxEntries): an IPv6 frontend takes "
@@ -677,6 +689,31 @@ SRC_CT_FAMILY = ("cilium/cilium pkg/maps/ctmap/cell.go@d5bd51e5 newCTMaps: `if d
 REV_NAT_MAP_NAME = {"IPv4": "cilium_lb4_reverse_nat", "IPv6": "cilium_lb6_reverse_nat"}
 SRC_MAP_PRESSURE = ("cilium/cilium pkg/loadbalancer/maps/pressure_metrics.go: cilium_bpf_map_pressure for the LB hash maps is computed "
                     "only every lb-pressure-metrics-interval (a timer job), so it lags a run; the suite reads the maps themselves")
+
+#: the agent's resolved default-lb-service-ipam and bpf-lb-enable-wildcard-entries (no file: lbipam and true, the agent's
+#: defaults that loadbalancer-class-wildcards.txtar runs with; SRC_WILDCARD)
+DEFAULT_LB_IPAM_FILE = "/tmp/cilium/config-map/default-lb-service-ipam"
+WILDCARD_ENTRIES_FILE = "/tmp/cilium/config-map/bpf-lb-enable-wildcard-entries"
+#: the loadBalancerClass values whose addresses get a wildcard entry (cilium_api_v2alpha1 BGPLoadBalancerClass,
+#: L2AnnounceLoadBalancerClass; SRC_WILDCARD)
+WILDCARD_CLASSES = ("io.cilium/bgp-control-plane", "io.cilium/l2-announcer")
+
+
+def wildcard_entry(cilium: "str | tuple[int, int]", fe_type: str, lb_class: "str | None", default_ipam: "str | None" = None,
+                   enabled: "str | None" = None, local_address: bool = False) -> bool:
+    """Whether the agent writes a wildcard service entry (``<address>:0/ANY``) for a frontend address (SRC_WILDCARD):
+    Cilium 1.19 or later, a ClusterIP or LoadBalancer frontend, of a class-less Service while default-lb-service-ipam is
+    lbipam (``default_ipam`` None: the file is absent, lbipam) or of a Cilium class, wildcard entries not turned off
+    (``enabled`` None: absent, true), and not a local node address."""
+    minor = cilium if isinstance(cilium, tuple) else tuple(int(x) for x in cilium.lstrip("v").split(".")[:2])
+    if minor < (1, 19) or fe_type not in ("ClusterIP", "LoadBalancer") or local_address:
+        return False
+    if (enabled or "true").strip().lower() != "true":
+        return False
+    if lb_class is None:
+        return (default_ipam or "lbipam").strip() == "lbipam"
+    return lb_class in WILDCARD_CLASSES
+
 
 #: Cilium's default size of the load-balancing maps (DefaultLBMapMaxEntries)
 LB_MAP_MAX_DEFAULT = 65536
@@ -699,6 +736,9 @@ MAP_RULES: tuple[FormatRule, ...] = (
                "window, never at one instant", SRC_MAP_HEALTH),
     FormatRule("service-map-size", "cat /tmp/cilium/config-map/bpf-lb-map-max", "the map size the agent resolved (no file: 65536)",
                SRC_MAP_SIZE),
+    FormatRule("service-map-wildcard", "cilium-dbg shell -- lb/maps-dump",
+               "from 1.19, one `<address>:0/ANY` SLOT=0 entry (ID 0) per address of a class-less ClusterIP or LoadBalancer Service "
+               "while default-lb-service-ipam is lbipam (the agent's default) and bpf-lb-enable-wildcard-entries is on", SRC_WILDCARD),
     FormatRule("service-map-pressure", "(metrics)", "cilium_bpf_map_pressure, every lb-pressure-metrics-interval", SRC_MAP_PRESSURE),
 )
 

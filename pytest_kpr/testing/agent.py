@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..rules.datapath import (FAMILY_FILES, ITP_FILE, LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE, NO_BACKEND_RESPONSE_FILE, REV_NAT_MAP_FILE,
-                              NODEPORT_WILDCARD, ROUTABLE_FILE, SOCKET_TERMINATION_FILE, TERMINATING_FILE)
+from ..rules.datapath import (DEFAULT_LB_IPAM_FILE, FAMILY_FILES, ITP_FILE, LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE, NO_BACKEND_RESPONSE_FILE, REV_NAT_MAP_FILE,
+                              NODEPORT_WILDCARD, ROUTABLE_FILE, SOCKET_TERMINATION_FILE, TERMINATING_FILE, WILDCARD_ENTRIES_FILE)
 from ..parse.addr import family_of
 from . import maglev, render
 from .view import ClusterView, FakeFrontend
@@ -70,6 +70,7 @@ class FakeAgent:
                      ROUTABLE_FILE: None if routable is None else str(routable).lower(),
                      ITP_FILE: cfg.enable_internal_traffic_policy, TERMINATING_FILE: cfg.k8s_terminating_endpoint,
                      SOCKET_TERMINATION_FILE: cfg.socket_lb_pod_connection_termination,
+                     DEFAULT_LB_IPAM_FILE: cfg.default_lb_service_ipam, WILDCARD_ENTRIES_FILE: cfg.lb_wildcard_entries,
                      **{path: str(fam in cfg.ip_families).lower() for fam, path in FAMILY_FILES.items()}}.get(argv[1])
             return (0, value, "") if value is not None else (1, "", f"cat: {argv[1]}: No such file or directory\n")
         if not argv or argv[0] != cfg.agent_binary:
@@ -293,6 +294,9 @@ class FakeAgent:
                 ids = sorted(((lb.backend_id(hp.rsplit(":", 1)[0], int(hp.rsplit(":", 1)[1]), fe.proto), n) for hp, n in counts.items()),
                              key=lambda x: (-x[1], x[0]))  # most slots first, then by ID (DumpLBMaps)
                 lines.add(f"MAGLEV: ID={fe.id} INNER=[{', '.join(f'{i}({n})' for i, n in ids)}]")
+            if fe.wildcard_in_map:  # ID 0, port 0, proto ANY (datapath.SRC_WILDCARD)
+                wild = f"[{fe.ip}]:0" if ":" in fe.ip else f"{fe.ip}:0"
+                lines.add(f"SVC: ID=0 ADDR={wild}/ANY SLOT=0 LBALG=undef AFFTimeout=0 COUNT=0 QCOUNT=0 FLAGS={fe.type}+non-routable")
         order = {"BE": 0, "MAGLEV": 1, "REV": 2, "SVC": 3}
         return 0, "".join(x + "\n" for x in sorted(lines, key=lambda x: (order[x.split(":")[0]], x))), ""
 

@@ -145,6 +145,8 @@ class Faults:
     #: the reverse-NAT map holds only this many entries, whatever size the agents report (it fills before the service map)
     rev_nat_map_capacity: int | None = None
     map_full_silent: bool = False  # frontends that do not fit in the service map show Done, no error, and health stays OK
+    #: 1.19+: the agents write no wildcard entry for a ClusterIP or LoadBalancer address (datapath.SRC_WILDCARD says they do)
+    no_wildcard_entries: bool = False
     map_entries_leak: bool = False  # a deleted Service's entries stay in the service map (and its frontend in the agent)
     kube_proxy_no_rules: bool = False  # a kube-proxy installed into the cluster runs but never programs its rules
     kube_proxy_cleanup_fails: bool = False  # kube-proxy --cleanup exits 0 and leaves its rules on the node
@@ -188,6 +190,10 @@ class FakeConfig:
     lb_algorithm: str = "Random"
     #: bpf-lb-map-max as the agents resolve it (None: unset, Cilium's default 65536)
     lb_map_max: int | None = None
+    #: default-lb-service-ipam as the agents resolve it (None: not in the config map, the agent's lbipam)
+    default_lb_service_ipam: str | None = None
+    #: bpf-lb-enable-wildcard-entries as the agents resolve it (None: not in the config map, on; datapath.SRC_WILDCARD)
+    lb_wildcard_entries: str | None = None
     #: bpf-lb-rev-nat-map-max as the agents resolve it (None: unset, bpf-lb-map-max's size)
     lb_rev_nat_map_max: int | None = None
     #: bpf-lb-maglev-hash-seed as the agents resolve it (None: unset, the built-in default)

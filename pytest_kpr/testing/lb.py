@@ -9,7 +9,8 @@ from __future__ import annotations
 
 
 from ..rules.datapath import (LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, NODEPORT_WILDCARD, REV_NAT_FULL_ERROR, REV_NAT_MAP_NAME,
-                              external_backends, internal_backends, itp_enabled, new_connection_backends, terminating_endpoints_kept)
+                              external_backends, internal_backends, itp_enabled, new_connection_backends, terminating_endpoints_kept,
+                              wildcard_entry)
 from ..rules.lbmodel import Event, LbModel, Op, Variant
 from ..parse.addr import family_of, hp, split_host_port
 from .config import Faults
@@ -219,7 +220,7 @@ class LbState:
             if internal is not None:
                 internal, _ = selectable(internal, faults, family_of(ip))
             out.append(FakeFrontend(ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status, internal=internal,
-                                    draining=list(draining)))
+                                    draining=list(draining), lb_class=spec.get("loadBalancerClass")))
             if ip in NODEPORT_WILDCARD.values():  # a NodePort's frontend on the node's own address of that family
                 out.append(FakeFrontend(node_ip if ip == "0.0.0.0" else c.node_ip6(node), int(p), proto, typ, state.owner,
                                         port.get("name", ""), list(bes), status=status, internal=internal, draining=list(draining)))
@@ -249,7 +250,12 @@ class LbState:
         (datapath.SRC_MAP_FULL): the backend slots, then the reverse-NAT entry, then the master entry; the first write that
         does not fit ends the frontend with that map's error (the map_full_silent fault hides it). What was written before
         stays: a frontend whose master did not fit still holds its reverse-NAT entry. Each family has its own maps of the
-        same sizes (datapath.SRC_MAP_FAMILY)."""
+        same sizes (datapath.SRC_MAP_FAMILY). From 1.19, after the master, the first ClusterIP or LoadBalancer frontend of
+        an address writes that address's wildcard entry (datapath.SRC_WILDCARD); when it does not fit, the frontend keeps
+        its master and shows the error."""
+        cfg = self.cluster.cfg
+        node_ips = set(self.cluster.node_addresses())
+        wildcards: set[str] = set()  # addresses whose wildcard entry is written
         rooms = {f: [self.capacity(), self.rev_nat_capacity()] for f in REV_NAT_MAP_NAME}
         if self.cluster.cfg.faults.service6_map_capacity is not None:  # fault: the lb6 service map alone is smaller
             rooms["IPv6"][0] = self.cluster.cfg.faults.service6_map_capacity
@@ -274,7 +280,17 @@ class LbState:
                         err = f"upsert service master: Unable to update service entry {master}: {SERVICE_MAP_FULL}"
                     else:
                         room[0] -= 1
-                        continue
+                        if fe.ip in wildcards or cfg.faults.no_wildcard_entries or not wildcard_entry(
+                                cfg.cilium_version, fe.type, fe.lb_class, cfg.default_lb_service_ipam, cfg.lb_wildcard_entries,
+                                fe.ip in node_ips):
+                            continue
+                        if room[0] >= 1:
+                            room[0] -= 1
+                            wildcards.add(fe.ip)
+                            fe.wildcard_in_map = True
+                            continue
+                        wild = f"{{Address:{fe.ip} Port:0 BackendSlot:0 Scope:0}} => {{BackendID:0 Count:0 RevNat:0}}"
+                        err = f"upsert wildcard: Unable to update service entry {wild}: {SERVICE_MAP_FULL}"
             if not self.cluster.cfg.faults.map_full_silent:
                 fe.status, fe.error = "Error", err
         return fes

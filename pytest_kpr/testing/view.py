@@ -51,6 +51,10 @@ class FakeFrontend:
     rev_in_map: bool = True
     #: its backend slots were written (they come first)
     slots_in_map: bool = True
+    #: its Service's spec.loadBalancerClass (None: none)
+    lb_class: str | None = None
+    #: it wrote its address's wildcard entry (``<ip>:0/ANY``, 1.19+: datapath.SRC_WILDCARD), the first frontend of that address
+    wildcard_in_map: bool = False
 
     @property
     def key(self) -> tuple[str, int, str]:
