@@ -116,3 +116,103 @@ def test_an_option_that_means_nothing_for_the_provider_is_refused(pytester: pyte
     result = pytester.runpytest("-m", "kpr", *args)
     assert result.ret == 4
     result.stderr.fnmatch_lines([f"ERROR: pytest-kpr: {words}"])
+
+
+class _Answers:
+    """A loopback HTTP server that answers every request the same way (what a refusing API server or another web server
+    does). Loopback only: nothing leaves the machine."""
+
+    def __init__(self, code: int, body: bytes, content_type: str) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def kubeconfig(self, path: "object") -> None:
+        from pathlib import Path
+
+        Path(str(path)).write_text(KUBECONFIG.replace("https://127.0.0.1:1', insecure-skip-tls-verify: true",
+                                                      f"http://127.0.0.1:{self.server.server_address[1]}'"))
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _status(code: int, reason: str, message: str) -> bytes:
+    import json
+
+    return json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "message": message, "code": code}).encode()
+
+
+@pytest.mark.parametrize(("code", "body", "ctype", "line"), [
+    (401, _status(401, "Unauthorized", "Unauthorized"), "application/json",
+     "*the API server of * refused its credentials (401 Unauthorized: Unauthorized); renew the token or certificate*"),
+    (403, _status(403, "Forbidden", 'forbidden: User "system:anonymous" cannot get path "/version"'), "application/json",
+     "*the API server of * denied reading /version (403 Forbidden: forbidden: User \"system:anonymous\" cannot get path \"/version\")*"),
+    (404, b"<html>not found</html>", "text/html", "*the server of * is not a Kubernetes API: GET /version answered 404 *check the cluster's server URL*"),
+    (200, b"<html>welcome</html>", "text/html", "*the server of * is not a Kubernetes API: GET /version *check the cluster's server URL*"),
+    (200, b'{"major": "1"}', "application/json", "*the server of * is not a Kubernetes API: GET /version answered something that is not a Kubernetes version*"),
+], ids=["401", "403", "404-html", "200-html", "200-json-without-version"])
+def test_a_refusing_or_foreign_api_is_one_line_and_exit_4(pytester: pytest.Pytester, code: int, body: bytes, ctype: str, line: str) -> None:
+    """Through the real kubernetes client: every refusal of the first request is one line in the plugin's words, exit 4
+    (the machine cannot run the suites), no traceback, and cluster.json records the preflight as failed."""
+    import json
+
+    server = _Answers(code, body, ctype)
+    try:
+        cfg = pytester.path / "kubeconfig"
+        server.kubeconfig(cfg)
+        pytester.makepyfile(SUITE)
+        result = pytester.runpytest("-m", "kpr", "--kpr-provider=existing", f"--kpr-kubeconfig={cfg}", "--kpr-artifacts=art")
+    finally:
+        server.close()
+    assert result.ret == 4, result.stdout.str()[-2000:]
+    result.stdout.fnmatch_lines([line])
+    out = result.stdout.str()
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    (record,) = (pytester.path / "art").rglob("cluster.json")
+    (pre,) = [p for p in json.loads(record.read_text())["phases"] if p["phase"] == "preflight"]
+    assert pre["outcome"] == "failed" and pre["error"]
+
+
+def test_a_crash_in_the_plugin_is_exit_70_never_a_setup_failure(pytester: pytest.Pytester) -> None:
+    """An exception pytest-kpr did not expect (here from the client's first call) is its own bug: one line, exit status
+    70 (not 3, the cluster could not be set up; not 4, the machine cannot run the suites), the traceback in crash.txt
+    and the phase recorded as crashed -- never as ok."""
+    import json
+
+    cfg = pytester.path / "kubeconfig"
+    cfg.write_text(KUBECONFIG)
+    pytester.makeconftest("""
+class Broken:
+    def server_version(self):
+        raise RuntimeError("a bug in the client wrapper")
+
+def pytest_kpr_kube_client(config, kubeconfig, context):
+    return Broken()
+""")
+    pytester.makepyfile(SUITE)
+    result = pytester.runpytest("-m", "kpr", "--kpr-provider=existing", f"--kpr-kubeconfig={cfg}", "--kpr-artifacts=art")
+    assert result.ret == 70, result.stdout.str()[-2000:]
+    result.stdout.fnmatch_lines(["*pytest-kpr: internal error during preflight (RuntimeError: a bug in the client wrapper): a bug in "
+                                 "pytest-kpr, not a verdict on this machine or cluster (exit status 70); traceback in *crash.txt*"])
+    assert "INTERNALERROR" not in result.stdout.str()
+    (record,) = (pytester.path / "art").rglob("cluster.json")
+    (pre,) = [p for p in json.loads(record.read_text())["phases"] if p["phase"] == "preflight"]
+    assert (pre["outcome"], pre["error"]) == ("failed", "crashed: RuntimeError: a bug in the client wrapper")
+    (crash,) = (pytester.path / "art").rglob("crash.txt")
+    assert "RuntimeError: a bug in the client wrapper" in crash.read_text()

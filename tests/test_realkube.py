@@ -286,3 +286,39 @@ def test_realkube_exec_returns_output_exit_codes_and_127_for_a_missing_binary(ap
     missing = kube.exec("kube-system", "cilium-x", ["cilium-dbg", "version"], timeout=10)
     assert missing.returncode == 127 and "executable file not found" in missing.stderr
     assert any("/api/v1/namespaces/kube-system/pods/cilium-x/exec?" in r and "container=cilium-agent" in r for r in Api.requests)
+
+
+def test_an_api_that_never_answers_is_an_infra_error_within_the_bound(tmp_path: Path) -> None:
+    """A server that accepts the connection and never answers: server_version gives up after its timeout (the preflight's
+    bound on the first request) with an InfraError, which the preflight reports as one line."""
+    import socket
+    import time
+
+    from pytest_kpr.k8s.client import RealKube
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    cfg = tmp_path / "kubeconfig"
+    cfg.write_text(f"""apiVersion: v1
+kind: Config
+clusters:
+- cluster: {{server: 'http://127.0.0.1:{listener.getsockname()[1]}'}}
+  name: mute
+contexts:
+- context: {{cluster: mute, user: u}}
+  name: mute
+current-context: mute
+users:
+- name: u
+  user: {{token: dummy}}
+""")
+    try:
+        kube = RealKube(cfg, "mute")
+        start = time.monotonic()
+        with pytest.raises(InfraError, match="unreachable"):
+            kube.server_version(timeout=0.3)
+        # the bound holds: 0.3 s for the read, plus generous slack for a loaded runner (no retry may stretch it to minutes)
+        assert time.monotonic() - start < 20
+    finally:
+        listener.close()

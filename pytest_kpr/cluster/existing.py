@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.errors import InfraError, KprError, Unavailable
+from ..core.errors import ApiError, InfraError, KprError, Unavailable
 from ..k8s.api import KubeAPI
 from .kind import default_env_kubeconfig
 from .nodeshell import PodNodeRunner
@@ -54,6 +54,21 @@ def kubeconfig_problem(path: Path, context: str | None) -> str | None:
     return None
 
 
+def api_refusal(kubeconfig: Path, context: str | None, e: ApiError) -> str:
+    """The first request's refusal, in one line that says what to do: the credentials (401), the permissions (403), or
+    a URL that is not a Kubernetes API (any other answer)."""
+    where = f"{kubeconfig}{f' (context {context})' if context else ''}"
+    said = " ".join(str(e.message or e.reason or "").split())[:160]
+    if e.status == 401:
+        return (f"the API server of {where} refused its credentials (401 Unauthorized{f': {said}' if said else ''}); "
+                "renew the token or certificate, or pick another --kpr-context")
+    if e.status == 403:
+        return (f"the API server of {where} denied reading /version (403 Forbidden{f': {said}' if said else ''}); "
+                "the user needs the permissions in clusters/rbac.yaml (kpr check-access lists what is missing)")
+    what = f"GET /version answered {e.status} {e.reason}" if e.status else said or "GET /version did not answer as Kubernetes does"
+    return f"the server of {where} is not a Kubernetes API: {what}; check the cluster's server URL"
+
+
 class ExistingProvider:
     name = "existing"
 
@@ -78,6 +93,8 @@ class ExistingProvider:
             self.kube.server_version()
         except InfraError as e:
             raise Unavailable(f"the API server of {self.kubeconfig} does not answer: {e}") from None
+        except ApiError as e:
+            raise Unavailable(api_refusal(self.kubeconfig, self.settings.context, e)) from None
 
     def provision(self, progress: Progress) -> ClusterHandle:
         assert self.kube is not None, "preflight() first"

@@ -81,11 +81,19 @@ class RealKube:
 
     # -- KubeAPI ----------------------------------------------------------------------------------
 
-    def server_version(self) -> str:
+    def server_version(self, timeout: float = 30.0) -> str:
+        """``GET /version``'s gitVersion, within ``timeout`` seconds (connect and read each). An answer that is not a
+        Kubernetes version (another server at the URL) is an :class:`ApiError` with status 0 saying what came back."""
         from kubernetes import client
 
-        info = self._call(lambda: client.VersionApi(self.api_client).get_code())
-        return str(info.git_version)
+        try:
+            info = self._call(lambda: client.VersionApi(self.api_client).get_code(_request_timeout=(timeout, timeout)))
+        except (ValueError, TypeError, AttributeError) as e:  # the client could not read the answer as a VersionInfo
+            raise ApiError(0, "NotKubernetes", f"GET /version answered something that is not a Kubernetes version ({type(e).__name__})") from None
+        version = getattr(info, "git_version", None)
+        if not isinstance(version, str) or not version.startswith("v"):
+            raise ApiError(0, "NotKubernetes", f"GET /version answered no gitVersion (got {str(version)[:40]!r})")
+        return version
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         res = self._resource(kind)

@@ -30,6 +30,9 @@ from ..core import clock
 EXIT_UNAVAILABLE = 4
 #: Exit status when provisioning or readiness failed.
 EXIT_PROVISIONING = 3
+#: Exit status when pytest-kpr itself failed before the suites (a bug, not a verdict on the machine or the cluster):
+#: EX_SOFTWARE of sysexits.h, so CI can tell a crash from exit 3 and 4 (pytest's own INTERNALERROR is also 3).
+EXIT_INTERNAL = 70
 
 OWNER_LABEL = "app.kubernetes.io/managed-by"
 OWNER_VALUE = "pytest-kpr"
@@ -171,6 +174,8 @@ class KprSession:
                 n = len(e.problems)
                 pytest.exit(f"pytest-kpr: cannot run the kpr suites here ({n} problem{'s' if n > 1 else ''} above)", returncode=EXIT_UNAVAILABLE)
             pytest.exit(f"pytest-kpr: cannot run the kpr suites here: {e}", returncode=EXIT_UNAVAILABLE)
+        except Exception as e:  # noqa: BLE001 - anything else from the preflight is pytest-kpr's own failure
+            self._crash("preflight", e)
         try:
             self.record.begin("provision")
             self._write_record()
@@ -200,10 +205,35 @@ class KprSession:
             self._setup_failed(str(e))
             self.stop()
             pytest.exit(f"pytest-kpr: {e}", returncode=EXIT_PROVISIONING)
+        except Exception as e:  # noqa: BLE001 - not a KprError: pytest-kpr's own failure, never a setup verdict
+            phase = self.record.current["phase"] if self.record.current else "provision"
+            self.stop()
+            self._crash(phase, e)
         except BaseException as e:
             self.record.end(f"interrupted: {type(e).__name__}")
             self.stop()
             raise
+
+    def _crash(self, phase: str, e: BaseException) -> None:
+        """pytest-kpr failed in ``phase`` with an exception it did not expect: the phase is recorded as crashed (never as
+        ok, never as a cluster failure), the traceback goes to ``crash.txt`` beside cluster.json, and the run ends with
+        one line and EXIT_INTERNAL."""
+        import traceback
+
+        what = f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
+        where = ""
+        try:
+            d = self.evidence_dir
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "crash.txt").write_text("".join(traceback.format_exception(type(e), e, e.__traceback__)))
+            where = f"; traceback in {d / 'crash.txt'}"
+        except OSError:
+            pass
+        if self.record.current:
+            self.record.end(f"crashed: {what}")
+        self._write_record()
+        pytest.exit(f"pytest-kpr: internal error during {phase} ({what}): a bug in pytest-kpr, not a verdict on this machine or "
+                    f"cluster (exit status {EXIT_INTERNAL}){where}", returncode=EXIT_INTERNAL)
 
     def _phase(self, name: str) -> None:
         self.record.begin(name)
