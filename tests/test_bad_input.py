@@ -393,3 +393,17 @@ def test_the_self_tests_replay_the_same_examples_unless_asked_to_explore() -> No
     out = subprocess.run([sys.executable, "-c", probe], cwd=tests, capture_output=True, text=True, env={**os.environ, "KPR_HYPOTHESIS": "explore"})
     assert out.stdout == "True 300", out.stderr
     assert "KPR_HYPOTHESIS=explore" in (tests.parent / "scripts" / "hypothesis_fresh_runs.sh").read_text()
+
+
+def test_standard_input_closed_is_one_line() -> None:
+    """``kpr parse FORMAT -`` started with standard input closed (``<&-``): one line, exit 2, no traceback."""
+    p = subprocess.run([sys.executable, "-m", "pytest_kpr", "parse", "bpf-lb-list", "-"], stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=60, preexec_fn=lambda: os.close(0))
+    err = p.stderr.decode()
+    assert (p.returncode, p.stdout) == (2, b""), err
+    assert err == "kpr parse: standard input is closed (the output of the tool for bpf-lb-list expected); pass a file or pipe the output in\n"
+
+
+def test_kpr_version_is_also_an_option() -> None:
+    both = [subprocess.run([sys.executable, "-m", "pytest_kpr", *a], capture_output=True, timeout=60) for a in (["--version"], ["version"])]
+    assert [r.returncode for r in both] == [0, 0] and both[0].stdout == both[1].stdout and both[0].stdout.startswith(b"pytest-kpr ")

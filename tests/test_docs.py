@@ -144,3 +144,16 @@ def test_a_file_that_breaks_its_schema_fails_both_checks(name: str, data: dict, 
     assert not jsonschema.Draft202012Validator(published).is_valid(data)
     with pytest.raises(AssertionError):
         holds_schema(data, name)
+
+
+def test_the_exit_status_page_states_the_codes_the_plugin_uses() -> None:
+    """What docs/reference/exit-status.md says each of pytest-kpr's own statuses means is what the code returns."""
+    from pytest_kpr.plugin.hooks import EXIT_NOTHING_JUDGED
+    from pytest_kpr.plugin.session import EXIT_INTERNAL, EXIT_PROVISIONING, EXIT_UNAVAILABLE
+
+    page = (DOCS / "reference" / "exit-status.md").read_text()
+    for code, words in ((EXIT_UNAVAILABLE, "the machine cannot run the suites"), (EXIT_PROVISIONING, "provisioning failed"),
+                        (EXIT_INTERNAL, "pytest-kpr itself failed before the suites"), (EXIT_NOTHING_JUDGED, "no property judged")):
+        assert f"**{code}** {words}" in page or f"{code} nothing collected, **or {words}" in page, (code, words)
+    guide = (DOCS / "guides" / "upgrade.md").read_text()
+    assert f"usage error (exit {int(pytest.ExitCode.USAGE_ERROR)})" in guide and f"(exit {EXIT_PROVISIONING})" in guide

@@ -97,8 +97,25 @@ def test_command_line_overrides_ini(pytester: pytest.Pytester) -> None:
 
 def test_header_shows_the_configuration(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_nothing(): pass")
-    result = pytester.runpytest("--kpr-cluster-name=ci")
+    result = pytester.runpytest("--kpr-cluster-name=ci", "-m", "kpr", "--collect-only")
     result.stdout.fnmatch_lines(["kpr: provider kind (kind cluster ci), Cilium 1.20.5 (pinned in clusters/versions.yaml), profile default, artifacts *"])
+
+
+@pytest.mark.parametrize("args", [[], ["-m", "not kpr"], ["-m", "not slow"], ["-p", "no:kpr"]], ids=["plain", "not-kpr", "not-slow", "without-the-plugin"])
+def test_a_run_that_selects_no_kpr_test_is_as_if_the_plugin_were_not_installed(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                                                              args: list[str]) -> None:
+    """A project with one plain test: exit 0, no file left, and nothing of pytest-kpr in the output but pytest's own list of
+    installed plugins -- the same as with the plugin disabled (``-p no:kpr``)."""
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)  # the self-tests' own --kpr-* options: a user's project has none
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    before = sorted(p.name for p in pytester.path.iterdir())
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    assert result.ret == 0, result.stdout.str()
+    left = sorted(p.name for p in pytester.path.iterdir() if p.name not in ("__pycache__", "stdout", "stderr") and not p.name.startswith("runpytest-"))  # pytester's own
+    assert left == before, left
+    lines = [ln for ln in result.stdout.lines + result.stderr.lines if "kpr" in ln and not ln.startswith(("plugins:", "rootdir:"))]
+    assert lines == [], lines
+    result.assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize("ref", [
@@ -114,10 +131,13 @@ def test_real_image_references_are_accepted(ref: str) -> None:
 
 @pytest.mark.parametrize(("markexpr", "selects"), [
     ("", False), ("kpr", True), ("kpr and not kpr_disruptive", True), ("not timing", False), ("kpr_upgrade", True),
-    ("netns or timing", False), ("not kpr", True),  # names kpr: the user chose about the suites
+    ("netns or timing", False), ("not kpr", False), ("kpr_upgrade and not kpr", False), ("slow or kpr", True),
+    ("kpr_disruptive", True), ("(kpr", False), ("kpr-x", False), ("not (kpr or slow)", False), ("kpr and kpr_upgrade", True),
 ])
 def test_only_a_marker_expression_naming_kpr_selects_the_suites(markexpr: str, selects: bool) -> None:
-    """A ``-m`` that does not name a kpr marker (make test's ``-m "not timing"``) must not provision a cluster."""
+    """Only a ``-m`` that can be true for a test marked kpr selects the suites: one that does not name a kpr marker (make
+    test's ``-m "not timing"``) or excludes them (``not kpr``) must not provision a cluster, nor show anything of the
+    plugin; one pytest cannot parse selects nothing here (pytest reports it)."""
     from types import SimpleNamespace
 
     from pytest_kpr.plugin.hooks import _selects_kpr
@@ -131,6 +151,9 @@ def test_only_a_marker_expression_naming_kpr_selects_the_suites(markexpr: str, s
     (lambda d: None, ["--kpr-artifacts=/proc/kpr-x"], "--kpr-artifacts /proc/kpr-x cannot be created: *"),
     (lambda d: None, ["--kpr-upgrade-to=1.20.2;id"], "--kpr-upgrade-to: '1.20.2;id' is not a Cilium version such as 1.20.2"),
     (lambda d: None, ["--kpr-cilium-version=1.20.2 --set x=y"], "--kpr-cilium-version: '1.20.2 --set x=y' is not a Cilium version*"),
+    (lambda d: None, ["--kpr-provider=fake", "--kpr-cilium-version=1.20.5", "--kpr-upgrade-to=1.21.0"],
+     "--kpr-upgrade-to: the fake cluster plays only the Cilium releases the pins know (*; clusters/versions.yaml): 1.21.0 is not one"),
+    (lambda d: None, ["--kpr-provider=fake", "--kpr-cilium-version=1.20.9"], "--kpr-cilium-version: the fake cluster plays only * 1.20.9 is not one"),
     (lambda d: (d / "pytest.ini").write_text("[pytest]\nkpr_timout_scale = 2\n"), [],
      "unknown ini key kpr_timout_scale (did you mean kpr_timeout_scale?)"),
 ])
@@ -157,3 +180,10 @@ def test_a_kubeconfig_of_the_wrong_shape_or_not_text_is_one_line(pytester: pytes
     assert result.ret == 4
     result.stdout.fnmatch_lines([f"[[]kpr[]]   - {says}"])
     assert "INTERNALERROR" not in result.stdout.str()
+
+
+def test_plain_pytest_where_there_are_no_tests_hints_at_the_suites(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(["pytest-kpr: no tests here; the conformance suites that come with the plugin run with: pytest -m kpr"])

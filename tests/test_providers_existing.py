@@ -216,3 +216,16 @@ def pytest_kpr_kube_client(config, kubeconfig, context):
     assert (pre["outcome"], pre["error"]) == ("failed", "crashed: RuntimeError: a bug in the client wrapper")
     (crash,) = (pytester.path / "art").rglob("crash.txt")
     assert "RuntimeError: a bug in the client wrapper" in crash.read_text()
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    (lambda d: d / "nope", "--kpr-kubeconfig */nope does not exist"),
+    (lambda d: (d / "dir").mkdir() or d / "dir", "--kpr-kubeconfig */dir is a directory"),
+])
+def test_a_kubeconfig_that_was_passed_but_is_missing_says_so(pytester: pytest.Pytester, make: object, words: str) -> None:
+    path = make(pytester.path)  # type: ignore[operator]
+    pytester.makepyfile(SUITE)
+    result = pytester.runpytest("-m", "kpr", "--kpr-provider=existing", f"--kpr-kubeconfig={path}")
+    assert result.ret == 4
+    result.stdout.fnmatch_lines([f"[[]kpr[]]   - {words}"])
+    assert "pass --kpr-kubeconfig" not in result.stdout.str()

@@ -322,3 +322,35 @@ users:
         assert time.monotonic() - start < 20
     finally:
         listener.close()
+
+
+def _chained(outer: BaseException, cause: BaseException) -> BaseException:
+    outer.__cause__ = cause
+    return outer
+
+
+def _cases() -> list[Any]:
+    import ssl
+
+    from urllib3.exceptions import MaxRetryError, NameResolutionError, NewConnectionError, ProtocolError, ReadTimeoutError, SSLError
+
+    refused = _chained(NewConnectionError(None, "Failed to establish a new connection: [Errno 111] Connection refused"),  # type: ignore[arg-type]
+                       ConnectionRefusedError(111, "Connection refused"))
+    cert = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
+    cert.reason = "CERTIFICATE_VERIFY_FAILED"  # type: ignore[attr-defined]
+    return [
+        (MaxRetryError(None, "/version", refused), "connection refused"),  # type: ignore[arg-type]
+        (MaxRetryError(None, "/version", ReadTimeoutError(None, "/version", "Read timed out.")), "no answer within the timeout"),  # type: ignore[arg-type]
+        (MaxRetryError(None, "/version", SSLError(cert)), "tls: certificate verify failed"),  # type: ignore[arg-type]
+        (MaxRetryError(None, "/version", NameResolutionError("nowhere.invalid", None, OSError("x"))), "the host name does not resolve"),  # type: ignore[arg-type]
+        (ProtocolError("Connection aborted.", ConnectionResetError(104, "Connection reset by peer")), "connection reset by peer"),
+        (OSError(113, "No route to host"), "no route to host"),
+        (ValueError("something\nelse  entirely"), "something else entirely"),
+    ]
+
+
+@pytest.mark.parametrize(("error", "words"), _cases())
+def test_a_transport_failure_is_named_by_its_root_not_urllib3s_text(error: BaseException, words: str) -> None:
+    from pytest_kpr.k8s.client import transport_reason
+
+    assert transport_reason(error) == words

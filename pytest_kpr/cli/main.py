@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(func=group_help(parser))
+    parser.add_argument("--version", action="store_const", const=True, default=False, help="the same as: kpr version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     p = sub.add_parser("version", help="Print the plugin version and the pinned Cilium/kind versions")
     p.set_defaults(func=_cmd_version)
@@ -53,6 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "version", False) and getattr(args, "command", None) is None:
+        args.func, args.command = _cmd_version, "version"
     try:
         return int(args.func(args))
     except BadInput as e:  # found after parsing (a host that does not resolve, a file's content)

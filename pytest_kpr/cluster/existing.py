@@ -80,6 +80,10 @@ class ExistingProvider:
         self.kube: KubeAPI | None = None
 
     def preflight(self) -> None:
+        given = self.settings.kubeconfig
+        if given is not None and not given.is_file():
+            what = "is a directory" if given.is_dir() else "does not exist" if not given.exists() else "is not a regular file"
+            raise Unavailable(f"--kpr-kubeconfig {given} {what}")
         if self.kubeconfig is None or not self.kubeconfig.is_file():
             raise Unavailable(
                 f"no kubeconfig for --kpr-provider=existing ({self.kubeconfig or 'KUBECONFIG unset, no ~/.kube/config'}); "

@@ -165,6 +165,8 @@ def read_text(path: str, expected: str) -> tuple[str, str]:
     name = "standard input" if path == "-" else path
     try:
         if path == "-":
+            if sys.stdin is None or sys.stdin.closed:  # started with standard input closed (<&-)
+                raise BadInput(f"standard input is closed ({expected} expected); pass a file or pipe the output in")
             buffer = getattr(sys.stdin, "buffer", None)
             raw: bytes | str = _bounded(buffer, name, expected) if buffer is not None else sys.stdin.read(MAX_INPUT_BYTES)
         else:

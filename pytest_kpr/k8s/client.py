@@ -24,6 +24,40 @@ from .api import ExecResult, api_version_of
 _TRANSIENT_HTTP = {429, 500, 502, 503, 504}
 
 
+def transport_reason(e: BaseException) -> str:
+    """The root of a transport failure in a few words, not urllib3's nested retry text: "connection refused", "TLS:
+    certificate verify failed", "no answer within the timeout", "name or service not known", ..."""
+    import ssl
+
+    from urllib3.exceptions import MaxRetryError, NameResolutionError, ProtocolError, ReadTimeoutError, SSLError
+    from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, NameResolutionError):  # a NewConnectionError by class
+            return "the host name does not resolve"
+        if isinstance(cur, NewConnectionError):  # a ConnectTimeoutError by class, but its cause says what happened
+            nxt_cause = cur.__cause__ or cur.__context__
+            if nxt_cause is not None:
+                cur = nxt_cause
+                continue
+        if isinstance(cur, (ReadTimeoutError, ConnectTimeoutError, TimeoutError)):
+            return "no answer within the timeout"
+        if isinstance(cur, (SSLError, ssl.SSLError)):
+            inner = cur.args[0] if cur.args and isinstance(cur.args[0], ssl.SSLError) else cur
+            return f"TLS: {getattr(inner, 'reason', None) or ' '.join(str(inner).split())[:120]}".replace("_", " ").lower()
+        if isinstance(cur, OSError) and cur.errno is not None and cur.strerror:
+            return cur.strerror[0].lower() + cur.strerror[1:]
+        if isinstance(cur, ProtocolError) and len(cur.args) > 1 and isinstance(cur.args[1], BaseException):
+            cur = cur.args[1]
+            continue
+        nxt = cur.reason if isinstance(cur, MaxRetryError) else None
+        cur = nxt if isinstance(nxt, BaseException) else (cur.__cause__ or cur.__context__)
+    return " ".join(str(e).split())[:160]
+
+
 class RealKube:
     def __init__(self, kubeconfig: Path | None, context: str | None = None):
         from kubernetes import config as kconfig
@@ -73,7 +107,7 @@ class RealKube:
             raise ApiError(int(status or 0), str(getattr(e, "reason", "")), _api_message(e)) from e
         except (HTTPError, OSError) as e:
             host = self.api_client.configuration.host
-            raise InfraError(f"API server {host} unreachable: {e}") from e
+            raise InfraError(f"API server {host} unreachable: {transport_reason(e)}") from e
 
     @staticmethod
     def _to_dict(obj: Any) -> dict[str, Any]:

@@ -139,8 +139,8 @@ def upgrade_phase(request: pytest.FixtureRequest, kpr_session: KprSession) -> An
     from ..scenarios.upgrade_run import UpgradeRefused, UpgradeRun, require_upgradable
 
     if not kpr_session.handle.created and not s.allow_disruptive:
-        pytest.exit("pytest-kpr: --kpr-upgrade-to changes Cilium on a cluster this run did not create; pass --kpr-allow-disruptive to do it",
-                    returncode=EXIT_PROVISIONING)
+        kpr_session.exit("pytest-kpr: --kpr-upgrade-to changes Cilium on a cluster this run did not create; pass --kpr-allow-disruptive to do it",
+                         EXIT_PROVISIONING)
     lab = request.getfixturevalue("lab")
     evidence = request.getfixturevalue("evidence")
     assert kpr_session.facts is not None
@@ -148,8 +148,8 @@ def upgrade_phase(request: pytest.FixtureRequest, kpr_session: KprSession) -> An
     try:
         result = run.run(kpr_session.facts.cilium_version, s.upgrade_to, s.downgrade)
     except UpgradeRefused as e:
-        pytest.exit("pytest-kpr: the upgrade is refused, nothing was changed:\n" + "\n".join(f"  - {r}" for r in e.reasons),
-                    returncode=EXIT_PROVISIONING)
+        kpr_session.exit("pytest-kpr: the upgrade is refused, nothing was changed:\n" + "\n".join(f"  - {r}" for r in e.reasons),
+                         EXIT_PROVISIONING)
     evidence.write("upgrade.json", result)
     evidence.figure("upgrade", "; ".join(t["summary"] for t in result["transitions"]))
     return result

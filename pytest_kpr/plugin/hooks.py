@@ -88,8 +88,27 @@ def pytest_configure(config: pytest.Config) -> None:
         if why:
             raise pytest.UsageError(f"pytest-kpr: {why}")
     config.stash[KPR_SESSION] = KprSession(config, settings)
+    config.pluginmanager.register(ExitTrailer(config), "kpr-exit-trailer")
     _add_packaged_suites(config)
     _end_cleanly_on_sigterm(config)
+
+
+class ExitTrailer:
+    """pytest ends a run cut short by ``pytest.exit`` with a trailer, ``! _pytest.outcomes.Exit: <message> !``. When the
+    message is the run's own exit (KprSession.exit), the terminal already showed it as the last line: the trailer is
+    left out. Any other interruption (Ctrl-C, another plugin's exit) keeps it."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        s = self.config.stash.get(KPR_SESSION, None)
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if s is None or tr is None or s.exit_shown is None or not isinstance(excinfo.value, pytest.exit.Exception):
+            return
+        if getattr(excinfo.value, "msg", None) == s.exit_shown and hasattr(tr, "_keyboardinterrupt_memo"):
+            tr._keyboardinterrupt_memo = None  # pytest's private field: without it the trailer is printed as before
 
 
 def _end_cleanly_on_sigterm(config: pytest.Config) -> None:
@@ -180,15 +199,43 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    return kpr_session(config).header()
+    """The kpr banner, only in a run that selects kpr tests: any other run looks as it would without the plugin."""
+    return kpr_session(config).header() if _selects_kpr(config) else []
 
 
 def _selects_kpr(config: pytest.Config) -> bool:
-    """kpr suites run only when a ``-m`` expression names a kpr marker (``-m kpr``, ``-m "kpr and not kpr_disruptive"``);
-    plain ``pytest`` and ``pytest -m "not slow"`` never provision a cluster."""
+    """kpr suites run only when the ``-m`` expression can select a kpr test: true for a test marked ``kpr`` (with any of
+    the kpr markers the expression names, present or not): ``-m kpr``, ``-m "kpr and not kpr_disruptive"``,
+    ``-m kpr_disruptive``. Plain ``pytest``, ``pytest -m "not kpr"`` and ``pytest -m "not slow"`` never provision a cluster
+    and behave as if the plugin were not installed."""
+    return selects_kpr(config.option.markexpr or "")
+
+
+def selects_kpr(markexpr: str) -> bool:
+    """Whether the mark expression ``markexpr`` is true for some test marked ``kpr``: every combination of the other kpr
+    markers it names is tried (few: an expression names a handful). An expression pytest cannot parse is left to pytest,
+    which reports it; here it selects nothing."""
+    import itertools
     import re
 
-    return re.search(r"(?<![\w-])kpr\w*", config.option.markexpr or "") is not None
+    names = sorted(set(re.findall(r"(?<![\w-])(kpr\w*)", markexpr)))
+    if not names:
+        return False
+    try:
+        from _pytest.mark.expression import Expression  # pytest's own -m grammar (not public API)
+    except ImportError:  # a pytest that moved it: the expression names a kpr marker, so take it as selecting kpr tests
+        return True
+    try:
+        expr = Expression.compile(markexpr)
+    except Exception:  # noqa: BLE001 - an expression pytest refuses itself, in its own words
+        return False
+    others = [n for n in names if n != "kpr"][:8]
+
+    def matcher(present: set[str]) -> object:
+        return lambda name, /, **kwargs: name in present
+
+    return any(expr.evaluate(matcher({"kpr", *combo})) for r in range(len(others) + 1)  # type: ignore[arg-type]
+               for combo in itertools.combinations(others, r))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -451,6 +498,10 @@ def _require_outside_view(report: pytest.TestReport, call: pytest.CallInfo[None]
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     s = kpr_session(config)
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not config.option.markexpr and not config.option.collectonly \
+            and getattr(config, "workerinput", None) is None:
+        # plain pytest where there are no tests at all (a user directory): its "collected 0 items" says nothing of the suites
+        terminalreporter.write_line("pytest-kpr: no tests here; the conformance suites that come with the plugin run with: pytest -m kpr")
     if s.outcomes:
         terminalreporter.write_sep("=", "kpr properties")
         figures = s.merged_figures if s.merged_figures is not None else s.evidence.figures if s._evidence is not None else {}

@@ -57,6 +57,8 @@ class KprSession:
         self.drops_since = "the run began"
         #: the clock the run's waits and the evidence's durations ran on: "real", or "virtual" (the fake cluster's)
         self.clock_kind = "real"
+        #: the message of the run's own exit, once the terminal showed it (pytest's trailer is then left out)
+        self.exit_shown: str | None = None
         #: pytest's exit status as the session ends (results.json records it), and where results.json went
         self.exit_status: int | None = None
         self.results_file: Path | None = None
@@ -172,8 +174,8 @@ class KprSession:
                 return
             if self._report_unavailable(e):
                 n = len(e.problems)
-                pytest.exit(f"pytest-kpr: cannot run the kpr suites here ({n} problem{'s' if n > 1 else ''} above)", returncode=EXIT_UNAVAILABLE)
-            pytest.exit(f"pytest-kpr: cannot run the kpr suites here: {e}", returncode=EXIT_UNAVAILABLE)
+                self.exit(f"pytest-kpr: cannot run the kpr suites here ({n} problem{'s' if n > 1 else ''} above)", EXIT_UNAVAILABLE)
+            self.exit(f"pytest-kpr: cannot run the kpr suites here: {e}", EXIT_UNAVAILABLE)
         except Exception as e:  # noqa: BLE001 - anything else from the preflight is pytest-kpr's own failure
             self._crash("preflight", e)
         try:
@@ -204,7 +206,7 @@ class KprSession:
             self.failed = str(e)
             self._setup_failed(str(e))
             self.stop()
-            pytest.exit(f"pytest-kpr: {e}", returncode=EXIT_PROVISIONING)
+            self.exit(f"pytest-kpr: {e}", EXIT_PROVISIONING)
         except Exception as e:  # noqa: BLE001 - not a KprError: pytest-kpr's own failure, never a setup verdict
             phase = self.record.current["phase"] if self.record.current else "provision"
             self.stop()
@@ -232,8 +234,19 @@ class KprSession:
         if self.record.current:
             self.record.end(f"crashed: {what}")
         self._write_record()
-        pytest.exit(f"pytest-kpr: internal error during {phase} ({what}): a bug in pytest-kpr, not a verdict on this machine or "
-                    f"cluster (exit status {EXIT_INTERNAL}){where}", returncode=EXIT_INTERNAL)
+        self.exit(f"pytest-kpr: internal error during {phase} ({what}): a bug in pytest-kpr, not a verdict on this machine or "
+                  f"cluster (exit status {EXIT_INTERNAL}){where}", EXIT_INTERNAL)
+
+    def exit(self, message: str, returncode: int) -> None:
+        """End the run with ``message`` as its last word and ``returncode``: written by the terminal reporter (red), and
+        without pytest's ``! _pytest.outcomes.Exit: ... !`` trailer repeating it (hooks.ExitTrailer)."""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.ensure_newline()
+            for line in message.splitlines():
+                tr.write_line(line, red=True, bold=True)
+            self.exit_shown = message
+        pytest.exit(message, returncode=returncode)
 
     def _phase(self, name: str) -> None:
         self.record.begin(name)

@@ -430,6 +430,24 @@ def unknown_ini_keys(keys: Sequence[str]) -> list[str]:
     return out
 
 
+def fake_release_refusal(version: str, matrix: "tuple[str, ...]") -> str | None:
+    """Why the fake cluster cannot play Cilium ``version``, or None. It plays the releases the pins know: every patch of a
+    pinned minor up to the pinned one (clusters/versions.yaml's matrix) -- a newer one has not been read against its rules,
+    and on kind or an existing cluster a release that does not exist has no chart to install either."""
+    from ..core.versions import Version
+
+    v = Version.parse(version)
+    newest = {}
+    for m in matrix:
+        p = Version.parse(m)
+        newest[(p.major, p.minor)] = max(newest.get((p.major, p.minor), p), p, key=lambda x: (x.major, x.minor, x.patch))
+    top = newest.get((v.major, v.minor))
+    known = ", ".join(f"{k[0]}.{k[1]}.0-{n.major}.{n.minor}.{n.patch}" for k, n in sorted(newest.items()))
+    if top is None or v.patch > top.patch:
+        return f"the fake cluster plays only the Cilium releases the pins know ({known}; clusters/versions.yaml): {version} is not one"
+    return None
+
+
 def artifacts_problem(path: Path) -> str | None:
     """Create the artifacts directory now, before any cluster work: a dangling symlink, a file in the way or a place
     that cannot be written is one line (exit 4), not a traceback at the first evidence file."""
@@ -551,6 +569,11 @@ def resolve(
         why = version_refusal(values["cilium_version"], values["upgrade_to"])
         if why:
             raise SettingsError(f"{_where('upgrade_to', sources)}: {why}")
+    if values["provider"] is ProviderName.FAKE and pins is not None:
+        for name in ("cilium_version", "upgrade_to"):
+            why = fake_release_refusal(values[name], pins.cilium_matrix) if values[name] else None
+            if why:
+                raise SettingsError(f"{_where(name, sources)}: {why}")
     if values["context"] and values["provider"] is not ProviderName.EXISTING:
         raise SettingsError(f"{OPTIONS_BY_NAME['context'].flag} needs --kpr-provider=existing")
     for name, providers in PROVIDER_ONLY.items():
