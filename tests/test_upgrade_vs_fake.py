@@ -201,3 +201,13 @@ def test_the_suites_after_an_upgrade_judge_the_upgraded_clusters_facts(pytester:
     """))
     result = pytester.runpytest(str(pytester.path / "suites" / "test_facts_after.py"), *ARGS)
     result.assert_outcomes(passed=1)
+
+
+def test_the_upgrades_progress_shows_without_dash_s(pytester: pytest.Pytester) -> None:
+    """The upgrade runs inside a fixture, under pytest's output capture: its progress lines still reach the terminal as
+    they happen (a real roll takes minutes), in a process of its own so capture is pytest's default (fd)."""
+    shutil.copytree(SUITES, pytester.path / "suites")
+    pytester.makeconftest(textwrap.dedent(CONFTEST.format(config="", provider="")))
+    result = pytester.runpytest_subprocess(str(pytester.path / "suites" / "test_upgrade.py"), *ARGS)
+    assert "-s" not in ARGS and "--capture=no" not in ARGS
+    result.stdout.fnmatch_lines(["[[]kpr[]] fake cluster: rolling the agents from Cilium 1.19.8 to 1.20.2"])

@@ -112,8 +112,16 @@ class KprSession:
     # -- output -------------------------------------------------------------------------------------
 
     def progress(self, line: str) -> None:
+        """A progress line on the terminal as it happens, also while a test's fixtures run under output capture (as
+        pytest's live logging does): a long wait (an install, an upgrade's roll) never leaves the terminal still."""
+        import contextlib
+
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        if tr is not None:
+        if tr is None:
+            return
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        uncaptured = capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext()
+        with uncaptured:
             tr.ensure_newline()
             tr.write_line(f"[kpr] {line}")
 
