@@ -85,6 +85,10 @@ def test_the_matrix_puts_each_run_in_a_column_and_marks_the_regression(runs: Pat
     md = (out / "m.md").read_text()
     assert "| iptables | **pass** 0 KUBE-SVC" in md and "**FAIL** ⚠ regression" in md
     assert "](../a-1.19-k6.1/fake)" in md, "each column links to its evidence, relative to the page"
+    mask = os.umask(0o022)
+    os.umask(mask)
+    for page in ("m.json", "m.md", "m.html"):  # readable as the umask allows, not mkstemp's 0600
+        assert (out / page).stat().st_mode & 0o777 == 0o666 & ~mask, page
 
 
 def test_compare_is_the_regression_gate(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -169,7 +169,7 @@ def test_two(kpr_facts):
 """)
     result = pytester.runpytest_subprocess("-m", "kpr", "--kpr-provider=fake", "-p", "no:cacheprovider", "-p", "no:xdist", timeout=120)
     assert result.ret == 2
-    run = json.loads((pytester.path / "kpr-artifacts" / "fake" / "results.json").read_text())["run"]
+    run = json.loads((pytester.path / "kpr-artifacts" / "latest" / "fake" / "results.json").read_text())["run"]
     assert run["complete"] is False and run["interrupted_by"] == interrupted_by and run["exit_status"] == 2
-    data = json.loads((pytester.path / "kpr-artifacts" / "fake" / "cluster.json").read_text())
+    data = json.loads((pytester.path / "kpr-artifacts" / "latest" / "fake" / "cluster.json").read_text())
     assert any(p["phase"] == "cleanup" for p in data["phases"]), "the run still cleaned up"

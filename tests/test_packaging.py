@@ -134,7 +134,7 @@ def test_a_dry_run_in_an_empty_directory_runs_the_packaged_suites(pytester: pyte
                                  "datapath is tested"])
     import json
 
-    art = pytester.path / "kpr-artifacts" / "fake"
+    art = pytester.path / "kpr-artifacts" / "latest" / "fake"
     assert json.loads((art / "cluster.json").read_text())["provider"] == "fake"
 
 

@@ -187,3 +187,35 @@ def test_plain_pytest_where_there_are_no_tests_hints_at_the_suites(pytester: pyt
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     result.stdout.fnmatch_lines(["pytest-kpr: no tests here; the conformance suites that come with the plugin run with: pytest -m kpr"])
+
+
+def test_two_runs_with_the_default_artifacts_keep_both_results(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --kpr-artifacts each run writes under a directory of its own (kpr-artifacts/<UTC time>-<random>/), and
+    kpr-artifacts/latest links the newest; kpr matrix finds every run under the parent folder. A directory named with
+    --kpr-artifacts is used as it is (CI names one per cell)."""
+    import json
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:cacheprovider --kpr-suites=none")
+    pytester.makepyfile(test_a="import pytest\npytestmark = pytest.mark.kpr(property='demo')\ndef test_x(kpr_facts):\n    pass\n")
+    for _ in range(2):
+        pytester.runpytest_subprocess("-m", "kpr", "--kpr-provider=fake").assert_outcomes(passed=1)
+    runs = sorted(p for p in (pytester.path / "kpr-artifacts").iterdir() if not p.is_symlink())
+    assert len(runs) == 2 and all((r / "fake" / "results.json").is_file() for r in runs), runs
+    latest = pytester.path / "kpr-artifacts" / "latest"
+    assert latest.is_symlink() and latest.resolve() == runs[-1], (latest.resolve(), runs)
+    assert json.loads((latest / "fake" / "results.json").read_text())["run"]["complete"]
+    page = subprocess.run([sys.executable, "-m", "pytest_kpr", "matrix", str(pytester.path / "kpr-artifacts")], capture_output=True,
+                          text=True, timeout=120)
+    assert page.returncode == 0 and page.stdout.count("](") == 2, page.stdout + page.stderr  # two columns, not three (latest)
+
+
+def test_pytest_xdist_workers_write_under_the_controllers_run_directory(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:cacheprovider --kpr-suites=none")
+    pytester.makepyfile(test_a="import pytest\npytestmark = pytest.mark.kpr(property='demo')\n"
+                               "def test_x(kpr_facts):\n    pass\ndef test_y(kpr_facts):\n    pass\n")
+    pytester.runpytest_subprocess("-m", "kpr", "--kpr-provider=fake", "-n", "2").assert_outcomes(passed=2)
+    runs = [p for p in (pytester.path / "kpr-artifacts").iterdir() if not p.is_symlink()]
+    assert len(runs) == 1, runs
+    assert (pytester.path / "kpr-artifacts" / "latest").resolve() == runs[0]

@@ -84,7 +84,8 @@ def test_kind_cluster_is_created_from_the_repo_config_then_deleted(pytester: pyt
     kind = calls(stubbed, "kind")
     create = next(c for c in kind if c[:2] == ["create", "cluster"])
     assert "--name=kpr-stub" in create
-    assert any(a.startswith("--kubeconfig=") and "kpr-artifacts/.kind/kpr-stub/kubeconfig" in a for a in create)
+    own = (pytester.path / "kpr-artifacts" / "latest").resolve()  # the run's own directory (runs are kept apart)
+    assert any(a == f"--kubeconfig={own / '.kind' / 'kpr-stub' / 'kubeconfig'}" for a in create), create
     image = next(a for a in create if a.startswith("--image="))
     assert "@sha256:" in image, "the node image is pinned by digest"
     assert create[create.index("--config") + 1] == str(REPO / "clusters/kind/kpr.yaml")
@@ -109,7 +110,7 @@ def test_helm_installs_cilium_with_kpr_values_for_the_requested_version(pytester
     assert values == [str(REPO / "clusters/cilium/values-kpr.yaml"), str(REPO / "clusters/cilium/values-1.19.yaml"),
                       str(REPO / "clusters/profiles/default.yaml"), str(extra)]
     assert helm[helm.index("--set") + 1] == "k8sServiceHost=kpr-stub-control-plane"
-    assert helm[helm.index("--kubeconfig") + 1].endswith("kpr-artifacts/.kind/kpr-stub/kubeconfig")
+    assert helm[helm.index("--kubeconfig") + 1] == str((pytester.path / "kpr-artifacts" / "latest").resolve() / ".kind" / "kpr-stub" / "kubeconfig")
     merged: dict = {}
     for f in values:
         merged.update(yaml.safe_load(Path(f).read_text()) or {})
@@ -248,7 +249,8 @@ def test_a_failed_run_exports_the_kind_logs_before_the_cluster_is_deleted(pytest
     kind = [c[:2] for c in calls(stubbed, "kind")]
     assert kind.index(["export", "logs"]) < kind.index(["delete", "cluster"]), kind
     export = next(c for c in calls(stubbed, "kind") if c[:2] == ["export", "logs"])
-    assert export[2].endswith("kpr-artifacts/kpr-stub/cluster-logs") and export[3:] == ["--name", "kpr-stub"]
+    latest = (pytester.path / "kpr-artifacts" / "latest").resolve()  # the run's own directory (runs are kept apart)
+    assert export[2] == str(latest / "kpr-stub" / "cluster-logs") and export[3:] == ["--name", "kpr-stub"]
     result.stdout.fnmatch_lines(["[[]kpr[]] the run failed: exporting the kind cluster's logs to *cluster-logs (kind export logs)"])
 
 

@@ -171,6 +171,7 @@ def write_all(outputs: list[tuple[Path, str]], inputs: list[Path]) -> None:
                 continue
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.resolve().parent)
             temps.append((tmp, target))
+            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 is for the temporary name: the page is read as any file is
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
         for tmp, target in temps:
@@ -183,6 +184,13 @@ def write_all(outputs: list[tuple[Path, str]], inputs: list[Path]) -> None:
     for target, text in outputs:
         if str(target) == "-":
             sys.stdout.write(text)
+
+
+def _umask() -> int:
+    """The process's umask (reading it means setting it: set straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def register(sub: Any) -> None:

@@ -15,9 +15,11 @@ from . import markers
 from ..evidence import results
 from ..core.errors import MarkerError, SettingsError
 from .session import KprSession
-from ..run.settings import add_options, resolve
+from ..run.settings import add_options, new_run_name, resolve
 
 KPR_SESSION = pytest.StashKey[KprSession]()
+#: the run's own directory under the default artifacts directory (None: an artifacts directory was named, or no kpr run)
+KPR_RUN_NAME = pytest.StashKey["str | None"]()
 REQUIREMENT = pytest.StashKey[markers.Requirement]()
 KNOWN_GAP = pytest.StashKey[markers.KnownGap]()
 SUITE = pytest.StashKey[markers.Suite]()
@@ -61,9 +63,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # each suite module gets an xdist group (_group_kpr_modules); without pytest-xdist the marker does nothing (and must still be known)
     config.addinivalue_line("markers", "xdist_group(name): run these tests in one pytest-xdist worker (pytest-xdist's marker)")
     cli = {k: v for k, v in vars(config.option).items() if k.startswith("kpr_")}
+    worker = getattr(config, "workerinput", None)
+    run_name = (worker or {}).get("kpr_run_name") or (new_run_name() if worker is None and _selects_kpr(config) else None)
+    config.stash[KPR_RUN_NAME] = run_name
     try:
         _refuse_pytest_kind_options(config)
-        settings = resolve(cli, config.getini, config.rootpath)
+        settings = resolve(cli, config.getini, config.rootpath, run_name)
     except SettingsError as e:
         raise pytest.UsageError(f"pytest-kpr: {e}") from None
     if settings.fake_faults:  # the fake's fault names are the fake's to check (the options table only parses them)
@@ -76,7 +81,7 @@ def pytest_configure(config: pytest.Config) -> None:
         except ValueError as e:
             where = "--kpr-fake-faults" if settings.sources.get("fake_faults") == "cli" else "ini key kpr_fake_faults"
             raise pytest.UsageError(f"pytest-kpr: {where}: {e}") from None
-    from ..run.settings import artifacts_problem, unknown_ini_keys
+    from ..run.settings import artifacts_problem, link_latest, unknown_ini_keys
 
     # pytest's own list of ini keys nobody registered (it only warns about them); private, hence the guard
     unknown = getattr(config, "_get_unknown_ini_keys", None)
@@ -87,6 +92,8 @@ def pytest_configure(config: pytest.Config) -> None:
         why = artifacts_problem(settings.artifacts)
         if why:
             raise pytest.UsageError(f"pytest-kpr: {why}")
+        if settings.sources.get("artifacts") == "default" and run_name and not config.option.collectonly:
+            link_latest(settings.artifacts)
     config.stash[KPR_SESSION] = KprSession(config, settings)
     config.pluginmanager.register(ExitTrailer(config), "kpr-exit-trailer")
     _add_packaged_suites(config)
@@ -109,6 +116,14 @@ class ExitTrailer:
             return
         if getattr(excinfo.value, "msg", None) == s.exit_shown and hasattr(tr, "_keyboardinterrupt_memo"):
             tr._keyboardinterrupt_memo = None  # pytest's private field: without it the trailer is printed as before
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist controller: every worker writes under the controller's run directory, not one of its own."""
+    name = node.config.stash.get(KPR_RUN_NAME, None)
+    if name:
+        node.workerinput["kpr_run_name"] = name
 
 
 def _end_cleanly_on_sigterm(config: pytest.Config) -> None:

@@ -296,7 +296,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("cilium_version", _version, "Cilium chart version to install (1.18 or later). Default: clusters/versions.yaml", metavar="VERSION"),
     Option("cilium_chart", _nonempty, "Helm chart reference or local path for Cilium. Default: cilium/cilium", "cilium/cilium", metavar="CHART"),
     Option("helm_values", _path, "Extra Helm values file for Cilium, applied last (repeatable)", (), kind="list", metavar="PATH"),
-    Option("artifacts", _path, "Directory for evidence files and cluster.json. Default: kpr-artifacts", "kpr-artifacts", metavar="DIR"),
+    Option("artifacts", _path, "Directory for evidence files and cluster.json. Default: kpr-artifacts/<run>, a directory of its own for each run "
+           "(kpr-artifacts/latest links the newest); a directory named here is used as it is", "kpr-artifacts", metavar="DIR"),
     Option("timeout_scale", _positive_float, "Multiply every named timeout by this factor (slow CI). Default: 1.0", 1.0, metavar="FACTOR"),
     Option("allow_disruptive", _bool, "Run kpr_disruptive tests on a cluster the plugin did not create", False, kind="flag"),
     Option("if_unavailable", _choice(IfUnavailable), "When Docker/kind/helm/kubectl or the API server is missing: fail (exit) or skip the kpr tests. Default: fail", "fail", metavar="fail|skip"),
@@ -465,12 +466,44 @@ def artifacts_problem(path: Path) -> str | None:
     return None
 
 
+def new_run_name() -> str:
+    """A run's own directory under the default artifacts directory: when it started (UTC, so names sort in time order) and
+    a random part (two runs started in one second)."""
+    import secrets
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-%f")[:-3] + "-" + secrets.token_hex(2)
+
+
+#: the default artifacts directory's link to the newest run's directory
+LATEST = "latest"
+
+
+def link_latest(run_dir: Path) -> None:
+    """Point ``<default artifacts>/latest`` at ``run_dir`` (relative, replaced atomically). Never raises: a filesystem
+    without symlinks only loses the convenience."""
+    link = run_dir.parent / LATEST
+    tmp = run_dir.parent / f".{LATEST}.{os.getpid()}"
+    try:
+        if tmp.is_symlink():
+            tmp.unlink()
+        os.symlink(run_dir.name, tmp)
+        os.replace(tmp, link)
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+
+
 def resolve(
     cli: dict[str, Any],
     ini: Callable[[str], Any],
     rootdir: Path,
+    run_name: str | None = None,
 ) -> Settings:
-    """Build :class:`Settings` from CLI values (None = not given) and an ini getter.
+    """Build :class:`Settings` from CLI values (None = not given) and an ini getter. ``run_name``: the run's own directory
+    under the default artifacts directory (None: the default directory itself, as before runs were kept apart).
 
     Raises :class:`SettingsError` naming the option and the reason.
     """
@@ -584,6 +617,8 @@ def resolve(
         if not p.is_file():
             raise SettingsError(f"{OPTIONS_BY_NAME['helm_values'].flag}: no such file: {p}")
     values["artifacts"] = values["artifacts"] if values["artifacts"].is_absolute() else rootdir / values["artifacts"]
+    if sources["artifacts"] == "default" and run_name:
+        values["artifacts"] = values["artifacts"] / run_name
     if sources["artifacts"] != "default":
         why = _writable_dir(values["artifacts"])
         if why:
