@@ -178,3 +178,20 @@ def test_pod_node_runner_creates_one_privileged_host_pod_per_node(fake: FakeClus
     assert spec["hostNetwork"] and spec["hostPID"] and spec["containers"][0]["securityContext"] == {"privileged": True}
     assert all(NODE_SHELL_LABEL in p["metadata"]["labels"] for p in pods)
     assert Node(runner, "fake-worker").iptables("nft") is not None
+
+
+@pytest.mark.parametrize(("nodes", "distinct"), [
+    (["kind-worker", "kind-worker2"], True),
+    # names that share the first 52 characters: each still gets its own shell
+    (["ip-10-0-0-1.eu-west-1.compute.internal-pool-general-purpose-a", "ip-10-0-0-1.eu-west-1.compute.internal-pool-general-purpose-b"], True),
+    (["a" * 70, "a" * 71], True),
+    (["Node_With.Upper", "node-with-upper"], True),  # not a valid pod name as it is: made one, and still distinct
+])
+def test_node_shell_names_are_valid_and_never_shared(nodes: list[str], distinct: bool) -> None:
+    import re
+
+    from pytest_kpr.cluster.nodeshell import node_shell_name
+
+    names = [node_shell_name(n) for n in nodes]
+    assert all(len(n) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", n) for n in names), names
+    assert (len(set(names)) == len(names)) is distinct, names

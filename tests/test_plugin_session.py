@@ -301,3 +301,106 @@ def test_an_image_pull_secret_is_copied_and_named_by_every_pod(pytester: pytest.
             assert pods and all(p["spec"]["imagePullSecrets"] == [{"name": "regcred"}] for p in pods)
     """))
     pytester.runpytest("-m", "kpr", "--kpr-image-pull-secret=default/regcred", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+NS_CONFTEST = """
+import json, pathlib
+import pytest
+from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
+
+FAKE = FakeCluster(FakeConfig())
+FAKE.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"owner": "platform"}}})
+FAKE.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "keep-me", "namespace": "team-a"}, "data": {}})
+FAKE.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "regcred", "namespace": "kube-public"}, "data": {}})
+PROVIDER = FakeProvider(FAKE)
+
+def pytest_kpr_provider(config, settings, timeouts, kube_factory):
+    return PROVIDER
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    pathlib.Path("after.json").write_text(json.dumps({
+        "namespaces": {o["metadata"]["name"]: o["metadata"].get("labels") or {} for o in FAKE.list("Namespace")},
+        "team_a": sorted(f"{o['kind']}/{o['metadata']['name']}" for k in ("ConfigMap", "Pod", "Deployment", "Service", "Secret")
+                         for o in [dict(x, kind=k) for x in FAKE.list(k, "team-a")]),
+    }))
+"""
+
+NS_SUITE = """
+import json, pathlib
+import pytest
+from conftest import FAKE
+
+pytestmark = pytest.mark.kpr(property="namespaces")
+
+def test_the_run_puts_its_objects_where_it_was_told(lab):
+    lab.deploy_web(2)
+    pods = FAKE.list("Pod", lab.ns)
+    pathlib.Path("during.json").write_text(json.dumps({
+        "ns": lab.ns,
+        "pods": [{"labels": p["metadata"].get("labels"), "tolerations": p["spec"].get("tolerations"),
+                  "nodeSelector": p["spec"].get("nodeSelector"), "secrets": p["spec"].get("imagePullSecrets")} for p in pods],
+        "web": [o["metadata"].get("labels") for o in FAKE.list("Service", lab.ns)],
+    }))
+"""
+
+
+def _ns_run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict, dict]:
+    pytester.makeconftest(NS_CONFTEST)
+    pytester.makepyfile(test_ns=NS_SUITE)
+    result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "--kpr-artifacts=art", *args)
+    during = json.loads((pytester.path / "during.json").read_text()) if (pytester.path / "during.json").exists() else {}
+    return result, during, json.loads((pytester.path / "after.json").read_text())
+
+
+def test_a_namespace_prefix_names_every_namespace_the_run_creates(pytester: pytest.Pytester) -> None:
+    result, during, after = _ns_run(pytester, "--kpr-namespace=ci-", "--kpr-namespace-labels=cost-center=net,pod-security.kubernetes.io/warn=baseline",
+                                    "--kpr-pod-tolerations=dedicated=ci:NoSchedule", "--kpr-pod-node-selector=pool=ci",
+                                    "--kpr-image-pull-secret=kube-public/regcred")
+    result.assert_outcomes(passed=1)
+    assert during["ns"].startswith("ci-datapath-")
+    assert all(p["labels"]["kpr.cilium.io/run"] and p["tolerations"] == [{"key": "dedicated", "operator": "Equal", "value": "ci",
+               "effect": "NoSchedule"}] and p["nodeSelector"] == {"pool": "ci"} and p["secrets"] == [{"name": "regcred"}] for p in during["pods"])
+    assert all(labels.get("kpr.cilium.io/run") for labels in during["web"])
+    assert not [n for n in after["namespaces"] if n.startswith(("ci-", "kpr-"))], after["namespaces"]  # all created, all deleted
+
+
+def test_a_named_namespace_is_used_never_created_and_left_as_found(pytester: pytest.Pytester) -> None:
+    result, during, after = _ns_run(pytester, "--kpr-namespace=team-a", "--kpr-image-pull-secret=kube-public/regcred")
+    result.assert_outcomes(passed=1)
+    assert during["ns"] == "team-a"
+    assert not [n for n in after["namespaces"] if n.startswith("kpr-")], after["namespaces"]  # none created
+    assert after["namespaces"]["team-a"] == {"owner": "platform"}  # not relabelled
+    assert after["team_a"] == ["ConfigMap/keep-me"], after["team_a"]  # the run's objects (and its copy of the secret) are gone
+
+
+def test_a_named_namespace_that_does_not_exist_is_one_line(pytester: pytest.Pytester) -> None:
+    result, _, _ = _ns_run(pytester, "--kpr-namespace=team-b")
+    assert result.ret == 3
+    result.stdout.fnmatch_lines(["pytest-kpr: --kpr-namespace team-b: no such namespace (a named namespace is used, never created*"])
+
+
+def test_node_shells_get_the_pull_secret_and_tolerations_but_no_node_selector() -> None:
+    """The node shells are the run's pods too: its labels, its pull secret and tolerations; never the node selector (each
+    runs on the node the suites look at, whatever its labels)."""
+    from pytest_kpr.cluster.nodeshell import node_shell_pod
+    from pytest_kpr.plugin.session import RunObjectsKube
+
+    made: list[dict] = []
+
+    class Inner:
+        def create(self, obj: dict) -> dict:
+            made.append(obj)
+            return obj
+
+    kube = RunObjectsKube(Inner(), lambda ns: ns == "ours", {"kpr.cilium.io/run": "r1"}, "regcred", (("gpu", "", "NoExecute"),), (("pool", "ci"),))
+    kube.create(node_shell_pod("node-shell-a", "ours", "a", "busybox:1.36.1"))
+    kube.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ours"}, "spec": {}})
+    kube.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "q", "namespace": "theirs"}, "spec": {}})
+    shell, pod, other = made
+    assert shell["spec"]["imagePullSecrets"] == [{"name": "regcred"}] and "nodeSelector" not in shell["spec"]
+    assert {"key": "gpu", "operator": "Exists", "effect": "NoExecute"} in shell["spec"]["tolerations"]
+    assert shell["metadata"]["labels"]["kpr.cilium.io/run"] == "r1"
+    assert pod["spec"]["nodeSelector"] == {"pool": "ci"} and pod["metadata"]["labels"]["kpr.cilium.io/run"] == "r1"
+    assert other["spec"] == {} and "labels" not in other["metadata"]  # not in the run's namespaces: untouched
+    assert kube.created == [("Pod", "node-shell-a", "ours"), ("Pod", "p", "ours")]

@@ -17,6 +17,19 @@ NODE_SHELL_LABEL = "kpr.cilium.io/node-shell"
 NSENTER = ("nsenter", "-t", "1", "-m", "-u", "-i", "-n", "-p", "--")
 
 
+def node_shell_name(node: str) -> str:
+    """``node-shell-<node>``, a pod name (a DNS-1123 subdomain's first label, at most 63). A longer one is cut and ends with
+    a digest of the whole node name: two nodes whose names share the first 52 characters never share one shell."""
+    import hashlib
+    import re
+
+    name = re.sub(r"[^a-z0-9-]", "-", f"node-shell-{node}".lower())
+    if len(name) <= 63 and name == f"node-shell-{node}":
+        return name.rstrip("-")
+    digest = hashlib.sha256(node.encode()).hexdigest()[:10]
+    return f"{name[:52].rstrip('-')}-{digest}"
+
+
 def node_shell_pod(name: str, namespace: str, node: str, image: str) -> dict:
     return {
         "apiVersion": "v1",
@@ -56,7 +69,7 @@ class PodNodeRunner:
         if self._namespace is None:
             self._namespace = self._namespace_factory()
         ns = self._namespace
-        name = f"node-shell-{node}"[:63].rstrip("-")
+        name = node_shell_name(node)
         try:
             self.kube.create(node_shell_pod(name, ns, node, self.image))
         except ApiError as e:

@@ -57,6 +57,9 @@ class KprSession:
         self.drops_since = "the run began"
         #: the clock the run's waits and the evidence's durations ran on: "real", or "virtual" (the fake cluster's)
         self.clock_kind = "real"
+        #: the objects the run created in its namespaces (RunObjectsKube), once provisioned
+        self.run_objects: RunObjectsKube | None = None
+        self._checked_fixed: set[str] = set()
         #: the message of the run's own exit, once the terminal showed it (pytest's trailer is then left out)
         self.exit_shown: str | None = None
         #: pytest's exit status as the session ends (results.json records it), and where results.json went
@@ -193,10 +196,17 @@ class KprSession:
                 provider.on_phase = self._phase  # type: ignore[attr-defined]  # kind: "install" before its helm install
             handle = self._provision_or_attach(provider)
             handle.kube = CountingKube(handle.kube, self.cost)  # type: ignore[assignment]
-            if self.settings.image_pull_secret:
-                handle.kube = PullSecretKube(handle.kube, self.settings.image_pull_secret.split("/", 1)[1])  # type: ignore[assignment]
+            s = self.settings
+            self.run_objects = RunObjectsKube(handle.kube, self.owns_namespace, {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: self.run_id},
+                                              s.image_pull_secret.split("/", 1)[1] if s.image_pull_secret else None,
+                                              s.pod_tolerations or (), s.pod_node_selector or ())
+            handle.kube = self.run_objects  # type: ignore[assignment]
+            if hasattr(handle.nodes, "kube"):  # the node shells are the run's pods too (its pull secret, its labels)
+                handle.nodes.kube = handle.kube  # type: ignore[attr-defined]
             handle.nodes = CountingNodes(handle.nodes, self.cost)  # type: ignore[assignment]
             self.handle = handle
+            if self.fixed_namespace is not None:  # named, so it must exist: checked before any wait, in one line
+                self.create_namespace("check")
             from ..observe.agent import locate_agents
 
             self._phase("readiness")
@@ -402,6 +412,8 @@ class KprSession:
             self._delete_cluster_objects(self.handle.kube)
         if self.handle is not None and self.namespaces:
             self._delete_namespaces(self.handle.kube)
+        if self.handle is not None and self.fixed_namespace is not None and self.run_objects is not None:
+            self._delete_run_objects(self.handle.kube)
         if self.shared is not None and self.joined is not None:
             self._write_part()  # the controller writes cluster.json, report.txt and the summary for the run
             self.shared.leave(self._teardown)  # the last worker out tears down
@@ -546,22 +558,40 @@ class KprSession:
 
     # -- namespaces ---------------------------------------------------------------------------------
 
+    @property
+    def fixed_namespace(self) -> str | None:
+        """--kpr-namespace=NAME: the existing namespace every purpose uses (None: the run creates its namespaces)."""
+        ns = self.settings.namespace
+        return ns if ns and not ns.endswith("-") else None
+
+    def owns_namespace(self, name: str) -> bool:
+        """A namespace this run puts its objects in: one it created, or the fixed --kpr-namespace."""
+        return name in self.namespaces or name == self.fixed_namespace
+
     def create_namespace(self, purpose: str) -> str:
-        """A namespace ``kpr-<purpose>-<run id>`` labelled as ours; deleted at session end."""
+        """A namespace ``<prefix><purpose>-<run id>`` labelled as ours (prefix: --kpr-namespace=PREFIX-, else ``kpr-``);
+        deleted at session end. With --kpr-namespace=NAME no namespace is created: NAME must exist, and every purpose
+        uses it."""
         assert self.handle is not None
-        stem = purpose.lower().strip("-")[: 63 - len(NAMESPACE_PREFIX) - len(self.run_id) - 1].rstrip("-")
-        name = f"{NAMESPACE_PREFIX}{stem}-{self.run_id}"
+        fixed = self.fixed_namespace
+        if fixed is not None:
+            if fixed not in self._checked_fixed:
+                if self.handle.kube.get("Namespace", fixed) is None:
+                    raise KprError(f"--kpr-namespace {fixed}: no such namespace (a named namespace is used, never created: create it "
+                                   "with the Pod Security level the suites need, see docs/guides/existing-cluster.md)")
+                self._checked_fixed.add(fixed)
+                if self.settings.image_pull_secret:
+                    self._copy_pull_secret(fixed)
+            return fixed
+        prefix = self.settings.namespace or NAMESPACE_PREFIX
+        stem = purpose.lower().strip("-")[: 63 - len(prefix) - len(self.run_id) - 1].rstrip("-")
+        name = f"{prefix}{stem}-{self.run_id}"
         # Pod Security Admission: privileged only where a pod needs it (the datapath probes take NET_RAW and a host-network
-        # probe; the node shells are privileged host pods), baseline elsewhere
+        # probe; the node shells are privileged host pods), baseline elsewhere; --kpr-namespace-labels can say otherwise
         level = "privileged" if stem in PRIVILEGED_NAMESPACES else "baseline"
-        self.handle.kube.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": {"name": name, "labels": {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: self.run_id,
-                                                      "pod-security.kubernetes.io/enforce": level}},
-            }
-        )
+        labels = {"pod-security.kubernetes.io/enforce": level, **dict(self.settings.namespace_labels or ()), OWNER_LABEL: OWNER_VALUE,
+                  RUN_LABEL: self.run_id}
+        self.handle.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
         self.namespaces.append(name)
         if self.settings.image_pull_secret:
             self._copy_pull_secret(name)
@@ -571,6 +601,8 @@ class KprSession:
         """--kpr-image-pull-secret: the Secret, copied into a namespace of this run (pods name it: :class:`PullSecretKube`)."""
         assert self.handle is not None and self.settings.image_pull_secret
         src_ns, src = self.settings.image_pull_secret.split("/", 1)
+        if src_ns == namespace or self.handle.kube.get("Secret", src, namespace) is not None:
+            return  # already there (a fixed --kpr-namespace that holds it): never overwritten, never deleted
         secret = self.handle.kube.get("Secret", src, src_ns)
         if secret is None:
             raise KprError(f"--kpr-image-pull-secret: no Secret {src_ns}/{src}")
@@ -593,6 +625,23 @@ class KprSession:
                     self.progress(f"deleted {kind} {name}")
             except KprError as e:
                 self.progress(f"could not delete {kind} {name}: {e}")
+
+    def _delete_run_objects(self, kube: KubeAPI) -> None:
+        """--kpr-namespace=NAME: the namespace is not ours; the objects this run created in it are, newest first, each only
+        while it still carries this run's label."""
+        assert self.run_objects is not None
+        gone = 0
+        for kind, name, ns in reversed(self.run_objects.created):
+            try:
+                cur = kube.get(kind, name, ns)
+                if cur is None or (cur.get("metadata", {}).get("labels") or {}).get(RUN_LABEL) != self.run_id:
+                    continue
+                kube.delete(kind, name, ns)
+                gone += 1
+            except KprError as e:
+                self.progress(f"could not delete {kind} {ns}/{name}: {e}")
+        if gone:
+            self.progress(f"deleted this run's {gone} objects in namespace {self.fixed_namespace}")
 
     def _delete_namespaces(self, kube: KubeAPI) -> None:
         mine = []
@@ -647,27 +696,54 @@ class KprSession:
         return {"run_id": self.run_id, "namespaces": list(self.namespaces)}
 
 
-class PullSecretKube:
-    """--kpr-image-pull-secret: every pod the run creates in its own namespaces (``kpr-*``), directly or through a
-    Deployment, DaemonSet or Job, names the Secret that :meth:`KprSession._copy_pull_secret` put there."""
+class RunObjectsKube:
+    """Every object the run creates in one of its namespaces (``ours(namespace)``) carries the run's labels and is recorded
+    (:attr:`created`: what a fixed --kpr-namespace's cleanup deletes); every pod spec in it, directly or through a
+    Deployment, DaemonSet or Job, gets --kpr-image-pull-secret, --kpr-pod-tolerations and, except the node shells (they
+    run on each node the suites look at), --kpr-pod-node-selector."""
 
     POD_TEMPLATES = {"Pod": ("spec",), "Deployment": ("spec", "template", "spec"), "DaemonSet": ("spec", "template", "spec"),
                      "Job": ("spec", "template", "spec")}
 
-    def __init__(self, inner: Any, secret: str):
+    def __init__(self, inner: Any, ours: Callable[[str], bool], labels: dict[str, str], secret: str | None = None,
+                 tolerations: tuple[tuple[str, str, str], ...] = (), node_selector: tuple[tuple[str, str], ...] = ()):
         self._inner = inner
+        self._ours = ours
+        self._labels = labels
         self._secret = secret
+        self._tolerations = [{"key": k, "operator": "Equal", "value": v, "effect": e} if v else {"key": k, "operator": "Exists", "effect": e}
+                             for k, v, e in tolerations]
+        self._node_selector = dict(node_selector)
+        #: (kind, name, namespace) of each object created in the run's namespaces, in order
+        self.created: list[tuple[str, str, str]] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     def create(self, obj: dict[str, Any]) -> Any:
+        meta = obj.setdefault("metadata", {})
+        ns = str(meta.get("namespace") or "")
+        if not ns or not self._ours(ns):
+            return self._inner.create(obj)
+        meta.setdefault("labels", {}).update(self._labels)
         path = self.POD_TEMPLATES.get(obj.get("kind", ""))
-        if path and str((obj.get("metadata") or {}).get("namespace", "")).startswith(NAMESPACE_PREFIX):
+        if path and len(path) > 1:  # the pods a controller makes carry the run's labels too (a selector is a subset: unchanged)
+            obj.setdefault("spec", {}).setdefault("template", {}).setdefault("metadata", {}).setdefault("labels", {}).update(self._labels)
+        if path:
             spec = obj
             for key in path:
                 spec = spec.setdefault(key, {})
-            secrets_ = spec.setdefault("imagePullSecrets", [])
-            if {"name": self._secret} not in secrets_:
-                secrets_.append({"name": self._secret})
-        return self._inner.create(obj)
+            if self._secret:
+                secrets_ = spec.setdefault("imagePullSecrets", [])
+                if {"name": self._secret} not in secrets_:
+                    secrets_.append({"name": self._secret})
+            for t in self._tolerations:
+                if t not in spec.setdefault("tolerations", []):
+                    spec["tolerations"].append(t)
+            from ..cluster.nodeshell import NODE_SHELL_LABEL
+
+            if self._node_selector and NODE_SHELL_LABEL not in (meta.get("labels") or {}):
+                spec.setdefault("nodeSelector", {}).update(self._node_selector)
+        out = self._inner.create(obj)
+        self.created.append((str(obj.get("kind")), str(meta.get("name")), ns))
+        return out

@@ -63,11 +63,81 @@ class IfUnavailable(str, enum.Enum):
         return self.value
 
 
+#: a Kubernetes DNS-1123 label (namespaces, label values' shape), and a DNS-1123 subdomain (most object names)
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+_DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?"
+
+
 def _ns_name(text: str) -> str:
+    import re
+
     ns, _, name = text.strip().partition("/")
     if not ns or not name or "/" in name:
         raise SettingsError(f"{text!r} is not NAMESPACE/NAME")
+    if not re.fullmatch(_DNS_LABEL, ns) or not re.fullmatch(_DNS_SUBDOMAIN, name):
+        raise SettingsError(f"{text!r} is not NAMESPACE/NAME of Kubernetes (lower-case letters, digits and '-'; a namespace of at most 63)")
     return f"{ns}/{name}"
+
+
+#: the longest --kpr-namespace prefix: the run's namespaces are <prefix><purpose>-<run id> in 63 characters
+NAMESPACE_PREFIX_MAX = 40
+
+
+def _namespace(text: str) -> str:
+    """``NAME`` (an existing namespace the run uses and never creates or deletes) or ``PREFIX-`` (the run creates its
+    namespaces as <PREFIX><purpose>-<run id>): both Kubernetes DNS-1123 labels."""
+    import re
+
+    t = text.strip()
+    if t.endswith("-"):
+        if len(t) > NAMESPACE_PREFIX_MAX or not re.fullmatch(r"[a-z0-9][-a-z0-9]*-", t):
+            raise SettingsError(f"{text!r} is not a namespace prefix: lower-case letters, digits and '-', starting with a letter or "
+                                f"digit, ending with '-', at most {NAMESPACE_PREFIX_MAX} characters")
+        return t
+    if not re.fullmatch(_DNS_LABEL, t):
+        raise SettingsError(f"{text!r} is not a namespace name: lower-case letters, digits and '-', at most 63, starting and ending "
+                            "with a letter or digit (end it with '-' for a prefix)")
+    return t
+
+
+def _labels(text: str) -> tuple[tuple[str, str], ...]:
+    """``KEY=VALUE[,KEY=VALUE...]``: Kubernetes label keys (an optional DNS prefix and '/', a name of at most 63) and
+    values (at most 63, alphanumeric at both ends, '-', '_' and '.' inside; may be empty)."""
+    import re
+
+    out: list[tuple[str, str]] = []
+    for part in [p.strip() for p in text.split(",") if p.strip()]:
+        key, sep, value = part.partition("=")
+        prefix, slash, name = key.rpartition("/")
+        ok_key = re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?", name) and (
+            not slash or (len(prefix) <= 253 and re.fullmatch(_DNS_SUBDOMAIN, prefix)))
+        if not sep or not ok_key:
+            raise SettingsError(f"{part!r} is not KEY=VALUE with a Kubernetes label key")
+        if value and not re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?", value):
+            raise SettingsError(f"{part!r}: {value!r} is not a Kubernetes label value (at most 63; letters, digits, '-', '_', '.')")
+        out.append((key, value))
+    if not out:
+        raise SettingsError("no KEY=VALUE given")
+    return tuple(out)
+
+
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _tolerations(text: str) -> tuple[tuple[str, str, str], ...]:
+    """``KEY[=VALUE]:EFFECT[,...]`` (kubectl taint's form) -> (key, value, effect); an empty VALUE tolerates the key with any
+    value (operator Exists). EFFECT: NoSchedule, PreferNoSchedule or NoExecute."""
+    out: list[tuple[str, str, str]] = []
+    for part in [p.strip() for p in text.split(",") if p.strip()]:
+        kv, sep, effect = part.rpartition(":")
+        key, _, value = kv.partition("=")
+        if not sep or effect not in _EFFECTS or not key:
+            raise SettingsError(f"{part!r} is not KEY[=VALUE]:EFFECT (EFFECT one of {', '.join(_EFFECTS)})")
+        _labels(f"{key}={value}")  # the key and value follow the label rules
+        out.append((key, value, effect))
+    if not out:
+        raise SettingsError("no toleration given")
+    return tuple(out)
 
 
 def _fake_faults(text: str) -> tuple[tuple[str, Any], ...]:
@@ -338,6 +408,14 @@ OPTIONS: tuple[Option, ...] = (
            "app.kubernetes.io/name=cilium-agent). Default: kube-system", "kube-system", metavar="NAME"),
     Option("image_pull_secret", _ns_name, "NAMESPACE/NAME of a Secret the plugin's pods pull their images with: copied into each test "
            "namespace it creates and named in every pod it creates", metavar="NS/NAME"),
+    Option("namespace", _namespace, "Where the run's pods and Services go: NAME, a namespace that exists (the run creates and deletes "
+           "no namespace, only its own objects, each labelled with the run), or PREFIX- (the run creates <PREFIX><purpose>-<run id>). "
+           "Default: the prefix kpr-", metavar="NAME|PREFIX-"),
+    Option("namespace_labels", _labels, "Labels added to every namespace the run creates (an organisation's required labels, or Pod "
+           "Security levels of your own: pod-security.kubernetes.io/enforce=...)", metavar="KEY=VALUE,..."),
+    Option("pod_tolerations", _tolerations, "Tolerations of every pod the run creates (node shells tolerate every taint already)", metavar="KEY[=VALUE]:EFFECT,..."),
+    Option("pod_node_selector", _labels, "Node labels every test pod must match (not the node shells: they run on each node the suites "
+           "look at); the suites need at least two matching nodes", metavar="KEY=VALUE,..."),
     Option("node_shell_image", _image, "Image of the privileged per-node pod that runs node commands on an existing cluster. Default: busybox:1.36.1", "busybox:1.36.1", metavar="IMAGE"),
     Option("suites", _choice(Suites), "Which suites `pytest -m kpr` runs when no paths are named: packaged (the conformance suites "
            "installed with the plugin, beside the rootdir's own tests) or none (only the rootdir's). Default: packaged", "packaged",
@@ -392,6 +470,10 @@ class Settings:
     clusters_dir: Path | None = None
     cilium_namespace: str = "kube-system"
     image_pull_secret: str | None = None
+    namespace: str | None = None
+    namespace_labels: tuple[tuple[str, str], ...] = ()
+    pod_tolerations: tuple[tuple[str, str, str], ...] = ()
+    pod_node_selector: tuple[tuple[str, str], ...] = ()
     suites: Suites = Suites.PACKAGED
     # where each value came from ("cli", "ini", "default", "pins"), for the report header
     sources: dict[str, str] = field(default_factory=dict, compare=False)
