@@ -40,13 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:  # type: ignore[type-arg]
     """Subcommands defined next to the code they expose (imported lazily: ``kpr version`` stays fast)."""
     from ..evidence.matrix import register as matrix
+    from .access import register as check_access
     from ..parse.cli import register as parse
     from .lbmodel import register as lbmodel
     from .netraw import register as with_net_raw
     from .probe import register as probe
     from .probe_image import register as probe_image
 
-    return [parse, probe, probe_image, lbmodel, matrix, with_net_raw]
+    return [parse, probe, probe_image, lbmodel, matrix, check_access, with_net_raw]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

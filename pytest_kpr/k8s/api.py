@@ -28,6 +28,7 @@ API_VERSIONS: dict[str, str] = {
     "Secret": "v1",
     "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
     "Event": "v1",
+    "SelfSubjectAccessReview": "authorization.k8s.io/v1",
 }
 
 

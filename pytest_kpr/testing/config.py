@@ -215,6 +215,8 @@ class FakeConfig:
     agent_restart_s: float = 0.3
     #: LB-IPAM gives a claimant whose ports now conflict on a shared IP another IP (instead of keeping it)
     lbipam_reassigns_on_conflict: bool = False
+    #: access reviews the fake's API server denies: "VERB RESOURCE[/SUB]", "VERB URL" or either with " in NAMESPACE"
+    rbac_denied: tuple[str, ...] = ()
     #: the runner (the outside client) has a route to the nodes' network (kind's docker bridge) -- not a Cilium setting
     runner_reaches_nodes: bool = True
     #: the runner may open raw sockets (CAP_NET_RAW) -- not a Cilium setting: a CI job that forgot to grant it

@@ -652,6 +652,8 @@ class FakeCluster:
     def create(self, obj: Obj) -> Obj:
         obj = copy.deepcopy(obj)
         kind = obj["kind"]
+        if kind == "SelfSubjectAccessReview":  # answered, never stored (as the API server does)
+            return self._access_review(obj)
         api_version_of(kind)
         md = obj.setdefault("metadata", {})
         ns, name = md.get("namespace"), md.get("name")
@@ -745,6 +747,21 @@ class FakeCluster:
             pod = self._objects.get("Pod", {}).get(key)
             if pod is not None and pod["metadata"].get("deletionTimestamp") and now >= exit_at:
                 del self._objects["Pod"][key]
+
+    def _access_review(self, obj: Obj) -> Obj:
+        """SelfSubjectAccessReview: allowed unless FakeConfig.rbac_denied names it ("VERB RESOURCE[/SUB]" or "VERB URL",
+        optionally " in NAMESPACE")."""
+        spec = obj.get("spec") or {}
+        res, url = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+        self._advance("create", "SelfSubjectAccessReview", "", "")
+        if res:
+            what = res.get("resource", "") + (f"/{res['subresource']}" if res.get("subresource") else "")
+            keys = {f"{res.get('verb')} {what}", f"{res.get('verb')} {what} in {res.get('namespace', '')}"}
+        else:
+            keys = {f"{(url or {}).get('verb')} {(url or {}).get('path')}"}
+        denied = bool(keys & set(self.cfg.rbac_denied))
+        obj["status"] = {"allowed": not denied, **({"reason": "denied by the fake's rbac_denied"} if denied else {})}
+        return obj
 
     def logs(self, namespace: str, pod: str, container: str | None = None) -> str:
         self._advance("logs", namespace, pod)

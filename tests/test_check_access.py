@@ -1,0 +1,159 @@
+"""``kpr check-access`` and the RBAC manifest it reads (clusters/rbac.yaml): against the fake's API server, which answers
+SelfSubjectAccessReviews (FakeConfig.rbac_denied), and against what a whole fake run asks of the API."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_kpr.cli.access import run
+from pytest_kpr.cluster.access import SCOPES, Need, load_needs
+from pytest_kpr.k8s.api import API_VERSIONS
+from pytest_kpr.testing import FakeCluster, FakeConfig
+
+REPO = Path(__file__).resolve().parent.parent
+RBAC = REPO / "clusters" / "rbac.yaml"
+
+
+def _args(**kw: Any) -> argparse.Namespace:
+    base = {"kubeconfig": None, "context": None, "namespace": None, "cilium_namespace": "kube-system", "disruptive": False, "rbac": RBAC}
+    return argparse.Namespace(**{**base, **kw})
+
+
+def _check(fake: FakeCluster, capsys: pytest.CaptureFixture[str], **kw: Any) -> tuple[int, str, str]:
+    rc = run(_args(**kw), kube_factory=lambda a: fake)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_everything_allowed_is_exit_0_and_creates_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    fake = FakeCluster(FakeConfig())
+    before = {k: dict(v) for k, v in fake._objects.items()}
+    rc, out, err = _check(fake, capsys)
+    assert rc == 0, err
+    needs = [n for n in load_needs(RBAC) if n.when == "always"]
+    assert len(out.splitlines()) == len(needs) and all(line.startswith("allowed") for line in out.splitlines())
+    assert err == f"kpr check-access: all {len(needs)} allowed\n"
+    assert {k: dict(v) for k, v in fake._objects.items()} == before  # a review is answered, never stored
+    assert any("get     /version" in line and "(cluster)" in line for line in out.splitlines())
+
+
+@pytest.mark.parametrize(("denied", "kw", "first"), [
+    ("create pods/exec in kube-system", {}, "create pods/exec in kube-system (pytest-kpr-agents in the RBAC manifest)"),
+    ("create namespaces", {}, "create namespaces (pytest-kpr-cluster in the RBAC manifest)"),
+    ("get /version", {}, "get /version (pytest-kpr-cluster in the RBAC manifest)"),
+    ("create services in team-a", {"namespace": "team-a"}, "create services in team-a (pytest-kpr-workloads in the RBAC manifest)"),
+    ("create clusterrolebindings", {"disruptive": True}, "create clusterrolebindings.rbac.authorization.k8s.io (pytest-kpr-disruptive-cluster*"),
+])
+def test_a_denied_verb_is_exit_1_naming_it(capsys: pytest.CaptureFixture[str], denied: str, kw: dict, first: str) -> None:
+    rc, out, err = _check(FakeCluster(FakeConfig(rbac_denied=(denied,))), capsys, **kw)
+    assert rc == 1
+    assert any(line.startswith("DENIED") for line in out.splitlines())
+    assert err.startswith("kpr check-access: 1 of ") and " denied, first: " in err
+    import fnmatch
+
+    assert fnmatch.fnmatch(err.split(" denied, first: ", 1)[1].strip(), first), err
+
+
+def test_the_disruptive_needs_are_asked_only_when_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
+    _, plain, _ = _check(FakeCluster(FakeConfig()), capsys)
+    _, more, _ = _check(FakeCluster(FakeConfig()), capsys, disruptive=True)
+    assert "clusterrolebindings" not in plain and "clusterrolebindings" in more
+
+
+def test_a_named_namespace_is_asked_there_and_a_prefix_anywhere(capsys: pytest.CaptureFixture[str]) -> None:
+    _, named, _ = _check(FakeCluster(FakeConfig()), capsys, namespace="team-a")
+    _, prefix, _ = _check(FakeCluster(FakeConfig()), capsys, namespace="ci-")
+    assert any("services" in ln and "team-a" in ln for ln in named.splitlines())
+    assert any("services" in ln and "(any namespace)" in ln for ln in prefix.splitlines())
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("kind: ClusterRole\nmetadata: {name: x}\nrules: [{apiGroups: [''], resources: [pods], verbs: [get]}]\n", "needs the annotations"),
+    ("a: [\n", "is not YAML"),
+    ("kind: ConfigMap\n", "has no Role or ClusterRole rules"),
+])
+def test_a_bad_manifest_is_one_line_exit_2(tmp_path: Path, text: str, words: str) -> None:
+    import subprocess
+    import sys
+
+    bad = tmp_path / "rbac.yaml"
+    bad.write_text(text)
+    p = subprocess.run([sys.executable, "-m", "pytest_kpr", "check-access", "--rbac", str(bad), "--kubeconfig", str(bad)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1 and words in p.stderr, p.stderr
+
+
+# -- the manifest covers what a run asks ----------------------------------------------------------------------------------
+
+#: kind -> resource (plural), for the kinds the plugin touches (k8s.api.API_VERSIONS)
+PLURALS = {"Namespace": "namespaces", "Node": "nodes", "Pod": "pods", "Service": "services", "ConfigMap": "configmaps",
+           "Deployment": "deployments", "DaemonSet": "daemonsets", "EndpointSlice": "endpointslices", "CiliumEndpoint": "ciliumendpoints",
+           "CiliumNode": "ciliumnodes", "CiliumLoadBalancerIPPool": "ciliumloadbalancerippools", "ServiceAccount": "serviceaccounts",
+           "Secret": "secrets", "ClusterRoleBinding": "clusterrolebindings", "Event": "events",
+           "SelfSubjectAccessReview": "selfsubjectaccessreviews"}
+
+CALLS_CONFTEST = """
+import json, pathlib
+import pytest
+from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
+FAKE = FakeCluster(FakeConfig())
+PROVIDER = FakeProvider(FAKE)
+def pytest_kpr_provider(config, settings, timeouts, kube_factory):
+    return PROVIDER
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    pathlib.Path("calls.json").write_text(json.dumps([list(c[:4]) for c in FAKE.calls]))
+"""
+
+
+def _asks(call: list[str]) -> tuple[str, str, str, str] | None:
+    """(verb, group, resource, namespace) an API call of the fake's log asks; None for what is not an API call (a node
+    command) or a review (which needs no permission)."""
+    verb = call[0]
+    if verb == "version":
+        return ("get", "", "/version", "")
+    if verb == "exec":
+        return ("create", "", "pods/exec", call[1])
+    if verb == "logs":
+        return ("get", "", "pods/log", call[1])
+    if verb in ("create", "get", "list", "patch", "delete") and len(call) >= 3 and call[1] in PLURALS:
+        if call[1] == "SelfSubjectAccessReview":
+            return None
+        group = API_VERSIONS[call[1]].rpartition("/")[0]
+        return (verb, group, PLURALS[call[1]], call[2])
+    return None
+
+
+def _covered(ask: tuple[str, str, str, str], needs: list[Need], run_namespaces: set[str]) -> bool:
+    verb, group, resource, ns = ask
+    for n in needs:
+        if n.verb != verb or (n.url or n.resource) != resource or (not n.url and n.group != group) or n.name:
+            continue
+        if n.scope == "cluster" or (n.scope == "cilium-namespace" and ns == "kube-system") or (n.scope == "run-namespaces" and ns in run_namespaces):
+            return True
+    return False
+
+
+def test_every_api_call_of_a_whole_fake_run_is_in_the_manifest(pytester: pytest.Pytester) -> None:
+    """What the suites ask of the API (the fake logs every call) is what the manifest grants, each in its scope: a new
+    call the manifest misses fails here, naming it."""
+    import json
+
+    shutil.copytree(REPO / "suites", pytester.path / "suites")
+    pytester.makeconftest(textwrap.dedent(CALLS_CONFTEST))
+    result = pytester.runpytest("suites", "-m", "kpr", "--kpr-provider=fake", "--kpr-artifacts=art", "-p", "no:cacheprovider",
+                                "--import-mode=importlib", "--kpr-allow-disruptive")
+    assert result.ret in (0, 1), result.stdout.str()[-2000:]
+    calls = json.loads((pytester.path / "calls.json").read_text())
+    run_namespaces = {c[3] for c in calls if c[:2] == ["create", "Namespace"]}
+    asks = {a for c in calls if (a := _asks(c)) is not None}
+    needs = load_needs(RBAC)
+    missing = sorted(a for a in asks if not _covered(a, needs, run_namespaces))
+    assert not missing, f"API calls of a fake run that clusters/rbac.yaml does not grant: {missing}"
+    assert {n.scope for n in needs} == set(SCOPES)
