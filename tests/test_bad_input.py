@@ -407,3 +407,18 @@ def test_standard_input_closed_is_one_line() -> None:
 def test_kpr_version_is_also_an_option() -> None:
     both = [subprocess.run([sys.executable, "-m", "pytest_kpr", *a], capture_output=True, timeout=60) for a in (["--version"], ["version"])]
     assert [r.returncode for r in both] == [0, 0] and both[0].stdout == both[1].stdout and both[0].stdout.startswith(b"pytest-kpr ")
+
+
+@pytest.mark.parametrize("name", ["kind-kpr", "../../etc", "..", ".", "", "a/b", "arn:aws:eks:eu-west-1:123456789012:cluster/prod",
+                                  "x" * 300, "evil\nname", "ünï", "/abs/path", "a\x00b"])
+def test_a_context_or_cluster_name_is_one_directory_under_the_artifacts(name: str, tmp_path: Path) -> None:
+    """A kubeconfig context is the evidence directory's name: whatever it holds, it stays one directory inside the
+    artifacts directory, and different names stay different."""
+    from pytest_kpr.core.inputs import path_component
+
+    d = path_component(name)
+    assert d and "/" not in d and not d.startswith(".") and len(d) <= 100 and d.isprintable(), d
+    assert (tmp_path / d).resolve().parent == tmp_path.resolve()
+    assert path_component("kind-kpr") == "kind-kpr"  # an ordinary name is kept as it is
+    others = {path_component(n) for n in ("a/b", "a_b", "a:b")}
+    assert len(others) == 3

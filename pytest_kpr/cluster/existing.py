@@ -150,7 +150,9 @@ class ExistingProvider:
         from .cilium import helm_upgrade
         from .kind import save_values
 
-        saved = self.settings.artifacts / (self.settings.context or "existing") / "upgrade" / f"values-{from_version}.yaml"
+        from ..core.inputs import path_component
+
+        saved = self.settings.artifacts / path_component(self.settings.context or "existing") / "upgrade" / f"values-{from_version}.yaml"
         save_values(self._helm(), self.kubeconfig, saved, self.settings.context)
         assert self.kube is not None
         helm_upgrade(self._helm(), self.kube, self.settings, self.kubeconfig, from_version, to_version, saved,

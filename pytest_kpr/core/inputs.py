@@ -157,6 +157,19 @@ _REPR = _bounded_repr()
 show = _show
 
 
+def path_component(name: str) -> str:
+    """``name`` (a kubeconfig context, a cluster name) as one directory name under the artifacts directory: never a path
+    (no '/', no leading '.', no control characters), never empty, at most 100 characters; two names that differ keep
+    differing (a digest is added when anything was replaced or cut). EKS contexts are ARNs with '/' and ':'."""
+    import hashlib
+    import re
+
+    safe = re.sub(r"[^A-Za-z0-9._@+=-]", "_", name).lstrip(".") or "_"
+    if safe != name or len(safe) > 100:
+        safe = f"{safe[:88]}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
+    return safe
+
+
 def read_text(path: str, expected: str) -> tuple[str, str]:
     """(name for messages, text) of a file or ``-`` (standard input). Unreadable or non-UTF-8 input
     is :class:`BadInput`, one line, naming ``expected`` (what the file should have been)."""

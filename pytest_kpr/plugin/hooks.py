@@ -514,7 +514,7 @@ def _require_outside_view(report: pytest.TestReport, call: pytest.CallInfo[None]
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     s = kpr_session(config)
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not config.option.markexpr and not config.option.collectonly \
-            and getattr(config, "workerinput", None) is None:
+            and config.args_source is not pytest.Config.ArgsSource.ARGS and getattr(config, "workerinput", None) is None:
         # plain pytest where there are no tests at all (a user directory): its "collected 0 items" says nothing of the suites
         terminalreporter.write_line("pytest-kpr: no tests here; the conformance suites that come with the plugin run with: pytest -m kpr")
     if s.outcomes:

@@ -55,14 +55,19 @@ class KnownGap:
 
 
 def load_known_gaps(path: Any) -> dict[str, KnownGap]:
-    import yaml
-
+    from ..core import yamlfile as y
     from ..core.versions import in_range
 
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = y.mapping(y.load(path, "the known gaps"), str(path))
+        gaps = y.mapping(data.get("gaps"), f"{path}: gaps")
+    except y.YamlFileError as e:
+        raise MarkerError(str(e)) from None
     out = {}
-    for gid, g in (data.get("gaps") or {}).items():
+    for gid, g in gaps.items():
         try:
+            if not isinstance(g, dict) or not isinstance(g.get("cilium"), str):
+                raise ValueError("cilium must be a quoted range such as \">=1.18.0, <1.21.0\" (YAML reads an unquoted 1.20 as 1.2)")
             in_range(Version.parse("1.0.0"), str(g["cilium"]))
             out[gid] = KnownGap(gid, str(g["property"]), str(g["cilium"]), " ".join(str(g["reason"]).split()), tuple(g.get("references") or ()))
         except (KeyError, TypeError, ValueError) as e:

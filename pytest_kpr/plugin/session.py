@@ -25,6 +25,7 @@ from ..evidence.runrecord import SETUP_PHASES, RunRecord
 from ..run.shared_run import SharedRun, read_parts, run_dir
 from ..core.wait import Timeouts, WaitTimeout, eventually
 from ..core import clock
+from ..core.inputs import path_component
 
 #: Exit status of ``pytest -m kpr`` when the environment cannot run the suites (no Docker, no kind, ...).
 EXIT_UNAVAILABLE = 4
@@ -348,7 +349,7 @@ class KprSession:
         """``<artifacts>/<cluster>``: one directory of evidence per cluster."""
         planned = getattr(self.provider, "cluster_name", None) if self.provider is not None else None
         name = self.handle.name if self.handle is not None else planned or self.settings.cluster_name
-        return self.settings.artifacts / str(name)
+        return self.settings.artifacts / path_component(str(name))
 
     @property
     def evidence(self) -> Any:

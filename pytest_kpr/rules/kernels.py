@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-import yaml
 
 from ..core.versions import Version, kernel_tuple
 
@@ -28,8 +27,25 @@ def _minor(text: str) -> tuple[int, int]:
 
 
 def load_floors(path: Path) -> list[KernelFloor]:
-    data = yaml.safe_load(path.read_text()) or {}
-    return [KernelFloor(_minor(f["cilium"]), str(f["kernel"]), str(f["source"])) for f in data.get("floors", [])]
+    from ..core import yamlfile as y
+
+    data = y.mapping(y.load(path, "the kernel table"), str(path))
+    out = []
+    for i, f in enumerate(y.sequence(data.get("floors"), f"{path}: floors")):
+        f = y.mapping(f, f"{path}: floors[{i}]")
+        out.append(KernelFloor(_minor(y.version(f.get("cilium"), f"{path}: floors[{i}].cilium")),
+                               _kernel(f.get("kernel"), f"{path}: floors[{i}].kernel"), y.text(f.get("source"), f"{path}: floors[{i}].source")))
+    return out
+
+
+def _kernel(value: object, where: str) -> str:
+    """A kernel version from the table: a quoted "5.10" (YAML reads an unquoted 5.10 as the number 5.1)."""
+    from ..core import yamlfile as y
+
+    text = y.version(value, where)
+    if kernel_tuple(text) is None:
+        raise y.YamlFileError(f"{where}: {value!r} is not a kernel version")
+    return text
 
 
 def floor_for(floors: Sequence[KernelFloor], minor: tuple[int, int]) -> KernelFloor | None:
@@ -78,8 +94,15 @@ class KernelTable:
 
     @classmethod
     def load(cls, path: Path) -> "KernelTable":
-        data = yaml.safe_load(path.read_text()) or {}
-        feats = {name: KernelFeature(name, str(f["kernel"]), str(f["what"]), str(f["source"])) for name, f in (data.get("features") or {}).items()}
+        from ..core import yamlfile as y
+
+        data = y.mapping(y.load(path, "the kernel table"), str(path))
+        feats = {}
+        for name, f in y.mapping(data.get("features"), f"{path}: features").items():
+            f = y.mapping(f, f"{path}: features.{name}")
+            feats[str(name)] = KernelFeature(str(name), _kernel(f.get("kernel"), f"{path}: features.{name}.kernel"),
+                                             y.text(f.get("what"), f"{path}: features.{name}.what"),
+                                             y.text(f.get("source"), f"{path}: features.{name}.source"))
         return cls(feats, load_floors(path))
 
     def expects(self, feature: str, kernel: str) -> bool | None:

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # pytest_kpr/ (this module is pytest_kpr/run/resources.py)
 REPO_DIR = PACKAGE_DIR.parent
@@ -48,14 +47,20 @@ class Pins:
 
     @classmethod
     def load(cls, clusters_dir: Path) -> "Pins":
-        data: dict[str, Any] = yaml.safe_load((clusters_dir / "versions.yaml").read_text())
-        cilium = data["cilium"]
-        kind = data["kind"]
+        from ..core import yamlfile as y
+
+        path = clusters_dir / "versions.yaml"
+        data = y.mapping(y.load(path, "the pinned versions"), str(path))
+        cilium = y.mapping(data.get("cilium"), f"{path}: cilium")
+        kind = y.mapping(data.get("kind"), f"{path}: kind")
+        matrix = tuple(y.version(v, f"{path}: cilium.matrix") for v in y.sequence(cilium.get("matrix"), f"{path}: cilium.matrix"))
+        if not matrix:
+            raise y.YamlFileError(f"{path}: cilium.matrix is empty")
         return cls(
-            cilium_version=str(cilium["default"]),
-            cilium_matrix=tuple(str(v) for v in cilium.get("matrix", [])),
-            node_image=str(kind["node_image"]),
-            kind_version=str(kind["version"]),
-            oldest=str(cilium.get("oldest", "1.18")),
-            probe_image=str((data.get("probe") or {}).get("image") or ""),
+            cilium_version=y.version(cilium.get("default"), f"{path}: cilium.default"),
+            cilium_matrix=matrix,
+            node_image=y.text(kind.get("node_image"), f"{path}: kind.node_image", 300),
+            kind_version=y.version(kind.get("version"), f"{path}: kind.version"),
+            oldest=y.version(cilium.get("oldest", "1.18"), f"{path}: cilium.oldest"),
+            probe_image=str(y.mapping(data.get("probe"), f"{path}: probe").get("image") or ""),
         )

@@ -630,7 +630,12 @@ def resolve(
             raise SettingsError(f"{where}: {explicit} has no versions.yaml (it must look like the checkout's clusters/)")
     clusters_dir = find_clusters_dir(rootdir, explicit)
     values["clusters_dir"] = clusters_dir
-    pins = Pins.load(clusters_dir) if clusters_dir is not None else None
+    from ..core.yamlfile import YamlFileError
+
+    try:
+        pins = Pins.load(clusters_dir) if clusters_dir is not None else None
+    except YamlFileError as e:
+        raise SettingsError(str(e)) from None
     kind_config_given = values["kind_config"] is not None
     if not kind_config_given:
         values["kind_config"] = (clusters_dir / "kind" / "kpr.yaml") if clusters_dir else Path("clusters/kind/kpr.yaml")

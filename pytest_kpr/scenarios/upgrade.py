@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import yaml
 
 from ..rules.kernels import KernelFloor, _minor, floor_problems
 from ..rules.upgrade import version_refusal
@@ -40,11 +39,19 @@ class RemovedOption:
 
 
 def load_removed(path: Path) -> list[RemovedOption]:
-    data = yaml.safe_load(path.read_text()) or {}
+    from ..core import yamlfile as y
+
+    data = y.mapping(y.load(path, "the removed options"), str(path))
     out = []
-    for r in data.get("removed", []):
-        out.append(RemovedOption(_minor(r["since"]), r.get("helm"), tuple(str(v) for v in r.get("value", [])),
-                                 tuple(r.get("agent", [])), str(r.get("instead", "")), str(r["source"])))
+    for i, r in enumerate(y.sequence(data.get("removed"), f"{path}: removed")):
+        r = y.mapping(r, f"{path}: removed[{i}]")
+        helm = r.get("helm")
+        agent = y.sequence(r.get("agent"), f"{path}: removed[{i}].agent")
+        if (helm is None) == (not agent) or (helm is not None and not isinstance(helm, str)):
+            raise y.YamlFileError(f"{path}: removed[{i}]: give either helm (a value path) or agent (flags)")
+        out.append(RemovedOption(_minor(y.version(r.get("since"), f"{path}: removed[{i}].since")), helm,
+                                 tuple(str(v) for v in y.sequence(r.get("value"), f"{path}: removed[{i}].value")),
+                                 tuple(str(a) for a in agent), str(r.get("instead", "")), y.text(r.get("source"), f"{path}: removed[{i}].source")))
     return out
 
 

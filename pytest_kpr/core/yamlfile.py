@@ -1,0 +1,109 @@
+"""The project's own YAML files (``clusters/versions.yaml``, ``kernels.yaml``, ``known-gaps.yaml``,
+``removed-options.yaml``), read with limits and checked: a file that someone edited into a different meaning is one line
+naming the file, the place and what to write instead -- never a traceback, never a silently wrong value.
+
+YAML turns an unquoted ``1.20`` into the number 1.2 and ``on`` into true; a version read from such a file must be a
+quoted string (:func:`version`)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from .errors import KprError
+
+#: more than any of these files is, or will be
+MAX_BYTES = 1024 * 1024
+#: removed-options.yaml shares one upgrade-note sentence between a few entries; nothing needs more
+MAX_ALIASES = 64
+
+
+class YamlFileError(KprError):
+    """A project YAML file cannot be read as what it is: one line."""
+
+
+def load(path: Path, what: str, max_bytes: int = MAX_BYTES) -> Any:
+    """``path`` parsed: at most ``max_bytes``, UTF-8, at most MAX_ALIASES aliases (many can make a small file expand into
+    a huge one), no key twice in a mapping (YAML keeps the last one silently)."""
+    import yaml
+
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(max_bytes + 1)
+    except OSError as e:
+        raise YamlFileError(f"{path} ({what}) cannot be read: {e.strerror or e}") from None
+    if len(raw) > max_bytes:
+        raise YamlFileError(f"{path} ({what}) is larger than {max_bytes} bytes")
+    try:
+        text = raw.decode("utf-8")
+        aliases = 0
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                aliases += 1  # a few share a long source text; many can make a small file expand into a huge one
+                if aliases > MAX_ALIASES:
+                    raise YamlFileError(f"{path} ({what}), line {event.start_mark.line + 1}: more than {MAX_ALIASES} aliases (*{event.anchor}); "
+                                        "write the values out")
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        stack = [root] if root is not None else []
+        while stack:
+            node = stack.pop()
+            if isinstance(node, yaml.MappingNode):
+                seen: set[str] = set()
+                for key, value in node.value:
+                    if isinstance(key, yaml.ScalarNode):
+                        if key.value in seen:
+                            raise YamlFileError(f"{path} ({what}), line {key.start_mark.line + 1}: the key {key.value!r} is given twice")
+                        seen.add(key.value)
+                    stack += [key, value]
+            elif isinstance(node, yaml.SequenceNode):
+                stack += node.value
+        return yaml.safe_load(text)
+    except UnicodeDecodeError as e:
+        raise YamlFileError(f"{path} ({what}) is not UTF-8 text at byte {e.start}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f", line {mark.line + 1}" if mark is not None else ""
+        raise YamlFileError(f"{path} ({what}){at}: not valid YAML: {getattr(e, 'problem', None) or ' '.join(str(e).split())[:120]}") from None
+
+
+_VERSION = re.compile(r"v?\d{1,4}\.\d{1,4}(\.\d{1,6})?([-+][0-9A-Za-z.-]{1,40})?")
+
+
+def version(value: Any, where: str) -> str:
+    """A Cilium or Kubernetes version from a project YAML file: a string such as "1.20.5" or "1.18". A number is refused
+    with the reason (YAML reads ``1.20`` as 1.2)."""
+    if isinstance(value, bool) or isinstance(value, (int, float)):
+        return _bad(where, f"{value!r} is a number, not a version: YAML reads an unquoted 1.20 as 1.2; write it in quotes")
+    if not isinstance(value, str) or not _VERSION.fullmatch(value.strip()):
+        return _bad(where, f"{value!r} is not a version such as \"1.20.5\"")
+    return value.strip()
+
+
+def text(value: Any, where: str, max_len: int = 2000) -> str:
+    """A non-empty string field (a source, a reason), at most ``max_len`` characters."""
+    if not isinstance(value, str) or not value.strip():
+        return _bad(where, f"{value!r} is not a text")
+    if len(value) > max_len:
+        return _bad(where, f"is longer than {max_len} characters")
+    return value
+
+
+def mapping(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        _bad(where, f"is a {type(value).__name__}, not a mapping")
+    return value
+
+
+def sequence(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        _bad(where, f"is a {type(value).__name__}, not a list")
+    return value
+
+
+def _bad(where: str, why: str) -> Any:
+    raise YamlFileError(f"{where}: {why}")
