@@ -30,6 +30,10 @@ BINARY = bytes(range(256)) * 4
 # (argv, stdin or a file's content as {"file": bytes}, words the one line must contain)
 EXAMPLES: list[tuple[list[str], Any, str]] = [
     (["probe", "syn", "127.0.0.1:70000"], None, "port must be an integer from 1 to 65535, got '70000'"),
+    (["probe", "connect", "0x7f.1:80"], None, "host '0x7f.1' is an address in a form only inet_aton reads"),
+    (["probe", "connect", "10.0.0x1:80"], None, "is an address in a form only inet_aton reads"),
+    (["probe", "connect", "[fe80::1%nope]:80"], None, "names the zone 'nope', which is no interface here"),
+    (["probe", "udp", "[fe80::1%4242]:53"], None, "names the zone '4242', which is no interface here"),
     (["probe", "syn", "127.0.0.1:0"], None, "port must be an integer from 1 to 65535, got '0'"),
     (["probe", "connect", "10.0.0.1:80", "--sport", "70000"], None, "--sport must be an integer from 1 to 65535"),
     (["probe", "hold", "10.0.0.1:80", "--sport", "0"], None, "--sport must be an integer from 1 to 65535"),

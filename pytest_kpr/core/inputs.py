@@ -73,12 +73,34 @@ def host(text: str, what: str = "host") -> str:
     if t.startswith("[") and t.endswith("]"):
         t = t[1:-1]
     try:
-        return str(ipaddress.ip_address(t))
+        a = ipaddress.ip_address(t)
     except ValueError:
         pass
+    else:
+        zone = getattr(a, "scope_id", None)
+        if zone is not None and not _interface_here(zone):
+            raise BadInput(f"{what} {_show(text)} names the zone {_show(zone)}, which is no interface here")
+        return str(a)
     if not _HOSTNAME.fullmatch(t) or t.replace(".", "").isdigit():
         raise BadInput(f"{what} {_show(text)} is neither an IP address nor a host name")
+    last = t.rstrip(".").rsplit(".", 1)[-1]
+    if re.fullmatch(r"0x[0-9a-f]*|[0-9]+", last, re.IGNORECASE):
+        # inet_aton (getaddrinfo) reads 0x7f.1 or 127.0x1 as an address; a host name never ends in a number
+        raise BadInput(f"{what} {_show(text)} is an address in a form only inet_aton reads (hex, octal or short); "
+                       "write it as a.b.c.d")
     return t
+
+
+def _interface_here(zone: str) -> bool:
+    """Whether an IPv6 zone (``%eth0`` or ``%2``) names an interface of this network namespace."""
+    try:
+        if zone.isdigit():
+            socket.if_indextoname(int(zone))
+        else:
+            socket.if_nametoindex(zone)
+        return True
+    except (OSError, OverflowError, ValueError):
+        return False
 
 
 def target(text: str) -> tuple[str, int]:

@@ -231,11 +231,33 @@ def _nodeport(text: str) -> int:
 
 
 def _ip(text: str) -> str:
-    """An IPv4 or IPv6 address, in its canonical form."""
+    """A unicast IPv4 or IPv6 address a Service can claim, in its canonical form: not unspecified, loopback, link-local,
+    multicast or broadcast (Kubernetes refuses such externalIPs), and without an IPv6 zone (%eth0: a Service address has
+    none)."""
     try:
-        return str(ipaddress.ip_address(text.strip()))
+        a = ipaddress.ip_address(text.strip())
     except ValueError:
         raise SettingsError(f"{text!r} is not an IP address") from None
+    why = _special(a)
+    if why:
+        raise SettingsError(f"{text!r} is {why}: a Service cannot claim it")
+    return str(a)
+
+
+def _special(a: "ipaddress.IPv4Address | ipaddress.IPv6Address") -> str | None:
+    if getattr(a, "scope_id", None):
+        return "an address with a zone (%...)"
+    for test, what in (("is_unspecified", "the unspecified address"), ("is_loopback", "a loopback address"),
+                       ("is_link_local", "a link-local address"), ("is_multicast", "a multicast address")):
+        if getattr(a, test):
+            return what
+    if a == ipaddress.IPv4Address("255.255.255.255"):
+        return "the broadcast address"
+    return None
+
+
+#: the largest LB-IPAM block the shared-VIP suite creates: it needs a handful; a larger one takes addresses others use
+MAX_BLOCK_ADDRESSES = 256
 
 
 #: the shared-VIP suite's addresses when the run tests no IPv4 (an IPv6-only cluster's pods have no IPv4 address to reach
@@ -310,6 +332,14 @@ def _ip_range(text: str) -> str:
         raise SettingsError(f"{text!r} mixes IPv4 and IPv6: both ends must be of one family")
     if not sep or a > b:
         raise SettingsError(f"{text!r} is reversed: {a} comes after {b}")
+    for end in (a, b):
+        why = _special(end)
+        if why:
+            raise SettingsError(f"{text!r}: {end} is {why}; LB-IPAM cannot give it to a Service")
+    size = int(b) - int(a) + 1
+    if size > MAX_BLOCK_ADDRESSES:
+        raise SettingsError(f"{text!r} holds {size} addresses; the suite needs a few, at most {MAX_BLOCK_ADDRESSES} (a larger block takes "
+                            "addresses others may use)")
     return f"{a}-{b}"
 
 
@@ -681,6 +711,11 @@ def resolve(
         for name, v6 in (("shared_vip", SHARED_VIP6), ("lbipam_block", LBIPAM_BLOCK6)):
             if sources[name] == "default":
                 values[name] = v6
+    for name in ("shared_vip", "lbipam_block"):
+        fam = "IPv6" if ":" in str(values[name]) else "IPv4"
+        if fam not in values["ip_families"]:
+            raise SettingsError(f"{_where(name, sources)}: {values[name]} is {fam}, a family this run does not test "
+                                f"({'+'.join(values['ip_families'])}; --kpr-ip-families)")
     if values["downgrade"] and not values["upgrade_to"]:
         raise SettingsError(f"{OPTIONS_BY_NAME['downgrade'].flag} needs --kpr-upgrade-to (it rolls back what the upgrade did)")
     if values["upgrade_to"] and values["cilium_version"]:
