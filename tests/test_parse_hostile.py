@@ -28,6 +28,16 @@ def kpr_parse(fmt: str, data: bytes) -> subprocess.CompletedProcess[str]:
     ("probe-json", b'{"verdict": "http", "elapsed_ms": 3, "http_code": true}', b"http_code must be int, got bool"),
     ("status-json", b'{"x": "\\ud800"}', b"a lone surrogate"),
     ("status-json", b'{"x": "a\\u0000b"}', b"a NUL character inside a string"),
+    # looser than the tools: what str.splitlines(), int() or \\d would read and no tool prints
+    ("bpf-lb-list", "SERVICE ADDRESS     BACKEND ADDRESS (REVNAT_ID) (SLOT)\n10.96.0.1:443/TCP (0)\u2028 0.0.0.0:0 (1) (0) [ClusterIP]\n".encode(),
+     b"a line break U+2028 no tool prints"),
+    ("bpf-ct-list", b"TCP OUT 10.0.0.1:1 -> 10.0.0.2:2\rservice expires=1\n", b"a carriage return inside the line"),
+    ("bpf-lb-list", "SERVICE ADDRESS     BACKEND ADDRESS (REVNAT_ID) (SLOT)\n10.96.0.\u0663:443/TCP (0)   0.0.0.0:0 (1) (0) [ClusterIP]\n".encode(),
+     b"of another script; the tools print ASCII digits"),
+    ("bpf-lb-list", b"SERVICE ADDRESS     BACKEND ADDRESS (REVNAT_ID) (SLOT)\n10.96.0.1:443/TCP (0)   0.0.0.0:0 (" + b"9" * 5000 + b") (0) [ClusterIP]\n",
+     b"a number of 5000 digits"),
+    ("status-json", b'{"x": ' + b"7" * 300 + b"}", b"a number of 300 digits"),
+    ("service-list-json", b'[{"spec": {"id": 1, "id": 2}}]', b"is given twice in one object"),
     ("status", b"KubeProxyReplacement:\x00True\n", b"has a NUL byte"),
     ("status", b"\xff\xfe", b"is not UTF-8 text at byte 0"),
 ])

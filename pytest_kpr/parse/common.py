@@ -15,11 +15,41 @@ from typing import Callable, Iterator
 from .errors import ParseError
 
 
-def numbered(text: str) -> Iterator[tuple[int, str]]:
-    """(line number, line without its newline); a trailing '\\r' is dropped."""
+#: line breaks str.splitlines() knows and no tool this reads prints (U+2028/U+2029, NEL, VT, FF, FS/GS/RS)
+_FOREIGN_BREAKS = re.compile("[\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e]")
+#: a number longer than any the tools print (a 64-bit counter has 20 digits)
+_LONG_NUMBER = re.compile(r"[0-9]{41,}")
+MAX_DIGITS = 40
+
+
+def tool_line_problem(line: str) -> str | None:
+    """Why ``line`` cannot be a line the tools print (the parsers would read it more loosely than the tool writes), or
+    None: a carriage return inside it, a line break of another alphabet, a digit of another script (int() and \\d would
+    read ٣ as 3), a number of more than MAX_DIGITS digits."""
+    if "\r" in line:
+        return "a carriage return inside the line (no tool prints one there)"
+    m = _FOREIGN_BREAKS.search(line)
+    if m:
+        return f"a line break U+{ord(m.group(0)):04X} no tool prints"
+    if not line.isascii():
+        odd = next((c for c in line if c.isdigit() and not c.isascii()), None)
+        if odd is not None:
+            return f"the digit {odd!r} (U+{ord(odd):04X}) of another script; the tools print ASCII digits"
+    m = _LONG_NUMBER.search(line)
+    if m:
+        return f"a number of {len(m.group(0))} digits (more than {MAX_DIGITS}: no tool prints one)"
+    return None
+
+
+def numbered(text: str, fmt: str = "tool output") -> Iterator[tuple[int, str]]:
+    """(line number, line without its newline); a trailing '\\r' is dropped. A line no tool prints
+    (:func:`tool_line_problem`) is a :class:`ParseError`."""
     for i, line in enumerate(text.split("\n"), 1):
         if line.endswith("\r"):
             line = line[:-1]
+        why = tool_line_problem(line) if not line.isascii() or "\r" in line or len(line) > MAX_DIGITS else None
+        if why:
+            raise ParseError(fmt, i, line, why)
         yield i, line
 
 
@@ -73,13 +103,29 @@ def check_json(value: object) -> object:
     return value
 
 
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise BadJSON(f"a number of {len(text.lstrip('-'))} digits (more than {MAX_DIGITS}: Cilium prints none)")
+    return int(text)
+
+
+def _once(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in pairs:
+        if k in out:
+            raise BadJSON(f"the key {k[:40]!r} is given twice in one object (the tools print each once; readers differ on which wins)")
+        out[k] = v
+    return out
+
+
 def strict_json(text: str) -> object:
-    """``json.loads`` without NaN/Infinity, without deep nesting (no RecursionError) and with printable strings;
-    :class:`ValueError` (``json.JSONDecodeError`` or :class:`BadJSON`) otherwise."""
+    """``json.loads`` without NaN/Infinity, without deep nesting (no RecursionError), without a key twice in one object,
+    without numbers longer than any the tools print and with printable strings; :class:`ValueError`
+    (``json.JSONDecodeError`` or :class:`BadJSON`) otherwise."""
     import json
 
     try:
-        return check_json(json.loads(text, parse_constant=_constant, parse_float=_finite))
+        return check_json(json.loads(text, parse_constant=_constant, parse_float=_finite, parse_int=_int, object_pairs_hook=_once))
     except RecursionError:
         raise BadJSON(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
 
