@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from .common import numbered
 from .errors import ParseError
 
 _HEADER = re.compile(r"^#{4,} Read-(only|write) configurations #{4,}$")
@@ -49,7 +50,7 @@ def parse_config(text: str) -> AgentConfig:
     nested: dict[str, dict[str, str]] = {}
     section: dict[str, str] | None = None
     current_nested: dict[str, str] | None = None
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    for lineno, raw in numbered(text, "config"):
         line = raw.rstrip(" \r")
         if not line.strip():
             continue

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from .addr import valid_ip
-from .common import decide_strict
+from .common import decide_strict, numbered
 from .errors import ParseError
 
 CT_FLAGS = (
@@ -150,9 +150,7 @@ def _rows(text: str, strict: bool, want: str | None) -> Iterator[tuple[Any, ...]
     match = _LINE.fullmatch
     known = _KNOWN_FLAGS
     seen: dict[str, tuple[str, ...]] = {}
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if line.endswith("\r"):
-            line = line[:-1]
+    for lineno, line in numbered(text, "bpf-ct-list"):
         if not line or line.isspace():
             continue
         m = match(line)

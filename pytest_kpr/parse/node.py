@@ -452,7 +452,7 @@ def parse_ip_vs(text: str) -> list[str]:
     and one ``<PROT>  <addr:port in hex> <scheduler>`` line per virtual service (Linux net/netfilter/ipvs/ip_vs_ctl.c,
     ``ip_vs_info_seq_show``). Returns ``PROT addr:port`` per virtual service; an unknown line is an error."""
     out = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in numbered(text, "ip-vs"):
         s = line.strip()
         if not s or s.startswith(("IP Virtual Server version", "Prot LocalAddress:Port", "-> RemoteAddress:Port", "->")):
             continue

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .common import load_json
+from .common import load_json, numbered
 from .errors import ParseError
 
 
@@ -106,7 +106,7 @@ class VersionInfo:
 def parse_version(text: str) -> VersionInfo:
     """``cilium-dbg version``: ``Client: 1.18.2 2b3d... 2025-... go version go1.24 linux/amd64`` and ``Daemon: ...``."""
     client = daemon = None
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in numbered(text, "version"):
         line = line.rstrip()
         if not line:
             continue
