@@ -87,6 +87,11 @@ def test_existing_cluster_without_kpr_is_refused(pytester: pytest.Pytester) -> N
     ("apiVersion: v1\ncontexts:\n- name: a\n  context: {}\n", None, "has no current-context; pass --kpr-context (contexts: a)"),
     ("apiVersion: v1\ncontexts:\n- name: a\n  context: {}\ncurrent-context: a\n", "b", "has no context 'b' (contexts: a)"),
     ("apiVersion: v1\ncontexts:\n- name: a\n  context: {}\ncurrent-context: a\n", None, None),
+    # hostile YAML: an alias bomb (nine levels of nine: 387 million entries once expanded) and a key given twice
+    ("a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8))
+     + "contexts: []\n", None, "more than 16 aliases"),
+    ("apiVersion: v1\ncontexts:\n- name: a\n  context: {}\ncurrent-context: a\ncurrent-context: b\n", None,
+     "is not one every client reads the same way (line 6: the key 'current-context' is given twice)"),
 ])
 def test_a_bad_kubeconfig_is_one_line_before_any_client_reads_it(tmp_path: Path, text: str, context: str | None, words: str | None) -> None:
     from pytest_kpr.cluster.existing import kubeconfig_problem

@@ -354,3 +354,55 @@ def test_a_transport_failure_is_named_by_its_root_not_urllib3s_text(error: BaseE
     from pytest_kpr.k8s.client import transport_reason
 
     assert transport_reason(error) == words
+
+
+def test_an_exec_credential_plugin_that_never_answers_is_ended_and_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """A kubeconfig whose user runs an exec plugin that hangs (waiting for a browser login): the client gives up after the
+    bound, the plugin process is ended (nothing left behind), and the error is one line naming the plugin."""
+    import os
+
+    from pytest_kpr.core.errors import Unavailable
+    from pytest_kpr.k8s import client
+
+    monkeypatch.setattr(client, "EXEC_PLUGIN_TIMEOUT", 0.5)
+    marker = f"31.{os.getpid()}"
+    cfg = tmp_path / "kubeconfig"
+    cfg.write_text(f"""apiVersion: v1
+kind: Config
+clusters:
+- cluster: {{server: 'http://127.0.0.1:1'}}
+  name: c
+contexts:
+- context: {{cluster: c, user: u}}
+  name: c
+current-context: c
+users:
+- name: u
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: sleep
+      args: ["{marker}"]
+      interactiveMode: Never
+""")
+    import logging
+    import time
+
+    start = time.monotonic()
+    with caplog.at_level(logging.ERROR):
+        try:
+            client.RealKube(cfg, "c").server_version(timeout=1)
+        except (Unavailable, InfraError, ApiError):
+            pass  # the client goes on without credentials; what matters here is that it went on
+    assert time.monotonic() - start < 30  # not the plugin's 31 s: the bound held (generous slack for a loaded runner)
+    assert "the credential plugin sleep did not answer within 0.5 s (it was ended)" in caplog.text, caplog.text
+    left = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if marker.encode() in open(f"/proc/{pid}/cmdline", "rb").read():
+                    left.append(pid)
+            except OSError:
+                pass
+    assert not left, f"the plugin outlived the error: {left}"

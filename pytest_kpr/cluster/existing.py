@@ -29,7 +29,13 @@ def kubeconfig_problem(path: Path, context: str | None) -> str | None:
             raw = f.read(16 * 1024 * 1024 + 1)
         if len(raw) > 16 * 1024 * 1024:
             return f"kubeconfig {path} is larger than 16 MiB: not a kubeconfig"
-        data = yaml.safe_load(raw.decode("utf-8"))
+        from ..core.yamlfile import structure_problem
+
+        text = raw.decode("utf-8")
+        why = structure_problem(text, max_aliases=16)  # a kubeconfig needs none; a few are tolerated
+        if why:
+            return f"kubeconfig {path} is not one every client reads the same way ({why})"
+        data = yaml.safe_load(text)
     except OSError as e:
         return f"kubeconfig {path} cannot be read: {e.strerror or e}"
     except UnicodeDecodeError as e:

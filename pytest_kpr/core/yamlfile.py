@@ -37,27 +37,9 @@ def load(path: Path, what: str, max_bytes: int = MAX_BYTES) -> Any:
         raise YamlFileError(f"{path} ({what}) is larger than {max_bytes} bytes")
     try:
         text = raw.decode("utf-8")
-        aliases = 0
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent):
-                aliases += 1  # a few share a long source text; many can make a small file expand into a huge one
-                if aliases > MAX_ALIASES:
-                    raise YamlFileError(f"{path} ({what}), line {event.start_mark.line + 1}: more than {MAX_ALIASES} aliases (*{event.anchor}); "
-                                        "write the values out")
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        stack = [root] if root is not None else []
-        while stack:
-            node = stack.pop()
-            if isinstance(node, yaml.MappingNode):
-                seen: set[str] = set()
-                for key, value in node.value:
-                    if isinstance(key, yaml.ScalarNode):
-                        if key.value in seen:
-                            raise YamlFileError(f"{path} ({what}), line {key.start_mark.line + 1}: the key {key.value!r} is given twice")
-                        seen.add(key.value)
-                    stack += [key, value]
-            elif isinstance(node, yaml.SequenceNode):
-                stack += node.value
+        why = structure_problem(text)
+        if why:
+            raise YamlFileError(f"{path} ({what}), {why}")
         return yaml.safe_load(text)
     except UnicodeDecodeError as e:
         raise YamlFileError(f"{path} ({what}) is not UTF-8 text at byte {e.start}") from None
@@ -65,6 +47,35 @@ def load(path: Path, what: str, max_bytes: int = MAX_BYTES) -> Any:
         mark = getattr(e, "problem_mark", None)
         at = f", line {mark.line + 1}" if mark is not None else ""
         raise YamlFileError(f"{path} ({what}){at}: not valid YAML: {getattr(e, 'problem', None) or ' '.join(str(e).split())[:120]}") from None
+
+
+def structure_problem(text: str, max_aliases: int = MAX_ALIASES) -> str | None:
+    """What makes YAML ``text`` unsafe or ambiguous to read, as "line N: ...", or None: more than ``max_aliases`` aliases (a
+    few share a long text; many can make a small file expand into a huge one), a key given twice in one mapping (YAML
+    keeps the last silently, Go's readers refuse it). Raises yaml.YAMLError for text that is not YAML."""
+    import yaml
+
+    aliases = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > max_aliases:
+                return f"line {event.start_mark.line + 1}: more than {max_aliases} aliases (*{event.anchor}); write the values out"
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in seen:
+                        return f"line {key.start_mark.line + 1}: the key {key.value[:60]!r} is given twice"
+                    seen.add(key.value)
+                stack += [key, value]
+        elif isinstance(node, yaml.SequenceNode):
+            stack += node.value
+    return None
 
 
 _VERSION = re.compile(r"v?\d{1,4}\.\d{1,4}(\.\d{1,6})?([-+][0-9A-Za-z.-]{1,40})?")

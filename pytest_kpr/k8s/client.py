@@ -58,11 +58,48 @@ def transport_reason(e: BaseException) -> str:
     return " ".join(str(e).split())[:160]
 
 
+#: how long a kubeconfig's exec credential plugin (aws eks get-token, gke-gcloud-auth-plugin, ...) may take to answer
+EXEC_PLUGIN_TIMEOUT = 60.0
+
+
+def bound_exec_plugins() -> None:
+    """The kubernetes client runs a kubeconfig's exec credential plugin with no time bound (``communicate()``): one that
+    waits for a browser login or a dead metadata service hangs the run. Its ``subprocess`` becomes one whose
+    ``communicate`` gives up after :data:`EXEC_PLUGIN_TIMEOUT`, ending the plugin (and waiting for it) and saying so in
+    the client's own error type. Idempotent; only the client's exec provider sees the change."""
+    import subprocess
+    import types
+
+    from kubernetes.config import exec_provider
+    from kubernetes.config.config_exception import ConfigException
+
+    if getattr(exec_provider.subprocess, "kpr_bounded", False):
+        return
+
+    class BoundedPopen(subprocess.Popen):  # type: ignore[type-arg]
+        def communicate(self, input: Any = None, timeout: float | None = None) -> Any:  # noqa: A002 - Popen's own name
+            try:
+                return super().communicate(input, timeout=timeout if timeout is not None else EXEC_PLUGIN_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                self.wait()
+                cmd = self.args[0] if isinstance(self.args, (list, tuple)) and self.args else self.args
+                raise ConfigException(f"exec: the credential plugin {cmd} did not answer within {EXEC_PLUGIN_TIMEOUT:g} s "
+                                      "(it was ended); log in with it once by hand, or use a token") from None
+
+    proxy = types.ModuleType("subprocess")
+    proxy.__dict__.update({k: v for k, v in vars(subprocess).items() if not k.startswith("__")})
+    proxy.Popen = BoundedPopen  # type: ignore[attr-defined]
+    proxy.kpr_bounded = True  # type: ignore[attr-defined]
+    exec_provider.subprocess = proxy  # type: ignore[attr-defined]
+
+
 class RealKube:
     def __init__(self, kubeconfig: Path | None, context: str | None = None):
         from kubernetes import config as kconfig
         from kubernetes.config.config_exception import ConfigException
 
+        bound_exec_plugins()
         self.kubeconfig = kubeconfig
         self.context = context
         try:
