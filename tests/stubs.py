@@ -51,6 +51,11 @@ if tool == "kind":
         cfg = opt("--config")
         if cfg:
             shutil.copy(cfg, d / "kind-config-used.yaml")
+        if (d / "slow-create").exists():  # kind half-way: its nodes exist (listed), the command has not returned
+            import time
+            clusters.write_text("\n".join(names + [opt("--name")]))
+            (d / "create-started").write_text(str(os.getpid()))
+            time.sleep(120)
         Path(opt("--kubeconfig")).write_text(KUBECONFIG)
         clusters.write_text("\n".join(names + [opt("--name")]))
     elif argv[:2] == ["delete", "cluster"]:

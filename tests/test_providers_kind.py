@@ -257,3 +257,47 @@ def test_a_failed_run_exports_the_kind_logs_before_the_cluster_is_deleted(pytest
 def test_a_passing_run_exports_no_logs(pytester: pytest.Pytester, stubbed: Path) -> None:
     run_offline(pytester, "--kpr-cluster-name=kpr-stub").assert_outcomes(passed=1)
     assert not [c for c in calls(stubbed, "kind") if c[:2] == ["export", "logs"]]
+
+
+def test_sigterm_while_kind_creates_the_cluster_ends_kind_and_deletes_the_half_made_cluster(pytester: pytest.Pytester, stubbed: Path) -> None:
+    """A CI job cancelled while ``kind create cluster`` runs: kind is ended (nothing of it left running), the half-made
+    cluster is deleted, and the run records that SIGTERM ended it."""
+    import json
+    import signal
+    import subprocess
+    import time
+
+    (stubbed / "slow-create").touch()
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-m", "kpr", "--kpr-cluster-name=kpr-stub",
+           "--kpr-artifacts=art"]
+    unshare = shutil.which("unshare", path="/usr/bin:/bin")
+    if os.geteuid() == 0 and unshare:
+        cmd = [unshare, "--net", *cmd]  # unshare execs: the signal reaches pytest itself
+    proc = subprocess.Popen(cmd, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (stubbed / "create-started").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "kind create never started"
+            time.sleep(0.05)
+        kind_pid = int((stubbed / "create-started").read_text())
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != 0, out
+    try:
+        os.kill(kind_pid, 0)
+        alive = not open(f"/proc/{kind_pid}/stat").read().split(") ", 1)[1].startswith("Z")
+    except (ProcessLookupError, FileNotFoundError):
+        alive = False
+    if alive:
+        os.kill(kind_pid, signal.SIGKILL)
+    assert not alive, "kind create outlived the run"
+    kind = [c[:2] for c in calls(stubbed, "kind")]
+    assert kind.index(["create", "cluster"]) < kind.index(["delete", "cluster"]), kind
+    assert not (stubbed / "clusters").read_text().split(), "the half-made cluster is still listed"
+    (record,) = (pytester.path / "art").rglob("cluster.json")
+    phases = json.loads(record.read_text())["phases"]
+    assert any("interrupted" in (p.get("error") or "") for p in phases), phases

@@ -231,8 +231,9 @@ class KprSession:
             self.stop()
             self._crash(phase, e)
         except BaseException as e:
-            self.record.end(f"interrupted: {type(e).__name__}")
+            self.record.end(f"interrupted: {self.interrupted_by or type(e).__name__}")
             self.stop()
+            self._write_record()  # cluster.json says the phase was interrupted, not still running
             raise
 
     def _crash(self, phase: str, e: BaseException) -> None:
