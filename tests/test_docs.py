@@ -157,3 +157,17 @@ def test_the_exit_status_page_states_the_codes_the_plugin_uses() -> None:
         assert f"**{code}** {words}" in page or f"{code} nothing collected, **or {words}" in page, (code, words)
     guide = (DOCS / "guides" / "upgrade.md").read_text()
     assert f"usage error (exit {int(pytest.ExitCode.USAGE_ERROR)})" in guide and f"(exit {EXIT_PROVISIONING})" in guide
+
+
+def test_no_generated_page_has_a_placeholder_that_would_render_as_an_html_tag() -> None:
+    """``clusters/kind/<profile>.yaml`` outside a code span is an unknown HTML tag to the site (it showed
+    ``clusters/kind/.yaml``); the generated pages write such placeholders as entities, and fault rows in the command
+    line's form."""
+    import re
+
+    for name in ("options.md", "cli.md", "suites.md"):
+        page = (DOCS / "reference" / name).read_text()
+        prose = "".join(part for i, part in enumerate(page.split("`")) if i % 2 == 0)
+        assert not re.search(r"<[A-Za-z][^>]*>", prose), (name, re.search(r".{20}<[A-Za-z][^>]*>.{0,20}", prose))
+    suites = (DOCS / "reference" / "suites.md").read_text()
+    assert "faults=Faults(" not in suites and "`--kpr-fake-faults=affinity_ignored`" in suites
