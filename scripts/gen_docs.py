@@ -171,7 +171,7 @@ def suites_page(suites_dir: Path = REPO / "suites", tests_dir: Path = REPO / "te
             out.append("**Plane.** " + "; ".join(f"{p}: {PLANES[p]}" for p in suite.plane) + ".\n")
         if suite.sources:
             out.append("**Cilium source.**\n")
-            out += [f"- `{s}`: {cited[s]}" for s in suite.sources]
+            out += [f"- `{s}`: {_md(cited[s])}" for s in suite.sources]
             out.append("")
         tests = _tests(suites_dir / name)
         out.append("**Tests.**\n")
