@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 import textwrap
 
 import pytest
@@ -404,3 +406,39 @@ def test_node_shells_get_the_pull_secret_and_tolerations_but_no_node_selector() 
     assert pod["spec"]["nodeSelector"] == {"pool": "ci"} and pod["metadata"]["labels"]["kpr.cilium.io/run"] == "r1"
     assert other["spec"] == {} and "labels" not in other["metadata"]  # not in the run's namespaces: untouched
     assert kube.created == [("Pod", "node-shell-a", "ours"), ("Pod", "p", "ours")]
+
+
+NO_SHELL_CONFTEST = """
+import json, pathlib
+import pytest
+from pytest_kpr.testing import FakeCluster, FakeConfig
+
+FAKE = FakeCluster(FakeConfig())
+
+def pytest_kpr_kube_client(config, kubeconfig, context):
+    return FAKE
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    pathlib.Path("created.json").write_text(json.dumps([list(c[:4]) for c in FAKE.calls if c[:2] == ("create", "Pod")]))
+"""
+
+
+def test_without_the_node_shell_no_privileged_pod_is_made_and_its_tests_say_why(pytester: pytest.Pytester) -> None:
+    """--kpr-no-node-shell on an existing cluster: no node shell pod is created, and the tests that read a node's own
+    rules or sockets are skipped with the privileges they would have needed; the rest run."""
+    cfg = pytester.path / "kubeconfig"
+    cfg.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+                   "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: t}}]\n")
+    pytester.makeconftest(NO_SHELL_CONFTEST)
+    shutil.copytree(Path(__file__).resolve().parent.parent / "suites", pytester.path / "suites")
+    result = pytester.runpytest("suites/test_nodeport.py", "suites/test_socket_lb.py", "-m", "kpr", "--kpr-provider=existing",
+                                f"--kpr-kubeconfig={cfg}", "--kpr-no-node-shell", "--kpr-artifacts=art", "-rs", "--import-mode=importlib",
+                                "--kpr-probe-image=pytest-kpr-probe:0.1.0")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes.get("errors", 0) == 0 and outcomes.get("passed", 0) > 0, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] suites/test_nodeport.py:*: needs the node shell: one pod per node, privileged, with host "
+                                 "network and host PID, to read the node's own iptables/nft rules, listening sockets (ss) and "
+                                 "/proc/net/ip_vs; disabled by --kpr-no-node-shell"])
+    created = json.loads((pytester.path / "created.json").read_text())
+    assert created and not [c for c in created if c[3].startswith("node-shell-")], created

@@ -17,6 +17,21 @@ NODE_SHELL_LABEL = "kpr.cilium.io/node-shell"
 NSENTER = ("nsenter", "-t", "1", "-m", "-u", "-i", "-n", "-p", "--")
 
 
+#: what the node shell is, the privileges it takes and why: the skip reason of every test that needs it
+NODE_SHELL_NEEDS = ("the node shell: one pod per node, privileged, with host network and host PID, to read the node's own "
+                    "iptables/nft rules, listening sockets (ss) and /proc/net/ip_vs")
+
+
+class NoNodeShell:
+    """--kpr-no-node-shell: no node shell pod is ever created; a node command raises :class:`NodeShellDisabled`, which
+    the plugin turns into a skip of the test that asked, with :data:`NODE_SHELL_NEEDS` as the reason."""
+
+    def run(self, node: str, argv: Sequence[str], timeout: float = 60.0) -> ExecResult:
+        from ..core.errors import NodeShellDisabled
+
+        raise NodeShellDisabled(f"needs {NODE_SHELL_NEEDS}; disabled by --kpr-no-node-shell")
+
+
 def node_shell_name(node: str) -> str:
     """``node-shell-<node>``, a pod name (a DNS-1123 subdomain's first label, at most 63). A longer one is cut and ends with
     a digest of the whole node name: two nodes whose names share the first 52 characters never share one shell."""

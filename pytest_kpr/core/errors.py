@@ -44,6 +44,10 @@ class FactsError(KprError):
     """The agent does not report a fact the suites' expectations depend on (never defaulted silently)."""
 
 
+class NodeShellDisabled(KprError):
+    """A node command was asked for while --kpr-no-node-shell is set: the test that needs it is skipped, naming why."""
+
+
 class InfraError(KprError):
     """A transport failure (API server, exec stream, docker exec). Safe to retry; never a verdict."""
 

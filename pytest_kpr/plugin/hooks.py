@@ -13,7 +13,7 @@ import pytest
 
 from . import markers
 from ..evidence import results
-from ..core.errors import MarkerError, SettingsError
+from ..core.errors import MarkerError, NodeShellDisabled, SettingsError
 from .session import KprSession
 from ..run.settings import add_options, new_run_name, resolve
 
@@ -417,6 +417,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
+    if report.failed and report.when in ("setup", "call") and call.excinfo is not None and call.excinfo.errisinstance(NodeShellDisabled):
+        # --kpr-no-node-shell: a test that needs a node command is not judged; it says what it would have needed
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {call.excinfo.value}")
     if item.get_closest_marker(markers.KPR) is None:
         return report
     s = kpr_session(item.config)

@@ -204,6 +204,10 @@ class KprSession:
             handle.kube = self.run_objects  # type: ignore[assignment]
             if hasattr(handle.nodes, "kube"):  # the node shells are the run's pods too (its pull secret, its labels)
                 handle.nodes.kube = handle.kube  # type: ignore[attr-defined]
+            if s.no_node_shell:
+                from ..cluster.nodeshell import NoNodeShell
+
+                handle.nodes = NoNodeShell()  # type: ignore[assignment]
             handle.nodes = CountingNodes(handle.nodes, self.cost)  # type: ignore[assignment]
             self.handle = handle
             if self.fixed_namespace is not None:  # named, so it must exist: checked before any wait, in one line

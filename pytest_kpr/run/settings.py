@@ -446,6 +446,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("pod_tolerations", _tolerations, "Tolerations of every pod the run creates (node shells tolerate every taint already)", metavar="KEY[=VALUE]:EFFECT,..."),
     Option("pod_node_selector", _labels, "Node labels every test pod must match (not the node shells: they run on each node the suites "
            "look at); the suites need at least two matching nodes", metavar="KEY=VALUE,..."),
+    Option("no_node_shell", _bool, "Create no node shell (a privileged host-network, host-PID pod per node): the tests that read a "
+           "node's own rules, sockets or IPVS table are skipped, each saying so", False, kind="flag"),
     Option("node_shell_image", _image, "Image of the privileged per-node pod that runs node commands on an existing cluster. Default: busybox:1.36.1", "busybox:1.36.1", metavar="IMAGE"),
     Option("suites", _choice(Suites), "Which suites `pytest -m kpr` runs when no paths are named: packaged (the conformance suites "
            "installed with the plugin, beside the rootdir's own tests) or none (only the rootdir's). Default: packaged", "packaged",
@@ -497,6 +499,7 @@ class Settings:
     require_outside: RequireOutside = RequireOutside.AUTO
     no_sysdump: bool = False
     node_shell_image: str = "busybox:1.36.1"
+    no_node_shell: bool = False
     clusters_dir: Path | None = None
     cilium_namespace: str = "kube-system"
     image_pull_secret: str | None = None
