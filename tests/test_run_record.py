@@ -72,7 +72,7 @@ def test_a_failed_setup_leaves_its_phase_error_and_diagnostics_exits_3_and_shows
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", f"--kpr-fake-faults={fault}", "-p", "no:cacheprovider")
     assert result.ret == 3, result.stdout.str()[-2000:]
-    art = pytester.path / "kpr-artifacts" / "fake"
+    art = pytester.path / "kpr-artifacts" / "latest" / "fake"
     data = json.loads((art / "cluster.json").read_text())
     outcomes = {p["phase"]: p["outcome"] for p in data["phases"]}
     assert outcomes[phase] == "failed" and outcomes["preflight"] == "ok", outcomes
@@ -94,18 +94,18 @@ def test_a_passing_run_records_every_phase_ok(pytester: pytest.Pytester) -> None
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "-p", "no:cacheprovider")
     assert result.ret == 0
-    data = json.loads((pytester.path / "kpr-artifacts" / "fake" / "cluster.json").read_text())
+    data = json.loads((pytester.path / "kpr-artifacts" / "latest" / "fake" / "cluster.json").read_text())
     assert [(p["phase"], p["outcome"]) for p in data["phases"]] == [
         ("preflight", "ok"), ("provision", "ok"), ("install", "ok"), ("readiness", "ok"), ("facts", "ok"), ("suites", "ok"),
         ("cleanup", "ok")]
-    assert not (pytester.path / "kpr-artifacts" / "fake" / "setup-failure").exists()
+    assert not (pytester.path / "kpr-artifacts" / "latest" / "fake" / "setup-failure").exists()
 
 
 def test_results_json_says_what_it_is_about_and_how_the_run_ended(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE + "\n\ndef test_fails(kpr_facts):\n    assert False, 'x'\n")
     result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "-p", "no:cacheprovider")
     assert result.ret == 1
-    run = json.loads((pytester.path / "kpr-artifacts" / "fake" / "results.json").read_text())["run"]
+    run = json.loads((pytester.path / "kpr-artifacts" / "latest" / "fake" / "results.json").read_text())["run"]
     assert run["exit_status"] == 1 and run["profile"] == "default" and run["kernels"] == ["6.8.0-49-generic"]
     assert run["cilium_version"] == "1.20.5" and run["plugin_version"] and run["finished"].endswith("+00:00")
 
@@ -114,5 +114,5 @@ def test_a_run_that_judged_nothing_records_exit_status_5(pytester: pytest.Pytest
     pytester.makepyfile(test_suite="import pytest\npytestmark = pytest.mark.kpr\n\ndef test_s(kpr_facts):\n    pytest.skip('no')\n")
     result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "-p", "no:cacheprovider")
     assert result.ret == 5
-    run = json.loads((pytester.path / "kpr-artifacts" / "fake" / "results.json").read_text())["run"]
+    run = json.loads((pytester.path / "kpr-artifacts" / "latest" / "fake" / "results.json").read_text())["run"]
     assert run["exit_status"] == 5

@@ -120,9 +120,9 @@ def test_the_families_come_from_the_option_else_the_profile(cli: str | None, pro
     ("IPv4,IPv6", None, None, ("198.18.10.80", "198.18.20.10-198.18.20.20")),
     # an IPv6-only run: the defaults of its family (its pods have no IPv4 address to reach an IPv4 VIP from)
     ("IPv6", None, None, ("2001:2::a:80", "2001:2::14:10-2001:2::14:20")),
-    # what the user gave stays, of either family
+    # what the user gave stays, when its family is one the run tests
     ("IPv6", "2001:db8::80", "2001:db8::1:10-2001:db8::1:20", ("2001:db8::80", "2001:db8::1:10-2001:db8::1:20")),
-    ("IPv4", "2001:db8:0::80", None, ("2001:db8::80", "198.18.20.10-198.18.20.20")),
+    ("IPv4,IPv6", "2001:db8:0::80", None, ("2001:db8::80", "198.18.20.10-198.18.20.20")),
 ])
 def test_the_shared_vip_defaults_follow_the_runs_families(families: str | None, vip: str | None, block: str | None,
                                                           want: tuple[str, str]) -> None:
@@ -130,6 +130,15 @@ def test_the_shared_vip_defaults_follow_the_runs_families(families: str | None, 
 
     s = resolve({"kpr_ip_families": families, "kpr_shared_vip": vip, "kpr_lbipam_block": block}, lambda key: None, REPO)
     assert (s.shared_vip, s.lbipam_block) == want
+
+
+def test_a_vip_of_a_family_the_run_does_not_test_is_refused() -> None:
+    """An IPv4-only run cannot reach an IPv6 VIP from its pods (nor an IPv6-only run an IPv4 one): refused at start,
+    naming the option and the families."""
+    from pytest_kpr.run.settings import SettingsError, resolve
+
+    with pytest.raises(SettingsError, match=r"--kpr-shared-vip: 2001:db8::80 is IPv6, a family this run does not test \(IPv4; --kpr-ip-families\)"):
+        resolve({"kpr_ip_families": "IPv4", "kpr_shared_vip": "2001:db8:0::80"}, lambda key: None, REPO)
 
 
 @pytest.mark.parametrize("text", ["IPv5", "", "ipv4,dual"])
