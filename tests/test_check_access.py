@@ -75,7 +75,7 @@ def test_a_named_namespace_is_asked_there_and_a_prefix_anywhere(capsys: pytest.C
 
 @pytest.mark.parametrize(("text", "words"), [
     ("kind: ClusterRole\nmetadata: {name: x}\nrules: [{apiGroups: [''], resources: [pods], verbs: [get]}]\n", "needs the annotations"),
-    ("a: [\n", "is not YAML"),
+    ("a: [\n", "not valid YAML"),
     ("kind: ConfigMap\n", "has no Role or ClusterRole rules"),
 ])
 def test_a_bad_manifest_is_one_line_exit_2(tmp_path: Path, text: str, words: str) -> None:

@@ -188,6 +188,24 @@ class Api(BaseHTTPRequestHandler):
         return self._send(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
 
 
+def kubeconfig(path: Path, server: str, name: str, user: str = "{token: dummy}") -> Path:
+    """A one-context kubeconfig at ``path`` (context, cluster and the user ``u`` as given)."""
+    path.write_text(f"""apiVersion: v1
+kind: Config
+clusters:
+- cluster: {{server: '{server}'}}
+  name: {name}
+contexts:
+- context: {{cluster: {name}, user: u}}
+  name: {name}
+current-context: {name}
+users:
+- name: u
+  user: {user}
+""")
+    return path
+
+
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[Path]:
     Api.store = {}
@@ -195,20 +213,7 @@ def api(tmp_path: Path) -> Iterator[Path]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Api)
     t = threading.Thread(target=server.serve_forever, daemon=True)
     t.start()
-    cfg = tmp_path / "kubeconfig"
-    cfg.write_text(f"""apiVersion: v1
-kind: Config
-clusters:
-- cluster: {{server: 'http://127.0.0.1:{server.server_address[1]}'}}
-  name: loop
-contexts:
-- context: {{cluster: loop, user: u}}
-  name: loop
-current-context: loop
-users:
-- name: u
-  user: {{token: dummy}}
-""")
+    cfg = kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{server.server_address[1]}", "loop")
     try:
         yield cfg
     finally:
@@ -299,20 +304,7 @@ def test_an_api_that_never_answers_is_an_infra_error_within_the_bound(tmp_path: 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
-    cfg = tmp_path / "kubeconfig"
-    cfg.write_text(f"""apiVersion: v1
-kind: Config
-clusters:
-- cluster: {{server: 'http://127.0.0.1:{listener.getsockname()[1]}'}}
-  name: mute
-contexts:
-- context: {{cluster: mute, user: u}}
-  name: mute
-current-context: mute
-users:
-- name: u
-  user: {{token: dummy}}
-""")
+    cfg = kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{listener.getsockname()[1]}", "mute")
     try:
         kube = RealKube(cfg, "mute")
         start = time.monotonic()
@@ -367,25 +359,9 @@ def test_an_exec_credential_plugin_that_never_answers_is_ended_and_named(tmp_pat
 
     monkeypatch.setattr(client, "EXEC_PLUGIN_TIMEOUT", 0.5)
     marker = f"31.{os.getpid()}"
-    cfg = tmp_path / "kubeconfig"
-    cfg.write_text(f"""apiVersion: v1
-kind: Config
-clusters:
-- cluster: {{server: 'http://127.0.0.1:1'}}
-  name: c
-contexts:
-- context: {{cluster: c, user: u}}
-  name: c
-current-context: c
-users:
-- name: u
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1beta1
-      command: sleep
-      args: ["{marker}"]
-      interactiveMode: Never
-""")
+    plugin = ("\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: sleep\n"
+              f"      args: [\"{marker}\"]\n      interactiveMode: Never")
+    cfg = kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1", "c", plugin)
     import logging
     import time
 

@@ -44,19 +44,12 @@ class ManifestError(KprError):
 
 def load_needs(path: Path) -> list[Need]:
     """Every need of the Roles and ClusterRoles in ``path``, in the manifest's order."""
-    import yaml
+    from ..core.yamlfile import YamlFileError, load
 
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_MANIFEST_BYTES + 1)
-    except OSError as e:
-        raise ManifestError(f"cannot read the RBAC manifest {path}: {e.strerror or e}") from None
-    if len(raw) > MAX_MANIFEST_BYTES:
-        raise ManifestError(f"the RBAC manifest {path} is larger than {MAX_MANIFEST_BYTES} bytes")
-    try:
-        docs = [d for d in yaml.safe_load_all(raw.decode("utf-8")) if d is not None]
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise ManifestError(f"the RBAC manifest {path} is not YAML: {' '.join(str(e).split())[:160]}") from None
+        docs = load(path, "the RBAC manifest", MAX_MANIFEST_BYTES, all_documents=True)
+    except YamlFileError as e:
+        raise ManifestError(str(e)) from None
     out: list[Need] = []
     for doc in docs:
         if not isinstance(doc, dict) or doc.get("kind") not in ("Role", "ClusterRole"):

@@ -23,9 +23,10 @@ class YamlFileError(KprError):
     """A project YAML file cannot be read as what it is: one line."""
 
 
-def load(path: Path, what: str, max_bytes: int = MAX_BYTES) -> Any:
+def load(path: Path, what: str, max_bytes: int = MAX_BYTES, all_documents: bool = False) -> Any:
     """``path`` parsed: at most ``max_bytes``, UTF-8, at most MAX_ALIASES aliases (many can make a small file expand into
-    a huge one), no key twice in a mapping (YAML keeps the last one silently)."""
+    a huge one), no key twice in a mapping (YAML keeps the last one silently). ``all_documents``: a ``---`` separated
+    stream, as a list of its documents (empty ones left out)."""
     import yaml
 
     try:
@@ -40,6 +41,8 @@ def load(path: Path, what: str, max_bytes: int = MAX_BYTES) -> Any:
         why = structure_problem(text)
         if why:
             raise YamlFileError(f"{path} ({what}), {why}")
+        if all_documents:
+            return [d for d in yaml.safe_load_all(text) if d is not None]
         return yaml.safe_load(text)
     except UnicodeDecodeError as e:
         raise YamlFileError(f"{path} ({what}) is not UTF-8 text at byte {e.start}") from None
@@ -61,8 +64,7 @@ def structure_problem(text: str, max_aliases: int = MAX_ALIASES) -> str | None:
             aliases += 1
             if aliases > max_aliases:
                 return f"line {event.start_mark.line + 1}: more than {max_aliases} aliases (*{event.anchor}); write the values out"
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
-    stack = [root] if root is not None else []
+    stack = [root for root in yaml.compose_all(text, Loader=yaml.SafeLoader) if root is not None]
     while stack:
         node = stack.pop()
         if isinstance(node, yaml.MappingNode):
