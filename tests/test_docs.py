@@ -174,3 +174,12 @@ def test_no_generated_page_has_a_placeholder_that_would_render_as_an_html_tag() 
             assert not re.search(r"<[A-Za-z][^>]*>", prose), (name, line[:200])
     suites = (DOCS / "reference" / "suites.md").read_text()
     assert "faults=Faults(" not in suites and "`--kpr-fake-faults=affinity_ignored`" in suites
+
+
+def test_the_readmes_suite_count_is_the_number_of_suites() -> None:
+    """The README states how many suites run; it is the number of suite modules (a new suite changes both)."""
+    import re
+
+    n = len(list((REPO / "suites").glob("test_*.py")))
+    said = re.search(r"runs (\d+) suites", " ".join((REPO / "README.md").read_text().split()))
+    assert said and int(said.group(1)) == n, (said and said.group(0), n)
