@@ -250,12 +250,12 @@ FAILING = {**KIND, "kpr-cilium-1.20.5": run("1.20.5", outcomes={TESTS["iptables"
 
 @pytest.mark.parametrize(("runs", "new", "fail", "rc", "says", "downloads"), [
     ({7: KIND}, KIND, "", 0, ["regression gate: baseline run 7 of kpr-kind.yml on main", "*no regression*"], ["7"]),
-    ({7: KIND}, FAILING, "", 1, ["REGRESSION iptables: passed in kpr-cilium-1.20.5: *", "::error::regression gate: a regression*"], ["7"]),
+    ({7: KIND}, FAILING, "", 1, ["REGRESSION iptables: passed in OLD kpr-cilium-1.20.5: *", "::error::regression gate: a regression*"], ["7"]),
     # a run that failed (any conclusion) is a baseline too; a run whose artifacts expired is passed over
     ({9: {}, 8: KIND}, FAILING, "", 1, ["*run 9 has no kpr-* artifacts (expired*passed over", "REGRESSION iptables*"], ["9", "8"]),
     # the newest run lacks a cell: the last run in which it ran is its baseline; downloads stop once every cell has one
     ({8: {k: v for k, v in KIND.items() if k != "kpr-cilium-1.20.5"}, 7: KIND, 6: KIND}, FAILING, "", 1,
-     ["REGRESSION iptables: passed in kpr-cilium-1.20.5*", "notice: *baseline from an older run (01-run-7)*"], ["8", "7"]),
+     ["REGRESSION iptables: passed in OLD kpr-cilium-1.20.5*", "notice: *baseline from an older run (01-run-7)*"], ["8", "7"]),
     ({}, FAILING, "", 0, ["::notice::no completed kpr-kind.yml run on main with kpr-* artifacts yet*"], []),
     ({9: {}}, KIND, "", 0, ["::notice::no completed kpr-kind.yml run on main*"], ["9"]),
     ({7: KIND}, KIND, "list", 3, ["::error::regression gate: could not compare: gh run list failed: HTTP 502*"], []),

@@ -85,6 +85,12 @@ def test_the_matrix_puts_each_run_in_a_column_and_marks_the_regression(runs: Pat
     md = (out / "m.md").read_text()
     assert "| iptables | **pass** 0 KUBE-SVC" in md and "**FAIL** ⚠ regression" in md
     assert "](../a-1.19-k6.1/fake)" in md, "each column links to its evidence, relative to the page"
+    # the FAIL cell says why: the verdict's first line, the test, and the failure's own bundle
+    fail_row = next(line for line in md.splitlines() if line.startswith("| iptables |"))
+    assert "KUBE-SVC" in fail_row.split("**FAIL**", 1)[1] and "(test\\_" in fail_row, fail_row
+    assert "[evidence](../b-1.20-k6.1/fake/failures/" in fail_row, fail_row
+    page = (out / "m.html").read_text()
+    assert '<div class="why">' in page and 'href="../b-1.20-k6.1/fake/failures/' in page
     mask = os.umask(0o022)
     os.umask(mask)
     for page in ("m.json", "m.md", "m.html"):  # readable as the umask allows, not mkstemp's 0600
@@ -94,8 +100,9 @@ def test_the_matrix_puts_each_run_in_a_column_and_marks_the_regression(runs: Pat
 def test_compare_is_the_regression_gate(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["matrix", "--compare", str(runs / "a-1.19-k6.1"), str(runs / "b-1.20-k6.1")]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("REGRESSION iptables: passed in Cilium 1.19.8 / kernel 6.1.0-50-amd64 / default (fake cluster: no real datapath), fails in "
-                          "Cilium 1.20.2 / kernel 6.1.0-50-amd64")
+    assert out.startswith("REGRESSION iptables: passed in OLD Cilium 1.19.8 / kernel 6.1.0-50-amd64 / default (fake cluster: no real datapath), fails "
+                          "in NEW Cilium 1.20.2 / kernel 6.1.0-50-amd64")
+    assert "; why: iptables: kube-proxy's service rules are on the nodes" in out  # the NEW run's own reason
     assert "NodePort" not in out
     assert main(["matrix", "--compare", str(runs / "a-1.19-k6.1"), str(runs / "c-1.20-k6.12")]) == 0
     assert "no regression: every test that passed in the baseline of each cell passes in" in capsys.readouterr().out

@@ -108,6 +108,11 @@ def test_results_json_says_what_it_is_about_and_how_the_run_ended(pytester: pyte
     run = json.loads((pytester.path / "kpr-artifacts" / "latest" / "fake" / "results.json").read_text())["run"]
     assert run["exit_status"] == 1 and run["profile"] == "default" and run["kernels"] == ["6.8.0-49-generic"]
     assert run["cilium_version"] == "1.20.5" and run["plugin_version"] and run["finished"].endswith("+00:00")
+    tests = {t["test"].rsplit("::", 1)[1]: t for t in json.loads((pytester.path / "kpr-artifacts" / "latest" / "fake" / "results.json").read_text())["tests"]}
+    failed = tests["test_fails"]
+    assert failed["outcome"] == "failed" and failed["message"] == "x"  # the verdict's first line, for the matrix's FAIL cell
+    assert failed["evidence"].startswith("failures/") and (pytester.path / "kpr-artifacts" / "latest" / "fake" / failed["evidence"]).is_dir()
+    assert all("message" not in t for t in tests.values() if t["outcome"] == "passed")
 
 
 def test_a_run_that_judged_nothing_records_exit_status_5(pytester: pytest.Pytester) -> None:

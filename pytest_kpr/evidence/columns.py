@@ -81,6 +81,14 @@ def read_column(evidence: Path) -> Column:
                                **({"families": r["families"]} if r.get("families") else {})}
         run = data.get("run") or {}
         col.tests, col.run = list(data.get("tests") or []), dict(run)
+        for prop, cell in col.cells.items():  # a FAIL cell says why: its first failed test, the reason, the bundle
+            first = next((t for t in col.tests if isinstance(t, dict) and t.get("property") == prop and t.get("outcome") == "failed"), None)
+            if cell["verdict"] == "fail" and first is not None:
+                cell["failed_test"] = str(first.get("test", "")).rsplit("::", 1)[-1][:200]
+                if first.get("message"):
+                    cell["reason"] = str(first["message"])[:300]
+                if first.get("evidence") and not str(first["evidence"]).startswith(("/", "..")):
+                    cell["failure_evidence"] = str(first["evidence"])
         col.families = tuple(run.get("ip_families") or ("IPv4",))
         col.complete = run.get("complete", True)
         col.ended = f"exit status {run.get('exit_status')}" + (f", {run['interrupted_by']}" if run.get("interrupted_by") else "")

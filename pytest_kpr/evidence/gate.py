@@ -209,8 +209,11 @@ def _judge(base: list[Run], n: Run) -> list[str]:
     for prop in dict.fromkeys([*families, *tests]):
         summary = "; ".join(families.get(prop, [])) or "passes, but not every test that passed there"
         detail = f" -- {', '.join(tests[prop])}" if prop in tests else ""
-        fig = (n.col.cells.get(prop) or {}).get("figure")
-        lines.append(f"{safe(prop)}: passed in {base[0].key}, {summary} in {n.key}{detail}" + (f" ({safe(fig)})" if fig else ""))
+        cell = n.col.cells.get(prop) or {}
+        fig, why = cell.get("figure"), cell.get("reason")
+        # OLD and NEW named as such: with one Cilium version, kernel and profile the two columns have the same key
+        lines.append(f"{safe(prop)}: passed in OLD {base[0].key}, {summary} in NEW {n.key}{detail}" + (f" ({safe(fig)})" if fig else "")
+                     + (f"; why: {safe(why)}" if why else ""))
     return lines
 
 

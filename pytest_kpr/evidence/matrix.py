@@ -56,6 +56,12 @@ def to_json(cols: list[Column]) -> dict[str, Any]:
                                for c in cols if p in c.cells} for p in properties(cols)}}
 
 
+def _quote(path: str) -> str:
+    from urllib.parse import quote
+
+    return quote(path, safe="/._-~")
+
+
 def _link(c: Column, base: Path | None) -> str:
     """A percent-encoded relative path (or the path itself): a directory named ``javascript:alert(1)`` stays a path."""
     from urllib.parse import quote
@@ -85,9 +91,25 @@ def to_markdown(cols: list[Column], base: Path | None = None) -> str:
                 continue
             mark = " ⚠ regression" if (c.key, p) in reg else ""
             fig = f" {md(cell['figure'])}" if cell.get("figure") else ""
-            cells.append(f"**{SYMBOL[cell['verdict']]}**{md(family_note(cell))}{mark}{fig}")
+            cells.append(f"**{SYMBOL[cell['verdict']]}**{md(family_note(cell))}{mark}{fig}{_md_reason(c, cell, base)}")
         rows.append(f"| {md(p)} | " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
+
+
+def _md_reason(c: Column, cell: dict[str, Any], base: Path | None) -> str:
+    """A FAIL cell's why: the reason, the failed test, a link to its failure bundle."""
+    if not cell.get("failed_test"):
+        return ""
+    link = f" [evidence]({_link(c, base)}/{_quote(cell['failure_evidence'])})" if cell.get("failure_evidence") else ""
+    return f"<br>{md(cell.get('reason', ''))} ({md(cell['failed_test'])}){link}"
+
+
+def _html_reason(c: Column, cell: dict[str, Any], base: Path | None) -> str:
+    if not cell.get("failed_test"):
+        return ""
+    esc = html.escape
+    link = f' <a href="{esc(_link(c, base) + "/" + _quote(cell["failure_evidence"]))}">evidence</a>' if cell.get("failure_evidence") else ""
+    return f'<div class="why">{esc(cell.get("reason", ""))} <span class="test">({esc(cell["failed_test"])})</span>{link}</div>'
 
 
 def family_note(cell: dict[str, Any]) -> str:
@@ -114,7 +136,7 @@ def to_html(cols: list[Column], base: Path | None = None) -> str:
             mark = f'<span class="regression" title="passed in {esc(reg[(c.key, p)])}">regression</span>' if regressed else ""
             tds.append(f'<td class="{cell["verdict"]}{" regressed" if regressed else ""}"><b>{esc(SYMBOL[cell["verdict"]])}</b>'
                        f'{esc(family_note(cell))}{mark}'
-                       f'<div class="fig">{esc(cell.get("figure", ""))}</div></td>')
+                       f'<div class="fig">{esc(cell.get("figure", ""))}</div>{_html_reason(c, cell, base)}</td>')
         body.append(f"<tr><th>{esc(p)}</th>{''.join(tds)}</tr>")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>kpr conformance matrix</title>
@@ -126,6 +148,7 @@ td.pass {{ background: #d8f5d0; }} td.fail {{ background: #f8d0d0; }} td.skip, t
 td.regressed {{ outline: 3px solid #b00; }}
 .regression {{ margin-left: .4em; color: #fff; background: #b00; padding: 0 .3em; border-radius: 3px; font-size: .8em; }}
 .fig {{ font-size: .8em; color: #333; max-width: 28em; }}
+.why {{ font-size: .8em; color: #700; max-width: 28em; margin-top: .3em; }} .why .test {{ color: #555; }}
 </style></head>
 <body><h1>kpr conformance matrix</h1>
 <table id="matrix"><thead><tr><th>property</th>{th}</tr></thead>

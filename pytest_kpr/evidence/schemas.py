@@ -64,7 +64,11 @@ RESULTS_SCHEMA: dict[str, Any] = {
                                           "families": {"type": "object", "description": "a property tested per address family: "
                                                        "family -> the verdict of its tests",
                                                        "additionalProperties": {"enum": ["pass", "fail", "skip", "xfail"]}}}}},
-        "tests": {"type": "array", "items": {"type": "object"}},
+        "tests": {"type": "array", "items": {"type": "object", "properties": {
+            "test": _STR, "property": _STR, "outcome": {"enum": ["passed", "failed", "skipped", "xfailed"]}, "family": _STR,
+            "message": {"type": "string", "description": "why it did not pass, in one line: a failure's first line, a skip's or an "
+                                                         "expected failure's reason (at most 300 characters)"},
+            "evidence": {"type": "string", "description": "a failure's bundle, relative to the run's evidence directory"}}}},
     },
 }
 

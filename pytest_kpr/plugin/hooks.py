@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -432,11 +433,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if outcome == "failed":
             s.note_failure()
         family = getattr(item, "callspec", None) and item.callspec.params.get("kpr_family")  # type: ignore[attr-defined]
-        s.test_results.append({"test": item.nodeid, "property": prop, "outcome": outcome, **({"family": family} if family else {})})
+        why = _reason(report, call, outcome)
+        s.test_results.append({"test": item.nodeid, "property": prop, "outcome": outcome, **({"family": family} if family else {}),
+                               **({"message": why} if why else {})})
     if report.failed and s.handle is not None:  # setup, call or teardown: each failure is explained the same way
         dest = _failure_evidence(item, call, s)
         report.sections.append(("kpr: evidence", dest))
-        item.user_properties.append(("kpr_evidence", dest.splitlines()[0].removeprefix("saved under ")))
+        where = dest.splitlines()[0].removeprefix("saved under ").split(": ", 1)[0]
+        item.user_properties.append(("kpr_evidence", where))
+        for t in reversed(s.test_results):  # the failure's bundle, relative to the run's evidence (results.json's place)
+            if t["test"] == item.nodeid:
+                try:
+                    t["evidence"] = str(Path(where).relative_to(s.evidence_dir))
+                except ValueError:
+                    pass
+                break
     if report.failed and call.excinfo is not None and not isinstance(report.longrepr, str) and item.config.get_verbosity() < 2:
         report.longrepr = short_failure(item, call.excinfo)
     return report
@@ -475,6 +486,26 @@ def short_failure(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException
     if len(text) > FAILURE_LINES:
         text = text[: FAILURE_LINES - 1] + [f"[{len(text) - FAILURE_LINES + 1} more lines: run with -vv for pytest's full report]"]
     return "\n".join(text)
+
+
+#: the longest reason results.json keeps for a test (the first line of its verdict, or its skip reason)
+REASON_CHARS = 300
+
+
+def _reason(report: pytest.TestReport, call: pytest.CallInfo[None], outcome: str) -> str:
+    """Why a test did not pass, in one line: a failure's first line (an assertion's message names the property), a skip's
+    or an expected failure's reason. Empty for a pass."""
+    if outcome == "failed" and call.excinfo is not None:
+        first = next((ln.strip() for ln in str(call.excinfo.value).splitlines() if ln.strip()), "")
+        text = first if call.excinfo.errisinstance(AssertionError) else f"{call.excinfo.typename}: {first}"
+    elif outcome == "xfailed":
+        text = str(getattr(report, "wasxfail", "") or "")
+    elif outcome == "skipped" and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        text = str(report.longrepr[2]).removeprefix("Skipped: ")
+    else:
+        return ""
+    text = " ".join(text.split())
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."
 
 
 def _failure_evidence(item: pytest.Item, call: pytest.CallInfo[None], s: KprSession) -> str:
