@@ -120,6 +120,7 @@ def test_listing_the_tests_is_not_a_run(pytester: pytest.Pytester) -> None:
     assert "no property was judged" not in result.stdout.str()
     none = pytester.runpytest("-m", "kpr and nothing", "--collect-only", "-q", "-p", "no:cacheprovider")
     assert none.ret == 5 and "no property was judged" not in none.stdout.str()
+    assert not (pytester.path / "kpr-artifacts").exists(), "listing the tests wrote nothing"
 
 
 @pytest.mark.parametrize(("profile", "family"), [("dual-stack", "dual"), ("ipv6", "ipv6"), ("default", None)])

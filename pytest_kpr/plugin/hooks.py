@@ -89,11 +89,11 @@ def pytest_configure(config: pytest.Config) -> None:
     typos = unknown_ini_keys(sorted(unknown())) if callable(unknown) else []
     if typos:
         raise pytest.UsageError(f"pytest-kpr: {'; '.join(typos)}")
-    if _selects_kpr(config) and getattr(config, "workerinput", None) is None:
-        why = artifacts_problem(settings.artifacts)
+    if _selects_kpr(config) and getattr(config, "workerinput", None) is None and not config.option.collectonly:
+        why = artifacts_problem(settings.artifacts)  # listing the tests is not a run: it writes nothing
         if why:
             raise pytest.UsageError(f"pytest-kpr: {why}")
-        if settings.sources.get("artifacts") == "default" and run_name and not config.option.collectonly:
+        if settings.sources.get("artifacts") == "default" and run_name:
             link_latest(settings.artifacts)
     config.stash[KPR_SESSION] = KprSession(config, settings)
     config.pluginmanager.register(ExitTrailer(config), "kpr-exit-trailer")
