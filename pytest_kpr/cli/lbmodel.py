@@ -80,20 +80,11 @@ def strict_load(text: str, strict: Any) -> Any:
     for event in yaml.parse(text, Loader=fast):
         if isinstance(event, yaml.AliasEvent):
             raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in an event list", event.start_mark)
-    root = yaml.compose(text, Loader=fast)
-    stack = [root] if root is not None else []
-    while stack:  # iterative: no recursion to run out of on deep nesting
-        node = stack.pop()
-        if isinstance(node, yaml.MappingNode):
-            seen = set()
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode):
-                    if key.value in seen:
-                        raise yaml.constructor.ConstructorError(None, None, f"key {inputs.show(key.value)} given twice", key.start_mark)
-                    seen.add(key.value)
-                stack += [key, value]
-        elif isinstance(node, yaml.SequenceNode):
-            stack += node.value
+    from ..core.yamlfile import repeated_key
+
+    twice = repeated_key([yaml.compose(text, Loader=fast)])
+    if twice is not None:
+        raise yaml.constructor.ConstructorError(None, None, f"key {inputs.show(twice.value)} given twice", twice.start_mark)
     return yaml.load(text, Loader=fast)  # noqa: S506 - libyaml's SafeLoader
 
 

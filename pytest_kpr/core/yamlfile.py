@@ -64,7 +64,18 @@ def structure_problem(text: str, max_aliases: int = MAX_ALIASES) -> str | None:
             aliases += 1
             if aliases > max_aliases:
                 return f"line {event.start_mark.line + 1}: more than {max_aliases} aliases (*{event.anchor}); write the values out"
-    stack = [root for root in yaml.compose_all(text, Loader=yaml.SafeLoader) if root is not None]
+    key = repeated_key(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    if key is not None:
+        return f"line {key.start_mark.line + 1}: the key {key.value[:60]!r} is given twice"
+    return None
+
+
+def repeated_key(roots: Any) -> Any:
+    """The first scalar key given twice in one mapping of the composed YAML ``roots`` (document nodes, None for empty
+    ones), or None. Iterative: no recursion to run out of on deep nesting."""
+    import yaml
+
+    stack = [root for root in roots if root is not None]
     while stack:
         node = stack.pop()
         if isinstance(node, yaml.MappingNode):
@@ -72,7 +83,7 @@ def structure_problem(text: str, max_aliases: int = MAX_ALIASES) -> str | None:
             for key, value in node.value:
                 if isinstance(key, yaml.ScalarNode):
                     if key.value in seen:
-                        return f"line {key.start_mark.line + 1}: the key {key.value[:60]!r} is given twice"
+                        return key
                     seen.add(key.value)
                 stack += [key, value]
         elif isinstance(node, yaml.SequenceNode):

@@ -64,10 +64,8 @@ def _quote(path: str) -> str:
 
 def _link(c: Column, base: Path | None) -> str:
     """A percent-encoded relative path (or the path itself): a directory named ``javascript:alert(1)`` stays a path."""
-    from urllib.parse import quote
-
     path = os.path.relpath(c.evidence, base) if base is not None else str(c.evidence)
-    return quote(path if path.startswith(("/", ".")) else f"./{path}", safe="/._-~")
+    return _quote(path if path.startswith(("/", ".")) else f"./{path}")
 
 
 def md(text: Any) -> str:

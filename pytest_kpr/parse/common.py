@@ -47,7 +47,7 @@ def numbered(text: str, fmt: str = "tool output") -> Iterator[tuple[int, str]]:
     for i, line in enumerate(text.split("\n"), 1):
         if line.endswith("\r"):
             line = line[:-1]
-        why = tool_line_problem(line) if not line.isascii() or "\r" in line or len(line) > MAX_DIGITS else None
+        why = tool_line_problem(line)
         if why:
             raise ParseError(fmt, i, line, why)
         yield i, line

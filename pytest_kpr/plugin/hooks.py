@@ -437,16 +437,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         s.test_results.append({"test": item.nodeid, "property": prop, "outcome": outcome, **({"family": family} if family else {}),
                                **({"message": why} if why else {})})
     if report.failed and s.handle is not None:  # setup, call or teardown: each failure is explained the same way
-        dest = _failure_evidence(item, call, s)
-        report.sections.append(("kpr: evidence", dest))
-        where = dest.splitlines()[0].removeprefix("saved under ").split(": ", 1)[0]
-        item.user_properties.append(("kpr_evidence", where))
+        where, text = _failure_evidence(item, call, s)
+        report.sections.append(("kpr: evidence", text))
+        item.user_properties.append(("kpr_evidence", str(where)))
         for t in reversed(s.test_results):  # the failure's bundle, relative to the run's evidence (results.json's place)
             if t["test"] == item.nodeid:
-                try:
-                    t["evidence"] = str(Path(where).relative_to(s.evidence_dir))
-                except ValueError:
-                    pass
+                if where.is_relative_to(s.evidence_dir):
+                    t["evidence"] = str(where.relative_to(s.evidence_dir))
                 break
     if report.failed and call.excinfo is not None and not isinstance(report.longrepr, str) and item.config.get_verbosity() < 2:
         report.longrepr = short_failure(item, call.excinfo)
@@ -508,9 +505,9 @@ def _reason(report: pytest.TestReport, call: pytest.CallInfo[None], outcome: str
     return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."
 
 
-def _failure_evidence(item: pytest.Item, call: pytest.CallInfo[None], s: KprSession) -> str:
+def _failure_evidence(item: pytest.Item, call: pytest.CallInfo[None], s: KprSession) -> tuple[Path, str]:
     """Collect the failure bundle (files under the run's evidence) once per failure: a module fixture's error is
-    raised again for each of its tests, and they share its bundle. A few lines for the terminal: where it is."""
+    raised again for each of its tests, and they share its bundle. Where it is, and a few lines for the terminal."""
     from ..evidence import write_sections
     from ..observe.diagnose import failure_snapshot
 
@@ -531,8 +528,8 @@ def _failure_evidence(item: pytest.Item, call: pytest.CallInfo[None], s: KprSess
         lines = [f"saved under {dest}", f"could not collect the failure bundle: {e}"]
     text = "\n".join(lines)
     if key is not None:
-        s.bundles[key] = text
-    return text
+        s.bundles[key] = (dest, text)
+    return dest, text
 
 
 def _require_outside_view(report: pytest.TestReport, call: pytest.CallInfo[None], s: KprSession) -> None:

@@ -52,7 +52,7 @@ class KprSession:
         self.run_id = secrets.token_hex(4)
         self.failed_tests = 0
         #: a failure's bundle, by the exception (a module fixture's error fails each of its tests with the same one)
-        self.bundles: dict[int, str] = {}
+        self.bundles: dict[int, tuple[Path, str]] = {}
         #: every agent's drop counters at the last reading (after the facts, then at each failure), by node
         self.drop_counters: dict[str, Any] = {}
         self.drops_since = "the run began"
@@ -60,7 +60,7 @@ class KprSession:
         self.clock_kind = "real"
         #: the objects the run created in its namespaces (RunObjectsKube), once provisioned
         self.run_objects: RunObjectsKube | None = None
-        self._checked_fixed: set[str] = set()
+        self._fixed_checked = False
         #: the message of the run's own exit, once the terminal showed it (pytest's trailer is then left out)
         self.exit_shown: str | None = None
         #: pytest's exit status as the session ends (results.json records it), and where results.json went
@@ -581,11 +581,11 @@ class KprSession:
         assert self.handle is not None
         fixed = self.fixed_namespace
         if fixed is not None:
-            if fixed not in self._checked_fixed:
+            if not self._fixed_checked:
                 if self.handle.kube.get("Namespace", fixed) is None:
                     raise KprError(f"--kpr-namespace {fixed}: no such namespace (a named namespace is used, never created: create it "
                                    "with the Pod Security level the suites need, see docs/guides/existing-cluster.md)")
-                self._checked_fixed.add(fixed)
+                self._fixed_checked = True
                 if self.settings.image_pull_secret:
                     self._copy_pull_secret(fixed)
             return fixed

@@ -66,11 +66,11 @@ class IfUnavailable(str, enum.Enum):
 #: a Kubernetes DNS-1123 label (namespaces, label values' shape), and a DNS-1123 subdomain (most object names)
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 _DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?"
+#: a label's name (after its optional prefix) and a label's value: at most 63, alphanumeric at both ends
+_LABEL_PART = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 
 
 def _ns_name(text: str) -> str:
-    import re
-
     ns, _, name = text.strip().partition("/")
     if not ns or not name or "/" in name:
         raise SettingsError(f"{text!r} is not NAMESPACE/NAME")
@@ -86,8 +86,6 @@ NAMESPACE_PREFIX_MAX = 40
 def _namespace(text: str) -> str:
     """``NAME`` (an existing namespace the run uses and never creates or deletes) or ``PREFIX-`` (the run creates its
     namespaces as <PREFIX><purpose>-<run id>): both Kubernetes DNS-1123 labels."""
-    import re
-
     t = text.strip()
     if t.endswith("-"):
         if len(t) > NAMESPACE_PREFIX_MAX or not re.fullmatch(r"[a-z0-9][-a-z0-9]*-", t):
@@ -103,17 +101,15 @@ def _namespace(text: str) -> str:
 def _labels(text: str) -> tuple[tuple[str, str], ...]:
     """``KEY=VALUE[,KEY=VALUE...]``: Kubernetes label keys (an optional DNS prefix and '/', a name of at most 63) and
     values (at most 63, alphanumeric at both ends, '-', '_' and '.' inside; may be empty)."""
-    import re
-
     out: list[tuple[str, str]] = []
     for part in [p.strip() for p in text.split(",") if p.strip()]:
         key, sep, value = part.partition("=")
         prefix, slash, name = key.rpartition("/")
-        ok_key = re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?", name) and (
+        ok_key = re.fullmatch(_LABEL_PART, name) and (
             not slash or (len(prefix) <= 253 and re.fullmatch(_DNS_SUBDOMAIN, prefix)))
         if not sep or not ok_key:
             raise SettingsError(f"{part!r} is not KEY=VALUE with a Kubernetes label key")
-        if value and not re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?", value):
+        if value and not re.fullmatch(_LABEL_PART, value):
             raise SettingsError(f"{part!r}: {value!r} is not a Kubernetes label value (at most 63; letters, digits, '-', '_', '.')")
         out.append((key, value))
     if not out:
