@@ -4,7 +4,7 @@ The maps' sizes are what the agent resolved (/tmp/cilium/config-map/bpf-lb-servi
 bpf-lb-rev-nat-map-max, else bpf-lb-map-max, else Cilium's 65536: pytest_kpr.rules.datapath SRC_MAP_SIZE). The reconciler
 writes a frontend's reverse-NAT entry before its service entry, so either map can fill first (SRC_MAP_FULL). When the
 smaller is at most 4096 entries (the profile ``small-maps`` sets 512) it is filled on purpose: the suite creates one
-backendless ClusterIP Service more than it has entries, plus a margin; a larger map is probed with 20 Services. Then,
+backendless ClusterIP Service more than it has entries, plus a margin; a larger map is probed with 50 Services. Then,
 on the client node's agent: which Services have no master entry in ``lb/maps-dump``, and how the agent shows it -- each
 such frontend's status and error in ``db/show frontends`` (the service map's error or the reverse-NAT map's), and the
 loadbalancer-reconciler's health, Degraded at least once while the map filled: it reports OK again after any clean

@@ -48,8 +48,10 @@ GAP = "frontend-conflict-requeue"
 
 
 @pytest.fixture(scope="module")
-def shared(lab: Lab, web: Any, probe: Lab, kpr_session: KprSession) -> SharedVip:
-    return SharedVip(lab, kpr_session.settings, kpr_session.run_id, kpr_session.track_cluster_object)
+def shared(lab: Lab, probe: Lab, kpr_session: KprSession) -> SharedVip:
+    vip = SharedVip(lab, kpr_session.settings, kpr_session.run_id, kpr_session.track_cluster_object)
+    vip.deploy_backends()
+    return vip
 
 
 @pytest.fixture(scope="module")

@@ -296,10 +296,11 @@ def test_an_image_pull_secret_is_copied_and_named_by_every_pod(pytester: pytest.
         import pytest
         pytestmark = pytest.mark.kpr
 
-        def test_pull_secret(kpr_cluster, lab, probe):
+        def test_pull_secret(kpr_cluster, lab, kpr_lab, probe):
             kube = kpr_cluster.kube
-            assert kube.get("Secret", "regcred", lab.ns)["data"] == {".dockerconfigjson": "e30="}
-            pods = kube.list("Pod", lab.ns)
+            for ns in (lab.ns, kpr_lab.ns):  # the suite's namespace and the shared workloads'
+                assert kube.get("Secret", "regcred", ns)["data"] == {".dockerconfigjson": "e30="}
+            pods = kube.list("Pod", kpr_lab.ns)
             assert pods and all(p["spec"]["imagePullSecrets"] == [{"name": "regcred"}] for p in pods)
     """))
     pytester.runpytest("-m", "kpr", "--kpr-image-pull-secret=default/regcred", "-p", "no:cacheprovider").assert_outcomes(passed=1)
@@ -360,7 +361,7 @@ def test_a_namespace_prefix_names_every_namespace_the_run_creates(pytester: pyte
                                     "--kpr-pod-tolerations=dedicated=ci:NoSchedule", "--kpr-pod-node-selector=pool=ci",
                                     "--kpr-image-pull-secret=kube-public/regcred")
     result.assert_outcomes(passed=1)
-    assert during["ns"].startswith("ci-datapath-")
+    assert during["ns"].startswith("ci-suite-ns-")
     assert all(p["labels"]["kpr.cilium.io/run"] and p["tolerations"] == [{"key": "dedicated", "operator": "Equal", "value": "ci",
                "effect": "NoSchedule"}] and p["nodeSelector"] == {"pool": "ci"} and p["secrets"] == [{"name": "regcred"}] for p in during["pods"])
     assert all(labels.get("kpr.cilium.io/run") for labels in during["web"])

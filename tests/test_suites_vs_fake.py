@@ -345,7 +345,7 @@ def test_the_conflict_shows_as_cilium_shows_it_tally_in_status_error_in_db_healt
         assert h["shown_by"] == ["status: Modules Health Degraded", "db/show health: agent.controlplane.loadbalancer-reflectors.job-reflect-services-endpoints"]
         (row,) = h["reflector"]
         assert (row["level"], row["message"]) == ("Degraded", "Failure processing services")
-        assert "is owned by kpr-datapath-" in row["error"] and row["error"].startswith("frontend already owned by another service: ")
+        assert "is owned by kpr-suite-shared-vip-" in row["error"] and row["error"].startswith("frontend already owned by another service: ")
         v = h["verbose"]
         assert v["tally"] is False and v["degraded_leaves"] == [
             "agent.controlplane.loadbalancer-reflectors.job-reflect-services-endpoints: Failure processing services"]

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 #: a service map this small is filled on purpose by the map-pressure suite (the small-maps profile's 512); a larger one is
 #: probed with a few Services only
-MAP_FILL_LIMIT, MAP_PROBE_SERVICES, MAP_FILL_MARGIN = 4096, 20, 16
+MAP_FILL_LIMIT, MAP_PROBE_SERVICES, MAP_FILL_MARGIN = 4096, 50, 16
 
 
 def service_map_problems(missing: "Sequence[str]", created: int, entries: int, map_max: int, full: str = "service map") -> list[str]:

@@ -65,6 +65,22 @@ class Ghost:
     node_port: int
 
 
+class _Recording:
+    """A suite's kube client: every object created through it is recorded in the suite's :attr:`Lab.made`."""
+
+    def __init__(self, inner: Any, lab: "Lab"):
+        self._inner, self._lab = inner, lab
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def create(self, obj: dict[str, Any]) -> Any:
+        out = self._inner.create(obj)
+        md = obj.get("metadata") or {}
+        self._lab.made.append((str(obj.get("kind")), str(md.get("name")), str(md.get("namespace") or "")))
+        return out
+
+
 class Lab:
     def __init__(self, handle: ClusterHandle, facts: ClusterFacts, timeouts: Timeouts, namespace: str, *,
                  image: str, node_port: int = 30780, progress: Callable[[str], None] | None = None,
@@ -87,6 +103,51 @@ class Lab:
         self.ip_families = ip_families
         #: the family this view reads addresses in (in_family); None: each object's first, as Kubernetes lists them
         self.family: str | None = None
+        #: a suite's view (for_suite): the session's lab, whose shared workloads (web, probe, holder, ...) it reads
+        self.shared: Lab | None = None
+        #: (kind, name, namespace) of each object this lab created, in order: what a suite's view deletes when it ends
+        self.made: list[tuple[str, str, str]] = []
+        #: the pod labels of each Pod and Deployment this lab created (a selector matching none of them is the shared lab's)
+        self.pod_labels: list[dict[str, str]] = []
+        #: pod name -> whether it is one of the session's (a pod of a shared Deployment), as looked up once
+        self.shared_pods: dict[str, bool] = {}
+
+    def for_suite(self, namespace: str) -> "Lab":
+        """This lab as one suite sees it: what the suite creates goes into ``namespace`` (its own, deleted when the suite
+        ends), while a name or selector of the session's shared workloads (web, web-np, ghost, probe, hostprobe, holder)
+        that the suite did not make itself is read in the session's namespace. The kube client records every creation, so
+        the suite's end finds even what a suite created around the jigs."""
+        view = copy.copy(self)
+        view.ns, view.shared, view.family = namespace, self, None
+        view.made, view.pod_labels, view.created, view.shared_pods = [], [], set(), {}
+        view.kube = _Recording(self.kube, view)
+        return view
+
+    def where(self, kind: str, name: str) -> str:
+        """The namespace of ``kind/name`` for this lab: the session's for a shared workload the suite did not make (a pod
+        of a shared Deployment, such as web's, is looked up once), else its own."""
+        s = self.shared
+        if s is None or f"{kind}/{name}" in self.created:
+            return self.ns
+        if f"{kind}/{name}" in s.created:
+            return s.ns
+        if kind == "Pod" and any(m[:2] == ("Pod", name) for m in self.made):
+            return self.ns
+        if kind == "Pod" and any(c.startswith("Deployment/") for c in s.created):
+            if name not in self.shared_pods:
+                self.shared_pods[name] = self.kube.get("Pod", name, self.ns) is None and self.kube.get("Pod", name, s.ns) is not None
+            return s.ns if self.shared_pods[name] else self.ns
+        return self.ns
+
+    def _pods_ns(self, selector: str) -> str:
+        """Where pods matching ``selector`` (``k=v,...``) live: the session's namespace when only its workloads carry those labels."""
+        want = dict(kv.split("=", 1) for kv in selector.split(",") if "=" in kv)
+
+        def matches(labels: list[dict[str, str]]) -> bool:
+            return any(want.items() <= lab.items() for lab in labels)
+
+        s = self.shared
+        return s.ns if s is not None and matches(s.pod_labels) and not matches(self.pod_labels) else self.ns
 
     def in_family(self, family: str) -> "Lab":
         """This lab (the same workloads, agents and bookkeeping) reading addresses of ``family``: ClusterIPs, pod and node
@@ -146,10 +207,14 @@ class Lab:
             else:
                 raise
         self.created.add(f"{obj['kind']}/{obj['metadata']['name']}")
+        pod_labels = (obj.get("metadata") or {}).get("labels") if obj["kind"] == "Pod" else \
+            (((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels")
+        if pod_labels:
+            self.pod_labels.append(dict(pod_labels))
         return out
 
     def pods(self, selector: str) -> list[dict[str, Any]]:
-        return self.kube.list("Pod", self.ns, selector)
+        return self.kube.list("Pod", self._pods_ns(selector), selector)
 
     ready = staticmethod(pod_ready)
 
@@ -159,28 +224,32 @@ class Lab:
         return sum(1 for p in self.pods(selector) if self.ready(p) and not (p.get("metadata") or {}).get("deletionTimestamp"))
 
     def pod_by_ip(self, ip: str) -> str | None:
-        for p in self.kube.list("Pod", self.ns):
+        """The name of the pod with ``ip``, in this lab's namespace or (a suite's view) the session's."""
+        namespaces = [self.ns] + ([self.shared.ns] if self.shared is not None and self.shared.ns != self.ns else [])
+        for p in (p for ns in namespaces for p in self.kube.list("Pod", ns)):
             if ip in [p.get("status", {}).get("podIP")] + [i.get("ip") for i in p.get("status", {}).get("podIPs") or []]:
                 return str(p["metadata"]["name"])
         return None
 
     def wait_running(self, pod: str) -> dict[str, Any]:
+        ns = self.where("Pod", pod)
+
         def observe() -> dict[str, Any]:
-            return self.kube.get("Pod", pod, self.ns) or {}
+            return self.kube.get("Pod", pod, ns) or {}
 
         def abort(p: dict[str, Any]) -> str | None:
             for cs in p.get("status", {}).get("containerStatuses") or []:
                 reason = (cs.get("state", {}).get("waiting") or {}).get("reason")
                 if reason in ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"):
-                    return f"pod {self.ns}/{pod}: {reason} ({self.image}; preload it, see --kpr-probe-image)"
+                    return f"pod {ns}/{pod}: {reason} ({self.image}; preload it, see --kpr-probe-image)"
             return None
 
         return eventually(observe, until=lambda p: p.get("status", {}).get("phase") == "Running", timeout=self.t.PODS_READY,
-                          what=f"pod {self.ns}/{pod} to run", describe=lambda p: str(p.get("status", {}).get("phase")),
+                          what=f"pod {ns}/{pod} to run", describe=lambda p: str(p.get("status", {}).get("phase")),
                           abort=abort, progress=self.progress).value
 
     def exec(self, pod: str, *argv: str, timeout: float | None = None) -> Any:
-        return self.kube.exec(self.ns, pod, list(argv), container=PROBE_CONTAINER, timeout=timeout or self.t.EXEC)
+        return self.kube.exec(self.where("Pod", pod), pod, list(argv), container=PROBE_CONTAINER, timeout=timeout or self.t.EXEC)
 
     # -- web -------------------------------------------------------------------------------------------
 
@@ -278,9 +347,10 @@ class Lab:
         return self.wait_converged(replicas)
 
     def _service_spec(self, service: str) -> dict[str, Any]:
-        svc = self.kube.get("Service", service, self.ns)
+        ns = self.where("Service", service)
+        svc = self.kube.get("Service", service, ns)
         if svc is None:
-            raise LabError(f"service {self.ns}/{service} does not exist")
+            raise LabError(f"service {ns}/{service} does not exist")
         return dict(svc["spec"])
 
     def cluster_ip(self, service: str) -> str:
@@ -296,7 +366,7 @@ class Lab:
 
     def endpointslice_ready(self, service: str) -> frozenset[str]:
         out = set()
-        slices = self.kube.list("EndpointSlice", self.ns, f"kubernetes.io/service-name={service}")
+        slices = self.kube.list("EndpointSlice", self.where("Service", service), f"kubernetes.io/service-name={service}")
         # this view's family; with none chosen, IPv4 if the Service has it (kind's dual stack lists IPv4 first), else IPv6
         family = self.family or ("IPv4" if any(es.get("addressType", "IPv4") == "IPv4" for es in slices) else "IPv6")
         for es in slices:
@@ -365,7 +435,7 @@ class Lab:
         EndpointSlice and in each agent (``Convergence.timing``). When the wait runs out, the last
         observation comes back with ``timed_out`` for the caller to judge."""
         before = self.endpointslice_ready("web")
-        self.kube.patch("Deployment", "web", self.ns, {"spec": {"replicas": replicas}})
+        self.kube.patch("Deployment", "web", self.where("Deployment", "web"), {"spec": {"replicas": replicas}})
         start = clock.monotonic()
         es_seen: dict[str, float] = {}
         agent_seen: dict[str, dict[str, float]] = {}
@@ -402,7 +472,9 @@ class Lab:
 
     def ensure_holder(self) -> None:
         """The holder of this view's family, deployed unless it runs already."""
-        if self.kube.get("Pod", self.holder_name, self.ns) is None:
+        if self.shared is not None:  # a shared workload: the session's lab keeps it
+            return (self.shared.in_family(self.family) if self.family else self.shared).ensure_holder()
+        if self.kube.get("Pod", self.holder_name, self.where("Pod", self.holder_name)) is None:
             self.deploy_holder()
 
     def deploy_holder(self) -> HoldEvent:
@@ -418,7 +490,7 @@ class Lab:
                           progress=self.progress).value[-1]  # type: ignore[no-any-return]
 
     def holder_event(self) -> HoldEvent:
-        events = [e for e in parse_hold_log(self.kube.logs(self.ns, self.holder_name, PROBE_CONTAINER)) if e.event == "connected"]
+        events = [e for e in parse_hold_log(self.kube.logs(self.where("Pod", self.holder_name), self.holder_name, PROBE_CONTAINER)) if e.event == "connected"]
         if not events:
             raise LabError("the holder has not connected")
         return events[-1]
@@ -430,7 +502,7 @@ class Lab:
         return socks[0].peer
 
     def holder_pod(self) -> dict[str, Any]:
-        p = self.kube.get("Pod", self.holder_name, self.ns)
+        p = self.kube.get("Pod", self.holder_name, self.where("Pod", self.holder_name))
         if p is None:
             raise LabError("no holder pod")
         return p
@@ -484,7 +556,7 @@ class Lab:
         self.exec(pod, "kill", "-TERM", "1")
 
         def summary() -> dict[str, Any] | None:
-            for line in reversed(self.kube.logs(self.ns, pod, PROBE_CONTAINER).splitlines()):
+            for line in reversed(self.kube.logs(self.where("Pod", pod), pod, PROBE_CONTAINER).splitlines()):
                 if line.startswith("{") and json.loads(line).get("kind") == "flow":
                     return dict(json.loads(line))
             return None
@@ -519,7 +591,7 @@ class Lab:
         """:meth:`who_served` for many requests, each pod's log read once: token -> (pod, address it saw)."""
         wanted, out = set(tokens), {}
         for name in pods:
-            for line in self.kube.logs(self.ns, name).splitlines():
+            for line in self.kube.logs(self.where("Pod", name), name).splitlines():
                 if " - - [" not in line or "kpr=" not in line:
                     continue
                 token = line.split("kpr=", 1)[1].split(" ", 1)[0].split("&", 1)[0]

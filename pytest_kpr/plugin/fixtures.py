@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from typing import Any
+from typing import Any, Iterator
 
 from ..cluster.facts import ClusterFacts
 from ..cluster.provider import ClusterHandle
@@ -65,11 +65,16 @@ def kpr_artifacts(kpr_settings: Settings) -> Path:
     return kpr_settings.artifacts
 
 
+def _module_stem(request: pytest.FixtureRequest) -> str:
+    return str(request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_").replace("_", "-"))
+
+
 @pytest.fixture(scope="module")
-def kpr_namespace(kpr_cluster: ClusterHandle, kpr_session: KprSession, request: pytest.FixtureRequest) -> str:
-    """A namespace for this test module, labelled as the plugin's; deleted at the end of the session."""
-    stem = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_").replace("_", "-")
-    return kpr_session.create_namespace(stem)
+def kpr_namespace(kpr_cluster: ClusterHandle, kpr_session: KprSession, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace for this test module, labelled as the plugin's (Pod Security baseline); deleted when the module ends."""
+    ns = kpr_session.create_namespace(_module_stem(request))
+    yield ns
+    kpr_session.end_namespace(ns, [])
 
 
 # -- the lab's workloads (the conformance suites' shared fixtures) ------------------------------------------------
@@ -116,7 +121,9 @@ def evidence(kpr_session: KprSession) -> Evidence:
 
 
 @pytest.fixture(scope="session")
-def lab(kpr_cluster: ClusterHandle, kpr_session: KprSession, evidence: Evidence) -> Lab:
+def kpr_lab(kpr_cluster: ClusterHandle, kpr_session: KprSession, evidence: Evidence) -> Lab:
+    """The session's lab: the workloads every suite shares (web, web-np, ghost, probe, hostprobe, the holders), in the
+    run's ``datapath`` namespace, for the whole run."""
     # the session's facts, not the kpr_facts fixture: an upgrade (upgrade_phase) re-reads them, and kpr_facts is
     # first requested after it, so the suites judge the upgraded cluster by its own facts
     s = kpr_session.settings
@@ -125,6 +132,18 @@ def lab(kpr_cluster: ClusterHandle, kpr_session: KprSession, evidence: Evidence)
               image=s.probe_image, node_port=s.nodeport, progress=kpr_session.progress, ip_families=s.ip_families)
     kpr_session.before_cleanup.append(lambda: evidence.write_report(report_values(lab)))
     return lab
+
+
+@pytest.fixture(scope="module")
+def lab(kpr_lab: Lab, kpr_session: KprSession, request: pytest.FixtureRequest) -> Iterator[Lab]:
+    """The lab as this suite (test module) sees it (Lab.for_suite): what it creates goes into its own namespace
+    (``kpr-suite-<module>-<run id>``, Pod Security privileged: its pods are the datapath's probes and servers), which is
+    deleted when the suite ends, so no later suite sees its Services, pods or frontends; the shared workloads are the
+    session's."""
+    view = kpr_lab.for_suite(kpr_session.create_namespace(f"suite-{_module_stem(request)}", privileged=True))
+    yield view
+    kpr_session.progress(f"{_module_stem(request)}: deleting what the suite made (namespace {view.ns})")
+    kpr_session.end_namespace(view.ns, view.made)
 
 
 @pytest.fixture(scope="session")
@@ -141,7 +160,7 @@ def upgrade_phase(request: pytest.FixtureRequest, kpr_session: KprSession) -> An
     if not kpr_session.handle.created and not s.allow_disruptive:
         kpr_session.exit("pytest-kpr: --kpr-upgrade-to changes Cilium on a cluster this run did not create; pass --kpr-allow-disruptive to do it",
                          EXIT_PROVISIONING)
-    lab = request.getfixturevalue("lab")
+    lab = request.getfixturevalue("kpr_lab")
     evidence = request.getfixturevalue("evidence")
     assert kpr_session.facts is not None
     run = UpgradeRun(lab, require_upgradable(kpr_session.provider), s, kpr_session.reread_facts)
@@ -156,41 +175,41 @@ def upgrade_phase(request: pytest.FixtureRequest, kpr_session: KprSession) -> An
 
 
 @pytest.fixture(scope="session")
-def web(lab: Lab) -> Observation[Convergence]:
+def web(kpr_lab: Lab) -> Observation[Convergence]:
     """web: 2 replicas behind ClusterIP web:80 -> 8080, programmed on every agent."""
-    return lab.deploy_web(replicas=2)
+    return kpr_lab.deploy_web(replicas=2)
 
 
 @pytest.fixture(scope="session")
-def holder(lab: Lab, web: Observation[Convergence]) -> Lab:
+def holder(kpr_lab: Lab, web: Observation[Convergence]) -> Lab:
     """holder: holds a TCP connection from port 40404 to web's ClusterIP:80 and logs getpeername()."""
-    lab.deploy_holder()
-    return lab
+    kpr_lab.deploy_holder()
+    return kpr_lab
 
 
 @pytest.fixture(scope="session")
-def probe(lab: Lab) -> Lab:
-    lab.deploy_probe()
-    return lab
+def probe(kpr_lab: Lab) -> Lab:
+    kpr_lab.deploy_probe()
+    return kpr_lab
 
 
 @pytest.fixture(scope="session")
-def ghost(lab: Lab, probe: Lab) -> Ghost:
+def ghost(kpr_lab: Lab, probe: Lab) -> Ghost:
     """ghost: a NodePort service (with its ClusterIP) whose selector matches no pod."""
-    return lab.deploy_ghost()
+    return kpr_lab.deploy_ghost()
 
 
 @pytest.fixture(scope="session")
-def node_rules(lab: Lab, web: Observation[Convergence], kpr_facts: ClusterFacts) -> dict[str, NodeRules]:
+def node_rules(kpr_lab: Lab, web: Observation[Convergence], kpr_facts: ClusterFacts) -> dict[str, NodeRules]:
     """Every node's rule views and IPVS services, read once per run (one exec per node) after web is programmed: the
     iptables suite and the kube-proxy suite judge the same reading."""
-    return {n.name: lab.node(n.name).rules_and_ipvs() for n in kpr_facts.nodes}
+    return {n.name: kpr_lab.node(n.name).rules_and_ipvs() for n in kpr_facts.nodes}
 
 
 @pytest.fixture(scope="session")
-def web_np(lab: Lab, web: Observation[Convergence]) -> int:
+def web_np(kpr_lab: Lab, web: Observation[Convergence]) -> int:
     """web-np: NodePort service for web (--kpr-nodeport, 30780 by default)."""
-    return lab.deploy_nodeport()
+    return kpr_lab.deploy_nodeport()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -574,10 +574,11 @@ class KprSession:
         """A namespace this run puts its objects in: one it created, or the fixed --kpr-namespace."""
         return name in self.namespaces or name == self.fixed_namespace
 
-    def create_namespace(self, purpose: str) -> str:
+    def create_namespace(self, purpose: str, privileged: bool = False) -> str:
         """A namespace ``<prefix><purpose>-<run id>`` labelled as ours (prefix: --kpr-namespace=PREFIX-, else ``kpr-``);
-        deleted at session end. With --kpr-namespace=NAME no namespace is created: NAME must exist, and every purpose
-        uses it."""
+        deleted by :meth:`end_namespace`, or at session end. Pod Security level privileged with ``privileged`` or for the
+        session's own (datapath, nodeshell), else baseline. With --kpr-namespace=NAME no namespace is created: NAME must
+        exist, and every purpose uses it."""
         assert self.handle is not None
         fixed = self.fixed_namespace
         if fixed is not None:
@@ -594,7 +595,7 @@ class KprSession:
         name = f"{prefix}{stem}-{self.run_id}"
         # Pod Security Admission: privileged only where a pod needs it (the datapath probes take NET_RAW and a host-network
         # probe; the node shells are privileged host pods), baseline elsewhere; --kpr-namespace-labels can say otherwise
-        level = "privileged" if stem in PRIVILEGED_NAMESPACES else "baseline"
+        level = "privileged" if privileged or stem in PRIVILEGED_NAMESPACES else "baseline"
         labels = {"pod-security.kubernetes.io/enforce": level, **dict(self.settings.namespace_labels or ()), OWNER_LABEL: OWNER_VALUE,
                   RUN_LABEL: self.run_id}
         self.handle.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
@@ -632,12 +633,23 @@ class KprSession:
             except KprError as e:
                 self.progress(f"could not delete {kind} {name}: {e}")
 
-    def _delete_run_objects(self, kube: KubeAPI) -> None:
-        """--kpr-namespace=NAME: the namespace is not ours; the objects this run created in it are, newest first, each only
-        while it still carries this run's label."""
+    def end_namespace(self, namespace: str, made: list[tuple[str, str, str]]) -> None:
+        """A module (a suite) that had ``namespace`` ended: what it made goes now, so no later suite sees it. A namespace of
+        this run is deleted, and waited for; in a fixed --kpr-namespace, the objects in ``made`` that carry this run's label."""
+        if self.handle is None:
+            return
+        if namespace in self.namespaces:
+            self.namespaces.remove(namespace)
+            self._delete_namespaces(self.handle.kube, [namespace])
+        elif self.fixed_namespace is not None and self.run_objects is not None:
+            self._delete_run_objects(self.handle.kube, [m for m in made if m[2] == self.fixed_namespace])
+
+    def _delete_run_objects(self, kube: KubeAPI, objects: list[tuple[str, str, str]] | None = None) -> None:
+        """--kpr-namespace=NAME: the namespace is not ours; the objects this run created in it are (or ``objects`` of
+        them), newest first, each only while it still carries this run's label."""
         assert self.run_objects is not None
         gone = 0
-        for kind, name, ns in reversed(self.run_objects.created):
+        for kind, name, ns in reversed(self.run_objects.created if objects is None else objects):
             try:
                 cur = kube.get(kind, name, ns)
                 if cur is None or (cur.get("metadata", {}).get("labels") or {}).get(RUN_LABEL) != self.run_id:
@@ -649,9 +661,9 @@ class KprSession:
         if gone:
             self.progress(f"deleted this run's {gone} objects in namespace {self.fixed_namespace}")
 
-    def _delete_namespaces(self, kube: KubeAPI) -> None:
+    def _delete_namespaces(self, kube: KubeAPI, names: list[str] | None = None) -> None:
         mine = []
-        for name in self.namespaces:
+        for name in self.namespaces if names is None else names:
             try:
                 ns = kube.get("Namespace", name)
             except InfraError as e:

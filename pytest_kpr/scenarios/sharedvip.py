@@ -111,6 +111,10 @@ def frontend_key(vip: str, port: int) -> str:
     return f"{hp(vip, port)}/TCP"
 
 
+#: the scenario's own backends (a Deployment in the suite's namespace: a Service selects pods of its own namespace only)
+BACKEND = "vip-web"
+
+
 class SharedVip:
     def __init__(self, lab: Lab, settings: Any, run_id: str, track: Callable[[dict[str, Any]], None]):
         self.lab = lab
@@ -172,7 +176,7 @@ class SharedVip:
         svc: dict[str, Any] = {
             "apiVersion": "v1", "kind": "Service",
             "metadata": {"name": name, "namespace": self.lab.ns, "labels": {"kpr.cilium.io/run": self.run_id}, "annotations": dict(annotations or {})},
-            "spec": {"selector": {"app": "web"}, "ports": [{"name": f"p{p}", "port": p, "targetPort": WEB_TARGET, "protocol": "TCP"} for p in ports]},
+            "spec": {"selector": {"app": BACKEND}, "ports": [{"name": f"p{p}", "port": p, "targetPort": WEB_TARGET, "protocol": "TCP"} for p in ports]},
         }
         if way == "cluster-ip":
             svc["spec"]["type"] = "ClusterIP"
@@ -198,6 +202,12 @@ class SharedVip:
         return str(ing[0]["ip"]) if ing and ing[0].get("ip") else None
 
     # -- the scenario --------------------------------------------------------------------------------
+
+    def deploy_backends(self) -> None:
+        """The Services' backends: two HTTP pods (``app=vip-web``) in the suite's namespace, Ready."""
+        self.lab.create_deployment(BACKEND, 2)
+        eventually(lambda: self.lab.serving_replicas(f"app={BACKEND}"), until=lambda n: n == 2, timeout=self.lab.t.PODS_READY,
+                   what=f"2 {BACKEND} pods Ready", describe=str, progress=self.lab.progress)
 
     def prepare(self, way: str) -> Record:
         """The owner takes VIP:80, the claimant VIP:81, then the claimant asks for VIP:80 too (the claim)."""
