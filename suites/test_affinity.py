@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import eventually, Evidence, family_file, holds, hp, Lab, Tweak, WEB_PORT
 from pytest_kpr.judge.affinity import (
     AFFINITY_BACKENDS,
     AFFINITY_CONNECTIONS,
@@ -30,10 +30,6 @@ from pytest_kpr.judge.affinity import (
     affinity_problems,
     affinity_timeout_problems,
 )
-from pytest_kpr.evidence import Evidence, family_file
-from pytest_kpr.observe.lab import WEB_PORT, Lab, Tweak
-from pytest_kpr.core.wait import eventually
-from pytest_kpr.parse.addr import hp
 
 pytestmark = [
     pytest.mark.kpr(property="affinity", evidence="affinity.json",

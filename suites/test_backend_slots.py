@@ -22,11 +22,8 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.core.wait import Observation
-from pytest_kpr.evidence import Evidence, family_file
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import Evidence, family_file, holds, Lab, Observation
 from pytest_kpr.judge.backend_slots import Convergence, convergence_problems
-from pytest_kpr.observe.lab import Lab
 
 pytestmark = pytest.mark.kpr(property="backend slots", evidence=["svc.json", "scale.json"],
                              plane="control plane",

@@ -23,14 +23,9 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import ClusterHandle, Evidence, family_file, holds, hp, Lab, no_outside_view
 from pytest_kpr.judge.etp import client_address_problems, etp_reach_problems, health_check_problems
-from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.rules.datapath import backend_sees, local_endpoint_count
-from pytest_kpr.evidence import Evidence, family_file
-from pytest_kpr.observe.lab import Lab
-from pytest_kpr.parse.addr import hp
-from pytest_kpr.plugin.outcomes import no_outside_view
 
 pytestmark = [
     pytest.mark.kpr(property="eTP=Local", evidence="etp.json",

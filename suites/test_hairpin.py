@@ -16,11 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.cluster.facts import ClusterFacts
-from pytest_kpr.evidence import Evidence, family_file
-from pytest_kpr.judge import holds
-from pytest_kpr.observe.lab import Lab
-from pytest_kpr.parse.addr import hp
+from pytest_kpr.suite import ClusterFacts, Evidence, family_file, holds, hp, Lab
 from pytest_kpr.rules.datapath import LOOPBACK_FILES, coverage_name, hairpin_source, plane_for
 
 pytestmark = [

@@ -20,14 +20,10 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import eventually, eventually_or_now, Evidence, family_file, holds, hp, Lab
 from pytest_kpr.judge.hostport import hostport_admission_problems, hostport_frontend_problems
 from pytest_kpr.judge.iptables import rule_line_problems, rule_view_problems
 from pytest_kpr.judge.nodeport import nodeport_listener_problems
-from pytest_kpr.evidence import Evidence, family_file
-from pytest_kpr.observe.lab import Lab
-from pytest_kpr.core.wait import eventually, eventually_or_now
-from pytest_kpr.parse.addr import hp
 
 pytestmark = [
     pytest.mark.kpr(property="hostPort", evidence="hostport.json",

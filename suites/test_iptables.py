@@ -15,13 +15,9 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import Evidence, holds, Lab, NodeRules, RuleDump
 from pytest_kpr.judge.iptables import KUBE_PROXY_MARKS, kube_proxy_rule_problems, rule_line_problems, rule_view_problems
 from pytest_kpr.judge.kube_proxy import KUBE_PROXY_POLICY, kube_proxy_accepted
-from pytest_kpr.evidence import Evidence
-from pytest_kpr.observe.lab import Lab
-from pytest_kpr.observe.node import NodeRules
-from pytest_kpr.parse import RuleDump
 
 pytestmark = pytest.mark.kpr(property="iptables", evidence="iptables.json",
                              plane="node rules",

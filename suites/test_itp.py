@@ -25,14 +25,9 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.cluster.facts import ClusterFacts
-from pytest_kpr.evidence import Evidence, family_file
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import ClusterFacts, Evidence, family_file, holds, hp, Lab, probe_pod, WEB_TARGET
 from pytest_kpr.judge.itp import external_problems, local_only_problems
 from pytest_kpr.judge.no_backend import known_regression, socket_no_backend_problems
-from pytest_kpr.observe.lab import WEB_TARGET, Lab
-from pytest_kpr.observe.workloads import probe_pod
-from pytest_kpr.parse.addr import hp
 from pytest_kpr.rules.datapath import ITP_FILE, itp_enabled
 
 pytestmark = [

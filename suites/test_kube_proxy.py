@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import Evidence, holds, Lab, NodeRules
 from pytest_kpr.judge.kube_proxy import (
     KUBE_PROXY_POLICY,
     KUBE_PROXY_REMOVAL,
@@ -26,9 +26,6 @@ from pytest_kpr.judge.kube_proxy import (
     kube_proxy_daemonset_problems,
     runs_kube_proxy,
 )
-from pytest_kpr.evidence import Evidence
-from pytest_kpr.observe.lab import Lab
-from pytest_kpr.observe.node import NodeRules
 
 pytestmark = pytest.mark.kpr(property="kube-proxy", evidence="kubeproxy.json",
                              plane="node rules",

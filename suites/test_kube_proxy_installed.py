@@ -16,14 +16,20 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import (
+    ClusterFacts,
+    eventually,
+    eventually_or_now,
+    Evidence,
+    holds,
+    KprSession,
+    Lab,
+    OWNER_LABEL,
+    OWNER_VALUE,
+    RUN_LABEL,
+)
 from pytest_kpr.judge.iptables import kube_proxy_rule_problems
 from pytest_kpr.judge.kube_proxy import daemonset_summary, kube_proxy_daemonset_problems, runs_kube_proxy
-from pytest_kpr.cluster.facts import ClusterFacts
-from pytest_kpr.evidence import Evidence
-from pytest_kpr.observe.lab import Lab
-from pytest_kpr.plugin.session import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, KprSession
-from pytest_kpr.core.wait import eventually, eventually_or_now
 
 pytestmark = [
     pytest.mark.kpr(property="kube-proxy installed", evidence="kubeproxy-installed.json", last=True,

@@ -26,7 +26,18 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import (
+    ClusterFacts,
+    ClusterHandle,
+    eventually,
+    Evidence,
+    family_file,
+    holds,
+    hp,
+    Lab,
+    no_outside_view,
+    WEB_PORT,
+)
 from pytest_kpr.judge.maglev import (
     MAGLEV_FLOWS,
     maglev_flow_problems,
@@ -36,14 +47,7 @@ from pytest_kpr.judge.maglev import (
     maglev_table,
     maglev_table_problems,
 )
-from pytest_kpr.cluster.facts import ClusterFacts
-from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.rules.datapath import MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE
-from pytest_kpr.evidence import Evidence, family_file
-from pytest_kpr.observe.lab import WEB_PORT, Lab
-from pytest_kpr.plugin.outcomes import no_outside_view
-from pytest_kpr.core.wait import eventually
-from pytest_kpr.parse.addr import hp
 
 pytestmark = [
     pytest.mark.kpr(property="Maglev", evidence="maglev.json",

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import eventually_or_now, Evidence, family_file, holds, hp, Lab, WEB_PORT
 from pytest_kpr.judge.maps import (
     MAP_FILL_LIMIT,
     MAP_FILL_MARGIN,
@@ -46,10 +46,6 @@ from pytest_kpr.judge.maps import (
 )
 from pytest_kpr.rules.datapath import (DEFAULT_LB_IPAM_FILE, LB_MAP_FILES, LB_MAP_MAX_DEFAULT, MAP_FULL_ERRORS, REV_NAT_MAP_FILE,
                                        WILDCARD_ENTRIES_FILE, wildcard_entry)
-from pytest_kpr.evidence import Evidence, family_file
-from pytest_kpr.observe.lab import WEB_PORT, Lab
-from pytest_kpr.core.wait import eventually_or_now
-from pytest_kpr.parse.addr import hp
 
 pytestmark = [
     pytest.mark.kpr(property="map pressure", evidence="maps.json", last=True,

@@ -27,17 +27,21 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import (
+    ClusterFacts,
+    ClusterHandle,
+    Evidence,
+    family_file,
+    Ghost,
+    holds,
+    hp,
+    Lab,
+    no_outside_view,
+    ProbeOutput,
+)
 from pytest_kpr.judge.no_backend import NoBackendAttempt, known_regression, no_backend_problems
-from pytest_kpr.cluster.facts import ClusterFacts
-from pytest_kpr.cluster.provider import ClusterHandle
 from pytest_kpr.rules.datapath import Plane, no_backend, plane_for
-from pytest_kpr.evidence import Evidence, family_file
-from pytest_kpr.parse.addr import hp
 from pytest_kpr.rules.kernels import kernel_tuple
-from pytest_kpr.observe.lab import Ghost, Lab
-from pytest_kpr.plugin.outcomes import no_outside_view
-from pytest_kpr.parse.probe import ProbeOutput
 
 pytestmark = pytest.mark.kpr(property="no backend", evidence="ghost.json",
                              plane=["socket", "per-packet"],

@@ -15,15 +15,9 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import ClusterHandle, Evidence, family_file, holds, hp, L3n4, Lab, no_outside_view, same_address
 from pytest_kpr.judge.iptables import rule_line_problems, rule_view_problems
 from pytest_kpr.judge.nodeport import nodeport_frontend_problems, nodeport_listener_problems
-from pytest_kpr.cluster.provider import ClusterHandle
-from pytest_kpr.evidence import Evidence, family_file
-from pytest_kpr.observe.lab import Lab, same_address
-from pytest_kpr.plugin.outcomes import no_outside_view
-from pytest_kpr.parse import L3n4
-from pytest_kpr.parse.addr import hp
 from pytest_kpr.rules.datapath import NODEPORT_WILDCARD
 
 pytestmark = [

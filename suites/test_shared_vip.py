@@ -25,18 +25,12 @@ from typing import Any, Iterator
 
 import pytest
 
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import eventually, Evidence, holds, hp, KprSession, Lab, load_known_gaps, WaitTimeout
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 
-from pytest_kpr.evidence import Evidence
-from pytest_kpr.observe.lab import Lab
 from pytest_kpr.rules.lbmodel import Event, LbModel, Op, Variant
-from pytest_kpr.plugin.markers import load_known_gaps
-from pytest_kpr.plugin.session import KprSession
 from pytest_kpr.scenarios.sharedvip import CONFLICT, REFLECTOR_MODULE, Record, SharedVip, Skip, frontend_key
-from pytest_kpr.core.wait import WaitTimeout, eventually
-from pytest_kpr.parse.addr import hp
 
 pytestmark = [
     pytest.mark.kpr(property="shared VIP", evidence="sharedvip.json",

@@ -15,7 +15,18 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import (
+    ClusterFacts,
+    Evidence,
+    family_file,
+    holder_ct,
+    holder_program,
+    holds,
+    KprSession,
+    Lab,
+    parse_netstat,
+    split_host_port,
+)
 from pytest_kpr.judge.socket_lb import (
     SocketLBObservation,
     attach_mode_kernel_problems,
@@ -24,12 +35,6 @@ from pytest_kpr.judge.socket_lb import (
     program_problems,
     socket_lb_problems,
 )
-from pytest_kpr.cluster.facts import ClusterFacts
-from pytest_kpr.evidence import Evidence, family_file
-from pytest_kpr.observe.lab import Lab, holder_ct, holder_program
-from pytest_kpr.parse.addr import split_host_port
-from pytest_kpr.parse.node import parse_netstat
-from pytest_kpr.plugin.session import KprSession
 
 pytestmark = [
     pytest.mark.kpr(property="socket LB", evidence=["ct.json", "prog.json"],

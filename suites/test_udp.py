@@ -31,17 +31,21 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from pytest_kpr.evidence import Evidence, family_file
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import (
+    clock,
+    ClusterFacts,
+    eventually,
+    Evidence,
+    family_file,
+    holds,
+    hp,
+    L3n4,
+    Lab,
+    probe_pod,
+    same_address,
+)
 from pytest_kpr.judge.no_backend import known_regression, socket_no_backend_problems
 from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems, udp_termination_problems
-from pytest_kpr.core import clock
-from pytest_kpr.core.wait import eventually
-from pytest_kpr.cluster.facts import ClusterFacts
-from pytest_kpr.observe.lab import Lab, same_address
-from pytest_kpr.parse import L3n4
-from pytest_kpr.observe.workloads import probe_pod
-from pytest_kpr.parse.addr import hp
 from pytest_kpr.rules.datapath import SOCKET_TERMINATION_BATCH_S, SOCKET_TERMINATION_FILE, pod_udp_sockets_terminated
 
 pytestmark = [

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.judge import holds
+from pytest_kpr.suite import holds
 from pytest_kpr.scenarios.upgrade import in_family
 
 pytestmark = [

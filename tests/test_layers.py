@@ -62,7 +62,7 @@ ROLES = {
     "run": "run",
     "scenarios": "scenarios",
     "testing": "testing",
-    "plugin": "plugin", "__init__": "plugin",
+    "plugin": "plugin", "__init__": "plugin", "suite": "plugin",
     "cli": "cli", "parse/cli": "cli", "__main__": "cli",
 }
 
@@ -170,6 +170,40 @@ def test_no_import_cycle() -> None:
 
 
 def test_the_package_top_holds_only_packages() -> None:
-    """The target: pytest_kpr/ holds packages by role and at most __init__.py, __main__.py and py.typed."""
-    loose = sorted(p.name for p in PKG.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    """The target: pytest_kpr/ holds packages by role and at most __init__.py, __main__.py, suite.py (the suites' one public
+    module) and py.typed."""
+    loose = sorted(p.name for p in PKG.glob("*.py") if p.name not in ("__init__.py", "__main__.py", "suite.py"))
     assert not loose, f"{len(loose)} modules still flat under pytest_kpr/: {', '.join(loose)}"
+
+
+SUITES = PKG.parent / "suites"
+#: what a suite may import beside pytest_kpr.suite: its property's own modules (the judgement, the rules it cites, a
+#: multi-step scenario driver)
+PROPERTY_PACKAGES = ("pytest_kpr.judge.", "pytest_kpr.rules.", "pytest_kpr.scenarios.")
+
+
+def suite_import_problems(path: Path) -> list[str]:
+    """The imports of pytest_kpr in a suite file that are neither pytest_kpr.suite nor a property's own module."""
+    return sorted(i for i in imports(path) if (i == "pytest_kpr" or i.startswith("pytest_kpr."))
+                  and i != "pytest_kpr.suite" and not i.startswith(PROPERTY_PACKAGES))
+
+
+def test_suites_import_the_framework_only_through_pytest_kpr_suite() -> None:
+    """A suite author has one module to know: every suite (also a test module's local imports) reaches the framework
+    only through pytest_kpr.suite, and beside it only its property's judge, rules and scenario modules."""
+    found = {p.name: bad for p in sorted(SUITES.glob("test_*.py")) if (bad := suite_import_problems(p))}
+    assert found == {}, f"suites importing the framework around pytest_kpr.suite: {found}"
+
+
+def test_an_import_around_the_public_module_is_found(tmp_path: Path) -> None:
+    suite = tmp_path / "test_x.py"
+    suite.write_text("from pytest_kpr.suite import Lab\nfrom pytest_kpr.judge.udp import udp_reply_problems\n"
+                     "def f():\n    from pytest_kpr.observe.lab import WEB_PORT\n    import pytest_kpr.plugin.session\n")
+    assert suite_import_problems(suite) == ["pytest_kpr.observe.lab", "pytest_kpr.plugin.session"]
+
+
+def test_the_public_module_exports_what_it_imports() -> None:
+    import pytest_kpr.suite as public
+
+    imported = {n for n in vars(public) if not n.startswith("_") and n != "annotations"}
+    assert set(public.__all__) == imported, sorted(set(public.__all__) ^ imported)
