@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -273,10 +274,20 @@ def schema_files() -> dict[str, str]:
     return out
 
 
+def readme(suites_dir: Path = REPO / "suites") -> str:
+    """The README with its suite count ("runs N suites") set to the number of suite modules: a new suite does not edit it."""
+    import re
+
+    n = len(list(suites_dir.glob("test_*.py")))
+    text, found = re.subn(r"runs \d+ suites", f"runs {n} suites", (REPO / "README.md").read_text(), count=1)
+    assert found == 1, "README.md no longer says how many suites run ('runs N suites')"
+    return text
+
+
 def pages() -> dict[str, str]:
-    """Every generated file, relative to docs/, with its content."""
+    """Every generated file, relative to docs/, with its content (the README's suite count too)."""
     return {"reference/suites.md": suites_page(), "reference/options.md": options_page(), "reference/cli.md": cli_page(),
-            **schema_files()}
+            "../README.md": readme(), **schema_files()}
 
 
 def main(argv: list[str]) -> int:
@@ -292,7 +303,7 @@ def main(argv: list[str]) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(content)
     for rel in stale:
-        print(f"docs/{rel}: generated page is stale; run python scripts/gen_docs.py", file=sys.stderr)
+        print(f"{os.path.normpath('docs/' + rel)}: generated page is stale; run python scripts/gen_docs.py", file=sys.stderr)
     return 1 if stale else 0
 
 

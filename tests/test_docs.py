@@ -30,12 +30,21 @@ def test_the_generated_pages_are_current() -> None:
 
 def test_a_stale_page_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     shutil.copytree(DOCS, tmp_path / "docs")
+    shutil.copy(REPO / "README.md", tmp_path / "README.md")
     page = tmp_path / "docs" / "reference" / "options.md"
     page.write_text(page.read_text().replace("`--kpr-provider`", "`--kpr-providr`"))
     monkeypatch.setattr(gen_docs, "DOCS", tmp_path / "docs")
     assert gen_docs.main(["--check"]) == 1
     assert capsys.readouterr().err == "docs/reference/options.md: generated page is stale; run python scripts/gen_docs.py\n"
     assert gen_docs.main([]) == 0 and gen_docs.main(["--check"]) == 0, "regenerating makes it current"
+
+
+def test_a_new_suite_changes_the_readmes_count_by_generation(tmp_path: Path) -> None:
+    for p in (REPO / "suites").glob("test_*.py"):
+        (tmp_path / p.name).write_text("")
+    (tmp_path / "test_practice.py").write_text("")
+    n = len(list((REPO / "suites").glob("test_*.py")))
+    assert f"runs {n + 1} suites" in gen_docs.readme(tmp_path) and f"runs {n} suites" in gen_docs.readme()
 
 
 def test_changing_a_suites_rule_text_changes_its_page(tmp_path: Path) -> None:
@@ -177,7 +186,7 @@ def test_no_generated_page_has_a_placeholder_that_would_render_as_an_html_tag() 
 
 
 def test_the_readmes_suite_count_is_the_number_of_suites() -> None:
-    """The README states how many suites run; it is the number of suite modules (a new suite changes both)."""
+    """The README states how many suites run; it is the number of suite modules (scripts/gen_docs.py writes it)."""
     import re
 
     n = len(list((REPO / "suites").glob("test_*.py")))
