@@ -35,6 +35,7 @@ KPI = "test_kube_proxy_installed.py::"
 UDP = "test_udp.py::"
 ITP = "test_itp.py::"
 TERM = "test_terminating.py::"
+HL = "test_headless.py::"
 HP_ = "test_hairpin.py::"
 
 FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
@@ -122,6 +123,17 @@ FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
      ["*terminating backends (only terminating): with only terminating backends: 20 of 20 new connections failed although term-a, "
       "term-b are there to serve them*"]),
     # -- hostPort ----------------------------------------------------------------------------------------
+    # -- headless ------------------------------------------------------------------------------------------------
+    ("headless-label-ignored", ("headless",), "faults=Faults(headless_label_ignored=True)",
+     {HL + "test_a_clusterip_service_labelled_headless_gets_no_frontend", HL + "test_a_nodeport_service_labelled_headless_gets_no_nodeport"},
+     ["*headless (ClusterIP): fake-* lists 1 frontend for kpr-suite-headless-*/hl-clusterip, a ClusterIP Service labelled "
+      "service.kubernetes.io/headless: 10.96.*:80/TCP ClusterIP*",
+      "*headless (NodePort): fake-* lists * frontends for kpr-suite-headless-*/hl-nodeport, a NodePort Service labelled "
+      "service.kubernetes.io/headless: *"]),
+    ("headless-nodeport-programmed", ("headless",), "faults=Faults(headless_nodeport_programmed=True)",
+     {HL + "test_a_nodeport_service_labelled_headless_gets_no_nodeport"},
+     ["*headless (NodePort): fake-* lists 2 frontends for kpr-suite-headless-*/hl-nodeport, a NodePort Service labelled "
+      "service.kubernetes.io/headless: 0.0.0.0:3*/TCP NodePort*"]),
     ("hostport-unserved", ("hostport",), "faults=Faults(hostport_unserved=True)",
      {HP + "test_the_host_port_answers_on_the_nodes_address", HP + "test_the_agent_lists_a_host_port_frontend"},
      ["*hostPort: 172.18.0.3:18780 from the node: connect refused, HTTP 0 (curl exit 7)*",

@@ -210,3 +210,15 @@ def test_the_public_module_exports_what_it_imports() -> None:
     imported = {a.asname or a.name for node in tree.body if isinstance(node, ast.ImportFrom) and node.module != "__future__"
                 for a in node.names}
     assert set(public.__all__) == imported, sorted(set(public.__all__) ^ imported)
+
+
+def test_the_mutation_selection_runs_a_table_test_of_every_judge() -> None:
+    """make mutation mutates every module of pytest_kpr/judge/; the tests it runs (pyproject.toml [tool.mutmut]) must
+    import each of them, or a judge's mutants are judged by the tests of other judges only."""
+    import tomllib
+
+    cfg = tomllib.loads((PKG.parent / "pyproject.toml").read_text())["tool"]["mutmut"]
+    selected = [PKG.parent / a for a in cfg["pytest_add_cli_args_test_selection"] if a.startswith("tests/")]
+    covered = {i for p in selected for i in imports(p)}
+    judges = sorted(p.stem for p in (PKG / "judge").glob("*.py") if p.stem != "__init__")
+    assert judges and [j for j in judges if f"pytest_kpr.judge.{j}" not in covered] == []

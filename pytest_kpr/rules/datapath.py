@@ -412,6 +412,14 @@ SRC_HOSTPORT_SCHED = ("kubernetes/kubernetes pkg/scheduler/framework/plugins/nod
                       "whose used ports conflict (hostIP, protocol, hostPort) with ErrReason \"node(s) didn't have free ports for the "
                       "requested pod ports\": the pod is not bound there and stays Pending (PodScheduled False, Unschedulable)")
 
+#: the label Kubernetes puts on a Service its EndpointSlice mirroring must skip, and that marks it headless
+#: (corev1.IsHeadlessService), beside ``clusterIP: None``
+HEADLESS_LABEL = "service.kubernetes.io/headless"
+SRC_HEADLESS = ("cilium/cilium pkg/loadbalancer/reflectors/conversions.go@bb5d8694 convertService: \"A service that is annotated as "
+                "headless has no frontends, even if the service spec contains ClusterIPs etc.\" `if isHeadless(svc) { return }`, "
+                "before the ClusterIP, NodePort, LoadBalancer and ExternalIP frontends; isHeadless: `_, headless := "
+                "svc.Labels[corev1.IsHeadlessService]` or ClusterIP \"none\"")
+
 
 @dataclass(frozen=True)
 class SourceRule:

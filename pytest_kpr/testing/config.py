@@ -81,6 +81,10 @@ class Faults:
     socket_lb_v6_broken: bool = False
     #: IPv6 only (dual stack): the agents program no ``[::]:<port>`` NodePort frontend (a NodePort Service is served over IPv4 only)
     nodeport_v6_missing: bool = False
+    #: the agents ignore the service.kubernetes.io/headless label: a labelled Service's ClusterIP (and NodePorts) are programmed
+    headless_label_ignored: bool = False
+    #: the label is honoured for the ClusterIP only: a labelled NodePort Service's NodePort frontends are programmed
+    headless_nodeport_programmed: bool = False
     #: IPv6 only (dual stack): under reject, a backendless IPv6 frontend drops the packet instead of answering ICMPv6 1/4
     no_backend_v6_drops: bool = False
     #: sendmsg4 lets a datagram to a backendless UDP Service through untranslated instead of failing sendto() (it times out)

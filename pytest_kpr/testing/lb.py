@@ -8,7 +8,7 @@ endpoints. NodePort services get ``0.0.0.0:<nodePort>`` and ``<node InternalIP>:
 from __future__ import annotations
 
 
-from ..rules.datapath import (LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, NODEPORT_WILDCARD, REV_NAT_FULL_ERROR, REV_NAT_MAP_NAME,
+from ..rules.datapath import (HEADLESS_LABEL, LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, NODEPORT_WILDCARD, REV_NAT_FULL_ERROR, REV_NAT_MAP_NAME,
                               external_backends, internal_backends, itp_enabled, new_connection_backends, terminating_endpoints_kept,
                               wildcard_entry)
 from ..rules.lbmodel import Event, LbModel, Op, Variant
@@ -81,6 +81,13 @@ class LbState:
         """(addr, type, port) of every frontend a Service asks for (NodePorts as the wildcard of each family only)."""
         spec = svc["spec"]
         out = []
+        faults = self.cluster.cfg.faults
+        # datapath.SRC_HEADLESS: a Service labelled headless has no frontends at all (the faults: the label ignored, or
+        # honoured for the ClusterIP only)
+        if HEADLESS_LABEL in ((svc.get("metadata") or {}).get("labels") or {}) and not faults.headless_label_ignored:
+            if not faults.headless_nodeport_programmed:
+                return []
+            spec = {k: v for k, v in spec.items() if k not in ("clusterIP", "clusterIPs")}
         for port in spec.get("ports", []):
             proto = port.get("protocol", "TCP")
             if spec.get("clusterIP") and spec["clusterIP"] != "None":
