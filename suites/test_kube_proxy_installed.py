@@ -16,18 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.suite import (
-    ClusterFacts,
-    eventually,
-    eventually_or_now,
-    Evidence,
-    holds,
-    KprSession,
-    Lab,
-    OWNER_LABEL,
-    OWNER_VALUE,
-    RUN_LABEL,
-)
+from pytest_kpr.suite import (ClusterFacts, eventually, eventually_or_now, Evidence, holds, KprSession, Lab,
+                              OWNER_LABEL, OWNER_VALUE, RUN_LABEL)
 from pytest_kpr.judge.iptables import kube_proxy_rule_problems
 from pytest_kpr.judge.kube_proxy import daemonset_summary, kube_proxy_daemonset_problems, runs_kube_proxy
 

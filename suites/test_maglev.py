@@ -26,18 +26,8 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.suite import (
-    ClusterFacts,
-    ClusterHandle,
-    eventually,
-    Evidence,
-    family_file,
-    holds,
-    hp,
-    Lab,
-    no_outside_view,
-    WEB_PORT,
-)
+from pytest_kpr.suite import (ClusterFacts, ClusterHandle, eventually, Evidence, family_file, holds, hp, Lab,
+                              no_outside_view, WEB_PORT)
 from pytest_kpr.judge.maglev import (
     MAGLEV_FLOWS,
     maglev_flow_problems,

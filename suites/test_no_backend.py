@@ -27,18 +27,8 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.suite import (
-    ClusterFacts,
-    ClusterHandle,
-    Evidence,
-    family_file,
-    Ghost,
-    holds,
-    hp,
-    Lab,
-    no_outside_view,
-    ProbeOutput,
-)
+from pytest_kpr.suite import (ClusterFacts, ClusterHandle, Evidence, family_file, Ghost, holds, hp, Lab,
+                              no_outside_view, ProbeOutput)
 from pytest_kpr.judge.no_backend import NoBackendAttempt, known_regression, no_backend_problems
 from pytest_kpr.rules.datapath import Plane, no_backend, plane_for
 from pytest_kpr.rules.kernels import kernel_tuple

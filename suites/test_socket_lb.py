@@ -15,18 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kpr.suite import (
-    ClusterFacts,
-    Evidence,
-    family_file,
-    holder_ct,
-    holder_program,
-    holds,
-    KprSession,
-    Lab,
-    parse_netstat,
-    split_host_port,
-)
+from pytest_kpr.suite import (ClusterFacts, Evidence, family_file, holder_ct, holder_program, holds, KprSession, Lab,
+                              parse_netstat, split_host_port)
 from pytest_kpr.judge.socket_lb import (
     SocketLBObservation,
     attach_mode_kernel_problems,

@@ -25,18 +25,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from pytest_kpr.suite import (
-    ClusterFacts,
-    eventually,
-    Evidence,
-    family_file,
-    holds,
-    hp,
-    L3n4,
-    Lab,
-    probe_pod,
-    same_address,
-)
+from pytest_kpr.suite import (ClusterFacts, eventually, Evidence, family_file, holds, hp, L3n4, Lab, probe_pod,
+                              same_address)
 from pytest_kpr.judge.no_backend import known_regression, socket_no_backend_problems
 from pytest_kpr.judge.terminating import draining_flow_problems, new_connection_problems
 from pytest_kpr.rules.datapath import TERMINATING_FILE, terminating_endpoints_kept

@@ -31,19 +31,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from pytest_kpr.suite import (
-    clock,
-    ClusterFacts,
-    eventually,
-    Evidence,
-    family_file,
-    holds,
-    hp,
-    L3n4,
-    Lab,
-    probe_pod,
-    same_address,
-)
+from pytest_kpr.suite import (clock, ClusterFacts, eventually, Evidence, family_file, holds, hp, L3n4, Lab, probe_pod,
+                              same_address)
 from pytest_kpr.judge.no_backend import known_regression, socket_no_backend_problems
 from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems, udp_termination_problems
 from pytest_kpr.rules.datapath import SOCKET_TERMINATION_BATCH_S, SOCKET_TERMINATION_FILE, pod_udp_sockets_terminated
