@@ -7,7 +7,7 @@ framework only from here, and beside it only their property's own modules (``pyt
 - judging: :func:`holds` (the one assertion), :class:`Evidence` and :func:`family_file`, :func:`no_outside_view`
 - waiting: :func:`eventually`, :func:`eventually_or_now`, :class:`Observation`, :class:`WaitTimeout`, ``clock``
 - reading tool output: :func:`hp`, :func:`split_host_port`, :class:`L3n4`, :class:`RuleDump`, :func:`parse_netstat`,
-  :class:`ProbeOutput`
+  :class:`ProbeResult` (a probe's result, read back)
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from .core import clock
 from .core.wait import Observation, WaitTimeout, eventually, eventually_or_now
 from .evidence import Evidence, family_file
 from .judge import holds
+from .model.probe import ProbeResult
 from .observe.lab import WEB_PORT, WEB_TARGET, Ghost, Lab, Tweak, holder_ct, holder_program, same_address
 from .observe.node import NodeRules
 from .observe.workloads import probe_pod
 from .parse import L3n4, RuleDump
 from .parse.addr import hp, split_host_port
 from .parse.node import parse_netstat
-from .parse.probe import ProbeOutput
 from .plugin.markers import load_known_gaps
 from .plugin.outcomes import no_outside_view
 from .plugin.session import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, KprSession
@@ -32,6 +32,6 @@ from .plugin.session import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, KprSession
 __all__ = [
     "ClusterFacts", "ClusterHandle", "clock", "Observation", "WaitTimeout", "eventually", "eventually_or_now", "Evidence",
     "family_file", "holds", "WEB_PORT", "WEB_TARGET", "Ghost", "Lab", "Tweak", "holder_ct", "holder_program", "same_address",
-    "NodeRules", "probe_pod", "L3n4", "RuleDump", "hp", "split_host_port", "parse_netstat", "ProbeOutput", "load_known_gaps",
+    "NodeRules", "probe_pod", "L3n4", "RuleDump", "hp", "split_host_port", "parse_netstat", "ProbeResult", "load_known_gaps",
     "no_outside_view", "OWNER_LABEL", "OWNER_VALUE", "RUN_LABEL", "KprSession",
 ]

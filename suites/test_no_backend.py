@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from pytest_kpr.suite import (ClusterFacts, ClusterHandle, Evidence, family_file, Ghost, holds, hp, Lab,
-                              no_outside_view, ProbeOutput)
+                              no_outside_view, ProbeResult)
 from pytest_kpr.judge.no_backend import NoBackendAttempt, known_regression, no_backend_problems
 from pytest_kpr.rules.datapath import Plane, no_backend, plane_for
 from pytest_kpr.rules.kernels import kernel_tuple
@@ -42,7 +42,7 @@ CURL_MAX_TIME = 5.0
 PROBE_TIMEOUT = 3.0
 
 
-def _attempt(path: str, tool: str, out: ProbeOutput) -> NoBackendAttempt:
+def _attempt(path: str, tool: str, out: ProbeResult) -> NoBackendAttempt:
     icmp = (out.icmp_type, out.icmp_code) if out.icmp_type is not None and out.icmp_code is not None else None
     return NoBackendAttempt(path, tool, out.verdict, out.elapsed_ms / 1000.0, out.errno_name, icmp)
 

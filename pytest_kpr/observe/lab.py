@@ -24,7 +24,8 @@ from .node import Node, globoff
 from ..parse import L3n4, Service
 from ..parse.addr import family_of, hp
 from ..parse.node import CURL_WRITE_OUT, HttpResult, parse_curl, parse_netstat
-from ..parse.probe import HoldEvent, ProbeOutput, parse_hold_log, parse_probe_json
+from ..model.probe import ProbeResult
+from ..parse.probe import HoldEvent, parse_hold_log, parse_probe_json
 from ..core.wait import Observation, Timeouts, WaitTimeout, eventually
 from .workloads import PROBE_CONTAINER, probe_pod
 from ..core import clock
@@ -527,7 +528,7 @@ class Lab:
             raise LabError("a single-node cluster has no other node to send to")
         return others[0]
 
-    def probe(self, kind: str, target: str, timeout: float, pod: str = "probe") -> ProbeOutput:
+    def probe(self, kind: str, target: str, timeout: float, pod: str = "probe") -> ProbeResult:
         r = self.exec(pod, "kpr", "probe", kind, target, "--json", "--timeout", f"{timeout:g}", timeout=timeout + self.t.EXEC)
         return parse_probe_json(r.check().stdout)
 

@@ -5,26 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.probe import VERDICTS, ProbeResult, Verdict
 from .common import numbered, strict_json
 from .errors import ParseError
 
-VERDICTS = frozenset({"accepted", "reset", "icmp-unreachable", "connected", "refused", "unreachable", "timeout", "no-route", "inconclusive", "http",
-                      "answered"})
 
-
-@dataclass(frozen=True)
-class ProbeOutput:
-    probe: str
-    target: str
-    verdict: str
-    elapsed_ms: float
-    icmp_type: int | None = None
-    icmp_code: int | None = None
-    errno_name: str | None = None
-    http_code: int | None = None
-
-
-def parse_probe_json(text: str) -> ProbeOutput:
+def parse_probe_json(text: str) -> ProbeResult:
     lines = [(n, line) for n, line in numbered(text) if line.strip()]
     if len(lines) != 1:
         raise ParseError("probe-json", lines[1][0] if len(lines) > 1 else 1, lines[1][1] if len(lines) > 1 else "", "expected exactly one JSON line")
@@ -40,12 +26,15 @@ def parse_probe_json(text: str) -> ProbeOutput:
             raise ParseError("probe-json", lineno, line, f"{key} must be {' or '.join(k.__name__ for k in kinds)}, got {type(d[key]).__name__}")
     if not 0 <= float(d["elapsed_ms"]) < 1e12:
         raise ParseError("probe-json", lineno, line, f"elapsed_ms {d['elapsed_ms']!r} is not a duration")
-    return ProbeOutput(str(d.get("probe", "")), str(d.get("target", "")), d["verdict"], float(d["elapsed_ms"]),
-                       d.get("icmp_type"), d.get("icmp_code"), d.get("errno_name"), d.get("http_code"))
+    known = {"probe", "target", "verdict", "elapsed_ms", "icmp_type", "icmp_code", "errno", "errno_name", "http_code", "source", "detail"}
+    return ProbeResult(str(d.get("probe", "")), str(d.get("target", "")), Verdict(d["verdict"]), float(d["elapsed_ms"]),
+                       d.get("icmp_type"), d.get("icmp_code"), d.get("errno"), d.get("errno_name"), d.get("http_code"),
+                       d.get("source"), str(d.get("detail") or ""), {k: v for k, v in d.items() if k not in known})
 
 
 _PROBE_TYPES: dict[str, tuple[type, ...]] = {"probe": (str,), "target": (str,), "elapsed_ms": (int, float), "icmp_type": (int,),
-                                            "icmp_code": (int,), "errno_name": (str,), "http_code": (int,)}
+                                            "icmp_code": (int,), "errno": (int,), "errno_name": (str,), "http_code": (int,),
+                                            "source": (str,), "detail": (str,)}
 
 
 @dataclass(frozen=True)
