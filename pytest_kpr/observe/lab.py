@@ -55,6 +55,50 @@ class LabError(KprError):
     """A workload could not be set up (the cause is named); the property was not judged."""
 
 
+def sanity_problems(asked: dict[str, Any], got: dict[str, Any]) -> list[str]:
+    """What the API server returned for a created object, against what was asked (after the tweak): the same object, and
+    for a Service what the suites rely on -- its type and ports as asked, a ClusterIP allocated (or None kept), a
+    NodePort on each port of a NodePort or LoadBalancer Service (the one asked for, if any) and none on a ClusterIP
+    Service's, a health-check NodePort for a LoadBalancer with externalTrafficPolicy Local; for a Deployment its
+    replicas. As kubernetes/kubernetes test/e2e/framework/service/jig.go sanityCheckService checks a created Service."""
+    md, gmd = asked.get("metadata") or {}, got.get("metadata") or {}
+    ident = (asked.get("kind"), md.get("name"), md.get("namespace"))
+    seen = (got.get("kind", asked.get("kind")), gmd.get("name"), gmd.get("namespace", md.get("namespace")))
+    if seen != ident:
+        return [f"the answer is {seen[0]} {seen[2]}/{seen[1]}"]
+    spec, gspec = asked.get("spec") or {}, got.get("spec") or {}
+    out: list[str] = []
+    if asked.get("kind") == "Deployment" and spec.get("replicas") is not None and gspec.get("replicas") != spec["replicas"]:
+        out.append(f"replicas {gspec.get('replicas')}, asked {spec['replicas']}")
+    if asked.get("kind") != "Service":
+        return out
+    type_ = spec.get("type", "ClusterIP")
+    if gspec.get("type", "ClusterIP") != type_:
+        out.append(f"type {gspec.get('type')}, asked {type_}")
+    want = [(p.get("port"), p.get("protocol", "TCP")) for p in spec.get("ports") or []]
+    have = [(p.get("port"), p.get("protocol", "TCP")) for p in gspec.get("ports") or []]
+    if have != want:
+        out.append(f"ports {have}, asked {want}")
+    cip = gspec.get("clusterIP")
+    if spec.get("clusterIP") == "None":
+        if cip != "None":
+            out.append(f"clusterIP {cip}, asked None (headless)")
+    elif not cip or cip == "None":
+        out.append("no ClusterIP allocated")
+    node_ports = type_ in ("NodePort", "LoadBalancer") and spec.get("allocateLoadBalancerNodePorts") is not False
+    for asked_port, got_port in zip(spec.get("ports") or [], gspec.get("ports") or []):
+        np = got_port.get("nodePort")
+        if node_ports and not np:
+            out.append(f"no NodePort allocated for port {got_port.get('port')}")
+        elif not node_ports and type_ == "ClusterIP" and np:
+            out.append(f"a NodePort {np} on port {got_port.get('port')} of a ClusterIP Service")
+        elif asked_port.get("nodePort") and np != asked_port["nodePort"]:
+            out.append(f"NodePort {np} for port {got_port.get('port')}, asked {asked_port['nodePort']}")
+    if type_ == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local" and not gspec.get("healthCheckNodePort"):
+        out.append("no healthCheckNodePort allocated for a LoadBalancer with externalTrafficPolicy Local")
+    return out
+
+
 def same_address(a: L3n4, b: L3n4) -> bool:
     """Same IP and port, and same protocol when both carry one (1.16 prints none)."""
     return a.ip == b.ip and a.port == b.port and (a.proto is None or b.proto is None or a.proto == b.proto) and a.internal == b.internal
@@ -315,7 +359,12 @@ class Lab:
         if (obj.get("kind"), md.get("name"), md.get("namespace")) != (kind, name, self.ns):
             raise LabError(f"a tweak changed {kind} {self.ns}/{name} into {obj.get('kind')} {md.get('namespace')}/{md.get('name')}: "
                            "tweak the spec, not what the object is")
-        return self.create(obj)
+        asked = copy.deepcopy(obj)  # the client may fill in the object it sends
+        got = self.create(obj)
+        problems = sanity_problems(asked, got)
+        if problems:
+            raise LabError(f"the API server's answer to creating {kind} {self.ns}/{name} is not what was asked: {'; '.join(problems)}")
+        return got
 
     def create_service(self, name: str, selector: dict[str, str], type_: str = "ClusterIP", *, node_port: int | None = None,
                        tweak: Tweak | None = None) -> dict[str, Any]:
