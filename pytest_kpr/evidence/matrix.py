@@ -17,6 +17,7 @@ from __future__ import annotations
 import html
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,38 +77,68 @@ def md(text: Any) -> str:
     return out
 
 
-def to_markdown(cols: list[Column], base: Path | None = None) -> str:
+@dataclass(frozen=True)
+class CellView:
+    """One cell of the page, as both renderings show it."""
+
+    verdict: str
+    families: str  # family_note
+    regressed_from: str | None  # the run it passed in, when it regressed
+    figure: str
+    reason: str | None  # a FAIL's why: its reason, the failed test, its bundle's link (None: none to show)
+    failed_test: str
+    evidence: str | None  # the failure bundle's href
+
+
+def grid(cols: list[Column], base: Path | None = None) -> list[tuple[str, list[CellView | None]]]:
+    """Each property (a row) with a cell per run (a column; None where the run has no such property): walked once, for
+    the Markdown and the HTML page alike."""
     reg = regressions(cols)
-    head = "| property | " + " | ".join(f"[{md(c.key)}]({_link(c, base)})" for c in cols) + " |"
-    rows = [head, "|---|" + "---|" * len(cols)]
+    rows = []
     for p in properties(cols):
-        cells = []
+        cells: list[CellView | None] = []
         for c in cols:
             cell = c.cells.get(p)
             if cell is None:
-                cells.append("-")
+                cells.append(None)
                 continue
-            mark = " ⚠ regression" if (c.key, p) in reg else ""
-            fig = f" {md(cell['figure'])}" if cell.get("figure") else ""
-            cells.append(f"**{SYMBOL[cell['verdict']]}**{md(family_note(cell))}{mark}{fig}{_md_reason(c, cell, base)}")
-        rows.append(f"| {md(p)} | " + " | ".join(cells) + " |")
+            failed = cell.get("failed_test") or ""
+            href = f"{_link(c, base)}/{_quote(cell['failure_evidence'])}" if failed and cell.get("failure_evidence") else None
+            cells.append(CellView(cell["verdict"], family_note(cell), reg.get((c.key, p)), cell.get("figure", "") or "",
+                                  cell.get("reason", "") if failed else None, failed, href))
+        rows.append((p, cells))
+    return rows
+
+
+def to_markdown(cols: list[Column], base: Path | None = None) -> str:
+    head = "| property | " + " | ".join(f"[{md(c.key)}]({_link(c, base)})" for c in cols) + " |"
+    rows = [head, "|---|" + "---|" * len(cols)]
+    for p, cells in grid(cols, base):
+        rows.append(f"| {md(p)} | " + " | ".join("-" if v is None else _md_cell(v) for v in cells) + " |")
     return "\n".join(rows) + "\n"
 
 
-def _md_reason(c: Column, cell: dict[str, Any], base: Path | None) -> str:
-    """A FAIL cell's why: the reason, the failed test, a link to its failure bundle."""
-    if not cell.get("failed_test"):
-        return ""
-    link = f" [evidence]({_link(c, base)}/{_quote(cell['failure_evidence'])})" if cell.get("failure_evidence") else ""
-    return f"<br>{md(cell.get('reason', ''))} ({md(cell['failed_test'])}){link}"
+def _md_cell(v: CellView) -> str:
+    mark = " ⚠ regression" if v.regressed_from is not None else ""
+    fig = f" {md(v.figure)}" if v.figure else ""
+    why = ""
+    if v.reason is not None:  # a FAIL cell's why: the reason, the failed test, a link to its failure bundle
+        why = f"<br>{md(v.reason)} ({md(v.failed_test)})" + (f" [evidence]({v.evidence})" if v.evidence else "")
+    return f"**{SYMBOL[v.verdict]}**{md(v.families)}{mark}{fig}{why}"
 
 
-def _html_reason(c: Column, cell: dict[str, Any], base: Path | None) -> str:
-    if not cell.get("failed_test"):
-        return ""
+NO_CELL = '<td class="none">-</td>'
+
+
+def _html_cell(v: CellView) -> str:
     esc = html.escape
-    link = f' <a href="{esc(_link(c, base) + "/" + _quote(cell["failure_evidence"]))}">evidence</a>' if cell.get("failure_evidence") else ""
-    return f'<div class="why">{esc(cell.get("reason", ""))} <span class="test">({esc(cell["failed_test"])})</span>{link}</div>'
+    mark = f'<span class="regression" title="passed in {esc(v.regressed_from)}">regression</span>' if v.regressed_from is not None else ""
+    why = ""
+    if v.reason is not None:
+        link = f' <a href="{esc(v.evidence)}">evidence</a>' if v.evidence else ""
+        why = f'<div class="why">{esc(v.reason)} <span class="test">({esc(v.failed_test)})</span>{link}</div>'
+    return (f'<td class="{v.verdict}{" regressed" if v.regressed_from is not None else ""}"><b>{esc(SYMBOL[v.verdict])}</b>'
+            f'{esc(v.families)}{mark}<div class="fig">{esc(v.figure)}</div>{why}</td>')
 
 
 def family_note(cell: dict[str, Any]) -> str:
@@ -119,23 +150,11 @@ def family_note(cell: dict[str, Any]) -> str:
 
 
 def to_html(cols: list[Column], base: Path | None = None) -> str:
-    reg = regressions(cols)
     esc = html.escape
     th = "".join(f'<th><a href="{esc(_link(c, base))}">{esc(c.key)}</a></th>' for c in cols)
-    body = []
-    for p in properties(cols):
-        tds = []
-        for c in cols:
-            cell = c.cells.get(p)
-            if cell is None:
-                tds.append('<td class="none">-</td>')
-                continue
-            regressed = (c.key, p) in reg
-            mark = f'<span class="regression" title="passed in {esc(reg[(c.key, p)])}">regression</span>' if regressed else ""
-            tds.append(f'<td class="{cell["verdict"]}{" regressed" if regressed else ""}"><b>{esc(SYMBOL[cell["verdict"]])}</b>'
-                       f'{esc(family_note(cell))}{mark}'
-                       f'<div class="fig">{esc(cell.get("figure", ""))}</div>{_html_reason(c, cell, base)}</td>')
-        body.append(f"<tr><th>{esc(p)}</th>{''.join(tds)}</tr>")
+    rows = grid(cols, base)
+    body = [f"<tr><th>{esc(p)}</th>{''.join(NO_CELL if v is None else _html_cell(v) for v in cells)}</tr>" for p, cells in rows]
+    regressed = sum(1 for _, cells in rows for v in cells if v is not None and v.regressed_from is not None)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>kpr conformance matrix</title>
 <style>
@@ -151,7 +170,7 @@ td.regressed {{ outline: 3px solid #b00; }}
 <body><h1>kpr conformance matrix</h1>
 <table id="matrix"><thead><tr><th>property</th>{th}</tr></thead>
 <tbody>{''.join(body)}</tbody></table>
-<p>{len(cols)} runs, {len(properties(cols))} properties, {len(reg)} regressions.</p>
+<p>{len(cols)} runs, {len(rows)} properties, {regressed} regressions.</p>
 </body></html>
 """
 
