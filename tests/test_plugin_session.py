@@ -443,3 +443,27 @@ def test_without_the_node_shell_no_privileged_pod_is_made_and_its_tests_say_why(
                                  "/proc/net/ip_vs; disabled by --kpr-no-node-shell"])
     created = json.loads((pytester.path / "created.json").read_text())
     assert created and not [c for c in created if c[3].startswith("node-shell-")], created
+
+
+def test_the_fake_provider_answers_the_provider_hook_after_a_conftests_own(pytester: pytest.Pytester) -> None:
+    """--kpr-provider=fake is a plugin answering pytest_kpr_provider (last): a conftest that returns a provider of its
+    own is used instead; one that returns None leaves the run to the fake."""
+    pytester.makepyfile(test_which=textwrap.dedent("""
+        import pathlib
+        import pytest
+        pytestmark = pytest.mark.kpr(property="which")
+
+        def test_which(kpr_facts, kpr_session):
+            pathlib.Path("which.txt").write_text(f"{kpr_facts.cilium_version} {kpr_session.config.pluginmanager.has_plugin('kpr-fake-provider')}")
+    """))
+    own = textwrap.dedent("""
+        from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
+
+        def pytest_kpr_provider(config, settings, timeouts, kube_factory):
+            return {answer}
+    """)
+    for answer, version in (("FakeProvider(FakeCluster(FakeConfig(cilium_version='1.18.3')))", "1.18.3"), ("None", None)):
+        pytester.makeconftest(own.format(answer=answer))
+        pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "--kpr-cilium-version=1.19.8", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+        seen, registered = (pytester.path / "which.txt").read_text().split()
+        assert registered == "True" and seen == (version or "1.19.8"), (answer, seen)

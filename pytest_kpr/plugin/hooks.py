@@ -16,7 +16,7 @@ from . import markers
 from ..evidence import results
 from ..core.errors import MarkerError, NodeShellDisabled, SettingsError
 from .session import KprSession
-from ..run.settings import add_options, new_run_name, resolve
+from ..run.settings import ProviderName, add_options, new_run_name, resolve
 
 KPR_SESSION = pytest.StashKey[KprSession]()
 #: the run's own directory under the default artifacts directory (None: an artifacts directory was named, or no kpr run)
@@ -97,8 +97,21 @@ def pytest_configure(config: pytest.Config) -> None:
             link_latest(settings.artifacts)
     config.stash[KPR_SESSION] = KprSession(config, settings)
     config.pluginmanager.register(ExitTrailer(config), "kpr-exit-trailer")
+    if settings.provider is ProviderName.FAKE:  # the fake cluster is a provider like any other: it answers the hook
+        config.pluginmanager.register(FakeProviderPlugin(), "kpr-fake-provider")
     _add_packaged_suites(config)
     _end_cleanly_on_sigterm(config)
+
+
+class FakeProviderPlugin:
+    """``--kpr-provider=fake``: the in-memory fake cluster (pytest_kpr.testing) through the ``pytest_kpr_provider`` hook, as
+    any other provider plugs in; last, so a conftest's own provider still comes first."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_kpr_provider(self, config: pytest.Config, settings: Any, timeouts: Any, kube_factory: Any) -> Any:
+        from ..testing import fake_provider
+
+        return fake_provider(settings)
 
 
 class ExitTrailer:

@@ -148,10 +148,8 @@ class KprSession:
         )
         if custom is not None:
             return custom  # type: ignore[no-any-return]
-        if self.settings.provider is ProviderName.FAKE:
-            from ..testing import fake_provider
-
-            return fake_provider(self.settings)
+        if self.settings.provider is ProviderName.FAKE:  # hooks.FakeProviderPlugin answers the hook above
+            raise KprError("--kpr-provider=fake: the fake cluster's plugin is not registered (it is, by pytest_configure)")
         if self.settings.provider is ProviderName.EXISTING:
             from ..cluster.existing import ExistingProvider
 
