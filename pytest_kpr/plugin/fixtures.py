@@ -19,6 +19,7 @@ from ..cluster.provider import ClusterHandle
 from ..evidence import Evidence
 from ..observe.node import NodeRules
 from ..observe.lab import Convergence, Ghost, Lab, report_values
+from .keys import KPR_SESSION
 from .session import KprSession
 from ..run.settings import Settings
 from ..core.wait import Observation, Timeouts
@@ -26,8 +27,6 @@ from ..core.wait import Observation, Timeouts
 
 @pytest.fixture(scope="session")
 def kpr_session(request: pytest.FixtureRequest) -> KprSession:
-    from .hooks import KPR_SESSION
-
     return request.config.stash[KPR_SESSION]
 
 

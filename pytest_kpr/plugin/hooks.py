@@ -15,15 +15,9 @@ import pytest
 from . import markers
 from ..evidence import results
 from ..core.errors import MarkerError, NodeShellDisabled, SettingsError
+from .keys import KNOWN_GAP, KPR_RUN_NAME, KPR_SESSION, REQUIREMENT, SUITE
 from .session import KprSession
 from ..run.settings import ProviderName, add_options, new_run_name, resolve
-
-KPR_SESSION = pytest.StashKey[KprSession]()
-#: the run's own directory under the default artifacts directory (None: an artifacts directory was named, or no kpr run)
-KPR_RUN_NAME = pytest.StashKey["str | None"]()
-REQUIREMENT = pytest.StashKey[markers.Requirement]()
-KNOWN_GAP = pytest.StashKey[markers.KnownGap]()
-SUITE = pytest.StashKey[markers.Suite]()
 
 pytest_plugins = ["pytest_kpr.plugin.fixtures"]
 
