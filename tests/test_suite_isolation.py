@@ -104,3 +104,52 @@ def test_control(lab):
     shutil.rmtree(pytester.path / "artifacts")
     run_suites(pytester, "", "a_practice", "maps").assert_outcomes(passed=4, skipped=1)
     assert used() == alone, f"the map-pressure suite counted {used()} entries after the practice suite, {alone} alone"
+
+
+def test_a_suite_end_waits_for_its_services_and_the_run_end_for_its_namespace(pytester: pytest.Pytester) -> None:
+    """On a real cluster a deleted namespace stays Terminating while its pods end their grace periods. A suite's end waits
+    only until its Services are gone (what another suite could see); the next suite starts meanwhile, and the run's end
+    waits for the namespace. Here the fake keeps a deleted suite namespace Terminating for 30 s of its virtual clock."""
+    pytester.makeconftest(textwrap.dedent('''
+        import json, pathlib
+        import pytest
+        from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
+
+        FAKE = FakeCluster(FakeConfig(pod_ready_ticks=0))
+        PROVIDER = FakeProvider(FAKE)
+        _delete, _get = FAKE.delete, FAKE.get
+        GONE_AT = {}  # a deleted suite namespace -> when (the fake's virtual clock) it is finally gone: 30 s of Terminating
+
+        def delete(kind, name, namespace=None, grace_period_seconds=None):
+            if kind == "Namespace" and name.startswith("kpr-suite-"):
+                GONE_AT.setdefault(name, FAKE.clock.time() + 30)  # its Services go at once, the namespace stays Terminating
+                for svc in FAKE.list("Service", name):
+                    _delete("Service", svc["metadata"]["name"], name)
+                return None
+            return _delete(kind, name, namespace, grace_period_seconds)
+
+        def get(kind, name, namespace=None):
+            if kind == "Namespace" and name in GONE_AT and FAKE.clock.time() >= GONE_AT[name]:
+                _delete("Namespace", name)
+            return _get(kind, name, namespace)
+
+        FAKE.delete, FAKE.get = delete, get
+
+        def pytest_kpr_provider(config, settings, timeouts, kube_factory):
+            return PROVIDER
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_sessionfinish(session):
+            pathlib.Path("end.json").write_text(json.dumps({"left": [o["metadata"]["name"] for o in FAKE.list("Namespace")
+                                                                     if o["metadata"]["name"].startswith("kpr-suite-")]}))
+    '''))
+    (pytester.path / "test_a_first.py").write_text(textwrap.dedent(FIRST).replace(
+        "def test_first_makes_twin(lab, probe):", "def test_first_makes_twin(lab):").replace(
+        "    assert lab.probe(\"connect\", fe.host_port(), 2.0).verdict == \"connected\"\n", ""))
+    (pytester.path / "test_b_second.py").write_text(textwrap.dedent(SECOND))
+    result = pytester.runpytest("-m", "kpr", "-p", "no:cacheprovider", "--kpr-artifacts=art", "test_a_first.py", "test_b_second.py")
+    result.assert_outcomes(passed=2)
+    second = json.loads((pytester.path / "second.json").read_text())
+    assert second["first_ns_left"] and not second["first_twin_left"] and second["first_frontend_on_agents"] == [], second
+    assert json.loads((pytester.path / "end.json").read_text())["left"] == [], "the run's end did not delete the suites' namespaces"
+    result.stdout.fnmatch_lines(["*deleting namespaces *kpr-suite-a-first-*"])

@@ -137,8 +137,8 @@ def kpr_lab(kpr_cluster: ClusterHandle, kpr_session: KprSession, evidence: Evide
 def lab(kpr_lab: Lab, kpr_session: KprSession, request: pytest.FixtureRequest) -> Iterator[Lab]:
     """The lab as this suite (test module) sees it (Lab.for_suite): what it creates goes into its own namespace
     (``kpr-suite-<module>-<run id>``, Pod Security privileged: its pods are the datapath's probes and servers), which is
-    deleted when the suite ends, so no later suite sees its Services, pods or frontends; the shared workloads are the
-    session's."""
+    deleted when the suite ends -- its Services are gone before the next suite starts, the namespace is waited for at the
+    run's end -- so no later suite sees its Services or their frontends; the shared workloads are the session's."""
     view = kpr_lab.for_suite(kpr_session.create_namespace(f"suite-{_module_stem(request)}", privileged=True))
     yield view
     kpr_session.progress(f"{_module_stem(request)}: deleting what the suite made (namespace {view.ns})")

@@ -74,6 +74,8 @@ class KprSession:
         self.unavailable: str | None = None
         self.failed: str | None = None
         self.namespaces: list[str] = []
+        #: namespaces whose deletion a suite's end began: the run's end waits until they are gone
+        self.ending: list[str] = []
         self.deselected_kpr = 0
         self.selected_kpr = 0
         self.collection_failed = False
@@ -414,7 +416,7 @@ class KprSession:
                 self.progress(f"end-of-run evidence failed: {e}")
         if self.handle is not None and self.cluster_objects:
             self._delete_cluster_objects(self.handle.kube)
-        if self.handle is not None and self.namespaces:
+        if self.handle is not None and (self.namespaces or self.ending):
             self._delete_namespaces(self.handle.kube)
         if self.handle is not None and self.fixed_namespace is not None and self.run_objects is not None:
             self._delete_run_objects(self.handle.kube)
@@ -638,7 +640,17 @@ class KprSession:
             return
         if namespace in self.namespaces:
             self.namespaces.remove(namespace)
-            self._delete_namespaces(self.handle.kube, [namespace])
+            kube = self.handle.kube
+            if self._start_deleting(kube, [namespace]):
+                # what another suite could see is the namespace's Services (their frontends): those are waited for; the
+                # namespace itself (pods ending their grace periods) finishes meanwhile, and the run's end waits for it
+                self.ending.append(namespace)
+                try:
+                    eventually(lambda: kube.list("Service", namespace), until=lambda left: not left,
+                               timeout=self.timeouts.NAMESPACE_DELETE, what=f"the Services of namespace {namespace} to be deleted",
+                               describe=lambda left: f"{len(left)} left", progress=self.progress)
+                except WaitTimeout as e:
+                    self.progress(str(e))
         elif self.fixed_namespace is not None and self.run_objects is not None:
             self._delete_run_objects(self.handle.kube, [m for m in made if m[2] == self.fixed_namespace])
 
@@ -659,22 +671,10 @@ class KprSession:
         if gone:
             self.progress(f"deleted this run's {gone} objects in namespace {self.fixed_namespace}")
 
-    def _delete_namespaces(self, kube: KubeAPI, names: list[str] | None = None) -> None:
-        mine = []
-        for name in self.namespaces if names is None else names:
-            try:
-                ns = kube.get("Namespace", name)
-            except InfraError as e:
-                self.progress(f"cannot check namespace {name} before deleting it: {e}")
-                continue
-            labels = (ns or {}).get("metadata", {}).get("labels") or {}
-            if ns is None:
-                continue
-            if labels.get(OWNER_LABEL) != OWNER_VALUE or labels.get(RUN_LABEL) != self.run_id:
-                self.progress(f"not deleting namespace {name}: it does not carry this run's labels")
-                continue
-            kube.delete("Namespace", name)
-            mine.append(name)
+    def _delete_namespaces(self, kube: KubeAPI) -> None:
+        """The run's namespaces: deleted (each only while it carries this run's labels), and waited for, together with
+        those whose deletion a suite's end began (:meth:`end_namespace`)."""
+        mine = self._start_deleting(kube, self.namespaces) + [n for n in self.ending if n not in self.namespaces]
         if not mine:
             return
         self.progress(f"deleting namespaces {', '.join(mine)}")
@@ -688,6 +688,25 @@ class KprSession:
             )
         except WaitTimeout as e:
             self.progress(str(e))
+
+    def _start_deleting(self, kube: KubeAPI, names: list[str]) -> list[str]:
+        """Delete each of ``names`` that carries this run's labels; those deleted (an absent one is skipped)."""
+        mine = []
+        for name in names:
+            try:
+                ns = kube.get("Namespace", name)
+            except InfraError as e:
+                self.progress(f"cannot check namespace {name} before deleting it: {e}")
+                continue
+            labels = (ns or {}).get("metadata", {}).get("labels") or {}
+            if ns is None:
+                continue
+            if labels.get(OWNER_LABEL) != OWNER_VALUE or labels.get(RUN_LABEL) != self.run_id:
+                self.progress(f"not deleting namespace {name}: it does not carry this run's labels")
+                continue
+            kube.delete("Namespace", name)
+            mine.append(name)
+        return mine
 
     # -- for the report -----------------------------------------------------------------------------
 
