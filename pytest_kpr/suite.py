@@ -1,6 +1,7 @@
 """What a conformance suite needs from pytest-kpr, in one module: suites (the packaged ones and a user's own) import the
-framework only from here, and beside it only their property's own modules (``pytest_kpr.judge.<property>``, the
-``pytest_kpr.rules`` their expectations cite, a ``pytest_kpr.scenarios`` driver). tests/test_layers.py holds them to it.
+framework only from here, and beside it only their property's own modules (``pytest_kpr.model.<property>``, its
+observation type; ``pytest_kpr.judge.<property>``; the ``pytest_kpr.rules`` their expectations cite; a
+``pytest_kpr.scenarios`` driver). tests/test_layers.py holds them to it.
 
 - the cluster and the run: :class:`ClusterHandle`, :class:`ClusterFacts`, :class:`KprSession` and its labels
 - the lab: :class:`Lab` (the suite's view: its own namespace, the shared workloads), its constants and helpers

@@ -12,11 +12,11 @@ Per family of --kpr-ip-families (the ClusterIP and the pod's address of that fam
 from __future__ import annotations
 
 import secrets
-from typing import Any
-
 import pytest
 
 from pytest_kpr.suite import ClusterFacts, Evidence, family_file, holds, hp, Lab
+from pytest_kpr.judge.hairpin import hairpin_reach_problems, hairpin_source_problems
+from pytest_kpr.model.hairpin import HairpinObservation
 from pytest_kpr.rules.datapath import LOOPBACK_FILES, coverage_name, hairpin_source, plane_for
 
 pytestmark = [
@@ -37,7 +37,7 @@ def hairpin_pod(lab: Lab) -> str:
 
 @pytest.fixture(scope="module")
 def hairpin(hairpin_pod: str, family_lab: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str,
-            kpr_family: str) -> dict[str, Any]:
+            kpr_family: str) -> HairpinObservation:
     lab = family_lab
     lab.wait_programmed_on([lab.client_node], ["hairpin"])
     coverage = kpr_facts.socket_lb_coverage if kpr_facts.socket_lb_coverage in ("Full", "Hostns-only") else coverage_name(False)
@@ -51,30 +51,22 @@ def hairpin(hairpin_pod: str, family_lab: Lab, kpr_facts: ClusterFacts, evidence
     token = secrets.token_hex(6)
     http = lab.curl(f"http://{target}/?kpr={token}", TIMEOUT, pod=hairpin_pod)
     served = lab.who_served([hairpin_pod], token)
-    data = {"family": kpr_family, "service": target, "pod": hairpin_pod, "pod_ip": own, "plane": str(plane), "coverage": coverage,
-            "connect": {"verdict": connect.verdict, "socket_peer": socket_peer},
-            "http_code": http.http_code, "served_by": served[0] if served else None, "seen": served[1] if served else None,
-            "expected_source": rule.sees, "rule": rule.why}
-    evidence.write(family_file("hairpin.json", kpr_family), data)
-    evidence.figure(kpr_property, f"{hairpin_pod} to its own {target}: {connect.verdict}, HTTP {http.http_code}, it saw "
-                                  f"{data['seen']} ({plane})", kpr_family)
-    return {**data, "why": rule.why, "source": rule.source}
+    h = HairpinObservation(kpr_family, target, hairpin_pod, own, str(plane), coverage, str(connect.verdict), socket_peer, http.http_code,
+                           served[0] if served else None, served[1] if served else None, rule.sees, rule.why, rule.source)
+    evidence.write(family_file("hairpin.json", kpr_family), {
+        "family": h.family, "service": h.service, "pod": h.pod, "pod_ip": h.pod_ip, "plane": h.plane, "coverage": h.coverage,
+        "connect": {"verdict": h.verdict, "socket_peer": h.socket_peer}, "http_code": h.http_code, "served_by": h.served_by,
+        "seen": h.seen, "expected_source": h.expected_source, "rule": h.why})
+    evidence.figure(kpr_property, f"{hairpin_pod} to its own {target}: {h.verdict}, HTTP {h.http_code}, it saw {h.seen} ({plane})",
+                    kpr_family)
+    return h
 
 
-def test_a_backend_reaches_its_own_service(hairpin: dict[str, Any]) -> None:
+def test_a_backend_reaches_its_own_service(hairpin: HairpinObservation) -> None:
     """The connection from the Service's only backend to the Service is made and served by that backend."""
-    h = hairpin
-    assert h["connect"]["verdict"] == "connected" and h["http_code"] == 200, (
-        f"hairpin: {h['pod']} could not reach its own Service {h['service']} ({h['plane']} plane): connect {h['connect']['verdict']}, "
-        f"HTTP {h['http_code'] or 'nothing'}{'; per packet a packet from a pod to itself must be source-NATed to the loopback address, else the kernel drops it as a martian' if h['plane'] == 'per-packet' else ''}")
-    assert h["served_by"] == h["pod"], f"hairpin: the request to {h['service']} was not served by {h['pod']} (served by {h['served_by']})"
+    holds(hairpin_reach_problems(hairpin), "hairpin")
 
 
-def test_the_backend_sees_the_source_its_plane_gives(hairpin: dict[str, Any]) -> None:
+def test_the_backend_sees_the_source_its_plane_gives(hairpin: HairpinObservation) -> None:
     """Socket plane: its own address; per packet: the service loopback address (SRC_HAIRPIN_SOCKET, SRC_HAIRPIN_LOOPBACK)."""
-    h = hairpin
-    if h["seen"] is None:
-        pytest.fail(f"hairpin: {h['pod']} logged no request from itself to {h['service']}, so the source it saw is unknown")
-    holds([] if h["seen"] == h["expected_source"] else
-          [f"{h['pod']} saw its own request to {h['service']} come from {h['seen']}, expected {h['expected_source']} ({h['plane']} "
-           f"plane: {h['why']}) [{h['source'].split(';')[0]}]"], "hairpin")
+    holds(hairpin_source_problems(hairpin), "hairpin")

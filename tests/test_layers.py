@@ -178,9 +178,9 @@ def test_the_package_top_holds_only_packages() -> None:
 
 
 SUITES = PKG.parent / "suites"
-#: what a suite may import beside pytest_kpr.suite: its property's own modules (the judgement, the rules it cites, a
-#: multi-step scenario driver)
-PROPERTY_PACKAGES = ("pytest_kpr.judge.", "pytest_kpr.rules.", "pytest_kpr.scenarios.")
+#: what a suite may import beside pytest_kpr.suite: its property's own modules (its observation type, the judgement, the
+#: rules it cites, a multi-step scenario driver)
+PROPERTY_PACKAGES = ("pytest_kpr.model.", "pytest_kpr.judge.", "pytest_kpr.rules.", "pytest_kpr.scenarios.")
 
 
 def suite_import_problems(path: Path) -> list[str]:
@@ -191,7 +191,7 @@ def suite_import_problems(path: Path) -> list[str]:
 
 def test_suites_import_the_framework_only_through_pytest_kpr_suite() -> None:
     """A suite author has one module to know: every suite (also a test module's local imports) reaches the framework
-    only through pytest_kpr.suite, and beside it only its property's judge, rules and scenario modules."""
+    only through pytest_kpr.suite, and beside it only its property's observation type, judge, rules and scenario modules."""
     found = {p.name: bad for p in sorted(SUITES.glob("test_*.py")) if (bad := suite_import_problems(p))}
     assert found == {}, f"suites importing the framework around pytest_kpr.suite: {found}"
 
