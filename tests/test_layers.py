@@ -215,11 +215,18 @@ def test_the_public_module_exports_what_it_imports() -> None:
 
 def test_the_mutation_selection_runs_a_table_test_of_every_judge() -> None:
     """make mutation mutates every module of pytest_kpr/judge/; the tests it runs (pyproject.toml [tool.mutmut]) must
-    import each of them, or a judge's mutants are judged by the tests of other judges only."""
+    import each of them, or a judge's mutants are judged by the tests of other judges only. Each judge's table is its
+    own module, tests/judge/test_<judge>.py (the tests mirror the package)."""
     import tomllib
 
     cfg = tomllib.loads((PKG.parent / "pyproject.toml").read_text())["tool"]["mutmut"]
-    selected = [PKG.parent / a for a in cfg["pytest_add_cli_args_test_selection"] if a.startswith("tests/")]
+    selected = [p for a in cfg["pytest_add_cli_args_test_selection"] if a.startswith("tests/")
+                for p in (sorted((PKG.parent / a).glob("test_*.py")) if a.endswith("/") else [PKG.parent / a])]
+    assert PKG.parent / "tests" / "judge" / "test_headless.py" in selected  # the directory: a new judge's table test is in
     covered = {i for p in selected for i in imports(p)}
     judges = sorted(p.stem for p in (PKG / "judge").glob("*.py") if p.stem != "__init__")
     assert judges and [j for j in judges if f"pytest_kpr.judge.{j}" not in covered] == []
+    # the tests mirror the package: each judge's own table in tests/judge/test_<judge>.py
+    tables = PKG.parent / "tests" / "judge"
+    untabled = [j for j in judges if not (tables / f"test_{j}.py").exists() or f"pytest_kpr.judge.{j}" not in imports(tables / f"test_{j}.py")]
+    assert untabled == [], f"judges without their table test in tests/judge/: {untabled}"

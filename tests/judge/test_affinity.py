@@ -1,0 +1,49 @@
+"""The session affinity judgement (pytest_kpr.judge.affinity), branch by branch, on hand-made observations: no root, no pytester, no cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_kpr.judge.affinity import affinity_timeout_problems
+
+
+B4 = ["10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080", "10.0.0.4:8080"]
+
+
+@pytest.mark.parametrize(("sticky", "plain", "problems"), [
+    ([B4[0]] * 20, B4 * 5, {"sticky": [], "spread": []}),
+    ([B4[0]] * 19 + [B4[1]], B4 * 5, {"sticky": ["20 connections from one client reached 2 backends"], "spread": []}),
+    ([B4[0]] * 20, [B4[2]] * 20, {"sticky": [], "spread": ["all 20 connections without affinity reached 10.0.0.3:8080 of 4 backends (chance: 3.6e-12)"]}),
+    ([B4[0]] * 19 + [None], B4 * 5, {"sticky": ["1 of 20 connections did not connect or show a backend"], "spread": []}),
+    ([B4[0]] * 20, ["10.9.9.9:80"] + B4 * 4, {"sticky": [], "spread": ["connections reached ['10.9.9.9:80'], which are not the Service's backends"]}),
+])
+def test_affinity_verdicts(sticky: list[str | None], plain: list[str | None], problems: dict[str, list[str]]) -> None:
+    from pytest_kpr.judge.affinity import affinity_problems
+
+    got = affinity_problems(sticky, plain, B4)
+    assert {k: [g[:len(w)] for g, w in zip(v, problems[k], strict=False)] for k, v in got.items()} == problems
+    assert {k: len(v) for k, v in got.items()} == {k: len(v) for k, v in problems.items()}
+
+
+@pytest.mark.parametrize(("plain", "backends", "spread_problem"), [
+    (["x:1", "x:1"], ["x:1", "x:2"], True),  # two connections, two backends, one reached: judged
+    (["x:1"], ["x:1", "x:2"], False),  # one connection proves nothing
+    (["x:1", "x:1"], ["x:1"], False),  # one backend: nothing to spread over
+    (["x:1", "x:1", "x:1"], ["x:1", "x:2", "x:3"], True),
+])
+def test_the_spread_verdict_needs_two_connections_and_two_backends(plain: list[str], backends: list[str], spread_problem: bool) -> None:
+    from pytest_kpr.judge.affinity import affinity_problems
+
+    assert bool(affinity_problems(["x:1"], plain, backends)["spread"]) is spread_problem
+
+
+@pytest.mark.parametrize(("peers", "fragment"), [
+    (["a", "b", "a", "c"], None),
+    (["a", "a", "a", "a"], "all 4 connections, 2.5 s apart (past the 1 s timeout), reached a: the affinity never expired (chance if it does: 1.6e-02)"),
+    (["a", None, "a", "a"], "1 of 4 connections did not connect"),
+    (["a"], None),  # one connection proves nothing
+])
+def test_affinity_timeout_judgement(peers: list, fragment: str | None) -> None:
+    problems = affinity_timeout_problems(peers, ["a", "b", "c", "d"], 2.5, 1)
+    assert (fragment is None and not problems) or (fragment is not None and fragment in problems[0]), problems
+    assert affinity_timeout_problems(["a", "a"], ["a"], 2.5, 1) == [], "one backend: no spread to expect"

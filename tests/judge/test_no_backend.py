@@ -1,0 +1,132 @@
+"""The no-backend judgement (pytest_kpr.judge.no_backend) on hand-made attempts against the rules' answers: no root, no
+pytester, no cluster. (The rules themselves, no_backend() and plane_for(), are tabled in tests/test_datapath_rules.py.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_kpr.judge.no_backend import FAST_S, NoBackendAttempt, known_regression, no_backend_problems
+from pytest_kpr.rules.datapath import Plane, no_backend
+
+
+SOCKET = no_backend(Plane.SOCKET, "drop")
+SOCKET_OLD = no_backend(Plane.SOCKET, "drop", kernel=(5, 15))
+ROUTABLE_OFF = no_backend(Plane.PER_PACKET, "reject", routable=False)
+REJECT = no_backend(Plane.PER_PACKET, "reject")
+DROP = no_backend(Plane.PER_PACKET, "drop")
+
+
+@pytest.mark.parametrize(
+    ("attempt", "rule", "words"),
+    [
+        (NoBackendAttempt("p", "curl", "7", 0.001), SOCKET, None),
+        (NoBackendAttempt("p", "curl", "28", 5.0), SOCKET, "curl exited 28 after 5.00s (it timed out: the traffic was dropped); expected exit 7 at once"),
+        (NoBackendAttempt("p", "curl", "7", 1.5), SOCKET, "failed as expected (7) but took 1.50s"),
+        (NoBackendAttempt("p", "curl", "28", 5.0), DROP, None),
+        (NoBackendAttempt("p", "curl", "7", 0.0), DROP, "expected exit 28 at its limit"),
+        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EHOSTUNREACH"), SOCKET, None),
+        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EPERM"), SOCKET,
+         "connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel is the regression of cilium/cilium#45184 (reported for "
+         "Cilium 1.19.2 up to 1.20.0"),
+        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EACCES"), SOCKET, "failed with EACCES, expected EHOSTUNREACH: "),
+        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EPERM"), SOCKET_OLD, None),
+        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EHOSTUNREACH"), SOCKET_OLD, "failed with EHOSTUNREACH, expected EPERM: "),
+        (NoBackendAttempt("p", "raw", "reset", 0.001), ROUTABLE_OFF, None),
+        (NoBackendAttempt("p", "raw", "icmp-unreachable", 0.001, None, (3, 3)), ROUTABLE_OFF, "a raw SYN got icmp-unreachable ICMP 3/3"),
+        (NoBackendAttempt("p", "connect", "refused", 0.001, "ECONNREFUSED"), ROUTABLE_OFF, None),
+        (NoBackendAttempt("p", "connect", "timeout", 3.0), SOCKET, "connect() gave timeout after 3.00s; expected unreachable at once"),
+        (NoBackendAttempt("p", "connect", "refused", 0.0, "ECONNREFUSED"), REJECT, None),
+        (NoBackendAttempt("p", "connect", "unreachable", 0.0, "EHOSTUNREACH"), REJECT, "expected refused at once"),
+        (NoBackendAttempt("p", "raw", "icmp-unreachable", 0.001, None, (3, 3)), REJECT, None),
+        (NoBackendAttempt("p", "raw", "icmp-unreachable", 0.001, None, (3, 1)), REJECT, "the reject answer is ICMP 3/1, expected ICMP 3/3"),
+        (NoBackendAttempt("p", "raw", "icmp-unreachable", 0.001, None, (3, 13)), REJECT, "the reject answer is ICMP 3/13, expected ICMP 3/3"),
+        (NoBackendAttempt("p", "raw", "icmp-unreachable", 0.001, None, None), REJECT, "no ICMP type/code"),
+        (NoBackendAttempt("p", "raw", "timeout", 3.0), REJECT, "a raw SYN got timeout after 3.00s; expected icmp-unreachable ICMP 3/3"),
+        (NoBackendAttempt("p", "raw", "icmp-unreachable", 2.0, None, (3, 3)), REJECT, "took 2.00s"),
+        (NoBackendAttempt("p", "raw", "timeout", 3.0), DROP, None),
+        (NoBackendAttempt("p", "raw", "reset", 0.0), DROP, "a raw SYN got reset"),
+        (NoBackendAttempt("p", "raw", "timeout", 3.0), SOCKET, "a raw packet cannot reach the socket plane"),
+    ],
+)
+def test_no_backend_judgement(attempt: NoBackendAttempt, rule: object, words: str | None) -> None:
+    problems = no_backend_problems(attempt, rule, "reject")  # type: ignore[arg-type]
+    if words is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and words in problems[0], problems
+        assert problems[0].startswith("no backend (p; ")
+
+
+def test_fast_bound_is_strict() -> None:
+    assert no_backend_problems(NoBackendAttempt("p", "curl", "7", FAST_S), SOCKET, "drop")
+    assert not no_backend_problems(NoBackendAttempt("p", "curl", "7", FAST_S - 0.01), SOCKET, "drop")
+
+
+def test_unknown_tool_is_an_error() -> None:
+    with pytest.raises(ValueError):
+        no_backend_problems(NoBackendAttempt("p", "ping", "ok", 0.0), SOCKET, "drop")
+
+
+def test_no_backend_messages_in_full() -> None:
+    cite = "[cilium/cilium bpf/bpf_sock.c __sock4_xlate_fwd / cil_sock4_connect (1.16+ layout, read via the code index): " \
+           "ENABLE_SOCKET_LB_HOST_ONLY && !in_hostns -> -ENXIO (no translation)]"
+    assert no_backend_problems(NoBackendAttempt("pod curl to ClusterIP 10.96.0.12:80", "curl", "28", 5.0), SOCKET, "drop") == [
+        "no backend (pod curl to ClusterIP 10.96.0.12:80; socket plane, ServiceNoBackendResponse=drop): curl exited 28 after 5.00s "
+        "(it timed out: the traffic was dropped); expected exit 7 at once (under 1s): the socket hook fails connect() at once whatever "
+        f"ServiceNoBackendResponse says, with EHOSTUNREACH on a kernel that lets it set the errno (6.1+) {cite}"]
+    assert no_backend_problems(NoBackendAttempt("p", "curl", "6", 0.1), SOCKET, "drop")[0].startswith(
+        "no backend (p; socket plane, ServiceNoBackendResponse=drop): curl exited 6 after 0.10s; expected exit 7")
+    assert no_backend_problems(NoBackendAttempt("p", "curl", "7", 0.0), DROP, "drop")[0].startswith(
+        "no backend (p; per-packet plane, ServiceNoBackendResponse=drop): curl exited 7 after 0.00s (it could not connect); "
+        "expected exit 28 at its limit: the per-packet plane drops the packet; the client waits for its limit [cilium/cilium bpf/bpf_lxc.c")
+    assert no_backend_problems(NoBackendAttempt("p", "connect", "timeout", 3.0), SOCKET, "reject")[0].startswith(
+        "no backend (p; socket plane, ServiceNoBackendResponse=reject): connect() gave timeout after 3.00s; expected unreachable at once")
+    assert no_backend_problems(NoBackendAttempt("p", "connect", "unreachable", 0.0, "EACCES"), SOCKET, "reject") == [
+        f"no backend (p; socket plane, ServiceNoBackendResponse=reject): connect() failed with EACCES, expected EHOSTUNREACH: "
+        f"{SOCKET.why} {cite}"]
+    assert no_backend_problems(NoBackendAttempt("p", "connect", "unreachable", 0.0, "EPERM"), SOCKET, "reject") == [
+        f"no backend (p; socket plane, ServiceNoBackendResponse=reject): connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ "
+        "kernel is the regression of cilium/cilium#45184 (reported for Cilium 1.19.2 up to 1.20.0: bpf_set_retval compiled out; fixed on main "
+        "by #45185, no v1.19 backport found)): "
+        f"{SOCKET.why} {cite}"]
+    assert no_backend_problems(NoBackendAttempt("p", "raw", "timeout", 3.0), REJECT, "reject")[0].startswith(
+        "no backend (p; per-packet plane, ServiceNoBackendResponse=reject): a raw SYN got timeout after 3.00s; expected icmp-unreachable ICMP 3/3: "
+        "the per-packet plane answers ICMP port unreachable; the client's TCP stack turns it into ECONNREFUSED [cilium/cilium bpf/lib/lb.h")
+    assert no_backend_problems(NoBackendAttempt("p", "raw", "reset", 0.0, None, (3, 3)), DROP, "drop")[0].startswith(
+        "no backend (p; per-packet plane, ServiceNoBackendResponse=drop): a raw SYN got reset ICMP 3/3 after 0.00s; expected timeout:")
+    assert no_backend_problems(NoBackendAttempt("p", "raw", "timeout", 1.0), SOCKET, "drop") == [
+        "no backend (p; socket plane, ServiceNoBackendResponse=drop): a raw packet cannot reach the socket plane; this attempt was misclassified"]
+    assert no_backend_problems(NoBackendAttempt("p", "connect", "refused", 1.5, "ECONNREFUSED"), REJECT, "reject") == [
+        "no backend (p; per-packet plane, ServiceNoBackendResponse=reject): connect failed as expected (refused) but took 1.50s; "
+        "the per-packet plane answers at once (bound 1s)"]
+    assert no_backend_problems(NoBackendAttempt("p", "connect", "timeout", 3.0), DROP, "drop") == []
+
+
+EPERM_PROBLEM = ("no backend (p; socket plane, ServiceNoBackendResponse=reject): connect() failed with EPERM, expected EHOSTUNREACH (EPERM on "
+                 "a 6.1+ kernel is the regression of cilium/cilium#45184 (...)): ...")
+
+
+@pytest.mark.parametrize(("problems", "version", "known"), [
+    ([EPERM_PROBLEM], "1.19.8", True),
+    ([EPERM_PROBLEM], "1.19.2", True),
+    ([EPERM_PROBLEM], "1.19.1", False),  # before the window #45184 reports
+    ([EPERM_PROBLEM], "1.20.0", False),
+    ([EPERM_PROBLEM], "", False),
+    ([EPERM_PROBLEM, "no backend (p): connect() gave timeout after 3.00s; expected unreachable at once"], "1.19.8", False),  # more than EPERM
+    (["... connect() failed with EACCES, expected EHOSTUNREACH: ..."], "1.19.8", False),
+    ([], "1.19.8", False),
+])
+def test_eperm_in_the_reported_window_is_a_known_regression(problems: list[str], version: str, known: bool) -> None:
+    why = known_regression(problems, version)
+    assert (why is not None) is known
+    assert why is None or why.startswith(f"known Cilium regression cilium/cilium#45184 in {version} (>=1.19.2, <1.20.0)")
+
+
+def test_the_judgements_defaults_in_full() -> None:
+    with pytest.raises(ValueError) as v:
+        no_backend_problems(NoBackendAttempt("p", "ping", "ok", 0.0), SOCKET, "drop")
+    assert str(v.value) == "unknown tool 'ping'"
+    assert no_backend_problems(NoBackendAttempt("p", "connect", "refused", 0.1, "ECONNREFUSED"), SOCKET, "drop")[0].startswith(
+        "no backend (p; socket plane, ServiceNoBackendResponse=drop): connect() gave refused (ECONNREFUSED) after 0.10s; expected unreachable at once")
+    assert no_backend_problems(NoBackendAttempt("p", "raw", "icmp-unreachable", 0.0, None, None), REJECT, "reject")[0].startswith(
+        "no backend (p; per-packet plane, ServiceNoBackendResponse=reject): the reject answer is no ICMP type/code, expected ICMP 3/3 (destination")

@@ -1,0 +1,27 @@
+"""The the profile judgement (pytest_kpr.judge.profiles), branch by branch, on hand-made observations: no root, no pytester, no cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+
+
+@pytest.mark.parametrize(("profile", "facts", "want"), [
+    ("default", {"socket_lb_coverage": "Hostns-only"}, []),
+    ("hostns-only", {"socket_lb_coverage": "Hostns-only"}, []),
+    ("hostns-only", {"socket_lb_coverage": "Full"},
+     ["the profile 'hostns-only' promises socket_lb_coverage 'Hostns-only', but the agents report 'Full'"]),
+    ("dsr", {"nodeport_mode": "SNAT", "routing_mode": "Native"},
+     ["the profile 'dsr' promises nodeport_mode 'DSR', but the agents report 'SNAT'"]),
+    ("dsr", {"nodeport_mode": "Hybrid", "routing_mode": "Tunnel"},
+     ["the profile 'dsr' promises nodeport_mode 'DSR', but the agents report 'Hybrid'",
+      "the profile 'dsr' promises routing_mode 'Native', but the agents report 'Tunnel'"]),
+    ("small-maps", {"lb_map_max": 65536}, ["the profile 'small-maps' promises lb_map_max 512, but the agents report 65536"]),
+    ("no-such-profile", {}, []),
+])
+def test_a_profile_is_judged_by_what_the_agents_report(profile: str, facts: dict, want: list[str]) -> None:
+    from types import SimpleNamespace
+
+    from pytest_kpr.judge.profiles import profile_problems
+
+    assert profile_problems(profile, SimpleNamespace(**facts)) == want  # type: ignore[arg-type]
