@@ -81,17 +81,18 @@ def _fault_rows(tests_dir: Path) -> list[tuple[str, str, set[str], list[str]]]:
         return ast.literal_eval(node)
 
     rows: list[tuple[str, str, set[str], list[str]]] = []
-    tree = ast.parse((tests_dir / "test_faults.py").read_text())
-    names: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-                names[node.targets[0].id] = node.value.value
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "FAULTS":
-            assert isinstance(node.value, ast.List)
-            for elt in node.value.elts:
-                name, _suites, config, failing, words = (literal(e, names) for e in elt.elts)  # type: ignore[attr-defined]
-                rows.append((name, config, set(failing), list(words)))
+    for table in sorted((tests_dir / "faults").glob("[!_]*.py")):  # a module per property (tests/faults/__init__.py)
+        tree = ast.parse(table.read_text())
+        names: dict[str, Any] = {}
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                    names[node.targets[0].id] = node.value.value
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "ROWS":
+                assert isinstance(node.value, ast.List)
+                for elt in node.value.elts:
+                    name, _suites, config, failing, words = (literal(e, names) for e in elt.elts)  # type: ignore[attr-defined]
+                    rows.append((name, config, set(failing), list(words)))
     tree = ast.parse((tests_dir / "test_upgrade_vs_fake.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "UPGRADE_FAULTS":

@@ -166,7 +166,7 @@ SNAPSHOTS = st.dictionaries(st.sampled_from(["n1", "n2"]), st.dictionaries(FRONT
 @example(before={"n1": {"10.96.0.1:80/TCP": 1, "[fd00:10:96::1]:80/TCP": 2}}, moved="IPv6")
 @example(before={}, moved="IPv4")
 def test_one_familys_renumbered_ids_are_that_familys_problems_alone(before: dict[str, dict[str, int]], moved: str) -> None:
-    """The upgrade_renumbers_ids6 fault in general: one family's IDs all moved past every ID in use gives one problem per
+    """The upgrade_renumbers_ids fault set for one family, in general: one family's IDs all moved past every ID in use gives one problem per
     moved key on each node, every one under that family, and none under the other; a snapshot against itself, none."""
     assert id_problems(before, before, "frontend") == {}
     after = {n: {k: v + 1000 if key_family(k) == moved else v for k, v in ids.items()} for n, ids in before.items()}

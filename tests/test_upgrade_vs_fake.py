@@ -137,9 +137,9 @@ def test_a_hostns_only_roll_carries_the_flows_on_the_per_packet_plane(pytester: 
 #: (name, fault, the one test it fails, the failure's words) in a dual-stack run: a fault in one family's maps or flows fails
 #: that family's verdict only (the docs' suites page lists them: scripts/gen_docs.py)
 FAMILY_FAULTS = [
-    ("ct6-flushed", "upgrade_flushes_ct6=True", "test_the_flows_conntrack_entries_survive[upgrade-IPv6]",
+    ("ct6-flushed", "upgrade_flushes_ct='IPv6'", "test_the_flows_conntrack_entries_survive[upgrade-IPv6]",
      "upgrade 1.19.8 -> 1.20.2 (IPv6): the conntrack entries of these flows were gone after the roll (cf. #29667): pod->ClusterIP (IPv6)"),
-    ("ids6-renumbered", "upgrade_renumbers_ids6=True", "test_no_service_or_backend_id_changed_or_was_reused[upgrade-IPv6]",
+    ("ids6-renumbered", "upgrade_renumbers_ids='IPv6'", "test_no_service_or_backend_id_changed_or_was_reused[upgrade-IPv6]",
      "upgrade 1.19.8 -> 1.20.2 (IPv6): IDs changed (connections can end up at the wrong backend, cf. PR #18119)"),
     ("ipv6-flow-reset", "upgrade_resets_flow='flow-pod-clusterip-ipv6-upgr'", "test_no_flow_was_reset_closed_or_stalled[upgrade-IPv6]",
      "upgrade 1.19.8 -> 1.20.2 (IPv6): flows broke: pod->ClusterIP (IPv6): 1 resets"),

@@ -380,7 +380,8 @@ OPTIONS: tuple[Option, ...] = (
            "in-memory cluster: a dry run that shows what a run and a failure look like; nothing about a real datapath is tested). "
            "Default: kind", "kind", metavar="NAME"),
     Option("fake_faults", _fake_faults, "With --kpr-provider=fake: faults to give the fake cluster, NAME[,NAME...] (NAME=VALUE for the "
-           "valued ones); each breaks one property, so its suite fails. An unknown NAME is refused with the list of names", (), metavar="NAMES"),
+           "valued ones, NAME=IPv4 or NAME=IPv6 for one family); each breaks one property, so its suite fails. An unknown "
+           "NAME is refused with the list of names", (), metavar="NAMES"),
     Option("kubeconfig", _path, "Kubeconfig of an existing cluster. Default: $KUBECONFIG or ~/.kube/config", metavar="PATH"),
     Option("context", _nonempty, "Kubeconfig context of an existing cluster. Default: the current context", metavar="NAME"),
     Option("cluster_name", _cluster_name, "Name of the kind cluster. Default: kpr", "kpr", metavar="NAME"),

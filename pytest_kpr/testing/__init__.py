@@ -28,10 +28,9 @@ PROFILE_CONFIG: dict[str, dict[str, object]] = {
 def fake_provider(settings: object) -> FakeProvider:
     """``--kpr-provider=fake``: the in-memory cluster at the requested Cilium version and profile, with the faults of
     ``--kpr-fake-faults``."""
-    from dataclasses import replace
 
     s = settings  # a pytest_kpr.run.settings.Settings (not imported: this package stays below the plugin)
-    faults = replace(Faults(), **dict(check_faults(tuple(getattr(s, "fake_faults", ())))))
+    faults = Faults(**dict(check_faults(tuple(getattr(s, "fake_faults", ())))))
     cfg = FakeConfig(cilium_version=str(getattr(s, "cilium_version", "") or FakeConfig.cilium_version), faults=faults,
                      **PROFILE_CONFIG.get(str(getattr(s, "profile", "default")), {}))  # type: ignore[arg-type]
     return FakeProvider(FakeCluster(cfg))

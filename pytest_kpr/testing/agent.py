@@ -9,6 +9,21 @@ from ..rules.datapath import (DEFAULT_LB_IPAM_FILE, FAMILY_FILES, ITP_FILE, LB_M
 from ..parse.addr import family_of
 from . import maglev, render
 from .view import ClusterView, FakeFrontend
+from .faults import Fault, declare
+
+
+FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
+    Fault("kpr_disabled", "setup", "agents report KubeProxyReplacement False"),
+    Fault("agents_never_ready", "setup", "the agents never report Ok (the run stops in its readiness phase)"),
+    Fault("no_backend_response_unreported", "setup",
+          doc="the agent's `config -a` lacks ServiceNoBackendResponse and its config-map has no service-no-backend-response"),
+    Fault("health_without_error", "shared VIP", "db/show health shows the reflector Degraded, but without the conflict error"),
+    Fault("error_without_degraded", "shared VIP", "db/show health carries the error, but status counts no degraded module"),
+    Fault("maglev_seed_per_node", "Maglev", "every agent resolves its own Maglev hash seed (a CiliumNodeConfig override per node)"),
+    Fault("maglev_no_table", "Maglev", per_family=True,
+          doc="the agents report Maglev but program no lookup table for the family's frontends (selection falls back to random)"),
+    Fault("maglev_cluster_ip", "Maglev", "ClusterIP frontends get a Maglev table too (as with bpf-lb-external-clusterip)"),
+)
 
 NOT_READY = (
     'Error: Unable to reach agent: Get "http://localhost/v1/healthz": dial unix /var/run/cilium/cilium.sock: '
@@ -260,11 +275,10 @@ class FakeAgent:
 
     def has_maglev_table(self, fe: Any) -> bool:
         """datapath.SRC_MAGLEV_SCOPE: with Maglev selected, frontends reachable from outside that have an address (not the
-        0.0.0.0 or :: wildcard); SRC_MAGLEV_FAMILY: IPv6 frontends too (the maglev6_no_table fault: not they)."""
+        0.0.0.0 or :: wildcard); SRC_MAGLEV_FAMILY: IPv6 frontends too (the maglev_no_table fault: not the family's it is set for)."""
         cfg = self.cluster.cfg
-        if cfg.lb_algorithm != "Maglev" or fe.ip in NODEPORT_WILDCARD.values() or not fe.backends or cfg.faults.maglev_no_table:
-            return False
-        if cfg.faults.maglev6_no_table and family_of(fe.ip) == "IPv6":
+        if cfg.lb_algorithm != "Maglev" or fe.ip in NODEPORT_WILDCARD.values() or not fe.backends \
+                or cfg.faults.on("maglev_no_table", family_of(fe.ip)):
             return False
         return fe.type != "ClusterIP" or cfg.faults.maglev_cluster_ip
 

@@ -39,6 +39,19 @@ from .pods import FakeWorkloads
 from .reach import curl_result, reach
 from .upgrade import FakeUpgrades
 from .view import Obj, pod_ip
+from .faults import Fault, declare
+
+
+FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
+    Fault("missing_agent_on", "setup", "this node runs no cilium-agent pod", default=None),
+    Fault("kube_proxy_daemonset", "kube-proxy", "kube-proxy runs as a DaemonSet in kube-system beside the replacement"),
+    Fault("kube_proxy_daemonset_as", "kube-proxy", default=None,
+          doc="\"namespace/name\" of a kube-proxy DaemonSet as a distribution may ship it: its own name, no k8s-app label, only kube-proxy's "
+              "image and command tell what it is"),
+    Fault("hostport_double_admit", "hostPort", "a second pod asking for a hostPort already taken on its node is admitted there"),
+    Fault("kube_proxy_no_rules", "kube-proxy installed", "a kube-proxy installed into the cluster runs but never programs its rules"),
+    Fault("kube_proxy_cleanup_fails", "kube-proxy installed", "kube-proxy --cleanup exits 0 and leaves its rules on the node"),
+)
 
 __all__ = ["FakeCluster", "FakeConfig", "Faults"]
 

@@ -15,6 +15,53 @@ from ..rules.lbmodel import Event, LbModel, Op, Variant
 from ..parse.addr import family_of, hp, split_host_port
 from .config import Faults
 from .view import ClusterView, FakeBackend, FakeFrontend, pod_ip
+from .faults import Fault, declare
+
+
+FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
+    Fault("stale_slots", "backend slots", "backends removed by scaling down stay in the BPF slots"),
+    Fault("backend_missing_on", "backend slots", default=None,
+          doc="this node's agent lacks one backend of every service that has more than two (a scale-up never converges there)"),
+    Fault("backend6_missing", "backend slots", "IPv6 only (dual stack): every agent's IPv6 frontends with more than 2 backends lack one"),
+    Fault("slots_cap", "backend slots", "the agents program at most this many backend slots per frontend (never converge)", default=None),
+    Fault("slow_agent_on", "backend slots", default=None,
+          doc="this node's agent programs a new backend only slow_agent_s (wall-clock) seconds after it became ready"),
+    Fault("slow_agent_s", "backend slots", "how late slow_agent_on's agent programs a new backend, in (wall-clock) seconds", default=2.0),
+    Fault("nodeport_wrong_port", "NodePort", "NodePort frontends are programmed on nodePort+1"),
+    Fault("nodeport_v6_missing", "NodePort",
+          doc="IPv6 only (dual stack): the agents program no ``[::]:<port>`` NodePort frontend (a NodePort Service is served over IPv4 only)"),
+    Fault("late_requeue_s", "shared VIP", default=None,
+          doc="a rejected claimant gets its frontend this many (wall-clock) seconds after a Service is deleted: a re-queue that comes late "
+              "(the shared-VIP watch must still see it) instead of never (Cilium 1.18) or at once (fixed)"),
+    Fault("headless_label_ignored", "headless",
+          doc="the agents ignore the service.kubernetes.io/headless label: a labelled Service's ClusterIP (and NodePorts) are programmed"),
+    Fault("headless_nodeport_programmed", "headless",
+          doc="the label is honoured for the ClusterIP only: a labelled NodePort Service's NodePort frontends are programmed"),
+    Fault("etp_local_ignored", "eTP=Local",
+          doc="the external scope of an externalTrafficPolicy=Local Service keeps every backend: a node without a local backend serves it"),
+    Fault("etp_breaks_cluster_ip", "eTP=Local",
+          doc="an eTP=Local Service's ClusterIP is served from local backends only (iTP treated as Local)"),
+    Fault("itp_local_ignored", "iTP=Local", per_family=True,
+          doc="internalTrafficPolicy=Local is not honoured: the ClusterIP keeps every backend (a pod reaches another node's backend)"),
+    Fault("itp_narrows_external", "iTP=Local",
+          doc="internalTrafficPolicy=Local narrows the external scope too: outside traffic through a node without a local backend fails"),
+    Fault("terminating_selected", "terminating backends", per_family=True,
+          doc="a terminating backend stays selectable while active ones exist: new connections may pick it"),
+    Fault("terminating_never_used", "terminating backends",
+          doc="when only terminating backends remain they are not used: new connections get the no-backend answer"),
+    Fault("hostport_unserved", "hostPort", per_family=True,
+          doc="a pod's hostPort gets no HostPort frontend of the family: nothing answers on the node's address"),
+    Fault("service_map_capacity", "map pressure", default=None,
+          doc="the service map holds only this many entries, whatever size the agents report (other users filled it)"),
+    Fault("service6_map_capacity", "map pressure", default=None,
+          doc="IPv6 only (dual stack): the lb6 service map holds only this many entries (the lb4 one what the agents report)"),
+    Fault("rev_nat_map_capacity", "map pressure", default=None,
+          doc="the reverse-NAT map holds only this many entries, whatever size the agents report (it fills before the service map)"),
+    Fault("map_full_silent", "map pressure", "frontends that do not fit in the service map show Done, no error, and health stays OK"),
+    Fault("no_wildcard_entries", "map pressure",
+          doc="1.19+: the agents write no wildcard entry for a ClusterIP or LoadBalancer address (datapath.SRC_WILDCARD says they do)"),
+    Fault("map_entries_leak", "map pressure", "a deleted Service's entries stay in the service map (and its frontend in the agent)"),
+)
 
 #: upsertService's words for E2BIG (datapath.SRC_MAP_FULL)
 SERVICE_MAP_FULL = (f"{MAP_FULL_ERROR}: You can resize it with the flag \"--bpf-lb-map-max\". The resizing might break existing "
@@ -135,7 +182,7 @@ class LbState:
 
     def renumber(self, family: str | None = None) -> None:
         """The upgrade_renumbers_ids fault: every service and backend ID changes (IDs not restored after a restart);
-        with ``family`` (upgrade_renumbers_ids6) only that family's."""
+        with ``family`` (the fault set for one family) only that family's."""
         def moved(ids: dict[tuple[str, int, str], int]) -> dict[tuple[str, int, str], int]:
             return {k: v + 100 if family in (None, family_of(k[0])) else v for k, v in ids.items()}
 
@@ -216,8 +263,8 @@ class LbState:
             elif typ == "ClusterIP" and spec.get("externalTrafficPolicy") == "Local" \
                     and faults.etp_breaks_cluster_ip:  # fault: the ClusterIP too is served from local backends only
                 bes = external_backends(True, bes, node)
-            elif typ == "ClusterIP" and itp_local and not faults.itp_local_ignored \
-                    and not (faults.itp6_local_ignored and family_of(ip) == "IPv6"):  # faults: the (IPv6) ClusterIP keeps every backend
+            elif typ == "ClusterIP" and itp_local \
+                    and not faults.on("itp_local_ignored", family_of(ip)):  # fault: the (family's) ClusterIP keeps every backend
                 bes = internal_backends(True, bes, node)
             elif typ != "ClusterIP" and itp_local:
                 internal = internal_backends(True, bes, node)
@@ -316,10 +363,8 @@ class LbState:
     def hostport_frontends(self, node: str) -> list[FakeFrontend]:
         """HostPort frontends of the running pods on ``node``, per family of the pod's addresses: the zero address
         (``0.0.0.0:<hostPort>``, ``[::]:<hostPort>``, the same as a NodePort's) and ``<node IP>:<hostPort>``, on that
-        node's agent only (datapath.SRC_HOSTPORT). The hostport_unserved fault leaves them out (nothing serves the port)."""
+        node's agent only (datapath.SRC_HOSTPORT). The hostport_unserved fault leaves them out (nothing serves the port in that family)."""
         c = self.cluster
-        if c.cfg.faults.hostport_unserved:
-            return []
         out = []
         for pod in c.pods():
             if pod["spec"].get("nodeName") != node or pod["spec"].get("hostNetwork") or not c.pod_ready(pod):
@@ -333,7 +378,7 @@ class LbState:
                     # a frontend per family the pod has an address of (datapath.SRC_HOSTPORT_FAMILIES)
                     for family in ("IPv4", "IPv6"):
                         pod_addr = pod_ip(pod, family)
-                        if pod_addr is None or (family == "IPv6" and c.cfg.faults.hostport_v6_unserved):  # fault: IPv4 only
+                        if pod_addr is None or c.cfg.faults.on("hostport_unserved", family):  # fault: none of the family
                             continue
                         be = FakeBackend(pod_addr, int(cp["containerPort"]), node, pod["metadata"]["name"])
                         for ip in (NODEPORT_WILDCARD[family], c.node_ip_of(node, family)):
@@ -351,13 +396,13 @@ class LbState:
 def selectable(backends: list[FakeBackend], faults: Faults, family: str = "IPv4") -> tuple[list[FakeBackend], list[FakeBackend]]:
     """(the backends new connections may pick, the terminating ones that only keep their slots), by the reconciler's rule
     (datapath.SRC_TERMINATING_SLOTS): active ones while any exists, else the terminating ones. Faults: terminating_selected
-    (terminating backends stay selectable beside active ones; terminating6_selected: on an IPv6 frontend only),
+    (terminating backends stay selectable beside active ones, on the frontends of the family it is set for),
     terminating_never_used (never selectable)."""
     active = [b for b in backends if b.state == "active"]
     terminating = [b for b in backends if b.state == "terminating"]
     if faults.terminating_never_used:
         return active, terminating
-    if faults.terminating_selected or (faults.terminating6_selected and family == "IPv6"):
+    if faults.on("terminating_selected", family):
         return active + terminating, []
     picked = new_connection_backends(active, terminating)
     return picked, [b for b in terminating if b not in picked]

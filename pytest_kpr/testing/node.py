@@ -10,6 +10,23 @@ import re
 import shlex
 
 from .view import ClusterView
+from .faults import Fault, declare
+
+
+FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
+    Fault("kube_proxy_rules", "iptables", default=None,
+          doc="kube-proxy's rules on every node: \"nft\" / \"legacy\" (iptables mode, in that backend), \"sep-only\" (only KUBE-SEP chains), "
+              "\"nodeports\" (only a KUBE-NODEPORTS chain for the NodePort services), \"nftables\" (kube-proxy in nftables mode: its \"kube-proxy\""
+              " table)"),
+    Fault("kube_proxy_rules_v6", "iptables", default=None,
+          doc="kube-proxy's service rules in ip6tables only (\"nft\" / \"legacy\"): what it programs for an IPv6 Service"),
+    Fault("unreadable_rule_view", "iptables", default=None,
+          doc="\"iptables-nft\" | \"iptables-legacy\" | \"ip6tables-nft\" | \"ip6tables-legacy\" | \"nft\": that view's tool is missing"),
+    Fault("nodeport_listener", "NodePort", "a process listens on every NodePort in the nodes' host namespace"),
+    Fault("ipvs_services", "kube-proxy", "every node has IPVS virtual services (kube-proxy's IPVS mode or its leftovers)"),
+    Fault("hostport_portmap", "hostPort", "the CNI portmap plugin's iptables DNAT rules serve the hostPort instead of BPF"),
+    Fault("hostport_listener", "hostPort", "a process listens on each hostPort in the node's host namespace (a userspace forwarder)"),
+)
 
 # What a kind node with Cilium (KPR) carries in iptables: kind's Docker DNS NAT, kubelet's chains, Cilium's.
 _KIND_NAT = [

@@ -20,6 +20,38 @@ from ..rules.workloads import seen_by
 from .reach import ERRNO, Outcome, backend_listens, probe_result, reach
 from ..parse.addr import family_of, hp, split_host_port
 from .view import ClusterView, FakeFrontend, Obj, pod_ip
+from .faults import Fault, declare
+
+
+FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
+    Fault("snat_at_backend", "socket LB", "a backend sees the client's node address (SNAT) instead of its pod address"),
+    Fault("getpeername_backend", "socket LB", "getpeername() returns the backend, not the service (no reverse translation)"),
+    Fault("snat_address_swapped", "DSR/SNAT", per_family=True,
+          doc="the backend behind another node sees the other SNAT address than the routing mode gives: the receiving node's InternalIP in "
+              "tunnel routing (instead of its CiliumInternalIP), its CiliumInternalIP in native routing (IPv6: ROUTER_IP and "
+              "IPV6_DIRECT_ROUTING swapped)"),
+    Fault("nodeport_mode_mismatch", "DSR/SNAT",
+          doc="a request from outside for another node's backend is forwarded in the other mode than the agent reports (it reports SNAT and "
+              "the backend sees the client, or DSR and the backend sees the node)"),
+    Fault("healthserver_v4_only", "eTP=Local",
+          doc="IPv6 only (dual stack): the health-check NodePort server listens on IPv4 only (nothing answers it on a node's IPv6 address)"),
+    Fault("etp_snat", "eTP=Local", "traffic from outside to an eTP=Local Service is SNATed: the backend sees the node, not the client"),
+    Fault("healthcheck_cluster_count", "eTP=Local",
+          doc="the health-check NodePort answers 200 with the cluster-wide backend count on every node"),
+    Fault("healthcheck_one_family", "eTP=Local",
+          doc="the health-check NodePort counts the backends of the Service's first family only (dual stack)"),
+    Fault("udp_reply_from_backend", "UDP", per_family=True,
+          doc="the socket LB translates UDP datagrams but not their replies' source (no recvmsg4 / recvmsg6 hook): a client reads the "
+              "backend's address"),
+    Fault("udp_no_backend_passes", "UDP",
+          doc="sendmsg4 lets a datagram to a backendless UDP Service through untranslated instead of failing sendto() (it times out)"),
+    Fault("affinity_ignored", "affinity", per_family=True,
+          doc="sessionAffinity ClientIP is not honoured: every connect() picks a random backend"),
+    Fault("lb_always_first", "affinity", "the socket LB always picks the first backend slot (no spreading without affinity)"),
+    Fault("affinity_no_timeout", "affinity", "sessionAffinity ClientIP never expires: timeoutSeconds is ignored"),
+    Fault("hairpin_no_loopback_nat", "hairpin", "per packet, a pod's packet to its own Service is not NATed to the loopback address"),
+    Fault("hairpin_socket_snat", "hairpin", "a pod connected to itself by the socket hook sees the loopback address, as if NATed"),
+)
 
 
 def _plain(addr: str) -> str:
@@ -68,10 +100,9 @@ class FakeWorkloads:
 
     def per_packet(self, family: str = "IPv4") -> bool:
         """Does a pod's connect() to a ClusterIP of ``family`` take the per-packet path? (the sourced rule; the
-        ``socket_lb_broken`` fault sends it there while the agent reports Full coverage, ``socket_lb_v6_broken`` IPv6's)"""
+        ``socket_lb_broken`` fault sends it there, for the family it is set for, while the agent reports Full coverage)"""
         cfg = self.c.cfg
-        hostns = (cfg.socket_lb_hostns_only and not cfg.faults.socket_lb_reverse) or cfg.faults.socket_lb_broken \
-            or (cfg.faults.socket_lb_v6_broken and family == "IPv6")
+        hostns = (cfg.socket_lb_hostns_only and not cfg.faults.socket_lb_reverse) or cfg.faults.on("socket_lb_broken", family)
         coverage = coverage_name(hostns)
         return plane_for("pod", "connect", "ClusterIP", coverage).plane is Plane.PER_PACKET
 
@@ -137,7 +168,7 @@ class FakeWorkloads:
         family = family_of(client)  # the request's family: the node's addresses of that family (IPV6_DIRECT_ROUTING, ROUTER_IP)
         node_ip, gateway = self.c.node_ip_of(handler, family), self.c.cilium_internal_ip(handler, family)
         seen = {"client": client, "node": node_ip, "cilium-internal-ip": gateway}[rule.sees]
-        swapped = cfg.faults.snat_address_swapped or (cfg.faults.snat6_address_swapped and family == "IPv6")
+        swapped = cfg.faults.on("snat_address_swapped", family)
         if swapped and rule.sees in ("node", "cilium-internal-ip"):  # faults: the other SNAT address (of IPv6 only)
             seen = gateway if seen == node_ip else node_ip
         if cfg.faults.etp_snat and etp_local:
@@ -271,7 +302,7 @@ class FakeWorkloads:
         connected socket's getpeername() (getpeername4): datapath.SRC_SOCK_SENDMSG, SRC_SOCK_RECVMSG, SRC_SOCK_GETPEERNAME.
         On the per-packet plane the socket is never translated and bpf_lxc reverse-NATs the reply (SRC_LXC_REV_NAT); a
         backendless UDP Service there has no sourced rule here: NoRule, never a guess.
-        Faults: udp_reply_from_backend (no recvmsg4), getpeername_backend, udp_no_backend_passes."""
+        Faults: udp_reply_from_backend (no recvmsg4 / recvmsg6), getpeername_backend, udp_no_backend_passes."""
         ip, port = split_target(target)
         port_s = str(port)
         node, hostnet = pod["spec"]["nodeName"], bool(pod["spec"].get("hostNetwork"))
@@ -283,7 +314,7 @@ class FakeWorkloads:
         if outcome.result == "answered" and outcome.backend is not None:  # per-packet: bpf_lxc reverse-NATs the reply (SRC_LXC_REV_NAT)
             be = hp(outcome.backend.ip, outcome.backend.port)
             socket = outcome.plane is Plane.SOCKET
-            no_recvmsg = faults.udp_reply_from_backend or (faults.recvmsg6_missing and family_of(ip) == "IPv6")  # faults: recvmsg4/6
+            no_recvmsg = faults.on("udp_reply_from_backend", family_of(ip))  # fault: no recvmsg4 / recvmsg6
             out.update(verdict="answered", elapsed_ms=0.4, reply_from=be if socket and no_recvmsg else target,
                        echoed=True)
             if connected:
@@ -318,7 +349,7 @@ class FakeWorkloads:
         faults = self.c.cfg.faults
         svc = self.c.service(fe.service)
         spec = svc.get("spec", {})
-        ignored = faults.affinity_ignored or (faults.affinity6_ignored and family_of(ip) == "IPv6")  # faults: (IPv6's) affinity ignored
+        ignored = faults.on("affinity_ignored", family_of(ip))  # fault: the (family's) affinity ignored
         sticky = spec.get("sessionAffinity") == "ClientIP" and not ignored
         timeout = int(((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get("timeoutSeconds") or 10800)
         # per frontend (its rev-NAT ID), in a map per family (LB4_AFFINITY_MAP / LB6_AFFINITY_MAP)

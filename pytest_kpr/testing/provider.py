@@ -10,6 +10,12 @@ from ..parse.addr import hp
 from ..traffic.probes import ProbeResult, Verdict
 from .fake import FakeCluster
 from .reach import curl_result, probe_result, reach
+from .faults import Fault, declare
+
+
+FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
+    Fault("helm_install_fails", "setup", "the helm install of Cilium fails (the run stops in its install phase)"),
+)
 
 
 class FakeOutside:

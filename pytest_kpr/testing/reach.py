@@ -20,6 +20,40 @@ from ..core.versions import kernel_tuple
 from ..core.versions import Version, in_range
 from . import maglev
 from .view import ClusterView, FakeBackend, FakeFrontend, pod_ip
+from .faults import Fault, declare
+
+
+FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
+    Fault("socket_lb_reverse", "socket LB",
+          doc="the agent reports Hostns-only coverage (configure socket_lb_hostns_only=True), yet pods take the socket path"),
+    Fault("socket_lb_broken", "socket LB", per_family=True,
+          doc="the agent reports socket LB, yet pods' connections to a ClusterIP of the family take the per-packet path (no connect4 / "
+              "connect6 translation)"),
+    Fault("slow_reject_ms", "no backend", "the per-packet plane's reject arrives this late", default=None),
+    Fault("no_backend_silent_drop", "no backend", per_family=True,
+          doc="the per-packet plane drops a backendless service's traffic although the agent says reject (no ICMP 3/3, no ICMPv6 1/4)"),
+    Fault("reject_icmp_code", "no backend", default=None,
+          doc="the per-packet plane rejects with ICMP 3/<code> instead of 3/3 (port unreachable), e.g. 1 (host unreachable)"),
+    Fault("socket_lb_honours_drop", "no backend",
+          doc="the socket plane follows ServiceNoBackendResponse=drop (connect() times out) -- the belief the source disproves"),
+    Fault("eperm_on_new_kernel", "no backend",
+          doc="the socket plane's no-backend connect() fails with EPERM on a kernel that lets it set EHOSTUNREACH (6.1+)"),
+    Fault("no_backend_not_routable", "no backend",
+          doc="the per-packet plane hands a backendless Cluster-policy service's traffic to the node's stack (a reset) although the agent "
+              "resolves enable-no-service-endpoints-routable true (the ICMP/drop answer is expected)"),
+    Fault("not_routable_ignored", "no backend",
+          doc="the agent resolves enable-no-service-endpoints-routable false, yet the per-packet plane answers as if it were true"),
+    Fault("not_routable_resets_anywhere", "no backend",
+          doc="with enable-no-service-endpoints-routable false, a pod's SYN to a backendless ClusterIP (per packet) gets a reset from the "
+              "node's stack, as one to a NodePort does, though nothing on the node owns the ClusterIP"),
+    Fault("per_packet_drop_on", "NodePort", default=None,
+          doc="this node's per-packet plane drops the service traffic it handles although the service has backends, counting it in its BPF "
+              "metrics as \"Service backend not found\" (DROP_NO_SERVICE, 158: cilium/cilium pkg/monitor/api/drop.go)"),
+    Fault("itp_no_local_drops", "iTP=Local",
+          doc="a pod on a node without a local backend of an internalTrafficPolicy=Local Service gets a silent drop (connect() times out) "
+              "instead of its plane's no-backend answer"),
+    Fault("maglev_ignored", "Maglev", "the agents report Maglev but pick a random backend per connection"),
+)
 
 
 
@@ -79,9 +113,9 @@ def backend_listens(c: ClusterView, be: FakeBackend, family: str) -> bool:
 
 def _coverage(c: ClusterView, client: str, access: str, frontend: str, family: str = "IPv4") -> str:
     cov = coverage_name(c.cfg.socket_lb_hostns_only and not (c.cfg.faults.socket_lb_reverse and client == "pod"))
-    broken = c.cfg.faults.socket_lb_broken or (c.cfg.faults.socket_lb_v6_broken and family == "IPv6")
+    broken = c.cfg.faults.on("socket_lb_broken", family)
     if broken and client == "pod" and access == "connect" and frontend == "ClusterIP":
-        cov = "Hostns-only"  # faults: pods' connections to a ClusterIP (of IPv6: socket_lb_v6_broken) take the per-packet path
+        cov = "Hostns-only"  # faults: pods' connections to a ClusterIP (of the family socket_lb_broken is set for) take the per-packet path
     return cov
 
 
@@ -151,8 +185,8 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         if nb.raw == "reset" or faults.not_routable_resets_anywhere:  # fault: a reset as if the node owned every address
             return Outcome("refused", rule.plane, "ECONNREFUSED", frontend=kind)
         return Outcome("timeout", rule.plane, frontend=kind)
-    if response == "reject" and (faults.no_backend_silent_drop or (faults.no_backend_v6_drops and family == "IPv6")):
-        return Outcome("timeout", rule.plane, frontend=kind)  # faults: a silent drop (no_backend_v6_drops: IPv6's only)
+    if response == "reject" and faults.on("no_backend_silent_drop", family):
+        return Outcome("timeout", rule.plane, frontend=kind)  # fault: a silent drop (of the family it is set for)
     nb = no_backend(rule.plane, response, family=6 if family == "IPv6" else 4)
     if nb.icmp is None:
         return Outcome("timeout", rule.plane, frontend=kind)

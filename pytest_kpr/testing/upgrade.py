@@ -21,6 +21,24 @@ from typing import Any
 from ..parse.addr import family_of, split_host_port
 from ..rules.datapath import SOCKET_TERMINATION_BATCH_S, pod_udp_sockets_terminated
 from .view import Obj, pod_ip
+from .faults import Fault, declare
+
+
+FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
+    Fault("terminating_cuts_connections", "terminating backends",
+          doc="a backend's established connections are reset the moment it starts terminating (its datapath state dropped at once)"),
+    Fault("terminating_stalls_connections", "terminating backends",
+          doc="a terminating backend's established connections go silent for 3 s when it starts terminating (no reset)"),
+    Fault("udp_sockets_not_terminated", "UDP",
+          doc="a pod's connected UDP socket to a deleted backend is not terminated: it keeps sending into the deleted pod"),
+    Fault("upgrade_renumbers_ids", "upgrade", per_family=True,
+          doc="the new agents give the family's services and backends new IDs (not restored: PR #18119)"),
+    Fault("upgrade_flushes_ct", "upgrade", per_family=True,
+          doc="the new agents start with empty conntrack maps of the family (cilium_ct4_global / cilium_ct6_global; cf. #29667)"),
+    Fault("upgrade_resets_flow", "upgrade", "this flow pod's connection is reset when its node's agent restarts", default=None),
+    Fault("upgrade_blackhole_flow", "upgrade", "this flow pod's path drops everything for 3 s from its node's restart", default=None),
+    Fault("upgrade_regresses_no_backend", "upgrade", "the new agents answer a backendless service with drop, not reject"),
+)
 
 BLACKHOLE_S = 3.0
 
@@ -99,20 +117,18 @@ class FakeUpgrades:
                 pods[("kube-system", new)] = {**template, "metadata": {**template["metadata"], "name": new, "uid": f"uid-roll-{new}"},
                                               "status": {**template["status"], "conditions": [{"type": "Ready", "status": "False"}]}}
                 roll.steps[node] = (down, up, old, new)
-                if self.c.cfg.faults.upgrade_flushes_ct:  # fault: the new agent starts with an empty CT table
-                    self.c.ct[node] = []
-                if self.c.cfg.faults.upgrade_flushes_ct6:  # fault: its IPv6 CT maps empty (datapath.SRC_CT_FAMILY: a map per family)
-                    self.c.ct[node] = [e for e in self.c.ct.get(node, []) if family_of(e["src_ip"]) != "IPv6"]
+                if "upgrade_flushes_ct" in self.c.cfg.faults.given():  # fault: the new agent starts with (the family's) CT maps
+                    flushed = self.c.cfg.faults.on  # empty (datapath.SRC_CT_FAMILY: a map per family)
+                    self.c.ct[node] = [e for e in self.c.ct.get(node, []) if not flushed("upgrade_flushes_ct", family_of(e["src_ip"]))]
             if now >= up:
                 pods[("kube-system", roll.steps[node][3])]["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
         if all(n in roll.steps and now >= roll.steps[n][1] for n in roll.nodes):
             self.c.cfg = replace(self.c.cfg, cilium_version=roll.to_version)
             if self.c.cfg.faults.upgrade_regresses_no_backend:  # fault: a setting lost across the upgrade
                 self.c.cfg = replace(self.c.cfg, no_backend_response="drop")
-            if self.c.cfg.faults.upgrade_renumbers_ids:  # fault: IDs not restored across the restart
-                self.c.lb.renumber()
-            if self.c.cfg.faults.upgrade_renumbers_ids6:  # fault: the IPv6 IDs not restored
-                self.c.lb.renumber("IPv6")
+            renumbered = self.c.cfg.faults.given().get("upgrade_renumbers_ids")  # fault: (the family's) IDs not restored
+            if renumbered:
+                self.c.lb.renumber(None if renumbered is True else renumbered)
             roll.done = True
             self.history.append(roll)
             self.roll = None
