@@ -16,8 +16,6 @@ connect6): the connections run once per family of --kpr-ip-families, to the Clus
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from pytest_kpr.suite import eventually, Evidence, family_file, holds, hp, Lab, Tweak, WEB_PORT
@@ -27,9 +25,11 @@ from pytest_kpr.judge.affinity import (
     AFFINITY_IDLE_S,
     AFFINITY_TIMEOUT_ROUNDS,
     AFFINITY_TIMEOUT_S,
-    affinity_problems,
-    affinity_timeout_problems,
+    spread_problems,
+    sticky_problems,
+    timeout_problems,
 )
+from pytest_kpr.model.affinity import AffinityObservation
 
 pytestmark = [
     pytest.mark.kpr(property="affinity", evidence="affinity.json",
@@ -56,7 +56,7 @@ def aff_workloads(lab: Lab, probe: Lab) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def seen(aff_workloads: list[str], family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_family: str) -> dict[str, Any]:
+def seen(aff_workloads: list[str], family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_family: str) -> AffinityObservation:
     lab = family_lab
     # the client's agent serving each Service's frontend of this family (how many slots it programs is the backend-slots
     # suite's property, not a precondition here)
@@ -72,28 +72,24 @@ def seen(aff_workloads: list[str], family_lab: Lab, evidence: Evidence, kpr_prop
     for name, count, interval in (("aff-sticky", AFFINITY_CONNECTIONS, 0.0), ("aff-plain", AFFINITY_CONNECTIONS, 0.0),
                                   ("aff-timeout", AFFINITY_TIMEOUT_ROUNDS, AFFINITY_IDLE_S)):
         peers[name] = lab.socket_peers(hp(lab.cluster_ip(name), WEB_PORT), count, 3.0, interval=interval)
-    data = {"family": kpr_family, "backends": backends, "connections": AFFINITY_CONNECTIONS, "sticky": peers["aff-sticky"],
-            "plain": peers["aff-plain"], "timeout": {"timeout_s": AFFINITY_TIMEOUT_S, "idle_s": AFFINITY_IDLE_S, "peers": peers["aff-timeout"]},
-            "problems": {**affinity_problems(peers["aff-sticky"], peers["aff-plain"], backends),
-                         "timeout": affinity_timeout_problems(peers["aff-timeout"], backends, AFFINITY_IDLE_S, AFFINITY_TIMEOUT_S)}}
-    evidence.write(family_file("affinity.json", kpr_family), data)
+    obs = AffinityObservation(kpr_family, tuple(backends), tuple(peers["aff-sticky"]), tuple(peers["aff-plain"]),
+                              tuple(peers["aff-timeout"]), AFFINITY_TIMEOUT_S, AFFINITY_IDLE_S)
+    evidence.write(family_file("affinity.json", kpr_family), {**obs.to_json(), "problems": {
+        "sticky": sticky_problems(obs), "spread": spread_problems(obs), "timeout": timeout_problems(obs)}})
     evidence.figure(kpr_property, f"ClientIP: {len({p for p in peers['aff-sticky'] if p})} backend for {AFFINITY_CONNECTIONS} connections; "
                               f"none: {len({p for p in peers['aff-plain'] if p})} of {len(backends)} backends; "
                               f"{AFFINITY_TIMEOUT_S} s timeout: {len({p for p in peers['aff-timeout'] if p})} backends in {AFFINITY_TIMEOUT_ROUNDS}",
                     kpr_family)
-    return data
+    return obs
 
 
-def test_a_client_stays_on_one_backend_with_session_affinity(seen: dict[str, Any]) -> None:
-    problems = seen["problems"]["sticky"]
-    holds(problems, "affinity (sessionAffinity ClientIP)")
+def test_a_client_stays_on_one_backend_with_session_affinity(seen: AffinityObservation) -> None:
+    holds(sticky_problems(seen), "affinity (sessionAffinity ClientIP)")
 
 
-def test_without_affinity_connections_spread_over_the_backends(seen: dict[str, Any]) -> None:
-    problems = seen["problems"]["spread"]
-    holds(problems, "affinity (none)")
+def test_without_affinity_connections_spread_over_the_backends(seen: AffinityObservation) -> None:
+    holds(spread_problems(seen), "affinity (none)")
 
 
-def test_the_affinity_expires_after_its_timeout(seen: dict[str, Any]) -> None:
-    problems = seen["problems"]["timeout"]
-    holds(problems, f"affinity (timeoutSeconds {AFFINITY_TIMEOUT_S})")
+def test_the_affinity_expires_after_its_timeout(seen: AffinityObservation) -> None:
+    holds(timeout_problems(seen), f"affinity (timeoutSeconds {seen.timeout_s})")

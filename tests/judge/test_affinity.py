@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import pytest
 
-from pytest_kpr.judge.affinity import affinity_timeout_problems
+from pytest_kpr.judge.affinity import spread_problems, sticky_problems, timeout_problems
+from pytest_kpr.model.affinity import AffinityObservation
+
+B4 = ("10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080", "10.0.0.4:8080")
 
 
-B4 = ["10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080", "10.0.0.4:8080"]
+def seen(sticky: "Sequence[str | None]" = (B4[0],) * 20, plain: "Sequence[str | None]" = B4 * 5,
+         timeout: "Sequence[str | None]" = B4[:3], backends: "Sequence[str]" = B4) -> AffinityObservation:
+    return AffinityObservation("IPv4", tuple(backends), tuple(sticky), tuple(plain), tuple(timeout), 1, 2.5)
 
 
 @pytest.mark.parametrize(("sticky", "plain", "problems"), [
@@ -15,12 +22,12 @@ B4 = ["10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080", "10.0.0.4:8080"]
     ([B4[0]] * 19 + [B4[1]], B4 * 5, {"sticky": ["20 connections from one client reached 2 backends"], "spread": []}),
     ([B4[0]] * 20, [B4[2]] * 20, {"sticky": [], "spread": ["all 20 connections without affinity reached 10.0.0.3:8080 of 4 backends (chance: 3.6e-12)"]}),
     ([B4[0]] * 19 + [None], B4 * 5, {"sticky": ["1 of 20 connections did not connect or show a backend"], "spread": []}),
-    ([B4[0]] * 20, ["10.9.9.9:80"] + B4 * 4, {"sticky": [], "spread": ["connections reached ['10.9.9.9:80'], which are not the Service's backends"]}),
+    ([B4[0]] * 20, ["10.9.9.9:80"] + list(B4 * 4), {"sticky": [], "spread": ["connections reached ['10.9.9.9:80'], which are not the Service's backends"]}),
+    (["10.9.9.9:80"] * 20, B4 * 5, {"sticky": ["connections reached ['10.9.9.9:80'], which are not the Service's backends"], "spread": []}),
+    ([B4[0]] * 20, [None] + list(B4 * 4), {"sticky": [], "spread": ["1 of 17 connections did not connect or show a backend"]}),
 ])
 def test_affinity_verdicts(sticky: list[str | None], plain: list[str | None], problems: dict[str, list[str]]) -> None:
-    from pytest_kpr.judge.affinity import affinity_problems
-
-    got = affinity_problems(sticky, plain, B4)
+    got = {"sticky": sticky_problems(seen(sticky, plain)), "spread": spread_problems(seen(sticky, plain))}
     assert {k: [g[:len(w)] for g, w in zip(v, problems[k], strict=False)] for k, v in got.items()} == problems
     assert {k: len(v) for k, v in got.items()} == {k: len(v) for k, v in problems.items()}
 
@@ -32,9 +39,7 @@ def test_affinity_verdicts(sticky: list[str | None], plain: list[str | None], pr
     (["x:1", "x:1", "x:1"], ["x:1", "x:2", "x:3"], True),
 ])
 def test_the_spread_verdict_needs_two_connections_and_two_backends(plain: list[str], backends: list[str], spread_problem: bool) -> None:
-    from pytest_kpr.judge.affinity import affinity_problems
-
-    assert bool(affinity_problems(["x:1"], plain, backends)["spread"]) is spread_problem
+    assert bool(spread_problems(seen(["x:1"], plain, backends=backends))) is spread_problem
 
 
 @pytest.mark.parametrize(("peers", "fragment"), [
@@ -44,6 +49,12 @@ def test_the_spread_verdict_needs_two_connections_and_two_backends(plain: list[s
     (["a"], None),  # one connection proves nothing
 ])
 def test_affinity_timeout_judgement(peers: list, fragment: str | None) -> None:
-    problems = affinity_timeout_problems(peers, ["a", "b", "c", "d"], 2.5, 1)
+    problems = timeout_problems(seen(timeout=peers, backends=["a", "b", "c", "d"]))
     assert (fragment is None and not problems) or (fragment is not None and fragment in problems[0]), problems
-    assert affinity_timeout_problems(["a", "a"], ["a"], 2.5, 1) == [], "one backend: no spread to expect"
+    assert timeout_problems(seen(timeout=["a", "a"], backends=["a"])) == [], "one backend: no spread to expect"
+
+
+def test_the_observation_is_the_evidence_files_shape() -> None:
+    assert seen(sticky=[B4[0], None], plain=[B4[1]], timeout=[B4[2]]).to_json() == {
+        "family": "IPv4", "backends": list(B4), "connections": 2, "sticky": [B4[0], None], "plain": [B4[1]],
+        "timeout": {"timeout_s": 1, "idle_s": 2.5, "peers": [B4[2]]}}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_kpr.judge.affinity import affinity_timeout_problems
+from pytest_kpr.judge.affinity import timeout_problems
 from pytest_kpr.judge.backend_slots import Convergence, SlotView, convergence_problems
 from pytest_kpr.judge.etp import client_address_problems, health_check_problems
 from pytest_kpr.judge.hostport import hostport_admission_problems, hostport_frontend_problems
@@ -11,6 +11,7 @@ from pytest_kpr.judge.maglev import maglev_flow_problems, maglev_remap_problems,
 from pytest_kpr.judge.maps import map_visibility_problems, service_map_problems
 from pytest_kpr.judge.nodeport import nodeport_frontend_problems
 from pytest_kpr.judge.socket_lb import conntrack_out_problems, program_problems, socket_lb_problems
+from pytest_kpr.model.affinity import AffinityObservation
 from pytest_kpr.parse import L3n4, parse_iptables_save, parse_nft_ruleset
 from pytest_kpr.parse.statedb import parse_lb_maps_dump
 from pytest_kpr.rules.datapath import MAP_FULL_ERRORS
@@ -78,7 +79,7 @@ def test_issue_15_judgements_in_full() -> None:
         "a second pod asking for the same hostPort was admitted on w (Succeeded): two pods hold one port"]
     assert hostport_frontend_problems([NS(type="HostPort", frontend=L3n4("1.2.3.4", 9, "TCP"))], 9) == []
     # affinity timeout: two backends and two connections are enough to judge
-    assert affinity_timeout_problems(["a", "a"], ["a", "b"], 2.5, 1) == [
+    assert timeout_problems(AffinityObservation("IPv4", ("a", "b"), (), (), ("a", "a"), 1, 2.5)) == [
         "all 2 connections, 2.5 s apart (past the 1 s timeout), reached a: the affinity never expired (chance if it does: 5.0e-01)"]
     # Maglev
     dump = parse_lb_maps_dump("MAGLEV: ID=4 INNER=[99(3)]\nSVC: ID=4 ADDR=1.1.1.1:1/TCP SLOT=0 LBALG=undef AFFTimeout=0 COUNT=0 QCOUNT=0 FLAGS=NodePort\n")
