@@ -18,12 +18,12 @@ to the node's InternalIP of that family (evidence ``dsr-ipv6.json``); the backen
 from __future__ import annotations
 
 import secrets
-from typing import Any
 
 import pytest
 
 from pytest_kpr.suite import ClusterFacts, ClusterHandle, Evidence, family_file, holds, hp, Lab, no_outside_view
-from pytest_kpr.judge.etp import client_address_problems
+from pytest_kpr.judge.dsr import dsr_problems
+from pytest_kpr.model.dsr import DsrObservation
 from pytest_kpr.rules.datapath import backend_sees
 
 pytestmark = [
@@ -47,7 +47,7 @@ def dsr_backend(lab: Lab) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def dsr(family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: ClusterHandle, kpr_facts: ClusterFacts,
-        kpr_family: str, request: pytest.FixtureRequest) -> dict[str, Any]:
+        kpr_family: str, request: pytest.FixtureRequest) -> DsrObservation:
     lab = family_lab
     ip = lab.node_ip(lab.client_node)  # the receiving node's InternalIP of this family
     outside = kpr_cluster.outside
@@ -61,16 +61,13 @@ def dsr(family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: Clu
     served = lab.who_served(["dsr-backend"], token)
     rule = backend_sees(kpr_facts.nodeport_mode, False, False, kpr_facts.routing_mode)
     facts = kpr_facts.node(receiving)
-    data = {"family": kpr_family, "mode": kpr_facts.nodeport_mode, "routing": kpr_facts.routing_mode, "receiving_node": receiving,
-            "node_ip": ip, "cilium_internal_ip": facts.cilium_internal_ip_of(kpr_family) if facts else "", "backend_node": backend_node,
-            "node_port": port, "client": outside.source_address(ip), "http_code": r.http_code, "seen": served[1] if served else None,
-            "expected": rule.sees, "why": rule.why, "rule": rule.source}
-    evidence.write(family_file("dsr.json", kpr_family), data)
-    evidence.figure(kpr_property, f"{data['mode']}: the backend saw {data['seen']} (client {data['client']}, node {ip})", kpr_family)
-    return data
+    d = DsrObservation(kpr_family, kpr_facts.nodeport_mode, kpr_facts.routing_mode, receiving, ip,
+                       facts.cilium_internal_ip_of(kpr_family) if facts else "", backend_node, port, outside.source_address(ip),
+                       r.http_code, served[1] if served else None, rule.sees, rule.why, rule.source)
+    evidence.write(family_file("dsr.json", kpr_family), d.to_json())
+    evidence.figure(kpr_property, f"{d.mode}: the backend saw {d.seen} (client {d.client}, node {ip})", kpr_family)
+    return d
 
 
-def test_the_backend_sees_the_address_the_nodeport_mode_promises(dsr: dict[str, Any]) -> None:
-    assert dsr["http_code"] == 200, f"DSR/SNAT: {hp(dsr['node_ip'], dsr['node_port'])} from outside answered {dsr['http_code']}"
-    problems = client_address_problems(dsr["seen"], dsr["client"], dsr["node_ip"], dsr["expected"], dsr["why"], dsr["cilium_internal_ip"])
-    holds(problems, f"DSR/SNAT (the agent reports NodePort mode {dsr['mode']}, routing {dsr['routing'] or '?'})")
+def test_the_backend_sees_the_address_the_nodeport_mode_promises(dsr: DsrObservation) -> None:
+    holds(dsr_problems(dsr), f"DSR/SNAT (the agent reports NodePort mode {dsr.mode}, routing {dsr.routing or '?'})")
