@@ -26,6 +26,7 @@ from pytest_kpr.judge.kube_proxy import (
     kube_proxy_daemonset_problems,
     runs_kube_proxy,
 )
+from pytest_kpr.model.kube_proxy import KubeProxyObservation
 
 pytestmark = pytest.mark.kpr(property="kube-proxy", evidence="kubeproxy.json",
                              plane="node rules",
@@ -33,19 +34,18 @@ pytestmark = pytest.mark.kpr(property="kube-proxy", evidence="kubeproxy.json",
 
 
 @pytest.fixture(scope="module")
-def seen(lab: Lab, node_rules: dict[str, NodeRules], evidence: Evidence, kpr_property: str) -> dict[str, Any]:
+def seen(lab: Lab, node_rules: dict[str, NodeRules], evidence: Evidence, kpr_property: str) -> KubeProxyObservation:
     kube = lab.kube
-    found: dict[str, dict[str, Any]] = {}
+    found = {}
     for d in [d for d in kube.list("DaemonSet") if runs_kube_proxy(d)] + [x for x in [kube.get("DaemonSet", "kube-proxy", "kube-system")] if x]:
         summary = daemonset_summary(d)
-        found[f"{summary['namespace']}/{summary['name']}"] = summary
-    ipvs = {node: r.ipvs for node, r in node_rules.items()}
-    data = {"daemonsets": list(found.values()), "ipvs": ipvs,
-            "kube_proxy_pods": len(kube.list("Pod", None, "k8s-app=kube-proxy"))}
-    evidence.write("kubeproxy.json", data)
-    n_ipvs = sum(len(v or []) for v in ipvs.values())
-    evidence.figure(kpr_property, f"{len(found)} kube-proxy DaemonSets, {data['kube_proxy_pods']} pods, {n_ipvs} IPVS services on {len(ipvs)} nodes")
-    return data
+        found[f"{summary.namespace}/{summary.name}"] = summary
+    k = KubeProxyObservation(tuple(found.values()), {node: None if r.ipvs is None else tuple(r.ipvs) for node, r in node_rules.items()},
+                             len(kube.list("Pod", None, "k8s-app=kube-proxy")))
+    evidence.write("kubeproxy.json", k.to_json())
+    n_ipvs = sum(len(v or []) for v in k.ipvs.values())
+    evidence.figure(kpr_property, f"{len(found)} kube-proxy DaemonSets, {k.kube_proxy_pods} pods, {n_ipvs} IPVS services on {len(k.ipvs)} nodes")
+    return k
 
 
 def _accepted(problems: list[str], kpr_session: Any) -> None:
@@ -55,14 +55,14 @@ def _accepted(problems: list[str], kpr_session: Any) -> None:
         pytest.skip(reason)
 
 
-def test_no_kube_proxy_daemonset_runs_beside_the_replacement(seen: dict[str, Any], kpr_session: Any) -> None:
-    problems = kube_proxy_daemonset_problems(seen["daemonsets"])
+def test_no_kube_proxy_daemonset_runs_beside_the_replacement(seen: KubeProxyObservation, kpr_session: Any) -> None:
+    problems = kube_proxy_daemonset_problems(seen.daemonsets)
     _accepted(problems, kpr_session)
     holds(problems, "kube-proxy: a second authority for Services", then=f" ({KUBE_PROXY_POLICY})")
 
 
-def test_no_node_has_ipvs_services(seen: dict[str, Any], kpr_session: Any) -> None:
-    problems = ipvs_problems(seen["ipvs"])
+def test_no_node_has_ipvs_services(seen: KubeProxyObservation, kpr_session: Any) -> None:
+    problems = ipvs_problems(seen)
     _accepted(problems, kpr_session)
     holds(problems, "kube-proxy: a second authority for Services, IPVS virtual services on the nodes (kube-proxy's IPVS mode or its leftovers)",
           then=f"; remove kube-proxy ({KUBE_PROXY_REMOVAL}) and clear IPVS (ipvsadm --clear) ({KUBE_PROXY_POLICY})")

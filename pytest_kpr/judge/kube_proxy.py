@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from ..model.kube_proxy import KubeProxyDaemonSet, KubeProxyObservation
+
 
 #: Cilium's documented way off kube-proxy for an existing installation (Documentation/network/kubernetes/kubeproxy-free.rst,
 #: "For existing installations with kube-proxy running as a DaemonSet, remove it by using the following commands")
@@ -28,11 +30,10 @@ def runs_kube_proxy(daemonset: "Mapping[str, Any]") -> bool:
     return False
 
 
-def daemonset_summary(daemonset: "Mapping[str, Any]") -> dict[str, Any]:
+def daemonset_summary(daemonset: "Mapping[str, Any]") -> KubeProxyDaemonSet:
     """What :func:`kube_proxy_daemonset_problems` names of a DaemonSet: where it is and how many of its pods are ready."""
     md, st = daemonset.get("metadata") or {}, daemonset.get("status") or {}
-    return {"namespace": md.get("namespace"), "name": md.get("name"), "desired": st.get("desiredNumberScheduled", 0),
-            "ready": st.get("numberReady", 0)}
+    return KubeProxyDaemonSet(md.get("namespace"), md.get("name"), st.get("desiredNumberScheduled", 0), st.get("numberReady", 0))
 
 
 #: refusing kube-proxy beside the replacement is this project's policy; Cilium documents co-existence
@@ -50,17 +51,17 @@ def kube_proxy_accepted(problems: "Sequence[str]", allow: bool) -> str | None:
     return None
 
 
-def kube_proxy_daemonset_problems(daemonsets: "Sequence[Mapping[str, Any]]") -> list[str]:
+def kube_proxy_daemonset_problems(daemonsets: "Sequence[KubeProxyDaemonSet]") -> list[str]:
     """A kube-proxy DaemonSet beside KubeProxyReplacement: two authorities program Services (double NAT, rules that
     come back). Named with its pods' count and what to do (KUBE_PROXY_POLICY says whose rule this is)."""
-    return [f"DaemonSet {d.get('namespace')}/{d.get('name')} runs kube-proxy ({d.get('ready', 0)}/{d.get('desired', 0)} pods ready) while "
+    return [f"DaemonSet {d.namespace}/{d.name} runs kube-proxy ({d.ready}/{d.desired} pods ready) while "
             f"KubeProxyReplacement is on: remove it the way Cilium documents ({KUBE_PROXY_REMOVAL})" for d in daemonsets]
 
 
-def ipvs_problems(ipvs: "Mapping[str, Sequence[str] | None]") -> list[str]:
+def ipvs_problems(k: KubeProxyObservation) -> list[str]:
     """IPVS virtual services on a node: kube-proxy in IPVS mode (or a leftover of it) answering Services beside Cilium."""
     out = []
-    for node, services in sorted(ipvs.items()):
+    for node, services in sorted(k.ipvs.items()):
         if services is None:
             out.append(f"{node}: /proc/net/ip_vs could not be read, so IPVS is not checked there")
         elif services:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 import pytest
 
-
+from pytest_kpr.model.kube_proxy import KubeProxyDaemonSet, KubeProxyObservation
 
 IP_VS = """IP Virtual Server version 1.2.1 (size=4096)
 Prot LocalAddress:Port Scheduler Flags
@@ -30,27 +29,28 @@ def test_ip_vs_lists_each_virtual_service_and_refuses_unknown_lines() -> None:
 
 @pytest.mark.parametrize(("daemonsets", "ipvs", "problems"), [
     ([], {"a": [], "b": []}, []),
-    ([{"namespace": "kube-system", "name": "kube-proxy", "desired": 3, "ready": 3}], {"a": []},
+    ([KubeProxyDaemonSet("kube-system", "kube-proxy", 3, 3)], {"a": []},
      ["DaemonSet kube-system/kube-proxy runs kube-proxy (3/3 pods ready) while KubeProxyReplacement is on: remove it the way Cilium documents"]),
     ([], {"a": ["TCP 0A600001:01BB"], "b": []}, ["a: 1 IPVS virtual services (TCP 0A600001:01BB)"]),
     ([], {"a": None}, ["a: /proc/net/ip_vs could not be read, so IPVS is not checked there"]),
     ([], {"a": [f"TCP {i}" for i in range(5)]}, ["a: 5 IPVS virtual services (TCP 0, TCP 1, TCP 2, ...)"]),
 ])
-def test_a_second_authority_for_services_is_named(daemonsets: list[dict[str, Any]], ipvs: dict[str, list[str] | None], problems: list[str]) -> None:
+def test_a_second_authority_for_services_is_named(daemonsets: list[KubeProxyDaemonSet], ipvs: dict[str, list[str] | None], problems: list[str]) -> None:
     from pytest_kpr.judge.kube_proxy import ipvs_problems, kube_proxy_daemonset_problems
 
-    got = kube_proxy_daemonset_problems(daemonsets) + ipvs_problems(ipvs)
+    seen = KubeProxyObservation(tuple(daemonsets), {n: None if v is None else tuple(v) for n, v in ipvs.items()})
+    got = kube_proxy_daemonset_problems(seen.daemonsets) + ipvs_problems(seen)
     assert [g.split(" (kubectl")[0] for g in got] == problems
 
 
 def test_kube_proxy_and_ipvs_messages_in_full() -> None:
     from pytest_kpr.judge.kube_proxy import KUBE_PROXY_REMOVAL, ipvs_problems, kube_proxy_daemonset_problems
 
-    assert kube_proxy_daemonset_problems([{"namespace": "kube-system", "name": "kube-proxy"}]) == [
+    assert kube_proxy_daemonset_problems([KubeProxyDaemonSet("kube-system", "kube-proxy")]) == [
         f"DaemonSet kube-system/kube-proxy runs kube-proxy (0/0 pods ready) while KubeProxyReplacement is on: remove it the way Cilium "
         f"documents ({KUBE_PROXY_REMOVAL})"]
-    assert ipvs_problems({"a": ["T 1", "T 2", "T 3"]}) == ["a: 3 IPVS virtual services (T 1, T 2, T 3)"]
-    assert ipvs_problems({"a": ["T 1", "T 2", "T 3", "T 4"]}) == ["a: 4 IPVS virtual services (T 1, T 2, T 3, ...)"]
+    assert ipvs_problems(KubeProxyObservation((), {"a": ("T 1", "T 2", "T 3")})) == ["a: 3 IPVS virtual services (T 1, T 2, T 3)"]
+    assert ipvs_problems(KubeProxyObservation((), {"a": ("T 1", "T 2", "T 3", "T 4")})) == ["a: 4 IPVS virtual services (T 1, T 2, T 3, ...)"]
 
 
 @pytest.mark.parametrize(("ds", "runs"), [
@@ -90,11 +90,17 @@ def test_kube_proxy_is_accepted_only_on_purpose(problems: list[str], allow: bool
 
 @pytest.mark.parametrize(("ds", "want"), [
     ({"metadata": {"namespace": "kube-system", "name": "kube-proxy"}, "status": {"desiredNumberScheduled": 3, "numberReady": 2}},
-     {"namespace": "kube-system", "name": "kube-proxy", "desired": 3, "ready": 2}),
-    ({}, {"namespace": None, "name": None, "desired": 0, "ready": 0}),
-    ({"metadata": None, "status": None}, {"namespace": None, "name": None, "desired": 0, "ready": 0}),
+     KubeProxyDaemonSet("kube-system", "kube-proxy", 3, 2)),
+    ({}, KubeProxyDaemonSet(None, None, 0, 0)),
+    ({"metadata": None, "status": None}, KubeProxyDaemonSet(None, None, 0, 0)),
 ])
-def test_a_daemonset_is_summarised_by_where_it_is_and_its_pods(ds: dict, want: dict) -> None:
+def test_a_daemonset_is_summarised_by_where_it_is_and_its_pods(ds: dict, want: KubeProxyDaemonSet) -> None:
     from pytest_kpr.judge.kube_proxy import daemonset_summary
 
     assert daemonset_summary(ds) == want
+
+
+def test_the_observation_is_kubeproxy_json() -> None:
+    assert KubeProxyObservation((KubeProxyDaemonSet("kube-system", "kube-proxy", 3, 2),), {"a": ("T 1",), "b": None}, 3).to_json() == {
+        "daemonsets": [{"namespace": "kube-system", "name": "kube-proxy", "desired": 3, "ready": 2}], "ipvs": {"a": ["T 1"], "b": None},
+        "kube_proxy_pods": 3}
