@@ -11,13 +11,16 @@ once per family of --kpr-ip-families, against the node's InternalIP of that fami
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from pytest_kpr.suite import ClusterHandle, Evidence, family_file, holds, hp, L3n4, Lab, no_outside_view, same_address
-from pytest_kpr.judge.iptables import rule_line_problems, rule_view_problems
-from pytest_kpr.judge.nodeport import nodeport_frontend_problems, nodeport_listener_problems
+from pytest_kpr.judge.nodeport import (
+    NodePortObservation,
+    nodeport_frontend_problems,
+    nodeport_http_problems,
+    nodeport_listener_problems,
+    nodeport_rule_problems,
+)
 from pytest_kpr.rules.datapath import NODEPORT_WILDCARD
 
 pytestmark = [
@@ -29,7 +32,7 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def nodeport(web_np: int, family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_family: str) -> dict[str, Any]:
+def nodeport(web_np: int, family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_family: str) -> NodePortObservation:
     lab = family_lab
     node = lab.node(lab.client_node)
     node_ip = lab.node_ip(lab.client_node)  # this family's InternalIP
@@ -39,49 +42,34 @@ def nodeport(web_np: int, family_lab: Lab, evidence: Evidence, kpr_property: str
     fe = L3n4(NODEPORT_WILDCARD[kpr_family], web_np, "TCP" if lab.minor >= (1, 17) else None)
     svc = next((s for s in services if same_address(s.frontend, fe) and s.type == "NodePort"), None)
     rules, listeners = node.rules_and_listeners(web_np)  # one exec
-    dumps = {lab.client_node: rules}
-    data = {
-        "family": kpr_family,
-        "node_ip": node_ip,
-        "node_port": web_np,
-        "http_code": http.http_code,
-        "curl_exit": http.exit_code,
-        "iptables_lines": sum(d.count_token(str(web_np)) for d in dumps[lab.client_node].values() if d is not None),
-        "rule_lines": {view: d.count_token(str(web_np)) if d is not None else "unreadable" for view, d in dumps[lab.client_node].items()},
-        "listen_sockets": len([s for s in listeners if s.local_port == web_np]),
-        "service_id": svc.id if svc else None,
-    }
+    n = NodePortObservation(kpr_family, lab.client_node, node_ip, web_np, http.http_code, http.exit_code, rules, tuple(listeners),
+                            tuple(services), svc.id if svc else None)
+    data = n.to_json()
     evidence.write(family_file("nodeport.json", kpr_family), data)
     evidence.figure(kpr_property, f"HTTP {data['http_code']} on {target}, {data['listen_sockets']} listeners, "
                                   f"{data['iptables_lines']} iptables lines", kpr_family)
-    return {"data": data, "dumps": dumps, "listeners": listeners, "services": services, "family": kpr_family}
+    return n
 
 
-def test_nodeport_answers_http_200_on_the_node(nodeport: dict[str, Any]) -> None:
-    d = nodeport["data"]
-    assert d["http_code"] == 200, f"NodePort: {hp(d['node_ip'], d['node_port'])} answered {d['http_code']} (curl exit {d['curl_exit']})"
+def test_nodeport_answers_http_200_on_the_node(nodeport: NodePortObservation) -> None:
+    holds(nodeport_http_problems(nodeport), "NodePort")
 
 
-def test_nodeport_answers_from_outside_the_cluster(nodeport: dict[str, Any], kpr_cluster: ClusterHandle) -> None:
-    d = nodeport["data"]
+def test_nodeport_answers_from_outside_the_cluster(nodeport: NodePortObservation, kpr_cluster: ClusterHandle) -> None:
     outside = kpr_cluster.outside
-    if outside is None or not outside.reaches(d["node_ip"]):
-        no_outside_view(f"the test runner has no specific route to {d['node_ip']}")
-    r = outside.http(f"http://{hp(d['node_ip'], d['node_port'])}/", 5.0)
-    assert r.http_code == 200, f"NodePort from outside: {r.explain()}"
+    if outside is None or not outside.reaches(nodeport.node_ip):
+        no_outside_view(f"the test runner has no specific route to {nodeport.node_ip}")
+    r = outside.http(f"http://{hp(nodeport.node_ip, nodeport.node_port)}/", 5.0)
+    holds([] if r.http_code == 200 else [r.explain()], "NodePort from outside")
 
 
-def test_nobody_listens_on_the_nodeport(nodeport: dict[str, Any]) -> None:
-    problems = nodeport_listener_problems(nodeport["listeners"], nodeport["data"]["node_port"])
-    holds(problems, "NodePort")
+def test_nobody_listens_on_the_nodeport(nodeport: NodePortObservation) -> None:
+    holds(nodeport_listener_problems(nodeport.listeners, nodeport.node_port), "NodePort")
 
 
-def test_no_rule_names_the_nodeport(nodeport: dict[str, Any]) -> None:
-    port = str(nodeport["data"]["node_port"])
-    problems = rule_view_problems(nodeport["dumps"]) + rule_line_problems(nodeport["dumps"], port, "the NodePort")
-    holds(problems, "NodePort: rules name the port, so something other than BPF serves it")
+def test_no_rule_names_the_nodeport(nodeport: NodePortObservation) -> None:
+    holds(nodeport_rule_problems(nodeport), "NodePort: rules name the port, so something other than BPF serves it")
 
 
-def test_agent_lists_the_wildcard_nodeport_frontend(nodeport: dict[str, Any]) -> None:
-    problems = nodeport_frontend_problems(nodeport["services"], nodeport["data"]["node_port"], nodeport["family"])
-    holds(problems, "NodePort")
+def test_agent_lists_the_wildcard_nodeport_frontend(nodeport: NodePortObservation) -> None:
+    holds(nodeport_frontend_problems(nodeport.services, nodeport.node_port, nodeport.family), "NodePort")

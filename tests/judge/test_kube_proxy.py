@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from pytest_kpr.model.kube_proxy import KubeProxyDaemonSet, KubeProxyObservation

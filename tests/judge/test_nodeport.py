@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kpr.judge.nodeport import nodeport_frontend_problems, nodeport_listener_problems
+from pytest_kpr.judge.nodeport import (
+    NodePortObservation,
+    nodeport_frontend_problems,
+    nodeport_http_problems,
+    nodeport_listener_problems,
+    nodeport_rule_problems,
+)
 from pytest_kpr.parse import parse_ss
 
-from .tables import _services
+from .tables import KIND_NAT, _services, views
 
 
 def test_nodeport_listener_judgement() -> None:
@@ -38,3 +44,33 @@ def test_nodeport_frontend_judgement(entries: tuple, family: str, ok: bool) -> N
     assert (problems == []) is ok
     if not ok:
         assert problems[0].startswith(f"the agent lists no {'[::]' if family == 'IPv6' else '0.0.0.0'}:30780 NodePort frontend")
+
+
+def _seen(http_code: int | None = 200, curl_exit: int | None = 0, dumps: dict | None = None) -> NodePortObservation:
+    return NodePortObservation("IPv4", "w1", "172.18.0.3", 30780, http_code, curl_exit, views()["n1"] if dumps is None else dumps,
+                               (), (), 7)
+
+
+@pytest.mark.parametrize(("http_code", "curl_exit", "want"), [
+    (200, 0, []),
+    (0, 7, ["172.18.0.3:30780 answered 0 (curl exit 7)"]),
+    (None, 28, ["172.18.0.3:30780 answered None (curl exit 28)"]),
+    (503, 0, ["172.18.0.3:30780 answered 503 (curl exit 0)"]),
+])
+def test_nodeport_http_judgement(http_code: int | None, curl_exit: int | None, want: list[str]) -> None:
+    assert nodeport_http_problems(_seen(http_code, curl_exit)) == want
+
+
+def test_nodeport_rule_judgement_reads_every_view_and_names_the_port() -> None:
+    assert nodeport_rule_problems(_seen()) == []
+    named = KIND_NAT.replace("COMMIT", "-A KUBE-NODEPORTS -p tcp --dport 30780 -j KUBE-EXT-X\nCOMMIT")
+    (p,) = nodeport_rule_problems(_seen(dumps=views(named)["n1"]))
+    assert "30780" in p and p.startswith("w1")
+    (q,) = nodeport_rule_problems(_seen(dumps=views(legacy=None)["n1"]))
+    assert q.startswith("w1: the iptables-legacy view could not be read")
+
+
+def test_the_observation_is_nodeport_json() -> None:
+    assert _seen().to_json() == {"family": "IPv4", "node_ip": "172.18.0.3", "node_port": 30780, "http_code": 200, "curl_exit": 0,
+                                 "iptables_lines": 0, "rule_lines": {"iptables-nft": 0, "iptables-legacy": 0, "ip6tables-nft": 0,
+                                                                     "ip6tables-legacy": 0, "nft": 0}, "listen_sockets": 0, "service_id": 7}
