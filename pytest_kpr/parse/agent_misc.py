@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from .common import load_json, numbered
+from .common import load_json, row_matches
 from .errors import ParseError
 
 _MAP_HEADER = re.compile(r"Name\s+Num entries\s+Num errors\s+Cache enabled\s*")
@@ -22,15 +22,8 @@ class MapInfo:
 
 
 def parse_map_list(text: str) -> list[MapInfo]:
-    out = []
-    for lineno, line in numbered(text):
-        if not line.strip() or _MAP_HEADER.fullmatch(line):
-            continue
-        m = _MAP_ROW.fullmatch(line)
-        if m is None:
-            raise ParseError("map-list", lineno, line)
-        out.append(MapInfo(m.group(1), int(m.group(2)), int(m.group(3)), m.group(4) == "true"))
-    return out
+    return [MapInfo(m.group(1), int(m.group(2)), int(m.group(3)), m.group(4) == "true")
+            for _, _, m in row_matches(text, "map-list", _MAP_ROW, skip=_MAP_HEADER.fullmatch)]
 
 
 def policy_map_name(endpoint_id: int, cilium_minor: tuple[int, int]) -> str:

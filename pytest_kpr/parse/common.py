@@ -53,6 +53,20 @@ def numbered(text: str, fmt: str = "tool output") -> Iterator[tuple[int, str]]:
         yield i, line
 
 
+def row_matches(text: str, fmt: str, row: "re.Pattern[str]", skip: "Callable[[str], object]" = lambda line: False,
+                rstrip: bool = False) -> Iterator[tuple[int, str, "re.Match[str]"]]:
+    """The one-row-per-line table reader: each line that is not blank and not ``skip``ped (a header, a section line),
+    matched whole by ``row`` (after dropping trailing blanks with ``rstrip``): (line number, line, match). A line that
+    does not match is a :class:`ParseError` of ``fmt`` naming it."""
+    for lineno, line in numbered(text, fmt):
+        if not line.strip() or skip(line):
+            continue
+        m = row.fullmatch(line.rstrip() if rstrip else line)
+        if m is None:
+            raise ParseError(fmt, lineno, line)
+        yield lineno, line, m
+
+
 def decide_strict(text: str, strict: bool | None) -> bool:
     if strict is not None:
         return strict

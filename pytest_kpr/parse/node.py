@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from .addr import valid_ip
-from .common import numbered
+from .common import numbered, row_matches
 from .errors import ParseError
 
 # -- bpftool net show --------------------------------------------------------------------------------
@@ -119,12 +119,7 @@ class TcFilter:
 def parse_tc_filter(text: str) -> list[TcFilter]:
     """Each ``filter ...`` line (a chain header line and one line per attached program)."""
     out = []
-    for lineno, line in numbered(text):
-        if not line.strip():
-            continue
-        m = _TC.fullmatch(line.rstrip())
-        if m is None:
-            raise ParseError("tc-filter", lineno, line)
+    for lineno, line, m in row_matches(text, "tc-filter", _TC, rstrip=True):
         rest = m.group(5).split()
         handle = name = prog_name = None
         prog_id = None
@@ -347,11 +342,8 @@ def _sock_addr(fmt: str, lineno: int, line: str, text: str) -> tuple[str, int | 
 def parse_ss(text: str) -> list[Socket]:
     """``ss -Htln``, ``ss -tn`` and friends (header optional)."""
     out = []
-    for lineno, line in numbered(text):
-        if not line.strip() or _SS_HEADER.fullmatch(line):
-            continue
-        m = _SS_ROW.fullmatch(line)
-        if m is None or m.group(2) not in SS_STATES:
+    for lineno, line, m in row_matches(text, "ss", _SS_ROW, skip=_SS_HEADER.fullmatch):
+        if m.group(2) not in SS_STATES:
             raise ParseError("ss", lineno, line)
         lip, lport = _sock_addr("ss", lineno, line, m.group(5))
         pip, pport = _sock_addr("ss", lineno, line, m.group(6))
@@ -359,18 +351,20 @@ def parse_ss(text: str) -> list[Socket]:
     return out
 
 
+_NETSTAT_HEADER = re.compile(r"Proto\s+Recv-Q\s+Send-Q\s+Local Address\s+Foreign Address\s+State(?:\s+PID/Program name)?")
 _NETSTAT_ROW = re.compile(r"(tcp6?|udp6?)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+([A-Z_12]+)?\s*(?:(\S.*?)\s*)?")
+
+
+def _netstat_header(line: str) -> bool:
+    s = line.strip()
+    return s.startswith("Active Internet connections") or bool(_NETSTAT_HEADER.fullmatch(s))
 
 
 def parse_netstat(text: str) -> list[Socket]:
     """busybox (or net-tools) ``netstat -tn``; IPv6 addresses are not bracketed."""
     out = []
-    for lineno, line in numbered(text):
-        s = line.strip()
-        if not s or s.startswith("Active Internet connections") or re.fullmatch(r"Proto\s+Recv-Q\s+Send-Q\s+Local Address\s+Foreign Address\s+State(?:\s+PID/Program name)?", s):
-            continue
-        m = _NETSTAT_ROW.fullmatch(line)
-        if m is None or (m.group(6) and m.group(6) not in NETSTAT_STATES):
+    for lineno, line, m in row_matches(text, "netstat", _NETSTAT_ROW, skip=_netstat_header):
+        if m.group(6) and m.group(6) not in NETSTAT_STATES:
             raise ParseError("netstat", lineno, line)
         lip, lport = _sock_addr("netstat", lineno, line, m.group(4))
         pip, pport = _sock_addr("netstat", lineno, line, m.group(5))
@@ -426,12 +420,7 @@ class ConntrackEntry:
 def parse_conntrack(text: str) -> list[ConntrackEntry]:
     """``conntrack -L`` lines; its summary line (stderr) is not part of the input."""
     out = []
-    for lineno, line in numbered(text):
-        if not line.strip():
-            continue
-        m = _CONNTRACK.fullmatch(line.rstrip())
-        if m is None:
-            raise ParseError("conntrack", lineno, line)
+    for _, _, m in row_matches(text, "conntrack", _CONNTRACK, rstrip=True):
         g = m.groups()
 
         def hp(ip: str, port: str | None) -> str:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from .addr import L3n4, l3n4_from_parts, parse_l3n4
-from .common import check_json, cut_table, numbered
+from .common import check_json, cut_table, row_matches
 from .errors import ParseError
 
 FRONTEND_COLUMNS = ("Address", "Type", "ServiceName", "PortName", "Backends", "RedirectTo", "Status", "Since", "Error")
@@ -181,12 +181,7 @@ class MapsDumpEntry:
 def parse_lb_maps_dump(text: str) -> list[MapsDumpEntry]:
     """``cilium-dbg shell -- lb/maps-dump`` (v1.18+; documented as not stable): ``KIND: K=V K=V ...``."""
     out = []
-    for lineno, line in numbered(text):
-        if not line.strip():
-            continue
-        m = _DUMP.fullmatch(line.rstrip())
-        if m is None:
-            raise ParseError("lb-maps-dump", lineno, line)
+    for lineno, line, m in row_matches(text, "lb-maps-dump", _DUMP, rstrip=True):
         if m.group(1) == "MAGLEV":  # "ID=<rev NAT ID> INNER=[<backend ID>(<slots>), ...]" (pkg/loadbalancer/maps DumpLBMaps)
             mg = _MAGLEV.fullmatch(m.group(2))
             if mg is None:
