@@ -28,7 +28,8 @@ from .parse.addr import hp, split_host_port
 from .parse.node import parse_netstat
 from .plugin.markers import load_known_gaps
 from .plugin.outcomes import no_outside_view
-from .plugin.session import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, KprSession
+from .plugin.session import KprSession
+from .run.ownership import OWNER_LABEL, OWNER_VALUE, RUN_LABEL
 
 __all__ = [
     "ClusterFacts", "ClusterHandle", "clock", "Observation", "WaitTimeout", "eventually", "eventually_or_now", "Evidence",

@@ -387,7 +387,7 @@ def test_node_shells_get_the_pull_secret_and_tolerations_but_no_node_selector() 
     """The node shells are the run's pods too: its labels, its pull secret and tolerations; never the node selector (each
     runs on the node the suites look at, whatever its labels)."""
     from pytest_kpr.cluster.nodeshell import node_shell_pod
-    from pytest_kpr.plugin.session import RunObjectsKube
+    from pytest_kpr.run.ownership import RunObjectsKube
 
     made: list[dict] = []
 

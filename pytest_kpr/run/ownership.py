@@ -1,0 +1,261 @@
+"""Whose cluster objects are this run's, and their removal: the namespaces it creates (labelled with the run), the objects
+it makes in them (labelled and recorded by :class:`RunObjectsKube`), the cluster-scoped ones it tracks; at a suite's end
+and the run's, only what still carries this run's labels is deleted (another run's, or a user's, never). No pytest:
+the plugin's session holds one (:attr:`pytest_kpr.plugin.session.KprSession.ownership`)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..core.errors import InfraError, KprError
+from ..core.wait import Timeouts, WaitTimeout, eventually
+from ..k8s.api import KubeAPI
+from .settings import Settings
+
+OWNER_LABEL = "app.kubernetes.io/managed-by"
+OWNER_VALUE = "pytest-kpr"
+RUN_LABEL = "kpr.cilium.io/run"
+NAMESPACE_PREFIX = "kpr-"
+#: the test namespaces whose pods need Pod Security level privileged: the datapath probes (CAP_NET_RAW, a host-network
+#: probe) and the node shells (privileged, host network and PID); every other namespace of a run is baseline
+PRIVILEGED_NAMESPACES = frozenset({"datapath", "nodeshell"})
+
+
+class Ownership:
+    """One run's objects in one cluster. :meth:`bind` hands it the cluster's API (wrapped so that what the run creates
+    in its namespaces is labelled and recorded); before that nothing can be created and nothing is deleted."""
+
+    def __init__(self, settings: Settings, run_id: str, timeouts: Timeouts, progress: Callable[[str], None]):
+        self.settings = settings
+        self.run_id = run_id
+        self.timeouts = timeouts
+        self.progress = progress
+        #: the cluster's API, wrapped (:meth:`bind`); None before the cluster exists
+        self.kube: Any = None
+        #: the objects the run created in its namespaces (RunObjectsKube), once bound
+        self.run_objects: RunObjectsKube | None = None
+        self._fixed_checked = False
+        self.namespaces: list[str] = []
+        #: namespaces whose deletion a suite's end began: the run's end waits until they are gone
+        self.ending: list[str] = []
+        #: cluster-scoped objects the run created (LB-IPAM pools), deleted at the end
+        self.cluster_objects: list[dict[str, Any]] = []
+
+    def bind(self, kube: KubeAPI) -> KubeAPI:
+        """The cluster's API, wrapped: what the run creates in its namespaces carries its labels (and the pods its pull
+        secret, tolerations and node selector). Returned for the handle to use."""
+        s = self.settings
+        self.run_objects = RunObjectsKube(kube, self.owns_namespace, {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: self.run_id},
+                                          s.image_pull_secret.split("/", 1)[1] if s.image_pull_secret else None,
+                                          s.pod_tolerations or (), s.pod_node_selector or ())
+        self.kube = self.run_objects
+        return self.run_objects  # type: ignore[return-value]
+
+    @property
+    def fixed_namespace(self) -> str | None:
+        """--kpr-namespace=NAME: the existing namespace every purpose uses (None: the run creates its namespaces)."""
+        ns = self.settings.namespace
+        return ns if ns and not ns.endswith("-") else None
+
+    def owns_namespace(self, name: str) -> bool:
+        """A namespace this run puts its objects in: one it created, or the fixed --kpr-namespace."""
+        return name in self.namespaces or name == self.fixed_namespace
+
+    def create_namespace(self, purpose: str, privileged: bool = False) -> str:
+        """A namespace ``<prefix><purpose>-<run id>`` labelled as ours (prefix: --kpr-namespace=PREFIX-, else ``kpr-``);
+        deleted by :meth:`end_namespace`, or at session end. Pod Security level privileged with ``privileged`` or for the
+        session's own (datapath, nodeshell), else baseline. With --kpr-namespace=NAME no namespace is created: NAME must
+        exist, and every purpose uses it."""
+        assert self.kube is not None, "no cluster yet"
+        fixed = self.fixed_namespace
+        if fixed is not None:
+            if not self._fixed_checked:
+                if self.kube.get("Namespace", fixed) is None:
+                    raise KprError(f"--kpr-namespace {fixed}: no such namespace (a named namespace is used, never created: create it "
+                                   "with the Pod Security level the suites need, see docs/guides/existing-cluster.md)")
+                self._fixed_checked = True
+                if self.settings.image_pull_secret:
+                    self._copy_pull_secret(fixed)
+            return fixed
+        prefix = self.settings.namespace or NAMESPACE_PREFIX
+        stem = purpose.lower().strip("-")[: 63 - len(prefix) - len(self.run_id) - 1].rstrip("-")
+        name = f"{prefix}{stem}-{self.run_id}"
+        # Pod Security Admission: privileged only where a pod needs it (the datapath probes take NET_RAW and a host-network
+        # probe; the node shells are privileged host pods), baseline elsewhere; --kpr-namespace-labels can say otherwise
+        level = "privileged" if privileged or stem in PRIVILEGED_NAMESPACES else "baseline"
+        labels = {"pod-security.kubernetes.io/enforce": level, **dict(self.settings.namespace_labels or ()), OWNER_LABEL: OWNER_VALUE,
+                  RUN_LABEL: self.run_id}
+        self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+        self.namespaces.append(name)
+        if self.settings.image_pull_secret:
+            self._copy_pull_secret(name)
+        return name
+
+    def _copy_pull_secret(self, namespace: str) -> None:
+        """--kpr-image-pull-secret: the Secret, copied into a namespace of this run (pods name it: :class:`PullSecretKube`)."""
+        assert self.kube is not None and self.settings.image_pull_secret
+        src_ns, src = self.settings.image_pull_secret.split("/", 1)
+        if src_ns == namespace or self.kube.get("Secret", src, namespace) is not None:
+            return  # already there (a fixed --kpr-namespace that holds it): never overwritten, never deleted
+        secret = self.kube.get("Secret", src, src_ns)
+        if secret is None:
+            raise KprError(f"--kpr-image-pull-secret: no Secret {src_ns}/{src}")
+        self.kube.create({"apiVersion": "v1", "kind": "Secret", "type": secret.get("type", "kubernetes.io/dockerconfigjson"),
+                                 "metadata": {"name": src, "namespace": namespace, "labels": {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: self.run_id}},
+                                 "data": secret.get("data") or {}})
+
+    def track_cluster_object(self, obj: dict[str, Any]) -> None:
+        """Delete this cluster-scoped object at the end (it must carry this run's labels)."""
+        self.cluster_objects.append(obj)
+
+    def _delete_cluster_objects(self, kube: KubeAPI) -> None:
+        for obj in self.cluster_objects:
+            kind, name = obj["kind"], obj["metadata"]["name"]
+            try:
+                cur = kube.get(kind, name)
+                labels = (cur or {}).get("metadata", {}).get("labels") or {}
+                if cur is not None and labels.get(RUN_LABEL) == self.run_id:
+                    kube.delete(kind, name)
+                    self.progress(f"deleted {kind} {name}")
+            except KprError as e:
+                self.progress(f"could not delete {kind} {name}: {e}")
+
+    def end_namespace(self, namespace: str, made: list[tuple[str, str, str]]) -> None:
+        """A module (a suite) that had ``namespace`` ended: what it made goes now, so no later suite sees it. A namespace of
+        this run is deleted, and waited for; in a fixed --kpr-namespace, the objects in ``made`` that carry this run's label."""
+        if self.kube is None:
+            return
+        if namespace in self.namespaces:
+            self.namespaces.remove(namespace)
+            kube = self.kube
+            if self._start_deleting(kube, [namespace]):
+                # what another suite could see is the namespace's Services (their frontends): those are waited for; the
+                # namespace itself (pods ending their grace periods) finishes meanwhile, and the run's end waits for it
+                self.ending.append(namespace)
+                try:
+                    eventually(lambda: kube.list("Service", namespace), until=lambda left: not left,
+                               timeout=self.timeouts.NAMESPACE_DELETE, what=f"the Services of namespace {namespace} to be deleted",
+                               describe=lambda left: f"{len(left)} left", progress=self.progress)
+                except WaitTimeout as e:
+                    self.progress(str(e))
+        elif self.fixed_namespace is not None and self.run_objects is not None:
+            self._delete_run_objects(self.kube, [m for m in made if m[2] == self.fixed_namespace])
+
+    def _delete_run_objects(self, kube: KubeAPI, objects: list[tuple[str, str, str]] | None = None) -> None:
+        """--kpr-namespace=NAME: the namespace is not ours; the objects this run created in it are (or ``objects`` of
+        them), newest first, each only while it still carries this run's label."""
+        assert self.run_objects is not None
+        gone = 0
+        for kind, name, ns in reversed(self.run_objects.created if objects is None else objects):
+            try:
+                cur = kube.get(kind, name, ns)
+                if cur is None or (cur.get("metadata", {}).get("labels") or {}).get(RUN_LABEL) != self.run_id:
+                    continue
+                kube.delete(kind, name, ns)
+                gone += 1
+            except KprError as e:
+                self.progress(f"could not delete {kind} {ns}/{name}: {e}")
+        if gone:
+            self.progress(f"deleted this run's {gone} objects in namespace {self.fixed_namespace}")
+
+    def _delete_namespaces(self, kube: KubeAPI) -> None:
+        """The run's namespaces: deleted (each only while it carries this run's labels), and waited for, together with
+        those whose deletion a suite's end began (:meth:`end_namespace`)."""
+        mine = self._start_deleting(kube, self.namespaces) + [n for n in self.ending if n not in self.namespaces]
+        if not mine:
+            return
+        self.progress(f"deleting namespaces {', '.join(mine)}")
+        try:
+            eventually(
+                lambda: [n for n in mine if kube.get("Namespace", n) is not None],
+                until=lambda left: not left,
+                timeout=self.timeouts.NAMESPACE_DELETE,
+                what="the run's namespaces to be deleted",
+                progress=self.progress,
+            )
+        except WaitTimeout as e:
+            self.progress(str(e))
+
+    def _start_deleting(self, kube: KubeAPI, names: list[str]) -> list[str]:
+        """Delete each of ``names`` that carries this run's labels; those deleted (an absent one is skipped)."""
+        mine = []
+        for name in names:
+            try:
+                ns = kube.get("Namespace", name)
+            except InfraError as e:
+                self.progress(f"cannot check namespace {name} before deleting it: {e}")
+                continue
+            labels = (ns or {}).get("metadata", {}).get("labels") or {}
+            if ns is None:
+                continue
+            if labels.get(OWNER_LABEL) != OWNER_VALUE or labels.get(RUN_LABEL) != self.run_id:
+                self.progress(f"not deleting namespace {name}: it does not carry this run's labels")
+                continue
+            kube.delete("Namespace", name)
+            mine.append(name)
+        return mine
+
+    def end(self) -> None:
+        """The run's end: its cluster-scoped objects, its namespaces (waited for), and in a fixed --kpr-namespace the
+        objects it created there; each only while it carries this run's labels."""
+        if self.kube is None:
+            return
+        if self.cluster_objects:
+            self._delete_cluster_objects(self.kube)
+        if self.namespaces or self.ending:
+            self._delete_namespaces(self.kube)
+        if self.fixed_namespace is not None and self.run_objects is not None:
+            self._delete_run_objects(self.kube)
+
+
+class RunObjectsKube:
+    """Every object the run creates in one of its namespaces (``ours(namespace)``) carries the run's labels and is recorded
+    (:attr:`created`: what a fixed --kpr-namespace's cleanup deletes); every pod spec in it, directly or through a
+    Deployment, DaemonSet or Job, gets --kpr-image-pull-secret, --kpr-pod-tolerations and, except the node shells (they
+    run on each node the suites look at), --kpr-pod-node-selector."""
+
+    POD_TEMPLATES = {"Pod": ("spec",), "Deployment": ("spec", "template", "spec"), "DaemonSet": ("spec", "template", "spec"),
+                     "Job": ("spec", "template", "spec")}
+
+    def __init__(self, inner: Any, ours: Callable[[str], bool], labels: dict[str, str], secret: str | None = None,
+                 tolerations: tuple[tuple[str, str, str], ...] = (), node_selector: tuple[tuple[str, str], ...] = ()):
+        self._inner = inner
+        self._ours = ours
+        self._labels = labels
+        self._secret = secret
+        self._tolerations = [{"key": k, "operator": "Equal", "value": v, "effect": e} if v else {"key": k, "operator": "Exists", "effect": e}
+                             for k, v, e in tolerations]
+        self._node_selector = dict(node_selector)
+        #: (kind, name, namespace) of each object created in the run's namespaces, in order
+        self.created: list[tuple[str, str, str]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def create(self, obj: dict[str, Any]) -> Any:
+        meta = obj.setdefault("metadata", {})
+        ns = str(meta.get("namespace") or "")
+        if not ns or not self._ours(ns):
+            return self._inner.create(obj)
+        meta.setdefault("labels", {}).update(self._labels)
+        path = self.POD_TEMPLATES.get(obj.get("kind", ""))
+        if path and len(path) > 1:  # the pods a controller makes carry the run's labels too (a selector is a subset: unchanged)
+            obj.setdefault("spec", {}).setdefault("template", {}).setdefault("metadata", {}).setdefault("labels", {}).update(self._labels)
+        if path:
+            spec = obj
+            for key in path:
+                spec = spec.setdefault(key, {})
+            if self._secret:
+                secrets_ = spec.setdefault("imagePullSecrets", [])
+                if {"name": self._secret} not in secrets_:
+                    secrets_.append({"name": self._secret})
+            for t in self._tolerations:
+                if t not in spec.setdefault("tolerations", []):
+                    spec["tolerations"].append(t)
+            from ..cluster.nodeshell import NODE_SHELL_LABEL
+
+            if self._node_selector and NODE_SHELL_LABEL not in (meta.get("labels") or {}):
+                spec.setdefault("nodeSelector", {}).update(self._node_selector)
+        out = self._inner.create(obj)
+        self.created.append((str(obj.get("kind")), str(meta.get("name")), ns))
+        return out

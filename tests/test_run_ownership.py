@@ -1,0 +1,125 @@
+"""pytest_kpr.run.ownership without pytest's session: the run's namespaces and objects carry its labels, and at a suite's
+end or the run's only what still carries them is deleted. A dict-backed API stands in for the cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_kpr.core.wait import Timeouts
+from pytest_kpr.run.ownership import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, Ownership
+from pytest_kpr.run.settings import Settings
+
+
+class DictKube:
+    """get/list/create/delete over a dict of (kind, name, namespace) -> object; deleting a Namespace drops its objects."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.deleted: list[tuple[str, str, str]] = []
+
+    def get(self, kind: str, name: str, namespace: str = "") -> dict[str, Any] | None:
+        return self.objects.get((kind, name, namespace or ""))
+
+    def list(self, kind: str, namespace: str | None = None, selector: str | None = None) -> list[dict[str, Any]]:
+        return [o for (k, _, ns), o in self.objects.items() if k == kind and (namespace is None or ns == namespace)]
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        md = obj["metadata"]
+        self.objects[(obj["kind"], md["name"], md.get("namespace") or "")] = obj
+        return obj
+
+    def delete(self, kind: str, name: str, namespace: str = "") -> None:
+        self.deleted.append((kind, name, namespace or ""))
+        self.objects.pop((kind, name, namespace or ""), None)
+        if kind == "Namespace":
+            for key in [k for k in self.objects if k[2] == name]:
+                del self.objects[key]
+
+
+def ownership(**settings: Any) -> tuple[Ownership, DictKube, list[str]]:
+    said: list[str] = []
+    own = Ownership(Settings(**settings), "r1", Timeouts(), said.append)
+    kube = DictKube()
+    own.bind(kube)  # type: ignore[arg-type]
+    return own, kube, said
+
+
+def test_nothing_is_created_or_deleted_before_the_cluster_is_bound() -> None:
+    own = Ownership(Settings(), "r1", Timeouts(), lambda line: None)
+    with pytest.raises(AssertionError, match="no cluster yet"):
+        own.create_namespace("datapath")
+    own.end_namespace("kpr-x-r1", [])
+    own.end()  # no cluster: nothing to do, no error
+
+
+@pytest.mark.parametrize(("purpose", "privileged", "name", "level"), [
+    ("datapath", False, "kpr-datapath-r1", "privileged"),  # the probes' namespace
+    ("suite-maps", False, "kpr-suite-maps-r1", "baseline"),
+    ("suite-maps", True, "kpr-suite-maps-r1", "privileged"),
+    ("Suite-X-", False, "kpr-suite-x-r1", "baseline"),
+])
+def test_a_namespace_carries_the_runs_labels_and_its_pod_security_level(purpose: str, privileged: bool, name: str, level: str) -> None:
+    own, kube, _ = ownership()
+    assert own.create_namespace(purpose, privileged) == name and own.owns_namespace(name)
+    labels = kube.get("Namespace", name)["metadata"]["labels"]  # type: ignore[index]
+    assert labels == {"pod-security.kubernetes.io/enforce": level, OWNER_LABEL: OWNER_VALUE, RUN_LABEL: "r1"}
+
+
+def test_objects_made_in_the_runs_namespace_are_labelled_and_recorded() -> None:
+    own, kube, _ = ownership()
+    ns = own.create_namespace("suite-a")
+    own.kube.create({"kind": "Service", "metadata": {"name": "web", "namespace": ns}})
+    own.kube.create({"kind": "ConfigMap", "metadata": {"name": "theirs", "namespace": "default"}})
+    assert own.run_objects is not None and own.run_objects.created == [("Service", "web", ns)]
+    assert kube.get("Service", "web", ns)["metadata"]["labels"][RUN_LABEL] == "r1"  # type: ignore[index]
+    assert "labels" not in kube.get("ConfigMap", "theirs", "default")["metadata"]  # type: ignore[index]
+
+
+def test_a_suites_end_deletes_its_namespace_and_the_runs_end_waits_for_it() -> None:
+    own, kube, _ = ownership()
+    ns = own.create_namespace("suite-a")
+    own.end_namespace(ns, [])
+    assert ("Namespace", ns, "") in kube.deleted and ns not in own.namespaces and own.ending == [ns]
+    own.end()
+    assert kube.get("Namespace", ns) is None
+
+
+def test_a_namespace_without_the_runs_labels_is_never_deleted() -> None:
+    own, kube, said = ownership()
+    ns = own.create_namespace("suite-a")
+    kube.objects[("Namespace", ns, "")]["metadata"]["labels"][RUN_LABEL] = "another-run"
+    own.end()
+    assert kube.get("Namespace", ns) is not None and kube.deleted == []
+    assert f"not deleting namespace {ns}: it does not carry this run's labels" in said
+
+
+def test_in_a_fixed_namespace_only_the_runs_own_labelled_objects_go() -> None:
+    own, kube, said = ownership(namespace="team-a")
+    kube.create({"kind": "Namespace", "metadata": {"name": "team-a"}})
+    assert own.create_namespace("suite-a") == "team-a" and own.create_namespace("datapath") == "team-a"
+    own.kube.create({"kind": "Service", "metadata": {"name": "web", "namespace": "team-a"}})
+    own.kube.create({"kind": "Pod", "metadata": {"name": "probe", "namespace": "team-a"}})
+    kube.create({"kind": "Service", "metadata": {"name": "users", "namespace": "team-a"}})  # the user's, unlabelled
+    kube.objects[("Pod", "probe", "team-a")]["metadata"]["labels"][RUN_LABEL] = "another-run"  # relabelled since
+    own.end_namespace("team-a", [("Service", "web", "team-a")])
+    assert kube.deleted == [("Service", "web", "team-a")]
+    own.end()
+    assert kube.deleted == [("Service", "web", "team-a")] and kube.get("Namespace", "team-a") is not None
+    assert kube.get("Service", "users", "team-a") is not None and kube.get("Pod", "probe", "team-a") is not None
+
+
+def test_a_missing_fixed_namespace_is_one_line() -> None:
+    own, _, _ = ownership(namespace="team-a")
+    with pytest.raises(Exception, match=r"^--kpr-namespace team-a: no such namespace \(a named namespace is used, never created"):
+        own.create_namespace("suite-a")
+
+
+def test_tracked_cluster_objects_go_at_the_end_while_they_carry_the_runs_label() -> None:
+    own, kube, said = ownership()
+    for name, run in (("pool-a", "r1"), ("pool-b", "another-run")):
+        kube.create({"kind": "CiliumLoadBalancerIPPool", "metadata": {"name": name, "labels": {RUN_LABEL: run}}})
+        own.track_cluster_object({"kind": "CiliumLoadBalancerIPPool", "metadata": {"name": name}})
+    own.end()
+    assert kube.deleted == [("CiliumLoadBalancerIPPool", "pool-a", "")] and "deleted CiliumLoadBalancerIPPool pool-a" in said
