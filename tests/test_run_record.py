@@ -115,9 +115,22 @@ def test_results_json_says_what_it_is_about_and_how_the_run_ended(pytester: pyte
     assert all("message" not in t for t in tests.values() if t["outcome"] == "passed")
 
 
-def test_a_run_that_judged_nothing_records_exit_status_5(pytester: pytest.Pytester) -> None:
+def test_a_run_that_judged_nothing_records_exit_status_5(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """results.json is written once, already with the status the run ends with (never read back and patched)."""
+    from pathlib import Path
+
+    writes: list[str] = []
+    real = Path.write_text
+
+    def counting(self: Path, *args: object, **kwargs: object) -> int:
+        if self.name == "results.json":
+            writes.append(str(self))
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "write_text", counting)
     pytester.makepyfile(test_suite="import pytest\npytestmark = pytest.mark.kpr\n\ndef test_s(kpr_facts):\n    pytest.skip('no')\n")
     result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "-p", "no:cacheprovider")
     assert result.ret == 5
     run = json.loads((pytester.path / "kpr-artifacts" / "latest" / "fake" / "results.json").read_text())["run"]
-    assert run["exit_status"] == 5
+    assert run["exit_status"] == 5 and run["complete"] is True
+    assert len(writes) == 1, writes

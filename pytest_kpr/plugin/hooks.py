@@ -591,10 +591,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if getattr(session.config, "workeroutput", None) is not None:
         session.config.workeroutput["kpr_deselected"] = s.deselected_kpr  # type: ignore[attr-defined]
     s.exit_status = int(exitstatus)
+    # the status the run ends with is settled once every outcome is in, just before results.json is written with it
+    # (results.json is written once: never read back and patched)
+    s.settle_exit = lambda: _nothing_judged(session, s)
     s.stop()
     if session.config.pluginmanager.getplugin("dsession") is not None and getattr(session.config.option, "testrunuid", None):
         s.merge_workers(session.config.option.testrunuid)  # the xdist controller: after every worker finished
-    _nothing_judged(session, s)
+    s.settle_exit_status()  # a run that wrote no results.json
 
 
 #: the exit status of a kpr run that judged no property (pytest's own "no tests ran")
@@ -616,15 +619,4 @@ def _nothing_judged(session: pytest.Session, s: KprSession) -> None:
         f"pytest-kpr: no property was judged ({skipped} kpr tests skipped, {s.deselected_kpr} deselected): that is not a pass; "
         "exit status 5 (--kpr-allow-all-skipped accepts it)", red=True)
     session.exitstatus = EXIT_NOTHING_JUDGED
-    _record_exit_status(s, EXIT_NOTHING_JUDGED)
-
-
-def _record_exit_status(s: KprSession, status: int) -> None:
-    """results.json says how the run ended: the status changed after it was written."""
-    import json
-
-    if s.results_file is None or not s.results_file.is_file():
-        return
-    data = json.loads(s.results_file.read_text())
-    data.setdefault("run", {})["exit_status"] = status
-    s.results_file.write_text(json.dumps(data, indent=2) + "\n")
+    s.exit_status = EXIT_NOTHING_JUDGED

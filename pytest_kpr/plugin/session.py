@@ -59,6 +59,9 @@ class KprSession:
         #: pytest's exit status as the session ends (results.json records it), and where results.json went
         self.exit_status: int | None = None
         self.results_file: Path | None = None
+        #: settles exit_status from the run's outcomes (the plugin's rule: a run that judged nothing exits 5); called once,
+        #: by settle_exit_status, before results.json is written with it
+        self.settle_exit: Callable[[], None] | None = None
         #: "SIGTERM" when the run was ended by it (plugin._end_cleanly_on_sigterm); Ctrl-C shows as exit status 2
         self.interrupted_by: str | None = None
         self.provider: Provider | None = None
@@ -430,12 +433,19 @@ class KprSession:
                 "complete": self.exit_status in (0, 1, 5) and self.interrupted_by is None,
                 "interrupted_by": self.interrupted_by or ("Ctrl-C" if self.exit_status == 2 else None)}
 
+    def settle_exit_status(self) -> None:
+        """The run's exit status decided from its outcomes, once (:attr:`settle_exit`)."""
+        fn, self.settle_exit = self.settle_exit, None
+        if fn is not None:
+            fn()
+
     def _write_results(self, d: Path, outcomes: dict[str, list[str]], figures: dict[str, str], tests: list[dict[str, str]],
                        facts: dict[str, Any] | None = None) -> None:
-        """results.json: the run it is about, the verdict, counts and figure of every property, and every test's outcome
-        (kpr matrix reads it)."""
+        """results.json, written once, with the status the run ends with: the run it is about, the verdict, counts and
+        figure of every property, and every test's outcome (kpr matrix reads it)."""
         from ..evidence.results import results_json
 
+        self.settle_exit_status()
         if outcomes:
             d.mkdir(parents=True, exist_ok=True)
             data = results_json(outcomes, figures, tests, self.results_run(facts))
