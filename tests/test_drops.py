@@ -64,3 +64,20 @@ def test_the_drop_baseline_is_read_with_each_agents_status_in_one_exec() -> None
     fake.agents["fake-worker"].count(NF, "ingress", 1, "nodeport.h")
     now = {s.node: s.drops for s in wait_ready(handle.kube, Timeouts().scaled(0.05), lambda line: None)}
     assert [str(d) for d in drops_that_rose(base, now)] == [f"{NF} x1 on fake-worker (ingress, nodeport.h:1)"]
+
+
+def test_a_failure_snapshot_carries_the_drop_counters_it_read() -> None:
+    """The failure bundle's drop counters are parsed where they are read (observe.diagnose.FailureSnapshot.drops), beside
+    the text written to the bundle: the plugin compares them with the baseline without parsing the text back."""
+    from pytest_kpr.observe.diagnose import failure_snapshot
+    from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
+
+    fake = FakeCluster(FakeConfig())
+    handle = FakeProvider(fake).provision(lambda line: None)
+    for _ in range(3):
+        fake.agents["fake-worker"].count(NF, "ingress", 1, "nodeport.h")
+    snap = failure_snapshot(handle, [], 5.0)
+    assert sorted(snap.drops) == ["fake-control-plane", "fake-worker", "fake-worker2"]
+    assert [(r.reason, r.packets) for r in snap.drops["fake-worker"] if r.reason == NF] == [(NF, 3)]
+    assert "fake-worker: bpf metrics list" in snap.sections and snap.pods == []
+    assert [str(d) for d in drops_that_rose({}, snap.drops)] == [f"{NF} x3 on fake-worker (ingress, nodeport.h:1)"]

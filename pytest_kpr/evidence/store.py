@@ -73,7 +73,7 @@ def family_file(name: str, family: str) -> str:
 
 
 def write_sections(dest: Path, sections: dict[str, str]) -> None:
-    """A failure's snapshot (:func:`pytest_kpr.observe.diagnose.failure_snapshot`), one text file per section under ``dest``."""
+    """A failure's snapshot's text (:class:`pytest_kpr.observe.diagnose.FailureSnapshot`), one file per section under ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
     for title, text in sections.items():
         (dest / (re.sub(r"[^A-Za-z0-9_.-]+", "-", title).strip("-") + ".txt")).write_text(text)

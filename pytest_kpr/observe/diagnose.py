@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -114,28 +115,29 @@ def setup_bundle(provider: Any, handle: Any, settings: Any, dest: Path, exec_tim
     return files
 
 
-def drops_from_sections(sections: dict[str, str]) -> dict[str, Any]:
-    """The ``bpf metrics list`` of a failure bundle's sections ("<node>: bpf metrics list"), parsed, by node."""
-    from ..parse.errors import ParseError
-    from ..parse.metrics import parse_bpf_metrics_list
+@dataclass(frozen=True)
+class FailureSnapshot:
+    """What the datapath looked like when a test failed: the bundle's text by title (what is written), and what was
+    read from it where it was collected (the agents' drop counters, parsed, by node; a node whose list did not parse is
+    absent), so nothing is parsed back from the text."""
+    sections: dict[str, str]
+    drops: dict[str, Any] = field(default_factory=dict)
 
-    out = {}
-    for title, text in sections.items():
-        node, _, view = title.partition(": ")
-        if view == "bpf metrics list":
-            try:
-                out[node] = parse_bpf_metrics_list(text)
-            except ParseError:
-                continue
-    return out
+    @property
+    def pods(self) -> list[str]:
+        return [line for line in self.sections.get("pods", "").splitlines() if line]
 
 
-def failure_snapshot(handle: ClusterHandle, namespaces: list[str], exec_timeout: float = 30.0) -> dict[str, str]:
+def failure_snapshot(handle: ClusterHandle, namespaces: list[str], exec_timeout: float = 30.0) -> FailureSnapshot:
     """What the datapath looked like when a test failed: per agent ``service list``, ``bpf lb list``, ``lb/maps-dump``
     (the master entries' COUNT: which slots new connections pick), ``bpf ct list global``, ``bpf metrics list`` (one exec per agent); the pods of the run's namespaces, by title (:func:`pytest_kpr.evidence.store.write_sections`
     writes them).
     Collection problems are recorded in the bundle, never raised (the test already failed)."""
+    from ..parse.errors import ParseError
+    from ..parse.metrics import parse_bpf_metrics_list
+
     sections: dict[str, str] = {}
+    drops: dict[str, Any] = {}
     views = (("service list", ("service", "list")), ("bpf lb list", ("bpf", "lb", "list")),
              ("lb maps-dump", ("shell", "--", "lb/maps-dump")), ("bpf ct list global", ("bpf", "ct", "list", "global")),
              ("bpf metrics list", ("bpf", "metrics", "list")))
@@ -147,6 +149,10 @@ def failure_snapshot(handle: ClusterHandle, namespaces: list[str], exec_timeout:
             texts = [f"could not collect: {e}"] * len(views)
         for (title, _), text in zip(views, texts):
             sections[f"{a.node}: {title}"] = text
+        try:  # the drop counters, parsed here: the plugin compares them with the last reading
+            drops[a.node] = parse_bpf_metrics_list(texts[-1])
+        except ParseError:
+            pass
     lines = []
     for ns in namespaces:
         try:
@@ -157,4 +163,4 @@ def failure_snapshot(handle: ClusterHandle, namespaces: list[str], exec_timeout:
         except Exception as e:  # noqa: BLE001
             lines.append(f"{ns}: could not list pods: {e}")
     sections["pods"] = "\n".join(lines) + "\n"
-    return sections
+    return FailureSnapshot(sections, drops)

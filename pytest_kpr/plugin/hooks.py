@@ -457,12 +457,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-def _drop_lines(s: KprSession, sections: dict[str, str]) -> list[str]:
-    """The drop reasons that rose on each agent since the last reading (the run's start or the previous failure)."""
-    from ..observe.diagnose import drops_from_sections
+def _drop_lines(s: KprSession, now: dict[str, Any]) -> list[str]:
+    """The drop reasons that rose on each agent (``now``: its drop counters, by node) since the last reading (the run's
+    start or the previous failure)."""
     from ..parse.metrics import drops_that_rose
 
-    now = drops_from_sections(sections)
     if not now:
         return []
     rose = drops_that_rose(s.drop_counters, now)
@@ -524,12 +523,12 @@ def _failure_evidence(item: pytest.Item, call: pytest.CallInfo[None], s: KprSess
         return done
     dest = s.evidence_dir / "failures" / re.sub(r"[^A-Za-z0-9_.-]+", "-", item.nodeid).strip("-")
     try:
-        sections = failure_snapshot(s.handle, s.namespaces, s.timeouts.EXEC)
-        write_sections(dest, sections)
+        snap = failure_snapshot(s.handle, s.namespaces, s.timeouts.EXEC)
+        write_sections(dest, snap.sections)
         files = sorted(p.name for p in dest.iterdir()) if dest.is_dir() else []
         summary = f"saved under {dest}: {len(files)} files ({', '.join(files[:6])}{', ...' if len(files) > 6 else ''})"
-        pods = sections.get("pods", "").splitlines()
-        lines = [summary, *_drop_lines(s, sections),
+        pods = snap.pods
+        lines = [summary, *_drop_lines(s, snap.drops),
                  *(["pods:", *pods[:10]] + ([f"[{len(pods) - 10} more in pods.txt]"] if len(pods) > 10 else []) if pods else [])]
     except Exception as e:  # noqa: BLE001 - never hide the test's own failure
         lines = [f"saved under {dest}", f"could not collect the failure bundle: {e}"]
