@@ -28,6 +28,7 @@ import pytest
 from pytest_kpr.suite import ClusterFacts, Evidence, family_file, holds, hp, Lab, probe_pod, WEB_TARGET
 from pytest_kpr.judge.itp import external_problems, local_only_problems
 from pytest_kpr.judge.no_backend import known_regression, socket_no_backend_problems
+from pytest_kpr.model.itp import ItpObservation, ProbeAnswer
 from pytest_kpr.rules.datapath import ITP_FILE, itp_enabled
 
 pytestmark = [
@@ -44,9 +45,9 @@ def _local(svc: dict[str, Any]) -> None:
 
 
 @pytest.fixture(scope="module")
-def itp_workloads(lab: Lab, probe: Lab, kpr_facts: Any) -> dict[str, Any]:
+def itp_workloads(lab: Lab, probe: Lab, kpr_facts: ClusterFacts) -> tuple[str, str, str | None]:
     """The two web pods, the two Services and the far node's probes, created once for every family (skipped, naming the
-    setting, when the agent ignores internalTrafficPolicy)."""
+    setting, when the agent ignores internalTrafficPolicy): (near node, far node, the agent's setting)."""
     near, far = lab.client_node, lab.remote_node()
     enabled = lab.agent(near).exec(["cat", ITP_FILE])
     setting = enabled.stdout.strip() if enabled.ok else None
@@ -63,14 +64,14 @@ def itp_workloads(lab: Lab, probe: Lab, kpr_facts: Any) -> dict[str, Any]:
         lab.wait_running(pod)
     lab.wait_ready_endpoints("itp", 2)
     lab.wait_ready_endpoints("itp-far-only", 1)
-    return {"near": near, "far": far, "setting": setting}
+    return near, far, setting
 
 
 @pytest.fixture(scope="module")
-def itp(itp_workloads: dict[str, Any], family_lab: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str,
-        kpr_family: str) -> dict[str, Any]:
+def itp(itp_workloads: tuple[str, str, str | None], family_lab: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str,
+        kpr_family: str) -> ItpObservation:
     lab = family_lab
-    near, far, setting = itp_workloads["near"], itp_workloads["far"], itp_workloads["setting"]
+    near, far, setting = itp_workloads
     # a precondition, not the property: each agent lists both Services (how many slots each holds is recorded below)
     lab.wait_programmed_on([near, far], ["itp", "itp-far-only"])
     pods = {p["metadata"]["name"]: p for p in lab.pods("app=itp")}
@@ -85,38 +86,36 @@ def itp(itp_workloads: dict[str, Any], family_lab: Lab, kpr_facts: ClusterFacts,
     entries = {node: {name: lab.service_entry(lab.agent(node), lab.frontend(name)) for name in ("itp", "itp-far-only")} for node in (near, far)}
     slots = {node: {name: None if e is None else len(e.backends) for name, e in es.items()} for node, es in entries.items()}
     client = kpr_facts.node(near)
-    data = {"family": kpr_family, "enable_internal_traffic_policy": setting, "nodes": {"near": near, "far": far},
-            "backends": {backend_pod[a]: {"address": a, "node": n} for a, n in backend_node.items()},
-            "cluster_ip": target, "connections": {n: [backend_pod.get(p, p) if p else None for p in ps] for n, ps in peers.items()},
-            "no_local": {"target": ghost_target, "verdict": no_local.verdict, "errno": no_local.errno_name, "elapsed_ms": no_local.elapsed_ms},
-            "outside": {"from": f"{far}'s host network", "to": hp(lab.node_ip(near), node_port), "verdict": outside.verdict},
-            "agent_slots": slots, "client_kernel": client.kernel if client else None,
-            "no_backend_response": kpr_facts.no_backend_response}
-    evidence.write(family_file("itp.json", kpr_family), data)
+    obs = ItpObservation(
+        kpr_family, setting, near, far, {backend_pod[a]: (a, n) for a, n in backend_node.items()}, target,
+        {n: tuple(backend_pod.get(p, p) if p else None for p in ps) for n, ps in peers.items()},
+        ProbeAnswer(ghost_target, no_local.verdict, no_local.errno_name, no_local.elapsed_ms),
+        ProbeAnswer(hp(lab.node_ip(near), node_port), outside.verdict), slots, client.kernel if client else None,
+        kpr_facts.no_backend_response)
+    evidence.write(family_file("itp.json", kpr_family), obs.to_json())
     local = sum(backend_node.get(p or "") == n for n, ps in peers.items() for p in ps)
     evidence.figure(kpr_property, f"{local} of {sum(len(ps) for ps in peers.values())} connections served by a backend on the pod's own node; "
                                   f"no local backend: {no_local.verdict}{' ' + no_local.errno_name if no_local.errno_name else ''}; "
                                   f"from outside: {outside.verdict}", kpr_family)
-    return {**data, "backend_node": {backend_pod[a]: n for a, n in backend_node.items()}}
+    return obs
 
 
-def test_a_pod_reaches_only_the_backends_on_its_own_node(itp: dict[str, Any]) -> None:
+def test_a_pod_reaches_only_the_backends_on_its_own_node(itp: ItpObservation) -> None:
     """From each of two nodes, every connection to the ClusterIP goes to that node's own backend (SRC_ITP_CLUSTER_IP)."""
-    holds(local_only_problems(itp["connections"], itp["backend_node"]), "iTP=Local (local backends only)")
+    holds(local_only_problems(itp.connections, itp.backend_node), "iTP=Local (local backends only)")
 
 
-def test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer(itp: dict[str, Any], kpr_facts: ClusterFacts) -> None:
+def test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer(itp: ItpObservation, kpr_facts: ClusterFacts) -> None:
     """The ClusterIP has backends, none on this node: connect() fails as for a Service with no backend (SRC_ITP_NO_LOCAL)."""
-    nl = itp["no_local"]
-    path = f"pod connect() on {itp['nodes']['near']} to {nl['target']}, whose only backend is on {itp['nodes']['far']}"
-    problems = socket_no_backend_problems(path, "connect", nl["verdict"], nl["elapsed_ms"], nl["errno"], kpr_facts.no_backend_response,
-                                          itp["client_kernel"])
+    nl = itp.no_local
+    path = f"pod connect() on {itp.near} to {nl.target}, whose only backend is on {itp.far}"
+    problems = socket_no_backend_problems(path, "connect", nl.verdict, nl.elapsed_ms, nl.errno, kpr_facts.no_backend_response,
+                                          itp.client_kernel)
     if why := known_regression(problems, kpr_facts.cilium_version):
         pytest.xfail(why)
     holds(problems, "iTP=Local (no local backend)")
 
 
-def test_traffic_from_outside_is_unaffected(itp: dict[str, Any]) -> None:
+def test_traffic_from_outside_is_unaffected(itp: ItpObservation) -> None:
     """A raw SYN from outside to the node without a local backend is served by the other node's backend (SRC_ITP_EXTERNAL)."""
-    o = itp["outside"]
-    holds(external_problems(o["verdict"], o["to"], itp["nodes"]["far"]), "iTP=Local (from outside)")
+    holds(external_problems(itp.outside.verdict, itp.outside.target, itp.far), "iTP=Local (from outside)")

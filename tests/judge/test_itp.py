@@ -36,3 +36,21 @@ def test_local_only(served: dict, problems: list[str]) -> None:
 ])
 def test_external(verdict: str, problems: list[str]) -> None:
     assert external_problems(verdict, "172.18.0.3", "worker2") == problems
+
+
+def test_the_observation_is_itp_json_and_names_each_backends_node() -> None:
+    from pytest_kpr.model.itp import ItpObservation, ProbeAnswer
+
+    obs = ItpObservation("IPv4", None, "worker", "worker2", {"near": ("10.244.1.5:8080", "worker"), "far": ("10.244.2.6:8080", "worker2")},
+                         "10.96.0.12:80", {"worker": ("near", None)}, ProbeAnswer("10.96.0.13:80", "unreachable", "EHOSTUNREACH", 0.2),
+                         ProbeAnswer("172.18.0.3:30123", "accepted"), {"worker": {"itp": 1, "itp-far-only": None}}, "6.8.0", "reject")
+    assert obs.backend_node == {"near": "worker", "far": "worker2"}
+    assert obs.to_json() == {
+        "family": "IPv4", "enable_internal_traffic_policy": None, "nodes": {"near": "worker", "far": "worker2"},
+        "backends": {"near": {"address": "10.244.1.5:8080", "node": "worker"}, "far": {"address": "10.244.2.6:8080", "node": "worker2"}},
+        "cluster_ip": "10.96.0.12:80", "connections": {"worker": ["near", None]},
+        "no_local": {"target": "10.96.0.13:80", "verdict": "unreachable", "errno": "EHOSTUNREACH", "elapsed_ms": 0.2},
+        "outside": {"from": "worker2's host network", "to": "172.18.0.3:30123", "verdict": "accepted"},
+        "agent_slots": {"worker": {"itp": 1, "itp-far-only": None}}, "client_kernel": "6.8.0", "no_backend_response": "reject"}
+    assert local_only_problems(obs.connections, obs.backend_node) == [
+        "1 of 2 connections from a pod on worker reached no backend (its node has a local backend)"]
