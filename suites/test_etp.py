@@ -23,8 +23,15 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.suite import ClusterHandle, Evidence, family_file, holds, hp, Lab, no_outside_view
-from pytest_kpr.judge.etp import client_address_problems, etp_reach_problems, health_check_problems
+from pytest_kpr.suite import ClusterFacts, ClusterHandle, Evidence, family_file, holds, hp, Lab, no_outside_view
+from pytest_kpr.judge.etp import (
+    client_address_problems,
+    cluster_ip_problems,
+    etp_reach_problems,
+    health_check_problems,
+    outside_answer_problems,
+)
+from pytest_kpr.model.etp import EtpObservation, OutsideRequest
 from pytest_kpr.rules.datapath import backend_sees, local_endpoint_count
 
 pytestmark = [
@@ -37,7 +44,7 @@ PROBE_TIMEOUT = 2.0
 
 
 @pytest.fixture(scope="module")
-def etp_workloads(lab: Lab) -> dict[str, Any]:
+def etp_workloads(lab: Lab) -> tuple[str, str, list[str]]:
     """The backend and the two Services, created once for every family: the client node, the node with the backend, the others."""
     client, with_backend = lab.client_node, lab.remote_node()
     others = [n.name for n in lab.facts.nodes if n.name not in (client, with_backend)]
@@ -47,14 +54,14 @@ def etp_workloads(lab: Lab) -> dict[str, Any]:
     lab.deploy_host_probe()
     lab.deploy_probe()
     lab.wait_ready_endpoints("etp-local", 1)
-    return {"client": client, "with_backend": with_backend, "others": others}
+    return client, with_backend, others
 
 
 @pytest.fixture(scope="module")
-def etp(etp_workloads: dict[str, Any], family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: ClusterHandle,
-        kpr_family: str) -> dict[str, Any]:
+def etp(etp_workloads: tuple[str, str, list[str]], family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: ClusterHandle,
+        kpr_family: str) -> EtpObservation:
     lab = family_lab
-    client, with_backend, others = etp_workloads["client"], etp_workloads["with_backend"], etp_workloads["others"]
+    client, with_backend, others = etp_workloads
     lab.wait_programmed_on([client, with_backend, *others], ["etp-local", "etp-cluster"])  # this family's frontends
     ports = {name: lab.allocated_node_port(name) for name in ("etp-local", "etp-cluster")}
     outside_nodes = [with_backend, *others]  # a raw SYN from the client node to its own address would not leave it
@@ -65,7 +72,7 @@ def etp(etp_workloads: dict[str, Any], family_lab: Lab, evidence: Evidence, kpr_
     cluster_ip = lab.probe("connect", hp(lab.cluster_ip("etp-local"), 80), PROBE_TIMEOUT).verdict
     svc = lab.kube.get("Service", "etp-local", lab.ns) or {}
     hc_port = int(svc["spec"].get("healthCheckNodePort") or 0)
-    health: dict[str, tuple[int, Any]] = {}
+    health: dict[str, tuple[int | None, Any]] = {}
     # what each node's health server counts: one per active backend address and port on the node, every family's
     slices = lab.kube.list("EndpointSlice", lab.ns, "kubernetes.io/service-name=etp-local")
     expected = {node: local_endpoint_count(slices, node) for node in [client, with_backend, *others]}
@@ -75,48 +82,42 @@ def etp(etp_workloads: dict[str, Any], family_lab: Lab, evidence: Evidence, kpr_
             health[node] = (code, json.loads(body) if body.strip() else None)
         except ValueError:
             health[node] = (code, None)
-    outside: dict[str, Any] | None = None
+    outside: OutsideRequest | None = None
     ip = lab.node_ip(with_backend)
     if kpr_cluster.outside is not None and kpr_cluster.outside.reaches(ip):
         token = secrets.token_hex(6)
         r = kpr_cluster.outside.http(f"http://{hp(ip, ports['etp-local'])}/?kpr={token}", 5.0)
         served = lab.who_served(["etp-backend"], token)
-        outside = {"client": kpr_cluster.outside.source_address(ip), "node_ip": ip, "http_code": r.http_code,
-                   "served_by": served[0] if served else None, "seen": served[1] if served else None}
-    data = {"family": kpr_family, "nodes": {"client": client, "with_backend": with_backend, "without_backend": others}, "node_ports": ports,
-            "raw_syn": raw, "cluster_ip_connect": cluster_ip, "health_check_node_port": hc_port,
-            "health": {n: {"http_code": c, "body": b} for n, (c, b) in health.items()}, "health_expected": expected, "outside": outside}
-    evidence.write(family_file("etp.json", kpr_family), data)
-    seen = f"backend saw {outside['seen']}" if outside else "no outside view"
+        outside = OutsideRequest(kpr_cluster.outside.source_address(ip), ip, r.http_code, served[0] if served else None,
+                                 served[1] if served else None)
+    obs = EtpObservation(kpr_family, client, with_backend, tuple(others), ports, raw, cluster_ip, hc_port, health, expected, outside)
+    evidence.write(family_file("etp.json", kpr_family), obs.to_json())
+    seen = f"backend saw {outside.seen}" if outside else "no outside view"
     evidence.figure(kpr_property, f"served by {sum(v == 'accepted' for v in raw['etp-local'].values())} of {len(outside_nodes)} nodes from outside "
                               f"(Cluster: {sum(v == 'accepted' for v in raw['etp-cluster'].values())}); {seen}", kpr_family)
-    return {**data, "health_raw": health}
+    return obs
 
 
-def test_only_the_node_with_a_local_backend_serves_it_from_outside(etp: dict[str, Any]) -> None:
-    if not etp["nodes"]["without_backend"]:
+def test_only_the_node_with_a_local_backend_serves_it_from_outside(etp: EtpObservation) -> None:
+    if not etp.without_backend:
         pytest.skip("needs a third node (neither the client node nor the backend's) to send to from outside")
-    problems = etp_reach_problems(etp["raw_syn"]["etp-local"], etp["raw_syn"]["etp-cluster"], etp["nodes"]["with_backend"])
-    holds(problems, "eTP=Local (from outside)")
+    holds(etp_reach_problems(etp.raw_syn["etp-local"], etp.raw_syn["etp-cluster"], etp.with_backend), "eTP=Local (from outside)")
 
 
-def test_the_backend_sees_the_clients_own_address(etp: dict[str, Any], kpr_facts: Any) -> None:
-    o = etp["outside"]
+def test_the_backend_sees_the_clients_own_address(etp: EtpObservation, kpr_facts: ClusterFacts) -> None:
+    o = etp.outside
     if o is None:
         no_outside_view("the test runner has no specific route to the nodes")
-    assert o["http_code"] == 200, f"eTP=Local from outside: {o['node_ip']} (with the backend) answered {o['http_code']}"
+    holds(outside_answer_problems(o.http_code, o.node_ip), "eTP=Local from outside")
     rule = backend_sees(kpr_facts.nodeport_mode, True, True, kpr_facts.routing_mode)
-    problems = client_address_problems(o["seen"], o["client"], o["node_ip"], rule.sees, rule.why)
-    holds(problems, "eTP=Local (client address)")
+    holds(client_address_problems(o.seen, o.client, o.node_ip, rule.sees, rule.why), "eTP=Local (client address)")
 
 
-def test_in_cluster_cluster_ip_access_is_unaffected(etp: dict[str, Any]) -> None:
-    v = etp["cluster_ip_connect"]
-    assert v == "connected", (f"eTP=Local (ClusterIP from a pod on {etp['nodes']['client']}, which has no local backend): {v}; "
-                              "externalTrafficPolicy must not apply to in-cluster traffic")
+def test_in_cluster_cluster_ip_access_is_unaffected(etp: EtpObservation) -> None:
+    holds(cluster_ip_problems(etp.cluster_ip_connect), f"eTP=Local (ClusterIP from a pod on {etp.client}, which has no local backend)")
 
 
-def test_the_health_check_node_port_reports_each_nodes_local_endpoints(etp: dict[str, Any], lab: Lab) -> None:
+def test_the_health_check_node_port_reports_each_nodes_local_endpoints(etp: EtpObservation, lab: Lab) -> None:
     """Each node answers its own count: one per active backend address and port on it (a dual-stack pod counts twice)."""
-    problems = health_check_problems(etp["health_raw"], etp["health_expected"], (lab.ns, "etp-local"))
-    holds(problems, f"eTP=Local (health-check NodePort {etp['health_check_node_port']})")
+    problems = health_check_problems(etp.health, etp.health_expected, (lab.ns, "etp-local"))
+    holds(problems, f"eTP=Local (health-check NodePort {etp.health_check_node_port})")

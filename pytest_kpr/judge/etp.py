@@ -55,3 +55,14 @@ def client_address_problems(seen: str | None, client: str, node_ip: str, expect:
         name = by_addr.get(seen, "neither the client's nor the node's address")
         return [f"the backend saw {seen} ({name}), expected {want} ({names[expect]}: {why})"]
     return []
+
+
+def cluster_ip_problems(verdict: str) -> list[str]:
+    """A pod on a node without a local backend reaches the Local Service's ClusterIP: externalTrafficPolicy does not
+    apply to in-cluster traffic (datapath.SRC_ETP_SCOPES: the ClusterIP keeps every backend)."""
+    return [] if verdict == "connected" else [f"{verdict}; externalTrafficPolicy must not apply to in-cluster traffic"]
+
+
+def outside_answer_problems(http_code: int | None, node_ip: str) -> list[str]:
+    """The node with the backend answers the runner's request to the Local Service's NodePort with HTTP 200."""
+    return [] if http_code == 200 else [f"{node_ip} (with the backend) answered {http_code}"]

@@ -59,3 +59,34 @@ def test_health_check_judgement(answers: dict, fragments: list[str]) -> None:
 def test_client_address_judgement(seen: str | None, expect: str, internal: str, fragment: str | None) -> None:
     problems = client_address_problems(seen, "1.1.1.1", "2.2.2.2", expect, "why", internal)
     assert (fragment is None and not problems) or (fragment is not None and len(problems) == 1 and fragment in problems[0]), problems
+
+
+@pytest.mark.parametrize(("verdict", "want"), [
+    ("connected", []),
+    ("unreachable", ["unreachable; externalTrafficPolicy must not apply to in-cluster traffic"]),
+    ("timeout", ["timeout; externalTrafficPolicy must not apply to in-cluster traffic"]),
+])
+def test_the_cluster_ip_judgement(verdict: str, want: list[str]) -> None:
+    from pytest_kpr.judge.etp import cluster_ip_problems
+
+    assert cluster_ip_problems(verdict) == want
+
+
+@pytest.mark.parametrize(("code", "want"), [(200, []), (0, ["172.18.0.3 (with the backend) answered 0"]),
+                                            (None, ["172.18.0.3 (with the backend) answered None"]), (503, ["172.18.0.3 (with the backend) answered 503"])])
+def test_the_outside_answer_judgement(code: int | None, want: list[str]) -> None:
+    from pytest_kpr.judge.etp import outside_answer_problems
+
+    assert outside_answer_problems(code, "172.18.0.3") == want
+
+
+def test_the_observation_is_etp_json() -> None:
+    from pytest_kpr.model.etp import EtpObservation, OutsideRequest
+
+    obs = EtpObservation("IPv4", "w1", "w2", ("cp",), {"etp-local": 30001}, {"etp-local": {"w2": "accepted"}}, "connected", 31000,
+                         {"w2": (200, {"localEndpoints": 1})}, {"w2": 1}, OutsideRequest("172.18.0.1", "172.18.0.3", 200, "etp-backend", "172.18.0.1"))
+    assert obs.to_json() == {
+        "family": "IPv4", "nodes": {"client": "w1", "with_backend": "w2", "without_backend": ["cp"]}, "node_ports": {"etp-local": 30001},
+        "raw_syn": {"etp-local": {"w2": "accepted"}}, "cluster_ip_connect": "connected", "health_check_node_port": 31000,
+        "health": {"w2": {"http_code": 200, "body": {"localEndpoints": 1}}}, "health_expected": {"w2": 1},
+        "outside": {"client": "172.18.0.1", "node_ip": "172.18.0.3", "http_code": 200, "served_by": "etp-backend", "seen": "172.18.0.1"}}
