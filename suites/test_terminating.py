@@ -28,7 +28,9 @@ import pytest
 from pytest_kpr.suite import (ClusterFacts, eventually, Evidence, family_file, holds, hp, L3n4, Lab, probe_pod,
                               same_address)
 from pytest_kpr.judge.no_backend import known_regression, socket_no_backend_problems
-from pytest_kpr.judge.terminating import draining_flow_problems, new_connection_problems
+from pytest_kpr.judge.terminating import draining_flow_problems, flow_outlived_problems, new_connection_problems
+from pytest_kpr.model.probe import ProbeAnswer
+from pytest_kpr.model.terminating import SlotsSeen, TerminatingObservation
 from pytest_kpr.rules.datapath import TERMINATING_FILE, terminating_endpoints_kept
 
 pytestmark = [
@@ -58,7 +60,7 @@ def _echo(name: str, lab: Lab, node: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def term(lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str,
-         family_views: dict[str, Lab]) -> Iterator[dict[str, dict[str, Any]]]:
+         family_views: dict[str, Lab]) -> Iterator[dict[str, TerminatingObservation]]:
     """The scenario, run once: family -> what was seen in it."""
     client, other = lab.client_node, lab.remote_node()
     agent = lab.agent(client)
@@ -77,7 +79,7 @@ def _flow_pod(family: str) -> str:
 
 
 def _run(lab: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str, client: str, other: str, setting: str | None,
-         kept: bool, views: dict[str, Lab]) -> dict[str, dict[str, Any]]:
+         kept: bool, views: dict[str, Lab]) -> dict[str, TerminatingObservation]:
     agent = lab.agent(client)
     families = list(views)
     lab.create(_echo("term-a", lab, other))
@@ -122,59 +124,53 @@ def _run(lab: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: st
 
     reports = {f: lab.stop_flow(_flow_pod(f)) for f in families}
     client_facts = kpr_facts.node(client)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, TerminatingObservation] = {}
     for f in families:
         a, report = addr[f], reports[f]
-        by_addr = {address: pod for pod, address in a.items()}
-        data = {"family": f, "enable_k8s_terminating_endpoint": setting, "hold_s": HOLD_S, "backends": a, "service": targets[f],
-                "agent": {"node": client, "states": {step: v[f] for step, v in steps.items()},
-                          "slots": {step: {"selectable": list(v[f].backends), "kept": list(v[f].kept)}
-                                    for step, v in (("a_terminating", slots_one), ("only_terminating", slots_only))}},
-                "new_connections": {"a_terminating": [by_addr.get(p or "", p) for p in peers_one[f]],
-                                    "only_terminating": [by_addr.get(p or "", p) for p in peers_only[f]]},
-                "only_terminating_probe": {"verdict": only[f].verdict, "errno": only[f].errno_name, "elapsed_ms": only[f].elapsed_ms},
-                "flow": {"pod": _flow_pod(f), "backend": "term-a", "term_a_still_terminating_at_stop": a_still, "summary": report},
-                "client_kernel": client_facts.kernel if client_facts else None, "no_backend_response": kpr_facts.no_backend_response}
-        evidence.write(family_file("terminating.json", f), data)
+        obs = TerminatingObservation(
+            f, setting, kept, HOLD_S, a, targets[f], client, {step: v[f] for step, v in steps.items()},
+            {step: SlotsSeen(tuple(v[f].backends), tuple(v[f].kept)) for step, v in (("a_terminating", slots_one), ("only_terminating", slots_only))},
+            tuple(peers_one[f]), tuple(peers_only[f]), ProbeAnswer(targets[f], only[f].verdict, only[f].errno_name, only[f].elapsed_ms),
+            _flow_pod(f), a_still, report, client_facts.kernel if client_facts else None, kpr_facts.no_backend_response)
+        evidence.write(family_file("terminating.json", f), obs.to_json())
         evidence.figure(kpr_property, f"flow through term-a's termination: {report.get('resets', '?')} resets, max gap "
                                       f"{report.get('max_gap_ms', '?')} ms; new: {sum(p == a['term-b'] for p in peers_one[f])} of "
                                       f"{len(peers_one[f])} to the active backend, only terminating: {only[f].verdict}", f)
-        out[f] = {**data, "addr": a, "peers_one": peers_one[f], "peers_only": peers_only[f], "kept": kept}
+        out[f] = obs
     return out
 
 
 @pytest.fixture(scope="module")
-def term_family(term: dict[str, dict[str, Any]], kpr_family: str) -> dict[str, Any]:
+def term_family(term: dict[str, TerminatingObservation], kpr_family: str) -> TerminatingObservation:
     """What the scenario saw in this test's family."""
     return term[kpr_family]
 
 
-def test_an_established_connection_keeps_working_while_its_backend_terminates(term_family: dict[str, Any]) -> None:
+def test_an_established_connection_keeps_working_while_its_backend_terminates(term_family: TerminatingObservation) -> None:
     """The flow reached term-a before it was deleted; it runs on until stopped, term-a still terminating (SRC_TERMINATING_DRAIN)."""
-    f = term_family["flow"]
-    assert f["term_a_still_terminating_at_stop"], (f"terminating backends (draining): term-a was gone before the flow was stopped "
-                                                   f"(its preStop holds it {HOLD_S} s); nothing can be said of its connection")
-    holds(draining_flow_problems(f["summary"], "term-a", GAP_BOUND_MS), "terminating backends (established connection)")
+    t = term_family
+    holds(flow_outlived_problems(t.flow_outlived, "term-a", t.hold_s) or draining_flow_problems(t.flow, "term-a", GAP_BOUND_MS),
+          "terminating backends (established connection)")
 
 
-def test_new_connections_never_pick_a_terminating_backend_while_an_active_one_exists(term_family: dict[str, Any]) -> None:
-    a, term = term_family["addr"], term_family
-    holds(new_connection_problems(term["peers_one"], {a["term-b"]: "term-b"}, {a["term-a"]: "term-a"}, "while term-a terminates"),
+def test_new_connections_never_pick_a_terminating_backend_while_an_active_one_exists(term_family: TerminatingObservation) -> None:
+    a = term_family.backends
+    holds(new_connection_problems(term_family.peers_a_terminating, {a["term-b"]: "term-b"}, {a["term-a"]: "term-a"}, "while term-a terminates"),
           "terminating backends (new connections)")
 
 
-def test_when_only_terminating_backends_remain_new_connections_follow_the_rule(term_family: dict[str, Any], kpr_facts: ClusterFacts) -> None:
+def test_when_only_terminating_backends_remain_new_connections_follow_the_rule(term_family: TerminatingObservation,
+                                                                               kpr_facts: ClusterFacts) -> None:
     """enable-k8s-terminating-endpoint on (the default): they reach a terminating backend (KEP-1669); off: the Service has no
     backend, and the socket plane's no-backend rule applies."""
-    a, term = term_family["addr"], term_family
-    if term["kept"]:
-        holds(new_connection_problems(term["peers_only"], {a["term-a"]: "term-a", a["term-b"]: "term-b"}, {}, "with only terminating backends"),
+    t, a = term_family, term_family.backends
+    if t.kept:
+        holds(new_connection_problems(t.peers_only_terminating, {a["term-a"]: "term-a", a["term-b"]: "term-b"}, {}, "with only terminating backends"),
               "terminating backends (only terminating)")
         return
-    p = term["only_terminating_probe"]
-    path = f"pod connect() to {term['service']}, whose backends all terminate (enable-k8s-terminating-endpoint false)"
-    problems = socket_no_backend_problems(path, "connect", p["verdict"], p["elapsed_ms"], p["errno"], kpr_facts.no_backend_response,
-                                          term["client_kernel"])
+    p = t.only_terminating_probe
+    path = f"pod connect() to {t.service}, whose backends all terminate (enable-k8s-terminating-endpoint false)"
+    problems = socket_no_backend_problems(path, "connect", p.verdict, p.elapsed_ms, p.errno, kpr_facts.no_backend_response, t.client_kernel)
     if why := known_regression(problems, kpr_facts.cilium_version):
         pytest.xfail(why)
     holds(problems, "terminating backends (only terminating, option off)")

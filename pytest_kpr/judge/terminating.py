@@ -45,3 +45,11 @@ def new_connection_problems(peers: "Sequence[str | None]", allowed: "Mapping[str
         out.append(f"{when}: {failed} of {len(peers)} new connections failed although {', '.join(sorted(set(allowed.values())))} "
                    f"{'is' if len(set(allowed.values())) == 1 else 'are'} there to serve them")
     return out
+
+
+def flow_outlived_problems(outlived: bool, backend: str, hold_s: int) -> list[str]:
+    """The precondition of the draining judgement: the backend was still terminating when its flow was stopped (else
+    nothing can be said of its connection)."""
+    if outlived:
+        return []
+    return [f"{backend} was gone before the flow was stopped (its preStop holds it {hold_s} s); nothing can be said of its connection"]

@@ -6,13 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-
-@dataclass(frozen=True)
-class ProbeAnswer:
-    target: str
-    verdict: str
-    errno: str | None = None
-    elapsed_ms: float | None = None
+from .probe import ProbeAnswer
 
 
 @dataclass(frozen=True)

@@ -74,3 +74,15 @@ class ProbeResult:
 
 #: the verdicts a probe prints
 VERDICTS = frozenset(v.value for v in Verdict)
+
+
+@dataclass(frozen=True)
+class ProbeAnswer:
+    """What a suite keeps of one probe: where it went, its verdict, and for connect() the errno and how long it took."""
+    target: str
+    verdict: str
+    errno: str | None = None
+    elapsed_ms: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "errno": self.errno, "elapsed_ms": self.elapsed_ms}

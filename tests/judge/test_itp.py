@@ -39,7 +39,8 @@ def test_external(verdict: str, problems: list[str]) -> None:
 
 
 def test_the_observation_is_itp_json_and_names_each_backends_node() -> None:
-    from pytest_kpr.model.itp import ItpObservation, ProbeAnswer
+    from pytest_kpr.model.itp import ItpObservation
+    from pytest_kpr.model.probe import ProbeAnswer
 
     obs = ItpObservation("IPv4", None, "worker", "worker2", {"near": ("10.244.1.5:8080", "worker"), "far": ("10.244.2.6:8080", "worker2")},
                          "10.96.0.12:80", {"worker": ("near", None)}, ProbeAnswer("10.96.0.13:80", "unreachable", "EHOSTUNREACH", 0.2),

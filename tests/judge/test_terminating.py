@@ -38,3 +38,32 @@ A, B = {"10.0.0.2:7000": "term-b"}, {"10.0.0.1:7000": "term-a"}
 ], ids=["active-only", "picked-terminating", "stray", "failed", "none"])
 def test_new_connections(peers: list, problems: list[str]) -> None:
     assert new_connection_problems(peers, A, B, "while term-a terminates") == problems
+
+
+@pytest.mark.parametrize(("outlived", "want"), [
+    (True, []),
+    (False, ["term-a was gone before the flow was stopped (its preStop holds it 300 s); nothing can be said of its connection"]),
+])
+def test_the_flow_must_be_stopped_while_its_backend_still_terminates(outlived: bool, want: list[str]) -> None:
+    from pytest_kpr.judge.terminating import flow_outlived_problems
+
+    assert flow_outlived_problems(outlived, "term-a", 300) == want
+
+
+def test_the_observation_is_terminating_json() -> None:
+    from pytest_kpr.model.probe import ProbeAnswer
+    from pytest_kpr.model.terminating import SlotsSeen, TerminatingObservation
+
+    a, b = "10.244.1.5:7000", "10.244.2.6:7000"
+    obs = TerminatingObservation("IPv4", None, True, 300, {"term-a": a, "term-b": b}, "10.96.0.20:7000", "w1",
+                                 {"one": {a: "active"}}, {"a_terminating": SlotsSeen((b,), (a,))}, (b, None, "10.9.9.9:1"), (a,),
+                                 ProbeAnswer("10.96.0.20:7000", "connected", None, 1.5), "term-flow", True, {"resets": 0}, "6.8.0", "reject")
+    assert obs.pod_of(a) == "term-a" and obs.pod_of("10.9.9.9:1") == "10.9.9.9:1" and obs.pod_of(None) is None
+    assert obs.to_json() == {
+        "family": "IPv4", "enable_k8s_terminating_endpoint": None, "hold_s": 300, "backends": {"term-a": a, "term-b": b},
+        "service": "10.96.0.20:7000", "agent": {"node": "w1", "states": {"one": {a: "active"}},
+                                                 "slots": {"a_terminating": {"selectable": [b], "kept": [a]}}},
+        "new_connections": {"a_terminating": ["term-b", None, "10.9.9.9:1"], "only_terminating": ["term-a"]},
+        "only_terminating_probe": {"verdict": "connected", "errno": None, "elapsed_ms": 1.5},
+        "flow": {"pod": "term-flow", "backend": "term-a", "term_a_still_terminating_at_stop": True, "summary": {"resets": 0}},
+        "client_kernel": "6.8.0", "no_backend_response": "reject"}
