@@ -21,8 +21,14 @@ from typing import Any
 import pytest
 
 from pytest_kpr.suite import eventually, eventually_or_now, Evidence, family_file, holds, hp, Lab
-from pytest_kpr.judge.hostport import hostport_admission_problems, hostport_frontend_problems
-from pytest_kpr.judge.iptables import rule_line_problems, rule_view_problems
+from pytest_kpr.judge.hostport import (
+    HostPortNode,
+    HostPortReach,
+    hostport_admission_problems,
+    hostport_frontend_problems,
+    hostport_reach_problems,
+    hostport_rule_problems,
+)
 from pytest_kpr.judge.nodeport import nodeport_listener_problems
 
 pytestmark = [
@@ -35,7 +41,7 @@ HOST_PORT = 18780
 
 
 @pytest.fixture(scope="module")
-def hostport(lab: Lab) -> dict[str, Any]:
+def hostport(lab: Lab) -> HostPortNode:
     """hp-a on the client node, the node's rule views and listeners, and the scheduler's decision on hp-b: the same for
     every family."""
     node = lab.client_node
@@ -49,16 +55,13 @@ def hostport(lab: Lab) -> dict[str, Any]:
     lab.create_web_pod("hp-b", {"app": "hp-b"}, node, host_port=HOST_PORT)
     second = eventually_or_now(lambda: lab.kube.get("Pod", "hp-b", lab.ns) or {}, until=_decided, timeout=lab.t.PODS_READY,
                                what="the scheduler's decision on hp-b", describe=lambda p: _pod_view(p)["phase"], progress=lab.progress)
-    data = {"node": node, "host_port": HOST_PORT, "listen_sockets": len([s for s in listeners if s.local_port == HOST_PORT]),
-            "rule_lines": {view: d.count_token(str(HOST_PORT)) if d is not None else "unreadable" for view, d in rules.items()},
-            "second_pod": _pod_view(second)}
-    return {"data": data, "rules": {node: rules}, "listeners": listeners}
+    return HostPortNode(node, HOST_PORT, rules, tuple(listeners), _pod_view(second))
 
 
 @pytest.fixture(scope="module")
-def hostport_reach(hostport: dict[str, Any], family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_family: str) -> dict[str, Any]:
+def hostport_reach(hostport: HostPortNode, family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_family: str) -> HostPortReach:
     """This family's answer on the node's address and the agent's HostPort frontends."""
-    lab, node = family_lab, hostport["data"]["node"]
+    lab, node = family_lab, hostport.node
     node_ip = lab.node_ip(node)
     agent = lab.agent(node)
     # whether it lists the frontend is a test's to judge, not a precondition: wait for it, then take what is there
@@ -68,13 +71,12 @@ def hostport_reach(hostport: dict[str, Any], family_lab: Lab, evidence: Evidence
     target = hp(node_ip, HOST_PORT)
     connect = lab.probe("connect", target, 2.0, pod="hostprobe")
     http = lab.curl(f"http://{target}/", 5.0, pod="hostprobe")
-    fes = [s for s in services if s.frontend.port == HOST_PORT]
-    data = {**hostport["data"], "family": kpr_family, "node_ip": node_ip, "connect": connect.verdict, "http_code": http.http_code,
-            "curl_exit": http.exit_code, "frontends": [{"frontend": str(s.frontend), "type": s.type, "id": s.id} for s in fes]}
+    r = HostPortReach(hostport, kpr_family, node_ip, str(connect.verdict), http.http_code, http.exit_code, tuple(services))
+    data = r.to_json()
     evidence.write(family_file("hostport.json", kpr_family), data)
     evidence.figure(kpr_property, f"HTTP {data['http_code']} on {target}, {data['listen_sockets']} listeners, "
-                                  f"{len(fes)} HostPort frontends; second pod {data['second_pod']['phase']}", kpr_family)
-    return {"data": data, "services": services, "family": kpr_family}
+                                  f"{len(data['frontends'])} HostPort frontends; second pod {data['second_pod']['phase']}", kpr_family)
+    return r
 
 
 def _pod_view(p: dict[str, Any]) -> dict[str, Any]:
@@ -89,28 +91,21 @@ def _decided(p: dict[str, Any]) -> bool:
     return v["phase"] in ("Running", "Failed") or v["reason"] == "Unschedulable"
 
 
-def test_the_host_port_answers_on_the_nodes_address(hostport_reach: dict[str, Any]) -> None:
-    d = hostport_reach["data"]
-    assert d["connect"] == "connected" and d["http_code"] == 200, \
-        f"hostPort: {hp(d['node_ip'], d['host_port'])} from the node: connect {d['connect']}, HTTP {d['http_code']} (curl exit {d['curl_exit']})"
+def test_the_host_port_answers_on_the_nodes_address(hostport_reach: HostPortReach) -> None:
+    holds(hostport_reach_problems(hostport_reach), "hostPort")
 
 
-def test_nobody_listens_on_the_host_port(hostport: dict[str, Any]) -> None:
-    problems = nodeport_listener_problems(hostport["listeners"], HOST_PORT)
-    holds(problems, "hostPort")
+def test_nobody_listens_on_the_host_port(hostport: HostPortNode) -> None:
+    holds(nodeport_listener_problems(hostport.listeners, HOST_PORT), "hostPort")
 
 
-def test_no_rule_names_the_host_port(hostport: dict[str, Any]) -> None:
-    problems = rule_view_problems(hostport["rules"]) + rule_line_problems(hostport["rules"], str(HOST_PORT), "the hostPort")
-    holds(problems, "hostPort: rules name the port, so portmap (not BPF) serves it")
+def test_no_rule_names_the_host_port(hostport: HostPortNode) -> None:
+    holds(hostport_rule_problems(hostport), "hostPort: rules name the port, so portmap (not BPF) serves it")
 
 
-def test_the_agent_lists_a_host_port_frontend(hostport_reach: dict[str, Any]) -> None:
-    problems = hostport_frontend_problems(hostport_reach["services"], HOST_PORT, hostport_reach["family"])
-    holds(problems, f"hostPort: on {hostport_reach['data']['node']}")
+def test_the_agent_lists_a_host_port_frontend(hostport_reach: HostPortReach) -> None:
+    holds(hostport_frontend_problems(hostport_reach.services, HOST_PORT, hostport_reach.family), f"hostPort: on {hostport_reach.on.node}")
 
 
-def test_a_second_pod_is_not_admitted_on_the_same_host_port(hostport: dict[str, Any]) -> None:
-    d = hostport["data"]
-    problems = hostport_admission_problems(d["second_pod"], d["node"])
-    holds(problems, "hostPort")
+def test_a_second_pod_is_not_admitted_on_the_same_host_port(hostport: HostPortNode) -> None:
+    holds(hostport_admission_problems(hostport.second_pod, hostport.node), "hostPort")

@@ -5,9 +5,63 @@ the property and shows what was seen."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ..parse.addr import family_of
+from ..parse.addr import family_of, hp
+from .iptables import rule_line_problems, rule_view_problems
+
+if TYPE_CHECKING:
+    from ..parse import RuleDump, Service, Socket
+
+
+@dataclass(frozen=True)
+class HostPortNode:
+    """The hostPort pod's node, the same for every family: its rule views and listeners on the port (one exec), and the
+    scheduler's decision on a second pod asking for the port there (a pod view: phase, node, scheduled, reason, message)."""
+    node: str
+    host_port: int
+    rules: "Mapping[str, RuleDump | None]"
+    listeners: "Sequence[Socket]"
+    second_pod: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        port = str(self.host_port)
+        return {"node": self.node, "host_port": self.host_port,
+                "listen_sockets": len([s for s in self.listeners if s.local_port == self.host_port]),
+                "rule_lines": {view: d.count_token(port) if d is not None else "unreadable" for view, d in self.rules.items()},
+                "second_pod": dict(self.second_pod)}
+
+
+@dataclass(frozen=True)
+class HostPortReach:
+    """One family's answer from the node's host network on the node's address, and the agent's services."""
+    on: HostPortNode
+    family: str
+    node_ip: str
+    connect: str  # the connect probe's verdict
+    http_code: int | None
+    curl_exit: int | None
+    services: "Sequence[Service]"
+
+    def to_json(self) -> dict[str, Any]:
+        """hostport.json."""
+        fes = [s for s in self.services if s.frontend.port == self.on.host_port]
+        return {**self.on.to_json(), "family": self.family, "node_ip": self.node_ip, "connect": self.connect, "http_code": self.http_code,
+                "curl_exit": self.curl_exit, "frontends": [{"frontend": str(s.frontend), "type": s.type, "id": s.id} for s in fes]}
+
+
+def hostport_reach_problems(r: HostPortReach) -> list[str]:
+    """The hostPort answers on the node's address: connect() succeeds and HTTP 200 comes back."""
+    if r.connect == "connected" and r.http_code == 200:
+        return []
+    return [f"{hp(r.node_ip, r.on.host_port)} from the node: connect {r.connect}, HTTP {r.http_code} (curl exit {r.curl_exit})"]
+
+
+def hostport_rule_problems(n: HostPortNode) -> list[str]:
+    """Every rule view read, and none naming the port."""
+    dumps = {n.node: n.rules}
+    return rule_view_problems(dumps) + rule_line_problems(dumps, str(n.host_port), "the hostPort")
 
 
 def hostport_frontend_problems(services: "Sequence[Any]", port: int, family: str = "IPv4") -> list[str]:
