@@ -124,3 +124,33 @@ def convergence_problems(c: Convergence) -> list[str]:
         if dupes:
             p.append(f"{v.node}: {dupes} fill more than one slot")
     return p
+
+
+@dataclass(frozen=True)
+class SlotsListed:
+    """web's slots in one family at its first replica count, beside the client agent's service-list entry for the
+    frontend (``listed``: None when the agent lists no such ClusterIP service)."""
+    convergence: Convergence
+    frontend: L3n4
+    node: str
+    listed: Any  # a parse.Service, or None
+    mine: SlotView  # the client agent's slots
+
+
+def listing_problems(s: SlotsListed) -> list[str]:
+    """The agent's service list agrees with its BPF slots: the same backends, and slot 0's RevNAT ID is the service's ID."""
+    if s.listed is None:
+        return [f"the agent on {s.node} lists no ClusterIP service {s.frontend}"]
+    out = []
+    listed = sorted(b.address.host_port() for b in s.listed.backends)
+    if listed != sorted(s.mine.backends):
+        out.append(f"service list {listed} vs the BPF slots {sorted(s.mine.backends)}")
+    if s.mine.service_id != s.listed.id:
+        out.append(f"slot 0 carries RevNAT {s.mine.service_id}, service list ID {s.listed.id}")
+    return out
+
+
+def new_backend_problems(before: "frozenset[str] | set[str]", after: SlotView, added: int) -> list[str]:
+    """A scale-up by ``added`` replicas shows exactly that many new backends in the client agent's slots."""
+    new = sorted(set(after.backends) - set(before))
+    return [] if len(new) == added else [f"expected {added} new backends, got {new}"]

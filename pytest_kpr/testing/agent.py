@@ -23,6 +23,8 @@ FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testi
     Fault("maglev_no_table", "Maglev", per_family=True,
           doc="the agents report Maglev but program no lookup table for the family's frontends (selection falls back to random)"),
     Fault("maglev_cluster_ip", "Maglev", "ClusterIP frontends get a Maglev table too (as with bpf-lb-external-clusterip)"),
+    Fault("rev_nat_id_mismatch", "backend slots",
+          doc="a ClusterIP frontend's slot 0 in the BPF map carries another RevNAT ID than the agent's service ID"),
 )
 
 NOT_READY = (
@@ -297,7 +299,8 @@ class FakeAgent:
             if not fe.in_map:
                 continue
             # the master's count is the selectable backends, QCOUNT the rest (datapath.SRC_TERMINATING_SLOTS)
-            lines.add(f"SVC: ID={fe.id} ADDR={addr} SLOT=0 LBALG=undef AFFTimeout=0 COUNT={len(fe.backends)} QCOUNT={len(fe.draining)} "
+            master = fe.id + 1000 if self.cluster.cfg.faults.rev_nat_id_mismatch and fe.type == "ClusterIP" else fe.id  # fault
+            lines.add(f"SVC: ID={master} ADDR={addr} SLOT=0 LBALG=undef AFFTimeout=0 COUNT={len(fe.backends)} QCOUNT={len(fe.draining)} "
                       f"FLAGS={flags}")
             for slot, be in enumerate(fe.backends + fe.draining, 1):
                 beid = lb.backend_id(be.ip, be.port, fe.proto)

@@ -18,4 +18,8 @@ ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
     ("ipv6-slots-lack-a-backend", ("backend_slots",), "ip_families=('IPv4', 'IPv6'), faults=Faults(backend6_missing=True)",
      {BS + "test_slots_converge_to_the_endpointslice_after_scaling_to_four[IPv6]"},
      ["*backend slots did not converge after scaling web to 4 (IPv6, waited *s): fake-control-plane: slots lack [[]'[[]fd00:10:244:*"]),
+    # the agent's own tables against its BPF slots
+    ("rev-nat-id-mismatch", ("backend_slots",), "faults=Faults(rev_nat_id_mismatch=True)",
+     {BS + "test_web_slots_hold_exactly_its_ready_endpoints"},
+     ["*backend slots (IPv4): slot 0 carries RevNAT 10*, service list ID *"]),
 ]

@@ -103,3 +103,38 @@ def test_convergence_timing_in_its_evidence_form() -> None:
     done = ConvergenceTiming({"a": 0.5}, {"w1": {"a": 0.7}, "w2": {"a": 0.9}}, 0.25)
     assert done.slowest() == ("w2", 0.4) and done.to_json()["slowest"] == {"node": "w2", "lag_seconds": 0.4}
     assert ConvergenceTiming({}, {}, 0.25).to_json()["slowest"] is None
+
+
+def _listed(svc_id: int | None, backends: tuple[str, ...], mine_id: int | None = 7, mine: tuple[str, ...] = ("10.244.1.5:8080", "10.244.2.6:8080")) -> list[str]:
+    from types import SimpleNamespace as NS
+
+    from pytest_kpr.judge.backend_slots import Convergence, SlotsListed, SlotView, listing_problems
+    from pytest_kpr.parse import L3n4
+    from pytest_kpr.parse.addr import parse_l3n4
+
+    listed = None if svc_id is None else NS(id=svc_id, backends=[NS(address=parse_l3n4(b)) for b in backends])
+    return listing_problems(SlotsListed(Convergence(2, 2, frozenset(mine), ()), L3n4("10.96.0.10", 80, "TCP"), "w1", listed,
+                                        SlotView("w1", mine_id, mine)))
+
+
+@pytest.mark.parametrize(("svc_id", "backends", "mine_id", "want"), [
+    (7, ("10.244.2.6:8080", "10.244.1.5:8080"), 7, []),  # the same backends in another order
+    (None, (), 7, ["the agent on w1 lists no ClusterIP service 10.96.0.10:80/TCP"]),
+    (7, ("10.244.1.5:8080",), 7, ["service list ['10.244.1.5:8080'] vs the BPF slots ['10.244.1.5:8080', '10.244.2.6:8080']"]),
+    (7, ("10.244.1.5:8080", "10.244.2.6:8080"), 8, ["slot 0 carries RevNAT 8, service list ID 7"]),
+    (7, ("10.244.1.5:8080", "10.244.2.6:8080"), None, ["slot 0 carries RevNAT None, service list ID 7"]),
+])
+def test_the_service_list_agrees_with_the_bpf_slots(svc_id: int | None, backends: tuple[str, ...], mine_id: int | None, want: list[str]) -> None:
+    assert _listed(svc_id, backends, mine_id) == want
+
+
+@pytest.mark.parametrize(("after", "want"), [
+    (("a", "b", "c", "d"), []),
+    (("a", "b", "c"), ["expected 2 new backends, got ['c']"]),
+    (("a", "b", "c", "d", "e"), ["expected 2 new backends, got ['c', 'd', 'e']"]),
+    (("c", "d"), []),  # the two old ones gone: still two new ones (convergence judges the rest)
+])
+def test_a_scale_up_shows_exactly_the_new_backends(after: tuple[str, ...], want: list[str]) -> None:
+    from pytest_kpr.judge.backend_slots import SlotView, new_backend_problems
+
+    assert new_backend_problems(frozenset({"a", "b"}), SlotView("w1", 7, after), 2) == want
