@@ -37,6 +37,7 @@ from pytest_kpr.judge.maglev import (
     maglev_table,
     maglev_table_problems,
 )
+from pytest_kpr.model.maglev import MaglevObservation, MaglevRemap
 from pytest_kpr.rules.datapath import MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE
 
 pytestmark = [
@@ -79,7 +80,7 @@ def _wait_backends(lab: Lab, n: int) -> None:
 
 @pytest.fixture(scope="module")
 def maglev(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle,
-           family_views: dict[str, Lab]) -> dict[str, dict[str, Any]]:
+           family_views: dict[str, Lab]) -> dict[str, MaglevObservation]:
     """The scenario, run once (it deletes a backend, so it cannot run per family): family -> what was seen in it."""
     if kpr_facts.lb_algorithm.lower() != "maglev":
         pytest.skip(f"the agent reports backend selection {kpr_facts.lb_algorithm or 'unknown'}, not Maglev (profile maglev sets it)")
@@ -101,27 +102,25 @@ def maglev(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFa
         r = agent.exec(["cat", MAGLEV_SEED_FILE])
         seeds[node] = r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None
         (dumps[node],) = agent.read("maps_dump")
-    out: dict[str, dict[str, Any]] = {}
-    for f, v in views.items():
-        cluster_ip = v.cluster_ip("mag")
-        # each family's frontends have their own tables (datapath.SRC_MAGLEV_FAMILY)
-        out[f] = {"family": f, "node_port": port, "backends": sorted(v.endpointslice_ready("mag")), "seeds": seeds,
-                  "tables": {n: maglev_table(dumps[n], f"{hp(v.node_ip(n), port)}/TCP") for n in nodes},
-                  "cluster_ip_tables": {n: maglev_table(dumps[n], f"{hp(cluster_ip, WEB_PORT)}/TCP") is not None for n in nodes},
-                  "flows": None, "remap": None}
+    # each family's frontends have their own tables (datapath.SRC_MAGLEV_FAMILY)
+    tables = {f: {n: maglev_table(dumps[n], f"{hp(v.node_ip(n), port)}/TCP") for n in nodes} for f, v in views.items()}
+    cluster_ip_tables = {f: {n: maglev_table(dumps[n], f"{hp(v.cluster_ip('mag'), WEB_PORT)}/TCP") is not None for n in nodes}
+                         for f, v in views.items()}
+    backends = {f: tuple(sorted(v.endpointslice_ready("mag"))) for f, v in views.items()}
     outside = kpr_cluster.outside
 
     def reached(v: Lab, some: list[str]) -> bool:
         return outside is not None and all(outside.reaches(v.node_ip(n)) for n in some)
 
     flowing = [f for f, v in views.items() if len(nodes) >= 2 and reached(v, nodes[:2])]
+    flows: dict[str, dict[str, dict[int, str | None]]] = {}
     for f in flowing:
-        through = {node: _served(views[f], pods, _flows(views[f], outside, node, port, f"r{k}")) for k, node in enumerate(nodes[:2])}
-        out[f]["flows"] = {node: {str(p): b for p, b in fl.items()} for node, fl in through.items()}
+        flows[f] = {node: _served(views[f], pods, _flows(views[f], outside, node, port, f"r{k}")) for k, node in enumerate(nodes[:2])}
+    remaps: dict[str, MaglevRemap] = {}
     remapping = [f for f in flowing if len(nodes) >= 3 and reached(views[f], nodes[2:3])]
     if remapping:
         # the backend with the most of the first family's flows; deleted once, the flows of every family then sent again
-        before = {f: {int(p): b for p, b in out[f]["flows"][nodes[0]].items()} for f in remapping}
+        before = {f: dict(flows[f][nodes[0]]) for f in remapping}
         counts = {p: sum(1 for b in before[remapping[0]].values() if b == p) for p in pods}
         removed = max(pods, key=lambda p: (counts[p], p))
         lab.kube.delete("Pod", removed, lab.ns)
@@ -130,56 +129,56 @@ def maglev(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFa
             _wait_backends(v, BACKENDS - 1)
         for f in remapping:
             after = _served(views[f], [p for p in pods if p != removed], _flows(views[f], outside, nodes[2], port, "after"))
-            out[f]["remap"] = {"removed": removed, "through": nodes[2], "before": {str(p): b for p, b in before[f].items()},
-                               "after": {str(p): b for p, b in after.items()}}
-    for f, data in out.items():
-        evidence.write(family_file("maglev.json", f), data)
+            remaps[f] = MaglevRemap(removed, nodes[2], before[f], after)
+    out: dict[str, MaglevObservation] = {}
+    for f in views:
+        m = MaglevObservation(f, port, backends[f], tuple(pods), seeds, tables[f], cluster_ip_tables[f], flows.get(f), remaps.get(f))
+        evidence.write(family_file("maglev.json", f), m.to_json())
         moved = "no outside view"
-        if data["remap"]:
-            r = data["remap"]
-            own = sum(1 for b in r["before"].values() if b == r["removed"])
-            others = sum(1 for p, b in r["before"].items() if b != r["removed"] and r["after"].get(p) != b)
-            moved = f"removing {r['removed']} moved its {own} flows and {others} of the other {MAGLEV_FLOWS - own}"
+        if m.remap:
+            r = m.remap
+            own = sum(1 for b in r.before.values() if b == r.removed)
+            others = sum(1 for p, b in r.before.items() if b != r.removed and r.after.get(p) != b)
+            moved = f"removing {r.removed} moved its {own} flows and {others} of the other {MAGLEV_FLOWS - own}"
         evidence.figure(kpr_property, f"{len({s or MAGLEV_DEFAULT_SEED for s in seeds.values()})} seed on {len(nodes)} agents; {moved}", f)
-    return {f: {**data, "pods": pods} for f, data in out.items()}
+        out[f] = m
+    return out
 
 
 @pytest.fixture(scope="module")
-def maglev_family(maglev: dict[str, dict[str, Any]], kpr_family: str) -> dict[str, Any]:
+def maglev_family(maglev: dict[str, MaglevObservation], kpr_family: str) -> MaglevObservation:
     """What the scenario saw in this test's family."""
     return maglev[kpr_family]
 
 
-def test_every_agent_uses_the_same_hash_seed(maglev: dict[str, dict[str, Any]]) -> None:
-    problems = maglev_seed_problems(next(iter(maglev.values()))["seeds"], MAGLEV_DEFAULT_SEED)  # one seed for every family
+def test_every_agent_uses_the_same_hash_seed(maglev: dict[str, MaglevObservation]) -> None:
+    problems = maglev_seed_problems(next(iter(maglev.values())).seeds, MAGLEV_DEFAULT_SEED)  # one seed for every family
     holds(problems, f"Maglev ({MAGLEV_SEED_FILE})")
 
 
-def test_every_agent_has_a_balanced_table_over_the_backends(maglev_family: dict[str, Any]) -> None:
-    problems = maglev_table_problems(maglev_family["tables"], maglev_family["backends"])
-    holds(problems, f"Maglev (lb/maps-dump tables, {maglev_family['family']})")
+def test_every_agent_has_a_balanced_table_over_the_backends(maglev_family: MaglevObservation) -> None:
+    problems = maglev_table_problems(maglev_family.tables, list(maglev_family.backends))
+    holds(problems, f"Maglev (lb/maps-dump tables, {maglev_family.family})")
 
 
-def test_cluster_ip_traffic_is_not_maglevd(maglev_family: dict[str, Any]) -> None:
-    problems = maglev_scope_problems(maglev_family["cluster_ip_tables"])
-    holds(problems, f"Maglev (ClusterIP, {maglev_family['family']})")
+def test_cluster_ip_traffic_is_not_maglevd(maglev_family: MaglevObservation) -> None:
+    problems = maglev_scope_problems(maglev_family.cluster_ip_tables)
+    holds(problems, f"Maglev (ClusterIP, {maglev_family.family})")
 
 
-def test_a_flow_reaches_the_same_backend_through_every_node(maglev_family: dict[str, Any]) -> None:
-    if maglev_family["flows"] is None and len(maglev_family["tables"]) < 2:
+def test_a_flow_reaches_the_same_backend_through_every_node(maglev_family: MaglevObservation) -> None:
+    if maglev_family.flows is None and len(maglev_family.tables) < 2:
         pytest.skip("needs two nodes to send the same flow through")
-    if maglev_family["flows"] is None:
+    if maglev_family.flows is None:
         no_outside_view("the test runner has no specific route to the nodes; flows from outside need one")
-    through = {node: {int(p): b for p, b in f.items()} for node, f in maglev_family["flows"].items()}
+    through = {node: dict(f) for node, f in maglev_family.flows.items()}
     problems = maglev_flow_problems(through)
-    holds(problems, f"Maglev (the same {maglev_family['family']} flow through different nodes)")
+    holds(problems, f"Maglev (the same {maglev_family.family} flow through different nodes)")
 
 
-def test_removing_a_backend_moves_only_its_flows(maglev_family: dict[str, Any]) -> None:
-    r = maglev_family["remap"]
+def test_removing_a_backend_moves_only_its_flows(maglev_family: MaglevObservation) -> None:
+    r = maglev_family.remap
     if r is None:
         pytest.skip("needs three nodes the runner reaches (two for the flows, a third after the removal)")
-    before = {int(p): b for p, b in r["before"].items()}
-    after = {int(p): b for p, b in r["after"].items()}
-    problems = maglev_remap_problems(before, after, r["removed"], len(maglev_family["pods"]))
-    holds(problems, f"Maglev (after deleting {r['removed']}, {maglev_family['family']} flows sent through {r['through']})")
+    problems = maglev_remap_problems(dict(r.before), dict(r.after), r.removed, len(maglev_family.pods))
+    holds(problems, f"Maglev (after deleting {r.removed}, {maglev_family.family} flows sent through {r.through})")

@@ -83,3 +83,15 @@ def test_the_fakes_maglev_tables_have_the_properties_the_suite_checks() -> None:
     after = [maglev.pick("s", bes[:3], "172.18.0.1", p, 30000) for p in range(42000, 42400)]
     moved = sum(1 for a, b in zip(flows, after, strict=True) if a != bes[3] and a != b)
     assert moved <= 0.02 * sum(1 for a in flows if a != bes[3])
+
+
+def test_the_observation_is_maglev_json() -> None:
+    from pytest_kpr.model.maglev import MaglevObservation, MaglevRemap
+
+    m = MaglevObservation("IPv4", 30100, ("10.244.1.5:8080",), ("mag-0", "mag-1"), {"w1": None}, {"w1": {"mag-0": 3}}, {"w1": False},
+                          {"w1": {40000: "mag-0", 40001: None}}, MaglevRemap("mag-1", "w3", {40000: "mag-0"}, {40000: "mag-0"}))
+    assert m.to_json() == {
+        "family": "IPv4", "node_port": 30100, "backends": ["10.244.1.5:8080"], "seeds": {"w1": None}, "tables": {"w1": {"mag-0": 3}},
+        "cluster_ip_tables": {"w1": False}, "flows": {"w1": {"40000": "mag-0", "40001": None}},
+        "remap": {"removed": "mag-1", "through": "w3", "before": {"40000": "mag-0"}, "after": {"40000": "mag-0"}}}
+    assert MaglevObservation("IPv6", 1, (), (), {}, {}, {}).to_json()["flows"] is None
