@@ -23,14 +23,12 @@ ClusterIP and the remote node's address of that family (evidence ``ghost-ipv6.js
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from pytest_kpr.suite import (ClusterFacts, ClusterHandle, Evidence, family_file, Ghost, holds, hp, Lab,
                               no_outside_view, ProbeResult)
-from pytest_kpr.judge.no_backend import NoBackendAttempt, known_regression, no_backend_problems
-from pytest_kpr.rules.datapath import Plane, no_backend, plane_for
+from pytest_kpr.judge.no_backend import GhostObservation, NoBackendAttempt, attempt_problems, known_regression, listed_backends_problems
+from pytest_kpr.rules.datapath import Plane, plane_for
 from pytest_kpr.rules.kernels import kernel_tuple
 
 pytestmark = pytest.mark.kpr(property="no backend", evidence="ghost.json",
@@ -47,14 +45,9 @@ def _attempt(path: str, tool: str, out: ProbeResult) -> NoBackendAttempt:
     return NoBackendAttempt(path, tool, out.verdict, out.elapsed_ms / 1000.0, out.errno_name, icmp)
 
 
-def _record(a: NoBackendAttempt, plane: Plane, rule_source: str) -> dict[str, Any]:
-    return {"path": a.path, "tool": a.tool, "plane": plane.value, "verdict": a.verdict, "seconds": round(a.seconds, 4),
-            "errno": a.errno, "icmp": list(a.icmp) if a.icmp else None, "rule": rule_source}
-
-
 @pytest.fixture(scope="module")
 def seen(ghost: Ghost, family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, kpr_cluster: ClusterHandle,
-         kpr_family: str) -> dict[str, Any]:
+         kpr_family: str) -> GhostObservation:
     lab = family_lab
     response, coverage = kpr_facts.no_backend_response, kpr_facts.socket_lb_coverage
     client = kpr_facts.node(lab.client_node)
@@ -67,98 +60,78 @@ def seen(ghost: Ghost, family_lab: Lab, evidence: Evidence, kpr_property: str, k
     target = fe.host_port()
     remote_ip = lab.node_ip(remote)
     svc = lab.service_entry(lab.agent(lab.client_node), fe)
-    attempts: dict[str, dict[str, Any]] = {}
-
     connect_plane = plane_for("pod", "connect", "ClusterIP", coverage)
     curl = lab.curl(f"http://{target}/", CURL_MAX_TIME)
     curl_a = NoBackendAttempt(f"pod curl to ClusterIP {target}", "curl", str(curl.exit_code), curl.seconds)
-    attempts["pod_curl"] = _record(curl_a, connect_plane.plane, connect_plane.source)
     conn_a = _attempt(f"pod connect() to ClusterIP {target}", "connect", lab.probe("connect", target, PROBE_TIMEOUT))
-    attempts["pod_connect"] = _record(conn_a, connect_plane.plane, connect_plane.source)
 
     raw_plane = plane_for("pod", "raw", "ClusterIP", coverage)
     pod_raw = _attempt(f"pod raw SYN to ClusterIP {target}", "raw", lab.probe("syn", target, PROBE_TIMEOUT))
-    attempts["pod_raw_syn"] = _record(pod_raw, raw_plane.plane, raw_plane.source)
 
     np_plane = plane_for("outside", "raw", "NodePort", coverage)
     np_target = hp(remote_ip, ghost.node_port)
     lab.deploy_host_probe()
     np_a = _attempt(f"raw SYN from {lab.client_node}'s host network to {remote}'s NodePort {np_target}", "raw",
                     lab.probe("syn", np_target, PROBE_TIMEOUT, pod="hostprobe"))
-    attempts["nodeport_raw_syn"] = _record(np_a, np_plane.plane, np_plane.source)
 
     outside = kpr_cluster.outside
     runner: NoBackendAttempt | None = None
+    skip: str | None = None
     if outside is None or not outside.reaches(remote_ip):
-        attempts["runner_raw_syn"] = {"skipped": f"the runner has no specific route to {remote_ip}"}
+        skip = f"the runner has no specific route to {remote_ip}"
     elif not outside.can_send_raw():
-        attempts["runner_raw_syn"] = {"skipped": "the runner lacks CAP_NET_RAW"}
+        skip = "the runner lacks CAP_NET_RAW"
     else:
         r = outside.raw_syn(remote_ip, ghost.node_port, PROBE_TIMEOUT)
         icmp = (r.icmp_type, r.icmp_code) if r.icmp_type is not None and r.icmp_code is not None else None
         runner = NoBackendAttempt(f"raw SYN from the runner to {remote}'s NodePort {np_target}", "raw", str(r.verdict.value),
                                   r.elapsed_ms / 1000.0, None, icmp)
-        attempts["runner_raw_syn"] = _record(runner, np_plane.plane, np_plane.source)
 
-    data = {
-        "family": kpr_family,
-        "cluster_ip": fe.ip,
-        "node_port": ghost.node_port,
-        "backends": len(svc.backends) if svc else None,
-        "no_backend_response": response,
-        "no_backend_response_source": kpr_facts.no_backend_response_source,
-        "no_service_endpoints_routable": routable,
-        "client_kernel": ".".join(map(str, kernel)) if kernel else None,
-        "socket_lb_coverage": coverage,
-        "curl_exit": curl.exit_code,
-        "seconds": curl.seconds,
-        "attempts": attempts,
-    }
-    file = family_file("ghost.json", kpr_family)
-    evidence.write(file, data)
+    planes = tuple((key, rule.plane.value, rule.source) for key, rule in (
+        ("pod_curl", connect_plane), ("pod_connect", connect_plane), ("pod_raw_syn", raw_plane), ("nodeport_raw_syn", np_plane),
+        ("runner_raw_syn", np_plane)))
+    g = GhostObservation(kpr_family, fe.ip, ghost.node_port, len(svc.backends) if svc else None, response,
+                         kpr_facts.no_backend_response_source, routable, kernel, coverage, kpr_facts.cilium_version, curl_a, curl.exit_code,
+                         conn_a, pod_raw, np_a, runner, skip, planes)
+    evidence.write(family_file("ghost.json", kpr_family), g.to_json())
     icmp = f" ICMP {np_a.icmp[0]}/{np_a.icmp[1]}" if np_a.icmp else ""
     evidence.figure(kpr_property, f"pod curl exit {curl.exit_code} in {curl.seconds:.2f}s ({connect_plane.plane}), "
                               f"NodePort raw SYN {np_a.verdict}{icmp} ({response})", kpr_family)
-    return {"data": data, "cilium": kpr_facts.cilium_version, "response": response, "coverage": coverage, "routable": routable, "kernel": kernel, "curl": curl_a, "connect": conn_a, "pod_raw": pod_raw,
-            "nodeport_raw": np_a, "runner_raw": runner, "skips": attempts, "family": 6 if kpr_family == "IPv6" else 4, "file": file}
+    return g
 
 
-def _judge(a: NoBackendAttempt, client: str, access: str, frontend: str, seen: dict[str, Any]) -> None:
-    plane = plane_for(client, access, frontend, seen["coverage"]).plane
-    rule = no_backend(plane, seen["response"], seen["routable"], seen["kernel"], family=seen["family"],
-                      owner="node" if frontend == "NodePort" else "elsewhere")
-    problems = no_backend_problems(a, rule, seen["response"] + ("" if seen["routable"] else ", enable-no-service-endpoints-routable=false"))
-    if why := known_regression(problems, seen["cilium"]):
+def _judge(g: GhostObservation, a: NoBackendAttempt, client: str, access: str, frontend: str) -> None:
+    problems = attempt_problems(g, a, client, access, frontend)
+    if why := known_regression(problems, g.cilium_version):
         pytest.xfail(why)
     holds(problems, "no backend")
 
 
-def test_agent_lists_ghost_without_backends(seen: dict[str, Any]) -> None:
-    d = seen["data"]
-    assert d["backends"] == 0, f"no backend: the agent lists {d['backends']} backends for ghost {hp(d['cluster_ip'], 80)}"
+def test_agent_lists_ghost_without_backends(seen: GhostObservation) -> None:
+    holds(listed_backends_problems(seen), "no backend")
 
 
-def test_curl_from_a_pod_fails_as_its_plane_says(seen: dict[str, Any]) -> None:
-    _judge(seen["curl"], "pod", "connect", "ClusterIP", seen)
+def test_curl_from_a_pod_fails_as_its_plane_says(seen: GhostObservation) -> None:
+    _judge(seen, seen.curl, "pod", "connect", "ClusterIP")
 
 
-def test_connect_from_a_pod_fails_as_its_plane_says(seen: dict[str, Any]) -> None:
-    _judge(seen["connect"], "pod", "connect", "ClusterIP", seen)
+def test_connect_from_a_pod_fails_as_its_plane_says(seen: GhostObservation) -> None:
+    _judge(seen, seen.connect, "pod", "connect", "ClusterIP")
 
 
-def test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer(seen: dict[str, Any]) -> None:
-    _judge(seen["nodeport_raw"], "outside", "raw", "NodePort", seen)
+def test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer(seen: GhostObservation) -> None:
+    _judge(seen, seen.nodeport_raw, "outside", "raw", "NodePort")
 
 
-def test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer(seen: dict[str, Any]) -> None:
-    if seen["runner_raw"] is None:
-        no_outside_view(seen["skips"]["runner_raw_syn"]["skipped"])
-    _judge(seen["runner_raw"], "outside", "raw", "NodePort", seen)
+def test_raw_syn_to_the_nodeport_from_the_runner_gets_the_configured_answer(seen: GhostObservation) -> None:
+    if seen.runner_raw is None:
+        no_outside_view(seen.runner_skip or "no raw SYN from the runner")
+    _judge(seen, seen.runner_raw, "outside", "raw", "NodePort")
 
 
-def test_raw_syn_from_a_pod_to_the_cluster_ip_where_a_plane_handles_it(seen: dict[str, Any]) -> None:
-    rule = plane_for("pod", "raw", "ClusterIP", seen["coverage"])
+def test_raw_syn_from_a_pod_to_the_cluster_ip_where_a_plane_handles_it(seen: GhostObservation) -> None:
+    rule = plane_for("pod", "raw", "ClusterIP", seen.coverage)
     if rule.plane is Plane.NONE:
-        pytest.skip(f"recorded, not judged: with socket-LB coverage {seen['coverage']} {rule.why} "
-                    f"(got {seen['pod_raw'].verdict}; {seen['file']})")
-    _judge(seen["pod_raw"], "pod", "raw", "ClusterIP", seen)
+        pytest.skip(f"recorded, not judged: with socket-LB coverage {seen.coverage} {rule.why} "
+                    f"(got {seen.pod_raw.verdict}; {family_file('ghost.json', seen.family)})")
+    _judge(seen, seen.pod_raw, "pod", "raw", "ClusterIP")

@@ -94,3 +94,68 @@ def known_regression(problems: list[str], cilium_version: str) -> str | None:
         return None
     return (f"known Cilium regression cilium/cilium#45184 in {cilium_version} ({EPERM_REGRESSION}): the socket plane fails connect() "
             f"and sendto() with EPERM instead of EHOSTUNREACH; {problems[0]}")
+
+
+@dataclass(frozen=True)
+class GhostObservation:
+    """The no-backend suite's observation of ghost (a Service without backends) in one family: what the client agent
+    lists for it, the settings the rules depend on, and each client's attempt (``runner_raw`` None: not made, for the
+    reason in ``runner_skip``)."""
+
+    family: str
+    cluster_ip: str
+    node_port: int
+    listed_backends: int | None  # the client agent's backends for ghost's frontend (None: not listed)
+    response: str  # ServiceNoBackendResponse as the agents report it
+    response_source: str | None
+    routable: bool  # enable-no-service-endpoints-routable as the agents resolve it (unset: true)
+    kernel: tuple[int, ...] | None  # the client node's kernel
+    coverage: str  # the agents' socket-LB coverage
+    cilium_version: str
+    curl: NoBackendAttempt
+    curl_exit: int | None
+    connect: NoBackendAttempt
+    pod_raw: NoBackendAttempt
+    nodeport_raw: NoBackendAttempt
+    runner_raw: NoBackendAttempt | None = None
+    runner_skip: str | None = None
+    #: attempt -> (the plane the rules gave it, the rule's citation), for the evidence
+    planes: "tuple[tuple[str, str, str], ...]" = ()
+
+    @property
+    def ip_family(self) -> int:
+        return 6 if self.family == "IPv6" else 4
+
+    def to_json(self) -> dict[str, object]:
+        """ghost.json."""
+        by = {"pod_curl": self.curl, "pod_connect": self.connect, "pod_raw_syn": self.pod_raw, "nodeport_raw_syn": self.nodeport_raw,
+              "runner_raw_syn": self.runner_raw}
+        planes = {key: (plane, source) for key, plane, source in self.planes}
+        attempts: dict[str, object] = {}
+        for key, a in by.items():
+            if a is None:
+                attempts[key] = {"skipped": self.runner_skip}
+                continue
+            plane, source = planes.get(key, ("?", ""))
+            attempts[key] = {"path": a.path, "tool": a.tool, "plane": plane, "verdict": a.verdict, "seconds": round(a.seconds, 4),
+                             "errno": a.errno, "icmp": list(a.icmp) if a.icmp else None, "rule": source}
+        return {"family": self.family, "cluster_ip": self.cluster_ip, "node_port": self.node_port, "backends": self.listed_backends,
+                "no_backend_response": self.response, "no_backend_response_source": self.response_source,
+                "no_service_endpoints_routable": self.routable, "client_kernel": ".".join(map(str, self.kernel)) if self.kernel else None,
+                "socket_lb_coverage": self.coverage, "curl_exit": self.curl_exit, "seconds": self.curl.seconds, "attempts": attempts}
+
+
+def listed_backends_problems(g: GhostObservation) -> list[str]:
+    """The client agent lists ghost's frontend with no backend."""
+    from ..parse.addr import hp
+
+    return [] if g.listed_backends == 0 else [f"the agent lists {g.listed_backends} backends for ghost {hp(g.cluster_ip, 80)}"]
+
+
+def attempt_problems(g: GhostObservation, a: NoBackendAttempt, client: str, access: str, frontend: str) -> list[str]:
+    """One attempt against the rule of the plane that answers it (rules.datapath.plane_for, no_backend)."""
+    from ..rules.datapath import no_backend, plane_for
+
+    plane = plane_for(client, access, frontend, g.coverage).plane
+    rule = no_backend(plane, g.response, g.routable, g.kernel, family=g.ip_family, owner="node" if frontend == "NodePort" else "elsewhere")
+    return no_backend_problems(a, rule, g.response + ("" if g.routable else ", enable-no-service-endpoints-routable=false"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kpr.judge.no_backend import FAST_S, NoBackendAttempt, known_regression, no_backend_problems
+from pytest_kpr.judge.no_backend import FAST_S, GhostObservation, NoBackendAttempt, known_regression, no_backend_problems
 from pytest_kpr.rules.datapath import Plane, no_backend
 
 
@@ -130,3 +130,45 @@ def test_the_judgements_defaults_in_full() -> None:
         "no backend (p; socket plane, ServiceNoBackendResponse=drop): connect() gave refused (ECONNREFUSED) after 0.10s; expected unreachable at once")
     assert no_backend_problems(NoBackendAttempt("p", "raw", "icmp-unreachable", 0.0, None, None), REJECT, "reject")[0].startswith(
         "no backend (p; per-packet plane, ServiceNoBackendResponse=reject): the reject answer is no ICMP type/code, expected ICMP 3/3 (destination")
+
+
+def _ghost(listed: int | None = 0, runner: NoBackendAttempt | None = None, **kw: object) -> GhostObservation:
+
+
+    a = NoBackendAttempt("p", "connect", "unreachable", 0.001, "EHOSTUNREACH")
+    args: dict = dict(family="IPv4", cluster_ip="10.96.0.12", node_port=30999, listed_backends=listed, response="reject",
+                      response_source="config", routable=True, kernel=(6, 8), coverage="Full", cilium_version="1.20.2",
+                      curl=NoBackendAttempt("c", "curl", "7", 0.001), curl_exit=7, connect=a, pod_raw=a, nodeport_raw=a,
+                      runner_raw=runner, runner_skip=None if runner else "the runner lacks CAP_NET_RAW",
+                      planes=(("pod_curl", "socket", "SRC_X"), ("pod_connect", "socket", "SRC_X")))
+    args.update(kw)
+    return GhostObservation(**args)
+
+
+@pytest.mark.parametrize(("listed", "want"), [(0, []), (None, ["the agent lists None backends for ghost 10.96.0.12:80"]),
+                                              (2, ["the agent lists 2 backends for ghost 10.96.0.12:80"])])
+def test_ghost_is_listed_without_backends(listed: int | None, want: list[str]) -> None:
+    from pytest_kpr.judge.no_backend import listed_backends_problems
+
+    assert listed_backends_problems(_ghost(listed)) == want
+
+
+def test_an_attempt_is_judged_by_the_rule_of_the_plane_that_answers_it() -> None:
+    from pytest_kpr.judge.no_backend import attempt_problems
+
+    g = _ghost()
+    assert attempt_problems(g, g.connect, "pod", "connect", "ClusterIP") == []  # the socket plane: EHOSTUNREACH at once
+    (p,) = attempt_problems(g, NoBackendAttempt("p", "connect", "refused", 0.001, "ECONNREFUSED"), "pod", "connect", "ClusterIP")
+    assert p.startswith("no backend (p; socket plane, ServiceNoBackendResponse=reject): connect() gave refused (ECONNREFUSED)")
+    (q,) = attempt_problems(_ghost(routable=False), NoBackendAttempt("p", "raw", "timeout", 3.0), "outside", "raw", "NodePort")
+    assert "ServiceNoBackendResponse=reject, enable-no-service-endpoints-routable=false" in q
+
+
+def test_the_observation_is_ghost_json() -> None:
+    data = _ghost().to_json()
+    assert data["attempts"]["runner_raw_syn"] == {"skipped": "the runner lacks CAP_NET_RAW"}
+    assert data["attempts"]["pod_connect"] == {"path": "p", "tool": "connect", "plane": "socket", "verdict": "unreachable", "seconds": 0.001,
+                                               "errno": "EHOSTUNREACH", "icmp": None, "rule": "SRC_X"}
+    assert (data["client_kernel"], data["backends"], data["curl_exit"], data["seconds"]) == ("6.8", 0, 7, 0.001)
+    assert list(data) == ["family", "cluster_ip", "node_port", "backends", "no_backend_response", "no_backend_response_source",
+                          "no_service_endpoints_routable", "client_kernel", "socket_lb_coverage", "curl_exit", "seconds", "attempts"]
