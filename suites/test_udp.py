@@ -34,7 +34,7 @@ import pytest
 from pytest_kpr.suite import (clock, ClusterFacts, eventually, Evidence, family_file, holds, hp, L3n4, Lab, probe_pod,
                               same_address)
 from pytest_kpr.judge.no_backend import known_regression, socket_no_backend_problems
-from pytest_kpr.judge.udp import UdpAttempt, udp_reply_problems, udp_termination_problems
+from pytest_kpr.judge.udp import UdpObservation, UdpTermination, udp_attempt, udp_reply_problems, udp_termination_problems
 from pytest_kpr.rules.datapath import SOCKET_TERMINATION_BATCH_S, SOCKET_TERMINATION_FILE, pod_udp_sockets_terminated
 
 pytestmark = [
@@ -74,7 +74,7 @@ def _probe(lab: Lab, target: str, connected: bool) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def seen(family_lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str, kpr_family: str) -> dict[str, Any]:
+def seen(family_lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidence, kpr_property: str, kpr_family: str) -> UdpObservation:
     lab = family_lab  # the workloads are made once (a second family finds them there) and read in this family
     lab.create_deployment("dns", BACKENDS, tweak=_udp_echo(lab))
     lab.create_service("dns", {"app": "dns"}, tweak=_udp_port)
@@ -94,39 +94,35 @@ def seen(family_lab: Lab, probe: Lab, kpr_facts: ClusterFacts, evidence: Evidenc
     entries = agent.lb_entries()
     slots = lab.slot_view(agent, fe)
     ct = [e for e in agent.conntrack(lab.minor) if e.proto == "UDP" and hp(e.dst_ip, e.dst_port) in backends]
-    data = {"family": kpr_family, "service": target, "backends": sorted(backends), "ghost": ghost, "probes": runs,
-            "agent": {"node": agent.node, "service_id": slots.service_id, "slots": list(slots.backends),
-                      "lb_entries": [{"frontend": str(e.frontend), "slot": e.slot, "backend": e.backend.host_port() if e.backend else None}
-                                     for e in entries if same_address(e.frontend, fe)],
-                      "conntrack_udp": [f"{e.proto} {e.dir} {e.src} -> {e.dst}" for e in ct]},
-            "client_kernel": client.kernel if client else None,
-            "no_backend_response": kpr_facts.no_backend_response}
-    evidence.write(family_file("udp.json", kpr_family), data)
+    view = {"node": agent.node, "service_id": slots.service_id, "slots": list(slots.backends),
+            "lb_entries": [{"frontend": str(e.frontend), "slot": e.slot, "backend": e.backend.host_port() if e.backend else None}
+                           for e in entries if same_address(e.frontend, fe)],
+            "conntrack_udp": [f"{e.proto} {e.dir} {e.src} -> {e.dst}" for e in ct]}
+    obs = UdpObservation(kpr_family, target, tuple(sorted(backends)), ghost, udp_attempt(runs["unconnected"]), udp_attempt(runs["connected"]),
+                         udp_attempt(runs["ghost"]), float(runs["ghost"]["elapsed_ms"]), runs, view, client.kernel if client else None,
+                         kpr_facts.no_backend_response)
+    evidence.write(family_file("udp.json", kpr_family), obs.to_json())
     u, c, g = runs["unconnected"], runs["connected"], runs["ghost"]
     evidence.figure(kpr_property, f"unconnected reply from {u.get('reply_from', u['verdict'])}, connected peer {c.get('peer', c['verdict'])} "
                                   f"for {target}; backendless {g['verdict']}{' ' + g['errno_name'] if g.get('errno_name') else ''}", kpr_family)
-    return data
+    return obs
 
 
-def _attempt(r: dict[str, Any]) -> UdpAttempt:
-    return UdpAttempt(r["mode"], r["target"], r["verdict"], r.get("reply_from"), r.get("peer"), r.get("errno_name"))
-
-
-def test_an_unconnected_client_reads_the_reply_from_the_cluster_ip(seen: dict[str, Any]) -> None:
+def test_an_unconnected_client_reads_the_reply_from_the_cluster_ip(seen: UdpObservation) -> None:
     """As a resolver does it: sendto() the ClusterIP, recvfrom() the reply."""
-    holds(udp_reply_problems(_attempt(seen["probes"]["unconnected"]), frozenset(seen["backends"])), "UDP (unconnected)")
+    holds(udp_reply_problems(seen.unconnected, frozenset(seen.backends)), "UDP (unconnected)")
 
 
-def test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip(seen: dict[str, Any]) -> None:
+def test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip(seen: UdpObservation) -> None:
     """connect() the ClusterIP (connect4 translates it), send(), recvfrom(); getpeername() must show the ClusterIP too."""
-    holds(udp_reply_problems(_attempt(seen["probes"]["connected"]), frozenset(seen["backends"])), "UDP (connected)")
+    holds(udp_reply_problems(seen.connected, frozenset(seen.backends)), "UDP (connected)")
 
 
-def test_a_backendless_udp_service_fails_the_datagram_at_once(seen: dict[str, Any], kpr_facts: ClusterFacts) -> None:
+def test_a_backendless_udp_service_fails_the_datagram_at_once(seen: UdpObservation, kpr_facts: ClusterFacts) -> None:
     """sendmsg4 rejects it, as connect4 rejects a connection (the socket plane's no-backend rule, for the lowest kernel)."""
-    g = seen["probes"]["ghost"]
-    problems = socket_no_backend_problems(f"pod sendto() to UDP ClusterIP {seen['ghost']}", "sendto", g["verdict"], g["elapsed_ms"],
-                                          g.get("errno_name"), kpr_facts.no_backend_response, seen["client_kernel"])
+    g = seen.ghost_attempt
+    problems = socket_no_backend_problems(f"pod sendto() to UDP ClusterIP {seen.ghost}", "sendto", g.verdict, seen.ghost_elapsed_ms,
+                                          g.errno, kpr_facts.no_backend_response, seen.client_kernel)
     if why := known_regression(problems, kpr_facts.cilium_version):
         pytest.xfail(why)
     holds(problems, "UDP (no backend)")
@@ -144,7 +140,7 @@ def _term_echo(name: str, lab: Lab, node: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def termination(lab: Lab, probe: Lab, evidence: Evidence, family_views: dict[str, Lab], kpr_facts: ClusterFacts,
-                kpr_session: Any) -> Iterator[dict[str, dict[str, Any]]]:
+                kpr_session: Any) -> Iterator[dict[str, UdpTermination]]:
     """The termination scenario, run once: family -> what was seen (skipped, naming the setting or the kernel, where the
     agent does not terminate pods' sockets)."""
     from pytest_kpr.rules.kernels import KernelTable
@@ -168,7 +164,7 @@ def termination(lab: Lab, probe: Lab, evidence: Evidence, family_views: dict[str
             lab.kube.delete("Pod", pod, lab.ns, grace_period_seconds=0)
 
 
-def _terminate(lab: Lab, evidence: Evidence, client: str, other: str, setting: str | None, views: dict[str, Lab]) -> dict[str, dict[str, Any]]:
+def _terminate(lab: Lab, evidence: Evidence, client: str, other: str, setting: str | None, views: dict[str, Lab]) -> dict[str, UdpTermination]:
     agent, families = lab.agent(client), list(views)
     lab.create(_term_echo("udpterm-a", lab, other))
     lab.create_service("udpterm", {"app": "udpterm"}, tweak=_udp_port)
@@ -197,19 +193,16 @@ def _terminate(lab: Lab, evidence: Evidence, client: str, other: str, setting: s
     # the silence a deleted backend may cause: the deletion reaching the agent (its convergence bound), the agent's
     # batch, then the flow's retry and a cadence (SETTLE_S above)
     bound_ms = (lab.t.DATAPATH_CONVERGENCE + SOCKET_TERMINATION_BATCH_S + SETTLE_S) * 1000.0
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, UdpTermination] = {}
     for f in families:
-        report = reports[f]
-        data = {"family": f, "enable_socket_lb_pod_connection_termination": setting, "service": fes[f].host_port(), "backends": addr[f],
-                "deleted": "udpterm-a", "bound_ms": bound_ms, "flow": {"pod": _term_flow(f), "summary": report}}
-        evidence.write(family_file("udp-termination.json", f), data)  # (the property's figure stays the reply's: one per family)
-        out[f] = data
+        t = UdpTermination(f, setting, fes[f].host_port(), addr[f], "udpterm-a", bound_ms, _term_flow(f), reports[f])
+        evidence.write(family_file("udp-termination.json", f), t.to_json())  # (the property's figure stays the reply's: one per family)
+        out[f] = t
     return out
 
 
-def test_a_connected_client_of_a_deleted_backend_is_terminated_and_moves_on(termination: dict[str, dict[str, Any]], kpr_family: str) -> None:
+def test_a_connected_client_of_a_deleted_backend_is_terminated_and_moves_on(termination: dict[str, UdpTermination], kpr_family: str) -> None:
     """The agent terminates the connected socket (ECONNABORTED); the client reconnects through the Service and is answered
     by the remaining backend (SRC_UDP_SOCK_TERMINATION)."""
     t = termination[kpr_family]
-    holds(udp_termination_problems(t["flow"]["summary"], f"udpterm-a ({t['backends']['udpterm-a']})", t["bound_ms"]),
-          "UDP (socket termination)")
+    holds(udp_termination_problems(t.flow, f"udpterm-a ({t.backends['udpterm-a']})", t.bound_ms), "UDP (socket termination)")

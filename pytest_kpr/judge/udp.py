@@ -12,6 +12,7 @@ Pure: observations in, problems out (empty = the property holds).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 
 @dataclass(frozen=True)
@@ -68,3 +69,52 @@ def udp_termination_problems(report: "dict", backend: str, bound_ms: float) -> l
     if not out and gap > bound_ms:
         out.append(f"the flow went silent for {gap:.0f} ms when {backend} was deleted (bound {bound_ms:.0f} ms)")
     return out
+
+
+@dataclass(frozen=True)
+class UdpObservation:
+    """The UDP suite's observation in one family: the three probes (as judged, and as printed for the evidence), the
+    client agent's view of the frontend, and what the no-backend rule depends on."""
+    family: str
+    service: str  # dns's ClusterIP:port
+    backends: tuple[str, ...]
+    ghost: str  # the backendless Service's ClusterIP:port
+    unconnected: UdpAttempt
+    connected: UdpAttempt
+    ghost_attempt: UdpAttempt
+    ghost_elapsed_ms: float
+    probes: Mapping[str, Mapping[str, Any]]  # what each probe printed (kpr probe udp --json)
+    agent: Mapping[str, Any]  # the client agent's slots, lb entries and UDP conntrack entries for the frontend
+    client_kernel: str | None = None
+    no_backend_response: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """udp.json."""
+        return {"family": self.family, "service": self.service, "backends": list(self.backends), "ghost": self.ghost,
+                "probes": {k: dict(v) for k, v in self.probes.items()}, "agent": dict(self.agent), "client_kernel": self.client_kernel,
+                "no_backend_response": self.no_backend_response}
+
+
+def udp_attempt(printed: "Mapping[str, Any]") -> UdpAttempt:
+    """A ``kpr probe udp --json`` result as the judgement reads it."""
+    return UdpAttempt(printed["mode"], printed["target"], printed["verdict"], printed.get("reply_from"), printed.get("peer"),
+                      printed.get("errno_name"))
+
+
+@dataclass(frozen=True)
+class UdpTermination:
+    """The termination scenario in one family: a connected flow to a backend that was deleted, and its bound."""
+    family: str
+    setting: str | None  # enable-socket-lb-pod-connection-termination (None: not in the config map)
+    service: str
+    backends: Mapping[str, str]  # pod -> address:port
+    deleted: str
+    bound_ms: float
+    flow_pod: str
+    flow: Mapping[str, Any]  # the flow's summary (kpr probe flow)
+
+    def to_json(self) -> dict[str, Any]:
+        """udp-termination.json."""
+        return {"family": self.family, "enable_socket_lb_pod_connection_termination": self.setting, "service": self.service,
+                "backends": dict(self.backends), "deleted": self.deleted, "bound_ms": self.bound_ms,
+                "flow": {"pod": self.flow_pod, "summary": dict(self.flow)}}

@@ -99,3 +99,23 @@ def test_pods_udp_sockets_are_terminated_with_socket_lb_in_pods_and_the_option_o
     from pytest_kpr.rules.datapath import pod_udp_sockets_terminated
 
     assert pod_udp_sockets_terminated(value, coverage) is terminated
+
+
+def test_a_printed_probe_becomes_an_attempt_and_the_observations_are_their_evidence_files() -> None:
+    from pytest_kpr.judge.udp import UdpObservation, UdpTermination, udp_attempt
+
+    printed = {"mode": "connected", "target": "10.96.0.39:53", "verdict": "answered", "reply_from": "10.96.0.39:53",
+               "peer": "10.96.0.39:53", "elapsed_ms": 0.4}
+    a = udp_attempt(printed)
+    assert (a.mode, a.target, a.verdict, a.reply_from, a.peer, a.errno) == ("connected", "10.96.0.39:53", "answered", "10.96.0.39:53",
+                                                                           "10.96.0.39:53", None)
+    ghost = udp_attempt({"mode": "unconnected", "target": "10.96.0.40:53", "verdict": "unreachable", "errno_name": "EHOSTUNREACH"})
+    assert ghost.errno == "EHOSTUNREACH"
+    obs = UdpObservation("IPv4", "10.96.0.39:53", ("10.244.1.5:5353",), "10.96.0.40:53", a, a, ghost, 0.2, {"connected": printed},
+                         {"node": "w1"}, "6.8.0", "reject")
+    assert obs.to_json() == {"family": "IPv4", "service": "10.96.0.39:53", "backends": ["10.244.1.5:5353"], "ghost": "10.96.0.40:53",
+                             "probes": {"connected": printed}, "agent": {"node": "w1"}, "client_kernel": "6.8.0", "no_backend_response": "reject"}
+    t = UdpTermination("IPv4", None, "10.96.0.41:53", {"udpterm-a": "10.244.2.6:5353"}, "udpterm-a", 61500.0, "udpterm-flow", {"resets": 0})
+    assert t.to_json() == {"family": "IPv4", "enable_socket_lb_pod_connection_termination": None, "service": "10.96.0.41:53",
+                           "backends": {"udpterm-a": "10.244.2.6:5353"}, "deleted": "udpterm-a", "bound_ms": 61500.0,
+                           "flow": {"pod": "udpterm-flow", "summary": {"resets": 0}}}
