@@ -39,10 +39,11 @@ from pytest_kpr.judge.maps import (
     MAP_FILL_LIMIT,
     MAP_FILL_MARGIN,
     MAP_PROBE_SERVICES,
+    MapsObservation,
+    cleanup_problems,
     map_visibility_problems,
     service_map_problems,
     which_map_filled,
-    wildcard_problems,
 )
 from pytest_kpr.rules.datapath import (DEFAULT_LB_IPAM_FILE, LB_MAP_FILES, LB_MAP_MAX_DEFAULT, MAP_FULL_ERRORS, REV_NAT_MAP_FILE,
                                        WILDCARD_ENTRIES_FILE, wildcard_entry)
@@ -107,7 +108,7 @@ def _dump_family(addr: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def maps(lab: Lab, evidence: Evidence, kpr_property: str, family_views: dict[str, Lab], request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
+def maps(lab: Lab, evidence: Evidence, kpr_property: str, family_views: dict[str, Lab], request: pytest.FixtureRequest) -> dict[str, MapsObservation]:
     """The scenario, run once (it fills the maps): family -> what was seen in that family's maps. Each family has its own
     maps of the same sizes (datapath.SRC_MAP_FAMILY), and a dual-stack Service has a ClusterIP frontend in each."""
     svc_max, source, rev_max, rev_source = _map_max(lab)
@@ -139,11 +140,8 @@ def maps(lab: Lab, evidence: Evidence, kpr_property: str, family_views: dict[str
     wild_expected = wildcard_entry(lab.minor, "ClusterIP", None, ipam, wild_on)
     wild_why = (f"Cilium {'.'.join(map(str, lab.minor))}, default-lb-service-ipam {ipam or 'lbipam (no file)'}, "
                 f"bpf-lb-enable-wildcard-entries {wild_on or 'true (no file)'}: the rule says {'one' if wild_expected else 'none'}")
-    reconciler = [h for h in seen["health_seen"] if h.module.endswith("loadbalancer-reconciler")]
-    health = {"readings": len(reconciler), "degraded": sum(1 for h in reconciler if h.level == "Degraded"),
-              "sample": [{"level": h.level, "message": h.message, "error": h.error[:500]} for h in reconciler if h.level == "Degraded"][:3]}
     in_kubernetes = sum(1 for n in names if lab.kube.get("Service", n, lab.ns) is not None)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, MapsObservation] = {}
     for f in families:
         mine = frontends[f]
         # counted as the reconciler writes them: one service entry per slot and master, wildcard and per-node-address
@@ -155,30 +153,18 @@ def maps(lab: Lab, evidence: Evidence, kpr_property: str, family_views: dict[str
         served = {name: addr.rsplit(":", 1)[0].strip("[]") for name, addr in mine.items()
                   if addr in in_map and fes[addr] is not None and fes[addr].status == "Done"}
         shown = {name: ((fes[mine[name]].status, fes[mine[name]].error) if fes[mine[name]] is not None else (None, None)) for name in missing}
-        data: dict[str, Any] = {
-            "family": f, "map_max": map_max, "map_max_source": source, "service_map_max": svc_max, "rev_nat_map_max": rev_max,
-            "rev_nat_map_max_source": rev_source, "filled_on_purpose": fill, "services": count, "entries": entries, "rev_nat_entries": rev_entries,
-            "missing": missing, "shown": {n: {"status": s, "error": e} for n, (s, e) in list(shown.items())[:20]},
-            "full": which_map_filled((e for _, e in shown.values()), MAP_FULL_ERRORS),
-            "frontend_errors": {name: sum(1 for s, e in shown.values() if s == "Error" and marker in (e or ""))
-                                for marker, name in MAP_FULL_ERRORS.items()},
-            "reconciler_health": health,
-            "wildcard": {"expected": wild_expected, "why": wild_why, "served": len(served),
-                         "with_entry": sum(1 for ip in served.values() if ip in wildcards),
-                         "problems": wildcard_problems(wild_expected, served, wildcards, wild_why)},
-            "not_judged": {"log": "'Updating frontend failed' (pkg/loadbalancer/reconciler/bpf_reconciler.go Update)",
-                           "metrics": "cilium_bpf_map_pressure, every lb-pressure-metrics-interval (pkg/loadbalancer/maps/pressure_metrics.go)"},
-            "after_cleanup": {"kubernetes": in_kubernetes, "in_map": [a for a in remaining if a in set(mine.values())]},
-        }
-        evidence.write(family_file("maps.json", f), data)
+        m = MapsObservation(f, map_max, source, svc_max, rev_max, rev_source, fill, count, entries, rev_entries, tuple(missing), shown,
+                            which_map_filled((e for _, e in shown.values()), MAP_FULL_ERRORS), tuple(seen["health_seen"]), wild_expected,
+                            wild_why, served, frozenset(wildcards), in_kubernetes, tuple(a for a in remaining if a in set(mine.values())))
+        evidence.write(family_file("maps.json", f), m.to_json())
         evidence.figure(kpr_property, f"{len(missing)} of {count} Services not in a map of {map_max} entries ({entries} used)"
-                                  f"{' (filled on purpose)' if fill else ''}; {len(data['after_cleanup']['in_map'])} left after cleanup", f)
-        out[f] = {"data": data, "health_seen": seen["health_seen"], "shown": shown}
+                                  f"{' (filled on purpose)' if fill else ''}; {len(m.left_in_map)} left after cleanup", f)
+        out[f] = m
     return out
 
 
 @pytest.fixture(scope="module")
-def maps_family(maps: dict[str, dict[str, Any]], kpr_family: str) -> dict[str, Any]:
+def maps_family(maps: dict[str, MapsObservation], kpr_family: str) -> MapsObservation:
     """What the scenario saw in this test's family's maps."""
     return maps[kpr_family]
 
@@ -200,33 +186,29 @@ def _clean_up(lab: Lab, names: list[str], addrs: set[str]) -> list[str]:
                              describe=lambda x: f"{len(x)} left", progress=lab.progress, first_after=lab.t.LB_FIRST_LOOK)
 
 
-def test_every_service_of_the_run_is_in_the_bpf_maps(maps_family: dict[str, Any]) -> None:
-    d = maps_family["data"]
-    problems = service_map_problems(d["missing"], d["services"], d["entries"], d["map_max"], d["full"])
-    if d["filled_on_purpose"]:
+def test_every_service_of_the_run_is_in_the_bpf_maps(maps_family: MapsObservation) -> None:
+    d = maps_family
+    problems = service_map_problems(d.missing, d.services, d.entries, d.map_max, d.full)
+    if d.filled_on_purpose:
         if problems:
-            pytest.xfail(f"map pressure ({d['family']} maps, filled on purpose): " + "; ".join(problems))
-        pytest.fail(f"map pressure ({d['family']} maps): {d['services']} Services for a service map of {d['map_max']} entries "
-                    f"({d['map_max_source']}), yet none is missing: the map is larger than the agent says, or entries are not where lb/maps-dump shows them")
-    holds(problems, f"map pressure ({d['family']} maps)")
+            pytest.xfail(f"map pressure ({d.family} maps, filled on purpose): " + "; ".join(problems))
+        pytest.fail(f"map pressure ({d.family} maps): {d.services} Services for a service map of {d.map_max} entries "
+                    f"({d.map_max_source}), yet none is missing: the map is larger than the agent says, or entries are not where lb/maps-dump shows them")
+    holds(problems, f"map pressure ({d.family} maps)")
 
 
-def test_a_full_map_is_not_silent(maps_family: dict[str, Any]) -> None:
-    if not maps_family["shown"]:
+def test_a_full_map_is_not_silent(maps_family: MapsObservation) -> None:
+    if not maps_family.shown:
         pytest.skip("no Service was missing from the map, so there was nothing to show")
-    problems = map_visibility_problems(maps_family["shown"], maps_family["health_seen"], MAP_FULL_ERRORS)
-    holds(problems, f"map pressure (how the agent shows a full {maps_family['data']['family']} map)")
+    problems = map_visibility_problems(maps_family.shown, maps_family.health_seen, MAP_FULL_ERRORS)
+    holds(problems, f"map pressure (how the agent shows a full {maps_family.family} map)")
 
 
-def test_each_address_has_its_wildcard_entry_as_the_rule_says(maps_family: dict[str, Any]) -> None:
-    w = maps_family["data"]["wildcard"]
-    if not w["served"]:
+def test_each_address_has_its_wildcard_entry_as_the_rule_says(maps_family: MapsObservation) -> None:
+    if not maps_family.served:
         pytest.skip("no Service of the run was reconciled cleanly, so no address to look at")
-    holds(w["problems"], f"map pressure (wildcard entries, {maps_family['data']['family']} maps)")
+    holds(maps_family.wildcard_problems(), f"map pressure (wildcard entries, {maps_family.family} maps)")
 
 
-def test_cleanup_removes_every_service_and_its_entries(maps_family: dict[str, Any]) -> None:
-    after = maps_family["data"]["after_cleanup"]
-    assert after["kubernetes"] == 0 and not after["in_map"], (
-        f"map pressure (cleanup, {maps_family['data']['family']} maps): {after['kubernetes']} of the suite's Services still in Kubernetes, "
-        f"{len(after['in_map'])} frontends still in the service map ({', '.join(after['in_map'][:3])}{', ...' if len(after['in_map']) > 3 else ''})")
+def test_cleanup_removes_every_service_and_its_entries(maps_family: MapsObservation) -> None:
+    holds(cleanup_problems(maps_family), f"map pressure (cleanup, {maps_family.family} maps)")

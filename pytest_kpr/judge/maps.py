@@ -5,7 +5,10 @@ the property and shows what was seen."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+from ..rules.datapath import MAP_FULL_ERRORS
 
 if TYPE_CHECKING:
     from ..parse.health import HealthStatus
@@ -70,3 +73,63 @@ def map_visibility_problems(missing_frontends: "Mapping[str, tuple[str | None, s
         out.append(f"the loadbalancer-reconciler's health was never Degraded with a full map's error while the map filled "
                    f"({len(rows)} readings: {', '.join(levels)})")
     return out
+
+
+@dataclass(frozen=True)
+class MapsObservation:
+    """The map-pressure scenario in one family's maps: the sizes the agents report, how many Services were made and how
+    many entries they took, which are missing and what the agent showed of them, the health readings of the fill window,
+    the wildcard rule's expectation against what was served, and what the cleanup left."""
+    family: str
+    map_max: int
+    map_max_source: str
+    service_map_max: int
+    rev_nat_map_max: int
+    rev_nat_map_max_source: str
+    filled_on_purpose: bool
+    services: int
+    entries: int
+    rev_nat_entries: int
+    missing: tuple[str, ...]
+    shown: "Mapping[str, tuple[str | None, str | None]]"  # missing Service -> (its frontend's status, error) in the agent
+    full: str  # which map filled (which_map_filled)
+    health_seen: "tuple[HealthStatus, ...]"  # every reading of the fill window
+    wildcard_expected: bool
+    wildcard_why: str
+    served: "Mapping[str, str]"  # Service reconciled cleanly -> its address
+    wildcard_addresses: frozenset[str]  # addresses with a wildcard entry in the dump
+    left_in_kubernetes: int  # the suite's Services still in Kubernetes after the cleanup
+    left_in_map: tuple[str, ...]  # and their frontends still in the map
+
+    def wildcard_problems(self) -> list[str]:
+        return wildcard_problems(self.wildcard_expected, self.served, self.wildcard_addresses, self.wildcard_why)
+
+    def to_json(self) -> dict[str, Any]:
+        """maps.json."""
+        reconciler = [h for h in self.health_seen if h.module.endswith("loadbalancer-reconciler")]
+        return {
+            "family": self.family, "map_max": self.map_max, "map_max_source": self.map_max_source, "service_map_max": self.service_map_max,
+            "rev_nat_map_max": self.rev_nat_map_max, "rev_nat_map_max_source": self.rev_nat_map_max_source,
+            "filled_on_purpose": self.filled_on_purpose, "services": self.services, "entries": self.entries,
+            "rev_nat_entries": self.rev_nat_entries, "missing": list(self.missing),
+            "shown": {n: {"status": s, "error": e} for n, (s, e) in list(self.shown.items())[:20]}, "full": self.full,
+            "frontend_errors": {name: sum(1 for s, e in self.shown.values() if s == "Error" and marker in (e or ""))
+                                for marker, name in MAP_FULL_ERRORS.items()},
+            "reconciler_health": {"readings": len(reconciler), "degraded": sum(1 for h in reconciler if h.level == "Degraded"),
+                                  "sample": [{"level": h.level, "message": h.message, "error": h.error[:500]}
+                                             for h in reconciler if h.level == "Degraded"][:3]},
+            "wildcard": {"expected": self.wildcard_expected, "why": self.wildcard_why, "served": len(self.served),
+                         "with_entry": sum(1 for ip in self.served.values() if ip in self.wildcard_addresses),
+                         "problems": self.wildcard_problems()},
+            "not_judged": {"log": "'Updating frontend failed' (pkg/loadbalancer/reconciler/bpf_reconciler.go Update)",
+                           "metrics": "cilium_bpf_map_pressure, every lb-pressure-metrics-interval (pkg/loadbalancer/maps/pressure_metrics.go)"},
+            "after_cleanup": {"kubernetes": self.left_in_kubernetes, "in_map": list(self.left_in_map)},
+        }
+
+
+def cleanup_problems(m: MapsObservation) -> list[str]:
+    """The suite's Services are gone from Kubernetes and their frontends from the map."""
+    if m.left_in_kubernetes == 0 and not m.left_in_map:
+        return []
+    shown = ", ".join(m.left_in_map[:3]) + (", ..." if len(m.left_in_map) > 3 else "")
+    return [f"{m.left_in_kubernetes} of the suite's Services still in Kubernetes, {len(m.left_in_map)} frontends still in the service map ({shown})"]

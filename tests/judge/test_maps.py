@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.judge.maps import map_visibility_problems, service_map_problems, which_map_filled, wildcard_problems
+from pytest_kpr.judge.maps import MapsObservation, map_visibility_problems, service_map_problems, which_map_filled, wildcard_problems
 from pytest_kpr.rules.datapath import MAP_FULL_ERROR, MAP_FULL_ERRORS, REV_NAT_FULL_ERROR, wildcard_entry
 
 from .tables import _h
@@ -83,3 +83,33 @@ def test_wildcard_entry_rule(cilium: Any, fe_type: str, lb_class: str | None, ip
 def test_wildcard_judgement(expected: bool, served: dict, wildcards: set, fragments: list[str]) -> None:
     problems = wildcard_problems(expected, served, wildcards, "the rule's inputs")
     assert len(problems) == (1 if fragments else 0) and all(f in problems[0] for f in fragments), problems
+
+
+def _maps(left_k8s: int = 0, left_map: tuple[str, ...] = (), **kw: object) -> MapsObservation:
+    args: dict = dict(family="IPv4", map_max=512, map_max_source="bpf-lb-map-max", service_map_max=512, rev_nat_map_max=512,
+                      rev_nat_map_max_source="default", filled_on_purpose=True, services=528, entries=512, rev_nat_entries=300,
+                      missing=("mp-1",), shown={"mp-1": ("Error", "service map is full")}, full="service map", health_seen=(),
+                      wildcard_expected=True, wildcard_why="the rule says one", served={"mp-2": "10.96.0.2"},
+                      wildcard_addresses=frozenset({"10.96.0.2"}), left_in_kubernetes=left_k8s, left_in_map=left_map)
+    args.update(kw)
+    return MapsObservation(**args)
+
+
+@pytest.mark.parametrize(("k8s", "in_map", "want"), [
+    (0, (), []),
+    (0, ("10.96.0.5:80",), ["0 of the suite's Services still in Kubernetes, 1 frontends still in the service map (10.96.0.5:80)"]),
+    (2, ("a", "b", "c", "d"), ["2 of the suite's Services still in Kubernetes, 4 frontends still in the service map (a, b, c, ...)"]),
+    (1, (), ["1 of the suite's Services still in Kubernetes, 0 frontends still in the service map ()"]),
+])
+def test_the_cleanup_judgement(k8s: int, in_map: tuple[str, ...], want: list[str]) -> None:
+    from pytest_kpr.judge.maps import cleanup_problems
+
+    assert cleanup_problems(_maps(k8s, in_map)) == want
+
+
+def test_the_observation_is_maps_json() -> None:
+    data = _maps(0, ("x",)).to_json()
+    assert data["wildcard"] == {"expected": True, "why": "the rule says one", "served": 1, "with_entry": 1, "problems": []}
+    assert data["shown"] == {"mp-1": {"status": "Error", "error": "service map is full"}} and data["after_cleanup"] == {"kubernetes": 0, "in_map": ["x"]}
+    assert data["reconciler_health"] == {"readings": 0, "degraded": 0, "sample": []} and data["missing"] == ["mp-1"]
+    assert _maps(wildcard_addresses=frozenset()).wildcard_problems() != []  # the rule says one and none is there
