@@ -216,9 +216,10 @@ BUGS = [
     Bug("the MAGLEV line's backend counts lost", "pytest_kpr/parse/statedb.py",
         '    return {i: int(n) for i, n in _INNER.findall(entry.fields.get("INNER", ""))}\n', "    return {}\n",
         ("tests/test_parse_fixtures.py", "tests/judge/")),
-    Bug("the kube-proxy rule check never exercised on a node", "suites/test_kube_proxy_installed.py",
-        '    missing = sorted(set(installed["nodes"]) - set(installed["detected"]["nodes_with_rules"]))\n', "    missing: list[str] = []\n",
-        ("tests/test_faults.py::test_each_fault_fails_exactly_the_tests_that_check_it[installed-kube-proxy-programs-nothing]",)),
+    Bug("the kube-proxy rule check never exercised on a node", "pytest_kpr/judge/kube_proxy.py",
+        '    missing = sorted(set(k.nodes) - set(k.nodes_with_rules))\n', "    missing: list[str] = []\n",
+        ("tests/judge/test_kube_proxy.py",
+         "tests/test_faults.py::test_each_fault_fails_exactly_the_tests_that_check_it[installed-kube-proxy-programs-nothing]")),
 ]
 
 

@@ -19,7 +19,14 @@ import pytest
 from pytest_kpr.suite import (ClusterFacts, eventually, eventually_or_now, Evidence, holds, KprSession, Lab,
                               OWNER_LABEL, OWNER_VALUE, RUN_LABEL)
 from pytest_kpr.judge.iptables import kube_proxy_rule_problems
-from pytest_kpr.judge.kube_proxy import daemonset_summary, kube_proxy_daemonset_problems, runs_kube_proxy
+from pytest_kpr.judge.kube_proxy import (
+    daemonset_summary,
+    installed_detection_problems,
+    installed_rule_coverage_problems,
+    kube_proxy_daemonset_problems,
+    runs_kube_proxy,
+)
+from pytest_kpr.model.kube_proxy import KubeProxyInstalled
 
 pytestmark = [
     pytest.mark.kpr(property="kube-proxy installed", evidence="kubeproxy-installed.json", last=True,
@@ -65,7 +72,7 @@ def _rules(lab: Lab, nodes: list[str]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def installed(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, kpr_session: KprSession) -> dict[str, Any]:
+def installed(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, kpr_session: KprSession) -> KubeProxyInstalled:
     nodes = [n.name for n in kpr_facts.nodes]
     image = f"registry.k8s.io/kube-proxy:{kpr_facts.kubernetes_version}"
     account = "kpr-kube-proxy"
@@ -76,7 +83,10 @@ def installed(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: Cluste
     lab.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": lab.ns}})
     kpr_session.track_cluster_object(binding)
     lab.kube.create(binding)
-    data: dict[str, Any] = {"image": image, "nodes": nodes}
+    status: dict[str, Any] = {}
+    found_problems: list[str] = []
+    rule_problems: list[str] = []
+    with_rules: list[str] = []
     try:
         lab.create(_daemonset(lab, image, account))
 
@@ -87,15 +97,12 @@ def installed(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: Cluste
                             timeout=lab.t.PODS_READY, what=f"kube-proxy ({image}) ready on every node",
                             describe=lambda st: f"{st.get('numberReady', 0)}/{st.get('desiredNumberScheduled', '?')} ready",
                             progress=lab.progress).value
-        data["daemonset"] = status
         before = eventually_or_now(lambda: _rules(lab, nodes), until=lambda r: all(kube_proxy_rule_problems({n: v}) for n, v in r.items()),
                                    timeout=lab.t.DATAPATH_CONVERGENCE, what="kube-proxy's chains on every node", progress=lab.progress)
         found = [daemonset_summary(d) for d in lab.kube.list("DaemonSet") if runs_kube_proxy(d)]
-        data["detected"] = {
-            "daemonset": kube_proxy_daemonset_problems(found),
-            "rules": kube_proxy_rule_problems(before),
-            "nodes_with_rules": sorted(n for n, v in before.items() if kube_proxy_rule_problems({n: v})),
-        }
+        found_problems = kube_proxy_daemonset_problems(found)
+        rule_problems = kube_proxy_rule_problems(before)
+        with_rules = sorted(n for n, v in before.items() if kube_proxy_rule_problems({n: v}))
     finally:  # the way off it, also when installing failed half-way
         lab.kube.delete("DaemonSet", "kube-proxy", lab.ns)
         eventually(lambda: lab.pods("k8s-app=kube-proxy,kpr-installed=yes"), until=lambda ps: not ps, timeout=lab.t.PODS_READY,
@@ -107,32 +114,27 @@ def installed(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: Cluste
         def phases() -> dict[str, str]:
             return {n: ((lab.kube.get("Pod", n, lab.ns) or {}).get("status") or {}).get("phase", "absent") for n in names}
 
-        data["cleanup_pods"] = eventually_or_now(phases, until=lambda ph: all(p in ("Succeeded", "Failed") for p in ph.values()),
+        cleanup_pods = eventually_or_now(phases, until=lambda ph: all(p in ("Succeeded", "Failed") for p in ph.values()),
                                                  timeout=lab.t.PODS_READY, what="kube-proxy --cleanup on every node", progress=lab.progress)
         for n in names:
             lab.kube.delete("Pod", n, lab.ns)
         lab.kube.delete("ClusterRoleBinding", binding["metadata"]["name"])
-    after = _rules(lab, nodes)
-    data["after_cleanup"] = kube_proxy_rule_problems(after)
-    evidence.write("kubeproxy-installed.json", data)
-    evidence.figure(kpr_property, f"found on {len(data['detected']['nodes_with_rules'])} of {len(nodes)} nodes; "
-                              f"{len(data['after_cleanup'])} rule views with its chains after kube-proxy --cleanup")
-    return data
+    k = KubeProxyInstalled(image, tuple(nodes), status, tuple(found_problems), tuple(rule_problems), tuple(with_rules), cleanup_pods,
+                           tuple(kube_proxy_rule_problems(_rules(lab, nodes))))
+    evidence.write("kubeproxy-installed.json", k.to_json())
+    evidence.figure(kpr_property, f"found on {len(k.nodes_with_rules)} of {len(nodes)} nodes; "
+                              f"{len(k.after_cleanup)} rule views with its chains after kube-proxy --cleanup")
+    return k
 
 
-def test_the_daemonset_check_names_an_installed_kube_proxy(installed: dict[str, Any]) -> None:
-    found = installed["detected"]["daemonset"]
-    assert any("runs kube-proxy" in p for p in found), (
-        f"kube-proxy installed: the DaemonSet check found nothing while kube-proxy ran ({installed['daemonset']}): {found}")
+def test_the_daemonset_check_names_an_installed_kube_proxy(installed: KubeProxyInstalled) -> None:
+    holds(installed_detection_problems(installed), "kube-proxy installed")
 
 
-def test_the_rule_check_finds_its_chains_on_every_node(installed: dict[str, Any]) -> None:
-    missing = sorted(set(installed["nodes"]) - set(installed["detected"]["nodes_with_rules"]))
-    holds([f"its chains never showed on {', '.join(missing)}, so the iptables check was not exercised there (kube-proxy ran: "
-           f"{installed['daemonset']})"] if missing else [], "kube-proxy installed")
+def test_the_rule_check_finds_its_chains_on_every_node(installed: KubeProxyInstalled) -> None:
+    holds(installed_rule_coverage_problems(installed), "kube-proxy installed")
 
 
-def test_kube_proxy_cleanup_leaves_no_chains(installed: dict[str, Any]) -> None:
-    left = installed["after_cleanup"]
-    holds(left, f"kube-proxy installed: after deleting the DaemonSet and kube-proxy --cleanup on every node ({installed['cleanup_pods']}), "
-                "rules remain")
+def test_kube_proxy_cleanup_leaves_no_chains(installed: KubeProxyInstalled) -> None:
+    holds(list(installed.after_cleanup), f"kube-proxy installed: after deleting the DaemonSet and kube-proxy --cleanup on every node "
+                                         f"({dict(installed.cleanup_pods)}), rules remain")

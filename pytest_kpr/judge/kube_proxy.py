@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ..model.kube_proxy import KubeProxyDaemonSet, KubeProxyObservation
+from ..model.kube_proxy import KubeProxyDaemonSet, KubeProxyInstalled, KubeProxyObservation
 
 
 #: Cilium's documented way off kube-proxy for an existing installation (Documentation/network/kubernetes/kubeproxy-free.rst,
@@ -67,3 +67,19 @@ def ipvs_problems(k: KubeProxyObservation) -> list[str]:
         elif services:
             out.append(f"{node}: {len(services)} IPVS virtual services ({', '.join(list(services)[:3])}{', ...' if len(services) > 3 else ''})")
     return out
+
+
+def installed_detection_problems(k: KubeProxyInstalled) -> list[str]:
+    """With kube-proxy installed on purpose, the DaemonSet check names it (else the check would miss a real one)."""
+    if any("runs kube-proxy" in p for p in k.daemonset_problems):
+        return []
+    return [f"the DaemonSet check found nothing while kube-proxy ran ({dict(k.daemonset)}): {list(k.daemonset_problems)}"]
+
+
+def installed_rule_coverage_problems(k: KubeProxyInstalled) -> list[str]:
+    """With kube-proxy installed, its chains showed on every node (else the iptables check was not exercised there)."""
+    missing = sorted(set(k.nodes) - set(k.nodes_with_rules))
+    if not missing:
+        return []
+    return [f"its chains never showed on {', '.join(missing)}, so the iptables check was not exercised there (kube-proxy ran: "
+            f"{dict(k.daemonset)})"]

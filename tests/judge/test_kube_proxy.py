@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kpr.model.kube_proxy import KubeProxyDaemonSet, KubeProxyObservation
+from pytest_kpr.model.kube_proxy import KubeProxyDaemonSet, KubeProxyInstalled, KubeProxyObservation
 
 IP_VS = """IP Virtual Server version 1.2.1 (size=4096)
 Prot LocalAddress:Port Scheduler Flags
@@ -103,3 +103,22 @@ def test_the_observation_is_kubeproxy_json() -> None:
     assert KubeProxyObservation((KubeProxyDaemonSet("kube-system", "kube-proxy", 3, 2),), {"a": ("T 1",), "b": None}, 3).to_json() == {
         "daemonsets": [{"namespace": "kube-system", "name": "kube-proxy", "desired": 3, "ready": 2}], "ipvs": {"a": ["T 1"], "b": None},
         "kube_proxy_pods": 3}
+
+
+def _installed(daemonset_problems: tuple[str, ...] = ("DaemonSet kpr-x/kube-proxy runs kube-proxy (3/3 pods ready) while ...",),
+               with_rules: tuple[str, ...] = ("a", "b")) -> KubeProxyInstalled:
+    return KubeProxyInstalled("registry.k8s.io/kube-proxy:v1.34.0", ("a", "b"), {"numberReady": 2}, daemonset_problems, ("r",), with_rules,
+                              {"cleanup-a": "Succeeded"}, ())
+
+
+def test_an_installed_kube_proxy_is_found_by_both_checks() -> None:
+    from pytest_kpr.judge.kube_proxy import installed_detection_problems, installed_rule_coverage_problems
+
+    assert installed_detection_problems(_installed()) == [] and installed_rule_coverage_problems(_installed()) == []
+    assert installed_detection_problems(_installed(())) == ["the DaemonSet check found nothing while kube-proxy ran ({'numberReady': 2}): []"]
+    assert installed_rule_coverage_problems(_installed(with_rules=("a",))) == [
+        "its chains never showed on b, so the iptables check was not exercised there (kube-proxy ran: {'numberReady': 2})"]
+    assert _installed().to_json() == {
+        "image": "registry.k8s.io/kube-proxy:v1.34.0", "nodes": ["a", "b"], "daemonset": {"numberReady": 2},
+        "detected": {"daemonset": ["DaemonSet kpr-x/kube-proxy runs kube-proxy (3/3 pods ready) while ..."], "rules": ["r"],
+                     "nodes_with_rules": ["a", "b"]}, "cleanup_pods": {"cleanup-a": "Succeeded"}, "after_cleanup": []}
