@@ -408,3 +408,19 @@ def test_hairpin_has_no_rule_where_no_plane_translates() -> None:
 
     with pytest.raises(NoRule, match="no sourced rule for a pod reaching itself"):
         hairpin_source(Plane.NONE, "10.244.1.10", "IPv4")
+
+
+@pytest.mark.parametrize(("files", "families"), [
+    ({}, ("IPv4",)),
+    ({"/tmp/cilium/config-map/enable-ipv4": "true", "/tmp/cilium/config-map/enable-ipv6": "true"}, ("IPv4", "IPv6")),
+    ({"/tmp/cilium/config-map/enable-ipv4": "false", "/tmp/cilium/config-map/enable-ipv6": "true\n"}, ("IPv6",)),
+    ({"/tmp/cilium/config-map/enable-ipv6": "false"}, ("IPv4",)),
+    ({"/tmp/cilium/config-map/enable-ipv4": None, "/tmp/cilium/config-map/enable-ipv6": None}, ("IPv4",)),  # unreadable: the defaults
+    ({"/tmp/cilium/config-map/enable-ipv4": " TRUE ", "/tmp/cilium/config-map/enable-ipv6": "True"}, ("IPv4", "IPv6")),
+    ({"/tmp/cilium/config-map/enable-ipv4": "false", "/tmp/cilium/config-map/enable-ipv6": "false"}, ()),
+    ({"/tmp/cilium/config-map/enable-ipv4": "yes"}, ()),  # only "true" is true
+])
+def test_the_agents_address_families_are_read_from_their_resolved_config(files: dict, families: tuple) -> None:
+    from pytest_kpr.rules.datapath import ip_families
+
+    assert ip_families(files) == families

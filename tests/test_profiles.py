@@ -135,15 +135,3 @@ def test_a_profile_with_a_kind_config_of_its_name_creates_the_cluster_from_it(pr
         assert "fd00:10:244::/56" in cfg["networking"]["podSubnet"] and "fd00:10:96::/112" in cfg["networking"]["serviceSubnet"]
     mine = resolve({"kpr_profile": profile, "kpr_kind_config": str(REPO / "clusters/kind/kpr.yaml")}, lambda k: None, REPO)
     assert mine.kind_config == REPO / "clusters/kind/kpr.yaml"
-
-
-@pytest.mark.parametrize(("files", "families"), [
-    ({}, ("IPv4",)),
-    ({"/tmp/cilium/config-map/enable-ipv4": "true", "/tmp/cilium/config-map/enable-ipv6": "true"}, ("IPv4", "IPv6")),
-    ({"/tmp/cilium/config-map/enable-ipv4": "false", "/tmp/cilium/config-map/enable-ipv6": "true\n"}, ("IPv6",)),
-    ({"/tmp/cilium/config-map/enable-ipv6": "false"}, ("IPv4",)),
-])
-def test_the_agents_address_families_are_read_from_their_resolved_config(files: dict, families: tuple) -> None:
-    from pytest_kpr.rules.datapath import ip_families
-
-    assert ip_families(files) == families

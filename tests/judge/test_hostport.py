@@ -63,3 +63,21 @@ def test_the_host_port_rule_judgement_and_the_evidence_form() -> None:
     assert (data["node"], data["host_port"], data["listen_sockets"], data["second_pod"]) == ("w1", 18780, 1, {"phase": "Pending", "node": None})
     assert data["rule_lines"]["iptables-nft"] == 0 and [f["type"] for f in data["frontends"]] == ["HostPort"]
     assert (data["family"], data["node_ip"], data["connect"], data["http_code"], data["curl_exit"]) == ("IPv4", "172.18.0.3", "connected", 200, 0)
+
+
+def test_the_hostport_evidence_in_full() -> None:
+    from pytest_kpr.judge.hostport import HostPortReach
+    from pytest_kpr.parse import parse_ss
+
+    from .tables import KIND_NAT, _services, views
+
+    named = KIND_NAT.replace("COMMIT", "-A CNI-HOSTPORT-DNAT -p tcp --dport 18780 -j DNAT --to-destination 10.244.1.5:8080\nCOMMIT", 1)
+    socks = tuple(parse_ss("LISTEN 0      4096   0.0.0.0:18780 0.0.0.0:*\nLISTEN 0      4096   0.0.0.0:10250 0.0.0.0:*\n"))
+    node = HostPortNode("w1", 18780, views(named, legacy=None)["n1"], socks, {"phase": "Pending"})
+    fes = tuple(_services(("0.0.0.0", 18780, "HostPort"), ("172.18.0.3", 18780, "HostPort"), ("0.0.0.0", 30780, "NodePort")))
+    data = HostPortReach(node, "IPv4", "172.18.0.3", "connected", 200, 0, fes).to_json()
+    assert data == {"node": "w1", "host_port": 18780, "listen_sockets": 1,
+                    "rule_lines": {"iptables-nft": 1, "iptables-legacy": "unreadable", "ip6tables-nft": 0, "ip6tables-legacy": 0, "nft": 0},
+                    "second_pod": {"phase": "Pending"}, "family": "IPv4", "node_ip": "172.18.0.3", "connect": "connected", "http_code": 200,
+                    "curl_exit": 0, "frontends": [{"frontend": str(s.frontend), "type": "HostPort", "id": s.id} for s in fes[:2]]}
+    assert [f["frontend"] for f in data["frontends"]][0].startswith("0.0.0.0:18780")

@@ -113,3 +113,29 @@ def test_the_observation_is_maps_json() -> None:
     assert data["shown"] == {"mp-1": {"status": "Error", "error": "service map is full"}} and data["after_cleanup"] == {"kubernetes": 0, "in_map": ["x"]}
     assert data["reconciler_health"] == {"readings": 0, "degraded": 0, "sample": []} and data["missing"] == ["mp-1"]
     assert _maps(wildcard_addresses=frozenset()).wildcard_problems() != []  # the rule says one and none is there
+
+
+def test_the_maps_observation_is_maps_json_in_full() -> None:
+    from pytest_kpr.rules.datapath import MAP_FULL_ERROR, REV_NAT_FULL_ERROR
+
+    long = "x" * 600
+    health = (_h("agent.controlplane.loadbalancer-reconciler", "Degraded", long), _h("agent.controlplane.loadbalancer-reconciler", "OK", ""),
+              _h("agent.other", "Degraded"))
+    shown = {"mp-1": ("Error", f"a: {MAP_FULL_ERROR}"), "mp-2": ("Error", REV_NAT_FULL_ERROR), "mp-3": ("Pending", None),
+             "mp-4": (None, None)} | {f"mp-{i}": ("Error", MAP_FULL_ERROR) for i in range(5, 30)}
+    m = _maps(2, ("10.96.0.9:80",), missing=tuple(shown), shown=shown, health_seen=health, filled_on_purpose=False,
+              served={"mp-40": "10.96.0.40", "mp-41": "10.96.0.41"}, wildcard_addresses=frozenset({"10.96.0.40", "10.0.0.1"}),
+              wildcard_expected=False)
+    data = m.to_json()
+    assert data == {
+        "family": "IPv4", "map_max": 512, "map_max_source": "bpf-lb-map-max", "service_map_max": 512, "rev_nat_map_max": 512,
+        "rev_nat_map_max_source": "default", "filled_on_purpose": False, "services": 528, "entries": 512, "rev_nat_entries": 300,
+        "missing": list(shown), "shown": {n: {"status": s, "error": e} for n, (s, e) in list(shown.items())[:20]}, "full": "service map",
+        "frontend_errors": {"service map": 26, "reverse-NAT map": 1},
+        "reconciler_health": {"readings": 2, "degraded": 1,
+                              "sample": [{"level": "Degraded", "message": "Reconciliation failed", "error": "x" * 500}]},
+        "wildcard": {"expected": False, "why": "the rule says one", "served": 2, "with_entry": 1, "problems": m.wildcard_problems()},
+        "not_judged": {"log": "'Updating frontend failed' (pkg/loadbalancer/reconciler/bpf_reconciler.go Update)",
+                       "metrics": "cilium_bpf_map_pressure, every lb-pressure-metrics-interval (pkg/loadbalancer/maps/pressure_metrics.go)"},
+        "after_cleanup": {"kubernetes": 2, "in_map": ["10.96.0.9:80"]}}
+    assert len(data["shown"]) == 20 and data["wildcard"]["problems"]  # expected none, one found

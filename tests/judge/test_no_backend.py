@@ -172,3 +172,72 @@ def test_the_observation_is_ghost_json() -> None:
     assert (data["client_kernel"], data["backends"], data["curl_exit"], data["seconds"]) == ("6.8", 0, 7, 0.001)
     assert list(data) == ["family", "cluster_ip", "node_port", "backends", "no_backend_response", "no_backend_response_source",
                           "no_service_endpoints_routable", "client_kernel", "socket_lb_coverage", "curl_exit", "seconds", "attempts"]
+
+
+@pytest.mark.parametrize(("verdict", "ms", "errno", "response", "kernel", "want"), [
+    ("unreachable", 0.2, "EHOSTUNREACH", "reject", "6.8.0-49-generic", None),
+    ("unreachable", 0.2, "EHOSTUNREACH", "drop", "6.8.0", None),  # the socket plane fails at once whatever the response
+    ("unreachable", 0.2, "EPERM", "reject", "5.15.0", None),  # below 6.1 the hook cannot set the errno: EPERM
+    ("unreachable", 0.2, "EHOSTUNREACH", "reject", "5.15.0", "p: connect() failed with EHOSTUNREACH, expected EPERM: "),
+    ("unreachable", 0.2, "EPERM", "reject", "6.1.0", "p: connect() failed with EPERM, expected EHOSTUNREACH (EPERM on a 6.1+ kernel"),
+    ("timeout", 2000.0, None, "reject", "6.8.0", "p: connect() gave timeout after 2.00s; expected unreachable at once"),
+    ("unreachable", 1500.0, "EHOSTUNREACH", "reject", "6.8.0", "p: connect failed as expected (unreachable) but took 1.50s"),
+    ("unreachable", 0.2, "EHOSTUNREACH", "reject", None, None),  # an unknown kernel: the newer rule
+])
+def test_the_socket_planes_no_backend_judgement(verdict: str, ms: float, errno: str | None, response: str, kernel: str | None,
+                                                want: str | None) -> None:
+    from pytest_kpr.judge.no_backend import socket_no_backend_problems
+
+    problems = socket_no_backend_problems("p", "connect", verdict, ms, errno, response, kernel)
+    if want is None:
+        assert problems == []
+    else:
+        (p,) = problems
+        assert p.startswith(f"no backend (p; socket plane, ServiceNoBackendResponse={response}): ") and want.split(": ", 1)[1] in p, p
+
+
+def test_the_ghost_observation_is_ghost_json_in_full() -> None:
+    runner = NoBackendAttempt("r", "raw", "icmp-unreachable", 0.00123456, None, (3, 3))
+    data = _ghost(runner=runner, planes=(("pod_curl", "socket", "S1"), ("pod_connect", "socket", "S1"), ("pod_raw_syn", "none", "S2"),
+                                         ("nodeport_raw_syn", "per-packet", "S3"), ("runner_raw_syn", "per-packet", "S3"))).to_json()
+    a = {"path": "p", "tool": "connect", "verdict": "unreachable", "seconds": 0.001, "errno": "EHOSTUNREACH", "icmp": None}
+    assert data == {
+        "family": "IPv4", "cluster_ip": "10.96.0.12", "node_port": 30999, "backends": 0, "no_backend_response": "reject",
+        "no_backend_response_source": "config", "no_service_endpoints_routable": True, "client_kernel": "6.8", "socket_lb_coverage": "Full",
+        "curl_exit": 7, "seconds": 0.001,
+        "attempts": {"pod_curl": {"path": "c", "tool": "curl", "plane": "socket", "verdict": "7", "seconds": 0.001, "errno": None, "icmp": None,
+                                  "rule": "S1"},
+                     "pod_connect": {**a, "plane": "socket", "rule": "S1"}, "pod_raw_syn": {**a, "plane": "none", "rule": "S2"},
+                     "nodeport_raw_syn": {**a, "plane": "per-packet", "rule": "S3"},
+                     "runner_raw_syn": {"path": "r", "tool": "raw", "plane": "per-packet", "verdict": "icmp-unreachable", "seconds": 0.0012,
+                                        "errno": None, "icmp": [3, 3], "rule": "S3"}}}
+    assert _ghost(kernel=None, family="IPv6").to_json()["client_kernel"] is None and _ghost(family="IPv6").ip_family == 6
+
+
+@pytest.mark.parametrize(("client", "access", "frontend", "attempt", "kw", "want"), [
+    # per packet, reject: a raw SYN to a NodePort gets ICMP 3/3 from the node that owns the address
+    ("outside", "raw", "NodePort", NoBackendAttempt("p", "raw", "icmp-unreachable", 0.001, None, (3, 3)), {}, None),
+    ("outside", "raw", "NodePort", NoBackendAttempt("p", "raw", "timeout", 3.0), {}, "a raw SYN got timeout after 3.00s; expected icmp-unreachable ICMP 3/3"),
+    # drop: the same SYN times out
+    ("outside", "raw", "NodePort", NoBackendAttempt("p", "raw", "timeout", 3.0), {"response": "drop"}, None),
+    # IPv6: ICMPv6 1/4
+    ("outside", "raw", "NodePort", NoBackendAttempt("p", "raw", "icmp-unreachable", 0.001, None, (1, 4)), {"family": "IPv6"}, None),
+    ("outside", "raw", "NodePort", NoBackendAttempt("p", "raw", "icmp-unreachable", 0.001, None, (3, 3)), {"family": "IPv6"},
+     "the reject answer is ICMP 3/3, expected ICMP 1/4"),
+    # not routable: the owning node's stack resets a NodePort's SYN
+    ("outside", "raw", "NodePort", NoBackendAttempt("p", "raw", "reset", 0.001), {"routable": False}, None),
+    # hostns-only: a pod's connect() is per packet (reject: refused)
+    ("pod", "connect", "ClusterIP", NoBackendAttempt("p", "connect", "refused", 0.001, "ECONNREFUSED"), {"coverage": "Hostns-only"}, None),
+    ("pod", "connect", "ClusterIP", NoBackendAttempt("p", "connect", "refused", 0.001, "ECONNREFUSED"), {},
+     "connect() gave refused (ECONNREFUSED) after 0.00s; expected unreachable at once"),
+])
+def test_each_attempt_meets_the_rule_of_its_plane(client: str, access: str, frontend: str, attempt: NoBackendAttempt, kw: dict,
+                                                  want: str | None) -> None:
+    from pytest_kpr.judge.no_backend import attempt_problems
+
+    problems = attempt_problems(_ghost(**kw), attempt, client, access, frontend)
+    if want is None:
+        assert problems == []
+    else:
+        (p,) = problems
+        assert want in p, p

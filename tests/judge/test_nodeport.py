@@ -74,3 +74,12 @@ def test_the_observation_is_nodeport_json() -> None:
     assert _seen().to_json() == {"family": "IPv4", "node_ip": "172.18.0.3", "node_port": 30780, "http_code": 200, "curl_exit": 0,
                                  "iptables_lines": 0, "rule_lines": {"iptables-nft": 0, "iptables-legacy": 0, "ip6tables-nft": 0,
                                                                      "ip6tables-legacy": 0, "nft": 0}, "listen_sockets": 0, "service_id": 7}
+
+
+def test_the_nodeport_evidence_counts_what_names_the_port() -> None:
+    named = KIND_NAT.replace("COMMIT", "-A KUBE-NODEPORTS -p tcp --dport 30780 -j KUBE-EXT-X\nCOMMIT", 1)
+    socks = tuple(parse_ss("LISTEN 0      4096   0.0.0.0:30780 0.0.0.0:*\nLISTEN 0      4096   0.0.0.0:10250 0.0.0.0:*\n"))
+    n = NodePortObservation("IPv6", "w1", "fc00::3", 30780, 0, 7, views(named, legacy=None)["n1"], socks, (), None)
+    assert n.to_json() == {"family": "IPv6", "node_ip": "fc00::3", "node_port": 30780, "http_code": 0, "curl_exit": 7, "iptables_lines": 1,
+                           "rule_lines": {"iptables-nft": 1, "iptables-legacy": "unreadable", "ip6tables-nft": 0, "ip6tables-legacy": 0, "nft": 0},
+                           "listen_sockets": 1, "service_id": None}
