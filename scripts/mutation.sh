@@ -2,7 +2,7 @@
 # `make mutation`: mutation testing of the judgements, the datapath rules, the frontend-ownership model and
 # the health parsers (pyproject.toml [tool.mutmut]) against the fast, non-root tests that exercise them.
 # Prints the score and every surviving mutant; docs/contributing/mutation.md lists the survivors and why each is equivalent.
-# Not part of `make test` (about 3 minutes on 2 cores).
+# Not part of `make test` (about 6 minutes on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p kpr-artifacts
