@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..parse.addr import family_of, hp
-from .iptables import rule_line_problems, rule_view_problems
+from .iptables import port_rule_problems
 
 if TYPE_CHECKING:
     from ..parse import RuleDump, Service, Socket
@@ -60,8 +60,7 @@ def hostport_reach_problems(r: HostPortReach) -> list[str]:
 
 def hostport_rule_problems(n: HostPortNode) -> list[str]:
     """Every rule view read, and none naming the port."""
-    dumps = {n.node: n.rules}
-    return rule_view_problems(dumps) + rule_line_problems(dumps, str(n.host_port), "the hostPort")
+    return port_rule_problems(n.node, n.rules, n.host_port, "the hostPort")
 
 
 def hostport_frontend_problems(services: "Sequence[Any]", port: int, family: str = "IPv4") -> list[str]:

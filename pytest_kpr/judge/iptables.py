@@ -62,3 +62,9 @@ def rule_line_problems(dumps: "Mapping[str, Mapping[str, RuleDump | None]]", tok
                 sample = [line for line in d.lines if token in line][:2]
                 p.append(f"{node} ({view}): {n} lines name {what} {token}, e.g. {sample}")
     return p
+
+
+def port_rule_problems(node: str, views: "Mapping[str, RuleDump | None]", port: int, what: str) -> list[str]:
+    """One node's rule views: every one read, and none naming ``port`` (``what``: how the message names it)."""
+    dumps = {node: views}
+    return rule_view_problems(dumps) + rule_line_problems(dumps, str(port), what)

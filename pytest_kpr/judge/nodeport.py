@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..parse.addr import hp
 from ..rules.datapath import NODEPORT_WILDCARD
-from .iptables import rule_line_problems, rule_view_problems
+from .iptables import port_rule_problems
 
 if TYPE_CHECKING:
     from ..parse import RuleDump, Service, Socket
@@ -50,8 +50,7 @@ def nodeport_http_problems(n: NodePortObservation) -> list[str]:
 
 def nodeport_rule_problems(n: NodePortObservation) -> list[str]:
     """Every rule view read, and none naming the port."""
-    dumps = {n.node: n.dumps}
-    return rule_view_problems(dumps) + rule_line_problems(dumps, str(n.node_port), "the NodePort")
+    return port_rule_problems(n.node, n.dumps, n.node_port, "the NodePort")
 
 
 def nodeport_listener_problems(listeners: "Sequence[Socket]", port: int) -> list[str]:
