@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_kpr.suite import holds
+from pytest_kpr.model.upgrade import FlowVerdicts, Transition
 from pytest_kpr.scenarios.upgrade import in_family
 
 pytestmark = [
@@ -30,53 +31,51 @@ pytestmark = [
 
 
 @pytest.fixture(params=["upgrade", "downgrade"])
-def transition(request: pytest.FixtureRequest, upgrade_phase: Any) -> dict[str, Any]:
+def transition(request: pytest.FixtureRequest, upgrade_phase: Any) -> Transition:
     if upgrade_phase is None:
         pytest.skip("no upgrade in this run (pass --kpr-upgrade-to=VERSION)")
     found = [t for t in upgrade_phase["transitions"] if t["kind"] == request.param]
     if not found:
         pytest.skip(f"no {request.param} in this run" + (" (pass --kpr-downgrade)" if request.param == "downgrade" else ""))
-    return dict(found[0])
+    return Transition.from_record(found[0])
 
 
-def where(t: dict[str, Any], family: str | None = None) -> str:
+def where(t: Transition, family: str | None = None) -> str:
     """``upgrade 1.19.8 -> 1.20.2``, with `` (IPv6)`` for a family other than IPv4, as the flows are named."""
-    return in_family(f"{t['kind']} {t['from']} -> {t['to']}", family or "IPv4")
+    return in_family(f"{t.kind} {t.from_version} -> {t.to_version}", family or "IPv4")
 
 
-def family_part(transition: dict[str, Any], kpr_family: str) -> dict[str, Any]:
-    """The transition's flows and diff of one family: the flows whose path is of ``kpr_family``, its ID changes and lost
-    conntrack entries."""
-    flows = {name: f for name, f in transition["flows"].items() if f["path"].get("family", "IPv4") == kpr_family}
+def flows_of(transition: Transition, kpr_family: str) -> tuple[FlowVerdicts, ...]:
+    """The transition's flows of one family (none is a failure: the family's flows did not go through the roll)."""
+    flows = transition.flows_of(kpr_family)
     if not flows:
         pytest.fail(f"{where(transition, kpr_family)}: no flow of {kpr_family} went through the roll (upgrade.json has flows of "
-                    f"{', '.join(sorted({f['path'].get('family', 'IPv4') for f in transition['flows'].values()}))})")
-    empty = {"service_ids": [], "backend_ids": [], "ct_lost": []}
-    return {"flows": flows, "diff": transition["diff"]["families"].get(kpr_family, empty)}
+                    f"{', '.join(sorted({f.family for f in transition.flows}))})")
+    return flows
 
 
-def test_no_flow_was_reset_closed_or_stalled(transition: dict[str, Any], kpr_family: str) -> None:
-    broken = [p for f in family_part(transition, kpr_family)["flows"].values() for p in f["problems"]["broken"]]
+def test_no_flow_was_reset_closed_or_stalled(transition: Transition, kpr_family: str) -> None:
+    broken = [p for f in flows_of(transition, kpr_family) for p in f.broken]
     holds(broken, f"{where(transition, kpr_family)}: flows broke")
 
 
-def test_no_flow_saw_a_gap_longer_than_allowed(transition: dict[str, Any], upgrade_phase: Any, kpr_family: str) -> None:
-    long = [f"{p} (during {f['longest_gap_during'] or 'no agent restart on its path'})"
-            for f in family_part(transition, kpr_family)["flows"].values() for p in f["problems"]["gap"]]
+def test_no_flow_saw_a_gap_longer_than_allowed(transition: Transition, upgrade_phase: Any, kpr_family: str) -> None:
+    long = [f"{p} (during {f.longest_gap_during or 'no agent restart on its path'})" for f in flows_of(transition, kpr_family) for p in f.gap]
     holds(long, f"{where(transition, kpr_family)}: gaps over --kpr-max-gap={upgrade_phase['max_gap_s']:g} s")
 
 
-def test_no_service_or_backend_id_changed_or_was_reused(transition: dict[str, Any], kpr_family: str) -> None:
-    diff = family_part(transition, kpr_family)["diff"]
-    changed = diff["service_ids"] + diff["backend_ids"]
+def test_no_service_or_backend_id_changed_or_was_reused(transition: Transition, kpr_family: str) -> None:
+    flows_of(transition, kpr_family)
+    diff = transition.diff_of(kpr_family)
+    changed = list(diff.service_ids + diff.backend_ids)
     holds(changed[:10], f"{where(transition, kpr_family)}: IDs changed (connections can end up at the wrong backend, cf. PR #18119)")
 
 
-def test_the_flows_conntrack_entries_survive(transition: dict[str, Any], kpr_family: str) -> None:
-    lost = family_part(transition, kpr_family)["diff"]["ct_lost"]
-    holds(lost, f"{where(transition, kpr_family)}: the conntrack entries of these flows were gone after the roll (cf. #29667)")
+def test_the_flows_conntrack_entries_survive(transition: Transition, kpr_family: str) -> None:
+    flows_of(transition, kpr_family)
+    holds(list(transition.diff_of(kpr_family).ct_lost),
+          f"{where(transition, kpr_family)}: the conntrack entries of these flows were gone after the roll (cf. #29667)")
 
 
-def test_no_datapath_property_regressed(transition: dict[str, Any]) -> None:
-    reg = transition["diff"]["regressions"]
-    holds(reg, f"{where(transition)}: held before and not after")
+def test_no_datapath_property_regressed(transition: Transition) -> None:
+    holds(list(transition.regressions), f"{where(transition)}: held before and not after")

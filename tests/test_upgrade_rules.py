@@ -215,3 +215,21 @@ def test_every_removed_option_and_floor_quotes_its_source() -> None:
     for f in FLOORS:
         assert "cilium/cilium" in f.source or "#" in f.source, f
         assert "This Cilium version now requires" not in f.source.split("--")[0], f
+
+
+def test_a_transition_record_reads_as_typed_verdicts() -> None:
+    """model.upgrade.Transition: upgrade.json's transition as the suite judges it (a flow without a family is IPv4's; a
+    family without a diff has none)."""
+    from pytest_kpr.model.upgrade import FamilyDiff, FlowVerdicts, Transition
+
+    record = {"kind": "upgrade", "from": "1.19.8", "to": "1.20.2",
+              "flows": {"pod->ClusterIP": {"path": {}, "problems": {"broken": ["1 resets"], "gap": []}, "longest_gap_during": None},
+                        "pod->ClusterIP (IPv6)": {"path": {"family": "IPv6"}, "problems": {"broken": [], "gap": ["3.00 s > 1 s"]},
+                                                  "longest_gap_during": "fake-worker's restart"}},
+              "diff": {"families": {"IPv6": {"service_ids": ["a"], "backend_ids": [], "ct_lost": ["pod->ClusterIP (IPv6)"]}},
+                       "regressions": ["KubeProxyReplacement: True -> False"]}}
+    t = Transition.from_record(record)
+    assert (t.kind, t.from_version, t.to_version, t.regressions) == ("upgrade", "1.19.8", "1.20.2", ("KubeProxyReplacement: True -> False",))
+    assert t.flows_of("IPv4") == (FlowVerdicts("pod->ClusterIP", "IPv4", ("1 resets",), (), None),)
+    assert t.flows_of("IPv6") == (FlowVerdicts("pod->ClusterIP (IPv6)", "IPv6", (), ("3.00 s > 1 s",), "fake-worker's restart"),)
+    assert t.diff_of("IPv6") == FamilyDiff(("a",), (), ("pod->ClusterIP (IPv6)",)) and t.diff_of("IPv4") == FamilyDiff()
