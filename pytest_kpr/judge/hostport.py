@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..parse.addr import family_of, hp
-from .iptables import port_rule_problems
+from .iptables import port_rule_lines, port_rule_problems
 
 if TYPE_CHECKING:
     from ..parse import RuleDump, Service, Socket
@@ -26,10 +26,9 @@ class HostPortNode:
     second_pod: Mapping[str, Any]
 
     def to_json(self) -> dict[str, Any]:
-        port = str(self.host_port)
         return {"node": self.node, "host_port": self.host_port,
                 "listen_sockets": len([s for s in self.listeners if s.local_port == self.host_port]),
-                "rule_lines": {view: d.count_token(port) if d is not None else "unreadable" for view, d in self.rules.items()},
+                "rule_lines": port_rule_lines(self.rules, self.host_port),
                 "second_pod": dict(self.second_pod)}
 
 

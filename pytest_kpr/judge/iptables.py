@@ -68,3 +68,8 @@ def port_rule_problems(node: str, views: "Mapping[str, RuleDump | None]", port: 
     """One node's rule views: every one read, and none naming ``port`` (``what``: how the message names it)."""
     dumps = {node: views}
     return rule_view_problems(dumps) + rule_line_problems(dumps, str(port), what)
+
+
+def port_rule_lines(views: "Mapping[str, RuleDump | None]", port: int) -> dict[str, int | str]:
+    """The evidence's per-view count of lines naming ``port`` (``unreadable`` for a view whose tool is missing)."""
+    return {view: d.count_token(str(port)) if d is not None else "unreadable" for view, d in views.items()}

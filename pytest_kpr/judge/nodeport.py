@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..parse.addr import hp
 from ..rules.datapath import NODEPORT_WILDCARD
-from .iptables import port_rule_problems
+from .iptables import port_rule_lines, port_rule_problems
 
 if TYPE_CHECKING:
     from ..parse import RuleDump, Service, Socket
@@ -36,7 +36,7 @@ class NodePortObservation:
         port = str(self.node_port)
         return {"family": self.family, "node_ip": self.node_ip, "node_port": self.node_port, "http_code": self.http_code,
                 "curl_exit": self.curl_exit, "iptables_lines": sum(d.count_token(port) for d in self.dumps.values() if d is not None),
-                "rule_lines": {view: d.count_token(port) if d is not None else "unreadable" for view, d in self.dumps.items()},
+                "rule_lines": port_rule_lines(self.dumps, self.node_port),
                 "listen_sockets": len([s for s in self.listeners if s.local_port == self.node_port]),
                 "service_id": self.service_id}
 

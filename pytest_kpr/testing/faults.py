@@ -60,6 +60,14 @@ def declare(*faults: Fault) -> tuple[Fault, ...]:
     return faults
 
 
+def declared(name: str) -> Fault:
+    """The declaration of fault ``name``, or a ValueError of one line naming the known ones."""
+    fault = DECLARED.get(name)
+    if fault is None:
+        raise ValueError(f"no fake fault {name!r} (known: {', '.join(sorted(DECLARED))})")
+    return fault
+
+
 def by_property() -> dict[str, list[Fault]]:
     """The declared faults grouped by the property they break, each group by name."""
     out: dict[str, list[Fault]] = {}
@@ -83,9 +91,7 @@ class Faults:
     def __init__(self, **given: Any) -> None:
         checked = {}
         for name, value in given.items():
-            fault = DECLARED.get(name)
-            if fault is None:
-                raise ValueError(f"no fake fault {name!r} (known: {', '.join(sorted(DECLARED))})")
+            fault = declared(name)
             value = fault.check(value)
             if value != fault.default:
                 checked[name] = value
@@ -136,9 +142,7 @@ def check_faults(pairs: "tuple[tuple[str, object], ...]") -> tuple[tuple[str, ob
     a missing or wrong value is a ValueError of one line; a flag given without a value is True."""
     out = []
     for name, value in pairs:
-        fault = DECLARED.get(name)
-        if fault is None:
-            raise ValueError(f"no fake fault {name!r} (known: {', '.join(sorted(DECLARED))})")
+        fault = declared(name)
         if value is None:
             if not isinstance(fault.default, bool):
                 raise ValueError(f"fake fault {name} needs a value ({name}=VALUE)")
