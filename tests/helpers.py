@@ -118,3 +118,20 @@ def assert_the_rest_passed(result: pytest.RunResult, *, failed: int = 0, skipped
     n = selected(result)
     result.assert_outcomes(passed=n - failed - skipped - xfailed, failed=failed, skipped=skipped, xfailed=xfailed)
     return n
+
+
+def workflow_harness() -> Any:
+    """tests/workflows/run.py (the act harness), loaded by its path under a name of its own: a plain ``import run`` would
+    meet the tests/run/ package (the tests of pytest_kpr.run) first."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    name = "kpr_workflow_harness"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / "workflows" / "run.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]

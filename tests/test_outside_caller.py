@@ -17,11 +17,12 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from helpers import workflow_harness
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests" / "workflows"))
-import run as harness  # noqa: E402  (tests/workflows/run.py)
+harness = workflow_harness()  # tests/workflows/run.py
 
 pytestmark = pytest.mark.workflows
 

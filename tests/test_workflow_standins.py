@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from helpers import workflow_harness
+
 REPO = Path(__file__).resolve().parent.parent
 STANDINS = REPO / "tests" / "workflows" / "standins"
-sys.path.insert(0, str(REPO / "tests" / "workflows"))
-import run as harness  # noqa: E402
+harness = workflow_harness()  # tests/workflows/run.py
 
 
 def sh(script: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,7 @@ from . import markers
 from ..evidence import results
 from ..core.errors import MarkerError, NodeShellDisabled, SettingsError
 from .keys import KNOWN_GAP, KPR_RUN_NAME, KPR_SESSION, REQUIREMENT, SUITE
-from .session import KprSession
+from .session import PLUGIN_NAME, KprSession
 from ..run.settings import ProviderName, add_options, new_run_name, resolve
 
 pytest_plugins = ["pytest_kpr.plugin.fixtures"]
@@ -89,7 +89,8 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"pytest-kpr: {why}")
         if settings.sources.get("artifacts") == "default" and run_name:
             link_latest(settings.artifacts)
-    config.stash[KPR_SESSION] = KprSession(config, settings)
+    config.stash[KPR_SESSION] = session = KprSession(config, settings)
+    config.pluginmanager.register(session, PLUGIN_NAME)  # the run's own hooks (plugin.session)
     config.pluginmanager.register(ExitTrailer(config), "kpr-exit-trailer")
     if settings.provider is ProviderName.FAKE:  # the fake cluster is a provider like any other: it answers the hook
         config.pluginmanager.register(FakeProviderPlugin(), "kpr-fake-provider")
@@ -379,15 +380,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         kpr_session(config).start()
 
 
-def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
-    s = kpr_session(config)
-    if s.facts is not None:
-        return s.facts.header_lines()
-    if s.unavailable:
-        return [s.unavailable]
-    return []
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker(markers.KPR) is None and REQUIREMENT not in item.stash:
@@ -407,19 +399,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     gap = item.stash.get(KNOWN_GAP, None)
     if gap is not None and gap.applies(s.facts.cilium_version):
         item.add_marker(pytest.mark.xfail(reason=gap.xfail_reason(s.facts.cilium_version), strict=True))
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
-    """What each kpr test cost the cluster (setup, call and teardown), for the summary and cluster.json."""
-    if item.get_closest_marker(markers.KPR) is None:
-        return (yield)
-    s = kpr_session(item.config)
-    before = s.cost.copy()
-    try:
-        return (yield)
-    finally:
-        s.cost_per_test[item.nodeid] = s.cost.minus(before)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -573,14 +552,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(
             f"pytest-kpr: {s.deselected_kpr} kpr conformance tests not selected; run them with: pytest -m kpr"
         )
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: Any, error: Any) -> None:
-    """pytest-xdist controller: the workers collected (and deselected), so the hint below comes from them."""
-    s = node.config.stash.get(KPR_SESSION, None)
-    if s is not None:
-        s.deselected_kpr = max(s.deselected_kpr, int(getattr(node, "workeroutput", {}).get("kpr_deselected", 0)))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

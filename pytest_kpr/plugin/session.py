@@ -1,121 +1,51 @@
-"""KprSession: the plugin's state for one pytest run (provider, cluster, facts, namespaces, evidence dir).
+"""KprSession: the plugin's face of one run. The run itself is pytest-free (:class:`pytest_kpr.run.run.KprRun`); here it
+gets pytest as its host (:class:`PytestHost`: the terminal, ``pytest.exit``, the ``pytest_kpr_*`` hooks), and the plugin
+registers it as the plugin object ``kpr-session`` (as pytest-xdist registers its scheduler), whose hooks feed it what only
+pytest sees: each test's cost, the collection header, the xdist workers' counts.
 
-It provisions lazily: only when a selected ``kpr`` test (or a ``kpr_*`` fixture) needs a cluster. It
-cleans up at session end, also after a failure or Ctrl-C, and never deletes what it did not create.
+It provisions lazily: only when a selected ``kpr`` test (or a ``kpr_*`` fixture) needs a cluster. It cleans up at session
+end, also after a failure or Ctrl-C, and never deletes what it did not create.
 """
 
 from __future__ import annotations
 
-import json
-import secrets
-import shutil
+import contextlib
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, NoReturn
 
 import pytest
 
-from ..observe import readiness
-from ..cluster.facts import ClusterFacts
-from ..cluster.provider import ClusterHandle, Provider, SharedProvider
-from ..run.cost import Cost, CountingKube, CountingNodes
-from ..core.errors import KprError, ProvisioningError, Unavailable
-from ..k8s.api import KubeAPI
-from ..run.settings import IfUnavailable, ProviderName, Settings
-from ..evidence.runrecord import SETUP_PHASES, RunRecord
-from ..run.shared_run import SharedRun, read_parts, run_dir
+from ..cluster.provider import Provider
 from ..core.wait import Timeouts
-from ..core import clock
-from ..core.inputs import path_component
-from ..run.ownership import NAMESPACE_PREFIX, OWNER_LABEL, OWNER_VALUE, PRIVILEGED_NAMESPACES, RUN_LABEL, Ownership, RunObjectsKube
+from ..k8s.api import KubeAPI
+from ..run.ownership import NAMESPACE_PREFIX, OWNER_LABEL, OWNER_VALUE, PRIVILEGED_NAMESPACES, RUN_LABEL, RunObjectsKube
+from ..run.run import EXIT_INTERNAL, EXIT_PROVISIONING, EXIT_UNAVAILABLE, KprRun
+from ..run.settings import Settings
+from . import markers
 
-__all__ = ["KprSession", "NAMESPACE_PREFIX", "OWNER_LABEL", "OWNER_VALUE", "PRIVILEGED_NAMESPACES", "RUN_LABEL", "RunObjectsKube"]
+__all__ = ["EXIT_INTERNAL", "EXIT_PROVISIONING", "EXIT_UNAVAILABLE", "KprSession", "NAMESPACE_PREFIX", "OWNER_LABEL", "OWNER_VALUE",
+           "PLUGIN_NAME", "PRIVILEGED_NAMESPACES", "PytestHost", "RUN_LABEL", "RunObjectsKube"]
 
-#: Exit status of ``pytest -m kpr`` when the environment cannot run the suites (no Docker, no kind, ...).
-EXIT_UNAVAILABLE = 4
-#: Exit status when provisioning or readiness failed.
-EXIT_PROVISIONING = 3
-#: Exit status when pytest-kpr itself failed before the suites (a bug, not a verdict on the machine or the cluster):
-#: EX_SOFTWARE of sysexits.h, so CI can tell a crash from exit 3 and 4 (pytest's own INTERNALERROR is also 3).
-EXIT_INTERNAL = 70
+#: the name the run is registered under: ``config.pluginmanager.get_plugin("kpr-session")`` is another plugin's way to it
+PLUGIN_NAME = "kpr-session"
 
 
+class PytestHost:
+    """pytest as the run's host (:class:`pytest_kpr.run.run.RunHost`)."""
 
-class KprSession:
-    def __init__(self, config: pytest.Config, settings: Settings):
+    def __init__(self, config: pytest.Config):
         self.config = config
-        self.settings = settings
-        self.timeouts = Timeouts().scaled(settings.timeout_scale)
-        self.run_id = secrets.token_hex(4)
-        self.failed_tests = 0
-        #: a failure's bundle, by the exception (a module fixture's error fails each of its tests with the same one)
-        self.bundles: dict[int, tuple[Path, str]] = {}
-        #: every agent's drop counters at the last reading (after the facts, then at each failure), by node
-        self.drop_counters: dict[str, Any] = {}
-        self.drops_since = "the run began"
-        #: the clock the run's waits and the evidence's durations ran on: "real", or "virtual" (the fake cluster's)
-        self.clock_kind = "real"
-        #: the message of the run's own exit, once the terminal showed it (pytest's trailer is then left out)
-        self.exit_shown: str | None = None
-        #: pytest's exit status as the session ends (results.json records it), and where results.json went
-        self.exit_status: int | None = None
-        self.results_file: Path | None = None
-        #: settles exit_status from the run's outcomes (the plugin's rule: a run that judged nothing exits 5); called once,
-        #: by settle_exit_status, before results.json is written with it
-        self.settle_exit: Callable[[], None] | None = None
-        #: "SIGTERM" when the run was ended by it (plugin._end_cleanly_on_sigterm); Ctrl-C shows as exit status 2
-        self.interrupted_by: str | None = None
-        self.provider: Provider | None = None
-        self.handle: ClusterHandle | None = None
-        self.facts: ClusterFacts | None = None
-        self.unavailable: str | None = None
-        self.failed: str | None = None
-        self.deselected_kpr = 0
-        self.selected_kpr = 0
-        self.collection_failed = False
-        #: called at the end while the cluster still exists (report.txt reads the current state)
-        self.before_cleanup: list[Callable[[], None]] = []
-        #: per property: outcomes of its tests (for the terminal summary)
-        self.outcomes: dict[str, list[str]] = {}
-        self._evidence: Any = None
-        self._started = False
-        self._stopped = False
-        #: what the run cost the cluster (pytest_kpr.run.cost), in total and per test node id
-        self.cost = Cost()
-        self.cost_per_test: dict[str, Cost] = {}
-        #: every kpr test's outcome with its property, for results.json
-        self.test_results: list[dict[str, str]] = []
-        #: a pytest-xdist worker shares one cluster with the run's other workers (pytest_kpr.run.shared_run)
-        self.shared: SharedRun | None = None
-        self.joined: str | None = None  # "provisioned" or "attached"
-        wi = getattr(config, "workerinput", None)
-        if wi is not None and wi.get("testrunuid"):
-            self.shared = SharedRun(run_dir(settings.artifacts, wi["testrunuid"]), wi["workerid"], int(wi["workercount"]))
-        #: on the xdist controller: the merged figures and evidence dir of the workers (merge_workers)
-        self.merged_figures: dict[str, str] | None = None
-        self.merged_evidence_dir: Path | None = None
-        #: what ran and how far it got, phase by phase: cluster.json from the first moment (pytest_kpr.evidence.runrecord)
-        self.record = RunRecord(self._run_meta())
-        #: whose cluster objects are this run's, and their removal (pytest-free: pytest_kpr.run.ownership)
-        self.ownership = Ownership(settings, self.run_id, self.timeouts, self.progress)
+        self.rootpath = Path(config.rootpath)
+        self.arguments = [str(a) for a in config.invocation_params.args]
+        self.workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
 
-    def _run_meta(self) -> dict[str, Any]:
-        from .. import __version__
-        from ..evidence.runrecord import git_sha
-
-        s = self.settings
-        return {"id": self.run_id, "plugin_version": __version__, "git_sha": git_sha(self.config.rootpath),
-                "arguments": [str(a) for a in self.config.invocation_params.args], "provider": str(s.provider),
-                "requested": {"cilium_version": s.cilium_version, "profile": s.profile, "node_image": s.node_image or None,
-                              "upgrade_to": s.upgrade_to}}
-
-    # -- output -------------------------------------------------------------------------------------
+    def _terminal(self) -> Any:
+        return self.config.pluginmanager.get_plugin("terminalreporter")
 
     def progress(self, line: str) -> None:
-        """A progress line on the terminal as it happens, also while a test's fixtures run under output capture (as
-        pytest's live logging does): a long wait (an install, an upgrade's roll) never leaves the terminal still."""
-        import contextlib
-
-        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        """On the terminal as it happens, also while a test's fixtures run under output capture (as pytest's live logging
+        does): a long wait (an install, an upgrade's roll) never leaves the terminal still."""
+        tr = self._terminal()
         if tr is None:
             return
         capman = self.config.pluginmanager.get_plugin("capturemanager")
@@ -124,480 +54,66 @@ class KprSession:
             tr.ensure_newline()
             tr.write_line(f"[kpr] {line}")
 
-    # -- lifecycle ----------------------------------------------------------------------------------
-
-    def _kube_factory(self) -> Callable[[Path | None, str | None], KubeAPI]:
-        def factory(kubeconfig: Path | None, context: str | None) -> KubeAPI:
-            custom = self.config.hook.pytest_kpr_kube_client(config=self.config, kubeconfig=kubeconfig, context=context)
-            if custom is not None:
-                return custom  # type: ignore[no-any-return]
-            from ..k8s.client import RealKube
-
-            return RealKube(kubeconfig, context)
-
-        return factory
-
-    def _make_provider(self) -> Provider:
-        custom = self.config.hook.pytest_kpr_provider(
-            config=self.config, settings=self.settings, timeouts=self.timeouts, kube_factory=self._kube_factory()
-        )
-        if custom is not None:
-            return custom  # type: ignore[no-any-return]
-        if self.settings.provider is ProviderName.FAKE:  # hooks.FakeProviderPlugin answers the hook above
-            raise KprError("--kpr-provider=fake: the fake cluster's plugin is not registered (it is, by pytest_configure)")
-        if self.settings.provider is ProviderName.EXISTING:
-            from ..cluster.existing import ExistingProvider
-
-            return ExistingProvider(self.settings.provider_config(), self._kube_factory(), self.create_namespace)
-        from ..cluster.kind import KindProvider
-
-        return KindProvider(self.settings.provider_config(), self.timeouts, self._kube_factory())
-
-    def start(self) -> None:
-        """Provision (or attach), wait for the datapath, read the facts. Idempotent.
-
-        On an environment that cannot run the suites: exit with one line (or remember the reason to
-        skip, with ``--kpr-if-unavailable=skip``). On a provisioning failure: clean up, then exit.
-        """
-        if self._started:
-            return
-        self._started = True
-        provider = self._make_provider()
-        self.provider = provider
-        # the fake cluster's time is virtual: the run's waits share it (a real cluster keeps the real clock)
-        clock.install(getattr(provider, "clock", None) or clock.REAL)
-        self.clock_kind = clock.current().kind
-        self.record.begin("preflight")
-        try:
-            provider.preflight()
-        except Unavailable as e:
-            self.record.end(str(e))
-            self._write_record()
-            if self.settings.if_unavailable is IfUnavailable.SKIP:
-                self.unavailable = f"kpr cluster unavailable: {e}"
-                self.progress(f"{e}; skipping kpr tests (--kpr-if-unavailable=skip)")
-                return
-            if self._report_unavailable(e):
-                n = len(e.problems)
-                self.exit(f"pytest-kpr: cannot run the kpr suites here ({n} problem{'s' if n > 1 else ''} above)", EXIT_UNAVAILABLE)
-            self.exit(f"pytest-kpr: cannot run the kpr suites here: {e}", EXIT_UNAVAILABLE)
-        except Exception as e:  # noqa: BLE001 - anything else from the preflight is pytest-kpr's own failure
-            self._crash("preflight", e)
-        try:
-            self.record.begin("provision")
-            self._write_record()
-            if hasattr(provider, "on_phase"):
-                provider.on_phase = self._phase  # type: ignore[attr-defined]  # kind: "install" before its helm install
-            handle = self._provision_or_attach(provider)
-            handle.kube = CountingKube(handle.kube, self.cost)  # type: ignore[assignment]
-            s = self.settings
-            handle.kube = self.ownership.bind(handle.kube)
-            if hasattr(handle.nodes, "kube"):  # the node shells are the run's pods too (its pull secret, its labels)
-                handle.nodes.kube = handle.kube  # type: ignore[attr-defined]
-            if s.no_node_shell:
-                from ..cluster.nodeshell import NoNodeShell
-
-                handle.nodes = NoNodeShell()  # type: ignore[assignment]
-            handle.nodes = CountingNodes(handle.nodes, self.cost)  # type: ignore[assignment]
-            self.handle = handle
-            if self.fixed_namespace is not None:  # named, so it must exist: checked before any wait, in one line
-                self.create_namespace("check")
-            from ..observe.agent import locate_agents
-
-            self._phase("readiness")
-            where = locate_agents(self.handle.kube, self.settings.cilium_namespace)
-            self.progress(f"waiting for the Cilium datapath (every agent of {where} Ok, KubeProxyReplacement True)")
-            states = readiness.wait_ready(self.handle.kube, self.timeouts, self.progress)
-            self._phase("facts")
-            self.facts = readiness.read_facts(self.handle, states, self.timeouts.EXEC)
-            self._write_cluster_json()
-            self._refuse_kernels_below_the_floor(self.facts)
-            self._refuse_a_profile_that_did_not_take(self.facts)
-            self.drop_counters = readiness.drop_baseline(states)  # a failure's drops rise from here (read with the status)
-            self._phase("suites")
-        except KprError as e:
-            self.failed = str(e)
-            self._setup_failed(str(e))
-            self.stop()
-            self.exit(f"pytest-kpr: {e}", EXIT_PROVISIONING)
-        except Exception as e:  # noqa: BLE001 - not a KprError: pytest-kpr's own failure, never a setup verdict
-            phase = self.record.current["phase"] if self.record.current else "provision"
-            self.stop()
-            self._crash(phase, e)
-        except BaseException as e:
-            self.record.end(f"interrupted: {self.interrupted_by or type(e).__name__}")
-            self.stop()
-            self._write_record()  # cluster.json says the phase was interrupted, not still running
-            raise
-
-    def _crash(self, phase: str, e: BaseException) -> None:
-        """pytest-kpr failed in ``phase`` with an exception it did not expect: the phase is recorded as crashed (never as
-        ok, never as a cluster failure), the traceback goes to ``crash.txt`` beside cluster.json, and the run ends with
-        one line and EXIT_INTERNAL."""
-        import traceback
-
-        what = f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
-        where = ""
-        try:
-            d = self.evidence_dir
-            d.mkdir(parents=True, exist_ok=True)
-            (d / "crash.txt").write_text("".join(traceback.format_exception(type(e), e, e.__traceback__)))
-            where = f"; traceback in {d / 'crash.txt'}"
-        except OSError:
-            pass
-        if self.record.current:
-            self.record.end(f"crashed: {what}")
-        self._write_record()
-        self.exit(f"pytest-kpr: internal error during {phase} ({what}): a bug in pytest-kpr, not a verdict on this machine or "
-                  f"cluster (exit status {EXIT_INTERNAL}){where}", EXIT_INTERNAL)
-
-    def exit(self, message: str, returncode: int) -> None:
-        """End the run with ``message`` as its last word and ``returncode``: written by the terminal reporter (red), and
-        without pytest's ``! _pytest.outcomes.Exit: ... !`` trailer repeating it (hooks.ExitTrailer)."""
-        tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        if tr is not None:
-            tr.ensure_newline()
-            for line in message.splitlines():
-                tr.write_line(line, red=True, bold=True)
-            self.exit_shown = message
-        pytest.exit(message, returncode=returncode)
-
-    def _phase(self, name: str) -> None:
-        self.record.begin(name)
-        self._write_record()
-
-    def _setup_failed(self, error: str) -> None:
-        """A phase before the suites failed: record it, and collect what explains it while the cluster still exists."""
-        phase = self.record.current["phase"] if self.record.current else "provision"
-        self.record.end(error)
-        if phase in SETUP_PHASES:
-            from ..observe.diagnose import setup_bundle
-
-            dest = self.evidence_dir / "setup-failure"
-            try:
-                files = setup_bundle(self.provider, self.handle, self.settings, dest, self.timeouts.EXEC, self.progress)
-                self.progress(f"{phase} failed: {len(files)} diagnostic files under {dest}")
-            except Exception as e:  # noqa: BLE001 - the diagnosis must not hide the failure it explains
-                self.progress(f"could not collect the diagnostics of the failed {phase}: {e}")
-        self._write_record()
-
-    def _provision_or_attach(self, provider: Provider) -> ClusterHandle:
-        """Without xdist: provision. A worker: the first to take the run's lock provisions, the others attach."""
-        if self.shared is None:
-            return provider.provision(self.progress)
-        if not isinstance(provider, SharedProvider):
-            raise KprError(f"provider {provider.name} cannot be shared by pytest-xdist workers (it has no share/attach); run without -n")
-        got: list[ClusterHandle] = []
-
-        def provision() -> dict[str, Any]:
-            got.append(provider.provision(self.progress))
-            return provider.share(got[0])
-
-        def attach(shared: dict[str, Any]) -> None:
-            got.append(provider.attach(shared, self.progress))
-
-        self.joined = self.shared.join(provision, attach)
-        return got[0]
-
-    def _refuse_a_profile_that_did_not_take(self, facts: ClusterFacts) -> None:
-        """The profile's promised settings are read back from the agents; one that does not show stops the run."""
-        from ..judge.profiles import profile_problems
-
-        problems = profile_problems(self.settings.profile, facts)
-        if problems:
-            raise ProvisioningError("; ".join(problems) + " (clusters/profiles/" + self.settings.profile + ".yaml did not take effect)")
-
-    def _refuse_kernels_below_the_floor(self, facts: ClusterFacts) -> None:
-        """A node whose kernel is below the Cilium version's floor (clusters/kernels.yaml) stops the run: one line per node."""
-        if self.settings.clusters_dir is None or not (self.settings.clusters_dir / "kernels.yaml").is_file():
-            return
-        from ..rules.kernels import KernelTable
-
-        problems = KernelTable.load(self.settings.clusters_dir / "kernels.yaml").floor_problems(
-            facts.cilium_version, {n.name: n.kernel for n in facts.nodes})
-        if problems:
-            raise KprError("; ".join(problems))
-
-    def reread_facts(self) -> ClusterFacts:
-        """After Cilium changed under the run (an upgrade): wait for the datapath again and read the facts anew."""
-        assert self.handle is not None
-        states = readiness.wait_ready(self.handle.kube, self.timeouts, self.progress)
-        self.facts = readiness.read_facts(self.handle, states, self.timeouts.EXEC)
-        self._write_cluster_json()
-        return self.facts
-
-    def _report_unavailable(self, e: Unavailable) -> bool:
-        """A short first line, then one line per missing piece with how to get it. False without a terminal."""
-        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+    def show_exit(self, message: str) -> bool:
+        """The run's last word, red, by the terminal reporter; pytest's ``! _pytest.outcomes.Exit: ... !`` trailer then does
+        not repeat it (hooks.ExitTrailer)."""
+        tr = self._terminal()
         if tr is None:
             return False
-        n = self.selected_kpr
         tr.ensure_newline()
-        tr.write_line(f"[kpr] {n} kpr test{'s' if n != 1 else ''} selected, but this machine cannot run them "
-                      f"(exit status {EXIT_UNAVAILABLE}; --kpr-if-unavailable=skip skips them instead):", red=True)
-        for problem in e.problems:
+        for line in message.splitlines():
+            tr.write_line(line, red=True, bold=True)
+        return True
+
+    def exit(self, message: str, returncode: int) -> NoReturn:
+        pytest.exit(message, returncode=returncode)
+
+    def report_problems(self, first_line: str, problems: list[str]) -> bool:
+        tr = self._terminal()
+        if tr is None:
+            return False
+        tr.ensure_newline()
+        tr.write_line(f"[kpr] {first_line}", red=True)
+        for problem in problems:
             tr.write_line(f"[kpr]   - {problem}")
         return True
 
-    @property
-    def evidence_dir(self) -> Path:
-        """``<artifacts>/<cluster>``: one directory of evidence per cluster."""
-        planned = getattr(self.provider, "cluster_name", None) if self.provider is not None else None
-        name = self.handle.name if self.handle is not None else planned or self.settings.cluster_name
-        return self.settings.artifacts / path_component(str(name))
+    def kube_client(self, kubeconfig: Path | None, context: str | None) -> KubeAPI | None:
+        return self.config.hook.pytest_kpr_kube_client(config=self.config, kubeconfig=kubeconfig, context=context)  # type: ignore[no-any-return]
 
-    @property
-    def evidence(self) -> Any:
-        if self._evidence is None:
-            from ..evidence import Evidence
+    def provider(self, settings: Settings, timeouts: Timeouts,
+                 kube_factory: Callable[[Path | None, str | None], KubeAPI]) -> Provider | None:
+        return self.config.hook.pytest_kpr_provider(  # type: ignore[no-any-return]
+            config=self.config, settings=settings, timeouts=timeouts, kube_factory=kube_factory)
 
-            self._evidence = Evidence(self.evidence_dir, defer_report=self.shared is not None)
-        return self._evidence
 
-    def _write_record(self) -> None:
-        """cluster.json before the facts are known: the run record, the provider and the requested versions (kpr matrix
-        shows such a column by what was asked for). Never raises: the record must not break the run it records."""
-        if self.facts is not None:
-            return self._write_cluster_json()
-        if self.shared is not None and self.joined == "attached":
-            return  # the worker that provisions writes it
+class KprSession(KprRun):
+    """The run with pytest as its host, and the plugin object ``kpr-session``: the hooks below are the run's own."""
+
+    def __init__(self, config: pytest.Config, settings: Settings):
+        self.config = config
+        super().__init__(settings, PytestHost(config))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[Any]:
+        """What each kpr test cost the cluster (setup, call and teardown), for the summary and cluster.json."""
+        if item.get_closest_marker(markers.KPR) is None:
+            return (yield)
+        before = self.cost.copy()
         try:
-            d = self.evidence_dir
-            d.mkdir(parents=True, exist_ok=True)
-            s = self.settings
-            data = {"provider": getattr(self.provider, "name", str(s.provider)), "cilium_version": s.cilium_version,
-                    "profile": s.profile, "nodes": [], **self.record.to_json()}
-            (d / "cluster.json").write_text(json.dumps(data, indent=2) + "\n")
-        except OSError as e:
-            self.progress(f"could not write cluster.json: {e}")
-        return None
-
-    def _write_cluster_json(self) -> None:
-        """The cluster's facts and the run record; at the end of the run also what the run cost (written again then)."""
-        assert self.facts is not None
-        d = self.evidence_dir
-        d.mkdir(parents=True, exist_ok=True)
-        data = {**self.facts.to_json(), "profile": self.settings.profile, **self.record.to_json(),
-                "clock": self.clock_kind}  # "virtual": the durations in the evidence are the fake's time, not the machine's
-        if self._stopped:
-            worst = sorted(self.cost_per_test.items(), key=lambda kv: -kv[1].commands)[:5]
-            data["cost"] = {"run": self.cost.to_json(), "tests": len(self.cost_per_test),
-                            "most_commands": [{"test": k, **v.to_json()} for k, v in worst]}
-        (d / "cluster.json").write_text(json.dumps(data, indent=2) + "\n")
-
-    def stop(self) -> None:
-        """Delete the namespaces this run created, then let the provider remove its cluster. Idempotent. The real
-        clock is the project's again afterwards."""
-        if self._stopped:
-            return
-        self._stopped = True
-        try:
-            self._stop()
+            return (yield)
         finally:
-            clock.install(clock.REAL)
+            self.cost_per_test[item.nodeid] = self.cost.minus(before)
 
-    def _stop(self) -> None:
-        if self._started and not self.unavailable and self.record.failed() is None:
-            self.record.begin("cleanup")
-        for fn in self.before_cleanup:
-            try:
-                fn()
-            except (KprError, AssertionError) as e:
-                self.progress(f"end-of-run evidence failed: {e}")
-        self.ownership.end()
-        if self.shared is not None and self.joined is not None:
-            self._write_part()  # the controller writes cluster.json, report.txt and the summary for the run
-            self.shared.leave(self._teardown)  # the last worker out tears down
-            return
-        if self.facts is not None:  # the run's whole cost, cleanup included (the summary line shows the same)
-            try:
-                self._write_cluster_json()
-                self._write_results(self.evidence_dir, self.outcomes, self._evidence.figures if self._evidence else {}, self.test_results)
-            except OSError as e:
-                self.progress(f"could not write cluster.json with the run's cost: {e}")
-        self._teardown()
+    def pytest_report_collectionfinish(self, config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+        """The cluster's facts under pytest's collection line (or why there is no cluster)."""
+        if self.facts is not None:
+            return self.facts.header_lines()
+        if self.unavailable:
+            return [self.unavailable]
+        return []
 
-    def results_run(self, facts: dict[str, Any] | None = None) -> dict[str, Any]:
-        """results.json's ``run``: what the results are about, and how the run ended."""
-        from datetime import datetime, timezone
-
-        from .. import __version__
-
-        f = facts if facts is not None else (self.facts.to_json() if self.facts is not None else {})
-        kernels = sorted({n.get("kernel", "") for n in f.get("nodes", []) if n.get("kernel")})
-        return {"finished": datetime.now(timezone.utc).isoformat(timespec="seconds"), "plugin_version": __version__, "id": self.run_id,
-                "cilium_version": f.get("cilium_version") or self.settings.cilium_version, "kernels": kernels,
-                "profile": self.settings.profile, "ip_families": list(self.settings.ip_families), "exit_status": self.exit_status,
-                "clock": self.clock_kind,
-                # pytest's 0 (passed), 1 (a test failed) and 5 (nothing judged) are runs that ended on their own
-                "complete": self.exit_status in (0, 1, 5) and self.interrupted_by is None,
-                "interrupted_by": self.interrupted_by or ("Ctrl-C" if self.exit_status == 2 else None)}
-
-    def settle_exit_status(self) -> None:
-        """The run's exit status decided from its outcomes, once (:attr:`settle_exit`)."""
-        fn, self.settle_exit = self.settle_exit, None
-        if fn is not None:
-            fn()
-
-    def _write_results(self, d: Path, outcomes: dict[str, list[str]], figures: dict[str, str], tests: list[dict[str, str]],
-                       facts: dict[str, Any] | None = None) -> None:
-        """results.json, written once, with the status the run ends with: the run it is about, the verdict, counts and
-        figure of every property, and every test's outcome (kpr matrix reads it)."""
-        from ..evidence.results import results_json
-
-        self.settle_exit_status()
-        if outcomes:
-            d.mkdir(parents=True, exist_ok=True)
-            data = results_json(outcomes, figures, tests, self.results_run(facts))
-            (d / "results.json").write_text(json.dumps(data, indent=2) + "\n")
-            self.results_file = d / "results.json"
-
-    def note_failure(self) -> None:
-        """A kpr test failed or errored: the cluster's own logs are collected before it is deleted (_teardown)."""
-        self.failed_tests += 1
-        if self.shared is not None:  # the worker that tears down may not be the one that saw the failure
-            try:
-                self.shared.dir.mkdir(parents=True, exist_ok=True)
-                (self.shared.dir / f"failed-{self.shared.worker}").touch()
-            except OSError:
-                pass
-
-    def _run_failed(self) -> bool:
-        return bool(self.failed or self.failed_tests or (self.shared is not None and any(self.shared.dir.glob("failed-*"))))
-
-    def _teardown(self) -> None:
-        self._teardown_provider()
-        if self.record.current is not None and self.record.current["phase"] == "cleanup":
-            self.record.end()
-            if self.shared is None and (self.evidence_dir / "cluster.json").is_file():
-                self._write_record()
-
-    def _teardown_provider(self) -> None:
-        collect = getattr(self.provider, "collect_logs", None)
-        if collect is not None and self._run_failed():
-            try:  # before the cluster goes: afterwards there is nothing to read
-                collect(self.evidence_dir / "cluster-logs", self.progress)
-            except KprError as e:
-                self.progress(f"could not collect the cluster's logs: {e}")
-        if self.provider is not None:
-            try:
-                self.provider.teardown(self.progress)
-            except KprError as e:
-                self.progress(f"teardown failed: {e}")
-
-    def _write_part(self) -> None:
-        assert self.shared is not None
-        ev = self._evidence
-        self.shared.write_part({
-            "worker": self.shared.worker, "joined": self.joined, "evidence_dir": str(self.evidence_dir), "record": self.record.to_json(),
-            "facts": self.facts.to_json() if self.facts is not None else None,
-            "outcomes": self.outcomes, "figures": dict(ev.figures) if ev is not None else {}, "tests": self.test_results,
-            "report": ev.report if ev is not None and ev.report is not None else None,
-            "cost": self.cost.to_json(), "cost_per_test": {k: v.to_json() for k, v in self.cost_per_test.items()},
-        })
-
-    def merge_workers(self, testrunuid: str) -> None:
-        """On the xdist controller, after the workers finished: one summary, one report.txt and one
-        cluster.json from every worker's part; a teardown the last worker did not do (it died) is done here."""
-        d = run_dir(self.settings.artifacts, testrunuid)
-        if not d.is_dir():
-            return
-        parts = read_parts(d)
-        state = SharedRun(d, "controller", 0).read() or {}
-        for part in parts:
-            for prop, outs in part["outcomes"].items():
-                self.outcomes.setdefault(prop, []).extend(outs)
-            self.test_results.extend(part.get("tests", []))
-            self.merged_figures = {**(self.merged_figures or {}), **part["figures"]}
-            for k, v in part["cost"].items():
-                if k != "commands":
-                    setattr(self.cost, k, getattr(self.cost, k) + v)
-            for test, c in part["cost_per_test"].items():
-                self.cost_per_test[test] = Cost(**{k: v for k, v in c.items() if k != "commands"})
-        with_facts = [p for p in parts if p["facts"] is not None]
-        if with_facts:
-            self.merged_evidence_dir = Path(with_facts[0]["evidence_dir"])
-            self.merged_evidence_dir.mkdir(parents=True, exist_ok=True)
-            from ..evidence import Evidence
-            from ..run.shared_run import merge_report
-
-            reports = [p["report"] for p in parts if p["report"] is not None]
-            if reports:
-                Evidence(self.merged_evidence_dir).write_report(merge_report(reports))
-            worst = sorted(self.cost_per_test.items(), key=lambda kv: -kv[1].commands)[:5]
-            provisioner = next((p for p in parts if p.get("joined") == "provisioned"), with_facts[0])
-            data = {**with_facts[0]["facts"], "profile": self.settings.profile, **(provisioner.get("record") or {}), "cost": {
-                "run": self.cost.to_json(), "tests": len(self.cost_per_test),
-                "most_commands": [{"test": k, **v.to_json()} for k, v in worst],
-                "workers": {p["worker"]: p["cost"] for p in parts}},
-                "xdist": {"workers": [p["worker"] for p in parts], "provisioned_by": state.get("provisioned_by"),
-                          "torn_down_by": state.get("torn_down_by")}}
-            (self.merged_evidence_dir / "cluster.json").write_text(json.dumps(data, indent=2) + "\n")
-            self._write_results(self.merged_evidence_dir, self.outcomes, self.merged_figures or {}, self.test_results, with_facts[0]["facts"])
-        if "shared" in state and not state.get("torn_down", True):
-            self._teardown_for_dead_worker(state)
-        shutil.rmtree(d, ignore_errors=True)
-        try:
-            d.parent.rmdir()  # .kpr-xdist, if no other run uses it
-        except OSError:
-            pass
-
-    def _teardown_for_dead_worker(self, state: dict[str, Any]) -> None:
-        missing = sorted(set(state.get("joined", [])) - set(state.get("left", [])))
-        self.progress(f"worker(s) {', '.join(missing) or '?'} ended without leaving the run's cluster: tearing it down from the controller")
-        try:
-            provider = self._make_provider()
-            provider.preflight()
-            if isinstance(provider, SharedProvider):
-                provider.attach(state["shared"], self.progress)
-                provider.teardown(self.progress)
-        except (KprError, Unavailable) as e:
-            self.progress(f"teardown failed: {e}")
-
-    # -- the run's objects (pytest_kpr.run.ownership) -----------------------------------------------
-
-    @property
-    def namespaces(self) -> list[str]:
-        return self.ownership.namespaces
-
-    @property
-    def run_objects(self) -> RunObjectsKube | None:
-        return self.ownership.run_objects
-
-    @property
-    def fixed_namespace(self) -> str | None:
-        return self.ownership.fixed_namespace
-
-    def owns_namespace(self, name: str) -> bool:
-        return self.ownership.owns_namespace(name)
-
-    def create_namespace(self, purpose: str, privileged: bool = False) -> str:
-        return self.ownership.create_namespace(purpose, privileged)
-
-    def track_cluster_object(self, obj: dict[str, Any]) -> None:
-        self.ownership.track_cluster_object(obj)
-
-    def end_namespace(self, namespace: str, made: list[tuple[str, str, str]]) -> None:
-        self.ownership.end_namespace(namespace, made)
-
-    # -- for the report -----------------------------------------------------------------------------
-
-    def header(self) -> list[str]:
-        s = self.settings
-        src = " (pinned in clusters/versions.yaml)" if s.sources.get("cilium_version") == "pins" else ""
-        if s.provider is ProviderName.FAKE:
-            faults = ", ".join(f"{n}={v!r}" if v is not True else n for n, v in s.fake_faults) or "none"
-            return [f"kpr: provider fake (an in-memory cluster), Cilium {s.cilium_version}, profile {s.profile}{self._families()}, "
-                    f"faults: {faults}, artifacts {s.artifacts}",
-                    "kpr: THIS IS A DRY RUN: the fake cluster answers from pytest-kpr's own rules; nothing about a real datapath is tested"]
-        where = f"kubeconfig {s.kubeconfig or '$KUBECONFIG'}" if s.provider is ProviderName.EXISTING else f"kind cluster {s.cluster_name}"
-        cilium = "" if s.provider is ProviderName.EXISTING else f", Cilium {s.cilium_version}{src}"
-        return [f"kpr: provider {s.provider} ({where}){cilium}, profile {s.profile}{self._families()}, artifacts {s.artifacts}"]
-
-    def _families(self) -> str:
-        """The header's word on the families the family-dependent suites run for, when it is more than IPv4."""
-        fams = self.settings.ip_families
-        return "" if tuple(fams) == ("IPv4",) else f", families {'+'.join(fams)}"
-
-    def describe(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "namespaces": list(self.namespaces)}
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """pytest-xdist controller: the workers collected (and deselected), so the 'not selected' hint comes from them."""
+        self.deselected_kpr = max(self.deselected_kpr, int(getattr(node, "workeroutput", {}).get("kpr_deselected", 0)))

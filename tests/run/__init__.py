@@ -1,0 +1,1 @@
+"""Tests of pytest_kpr.run: the run without pytest."""
