@@ -230,3 +230,48 @@ def test_the_mutation_selection_runs_a_table_test_of_every_judge() -> None:
     tables = PKG.parent / "tests" / "judge"
     untabled = [j for j in judges if not (tables / f"test_{j}.py").exists() or f"pytest_kpr.judge.{j}" not in imports(tables / f"test_{j}.py")]
     assert untabled == [], f"judges without their table test in tests/judge/: {untabled}"
+
+
+# -- one evidence sink --------------------------------------------------------------------------------------------------
+
+#: modules outside evidence/ that may write files, and why: none of them writes evidence
+FILE_WRITERS_NOT_EVIDENCE = {
+    "run/shared_run.py": "the xdist workers' shared state and parts (.kpr-xdist), removed when the run ends",
+    "run/run.py": "the marker a worker leaves when one of its tests failed (.kpr-xdist)",
+    "cli/probe_image.py": "the probe image's build context, a directory the user names",
+}
+
+
+def file_writes(path: Path) -> list[str]:
+    """The calls in ``path`` that write a file: ``.write_text``/``.write_bytes``/``.touch``, ``open`` with a writing mode,
+    ``shutil.copy*``, ``os.open``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        mode = next((a.value for a in node.args[1:2] if isinstance(a, ast.Constant)), "r")
+        owner = getattr(f.value, "id", "") if isinstance(f, ast.Attribute) else ""
+        if name in ("write_text", "write_bytes", "touch") or (owner == "shutil" and name.startswith(("copy", "move"))) or (
+                name == "open" and owner == "os") or (
+                name == "open" and isinstance(mode, str) and set(mode) & set("wax+")):
+            found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def test_evidence_files_are_written_by_the_evidence_sink_alone() -> None:
+    """Every evidence file -- the lab's JSON files, cluster.json, results.json, report.txt, a failure's snapshot, the setup
+    diagnostics, crash.txt, the Helm values -- is written through pytest_kpr.evidence (Evidence.write, put_text)."""
+    writers = {str(p.relative_to(PKG)): w for p in sorted(PKG.rglob("*.py"))
+               if p.relative_to(PKG).parts[0] != "evidence" and (w := file_writes(p))}
+    unexplained = {m: w for m, w in writers.items() if m not in FILE_WRITERS_NOT_EVIDENCE}
+    assert unexplained == {}, f"files written around the evidence sink (pytest_kpr.evidence.store.put_text): {unexplained}"
+    assert sorted(writers) == sorted(FILE_WRITERS_NOT_EVIDENCE), "a listed writer writes no file any more: drop it from the list"
+
+
+def test_a_write_around_the_sink_is_found(tmp_path: Path) -> None:
+    mod = tmp_path / "m.py"
+    mod.write_text("import os, shutil\ndef f(p):\n    p.write_text('x')\n    open(p, 'w')\n    open(p)\n    shutil.copy(p, p)\n"
+                   "    os.open(p, 0)\n    p.read_text()\n    d.copy()\n")
+    assert file_writes(mod) == ["write_text:3", "open:4", "copy:6", "open:7"]

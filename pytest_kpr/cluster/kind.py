@@ -274,9 +274,9 @@ def save_values(helm: Tool, kubeconfig: Path | None, dest: Path, context: str | 
     """``helm get values cilium -o yaml`` into ``dest`` (kept with the run's evidence: what the upgrade carried over)."""
     import yaml
 
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(yaml.safe_dump(cilium.helm_get_values(helm, kubeconfig, context), sort_keys=True))
-    return dest
+    from ..evidence.store import put_text
+
+    return put_text(dest, yaml.safe_dump(cilium.helm_get_values(helm, kubeconfig, context), sort_keys=True))
 
 
 def default_env_kubeconfig() -> Path | None:

@@ -21,6 +21,14 @@ REPORT_KEYS = (
 )
 
 
+def put_text(path: Path, text: str) -> Path:
+    """The one writer of an evidence file (its directory made as needed): every file of a run's evidence is written here,
+    by :class:`Evidence` or by the diagnostics (tests/test_layers.py holds the rest of the package to it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
 @dataclass
 class Evidence:
     dir: Path
@@ -33,9 +41,8 @@ class Evidence:
     report: dict[str, str] | None = None
 
     def write(self, name: str, data: dict[str, Any]) -> Path:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        p = self.dir / name
-        p.write_text(json.dumps(data, indent=2) + "\n")
+        """A JSON evidence file (cluster.json and results.json too: the run writes them here)."""
+        p = put_text(self.dir / name, json.dumps(data, indent=2) + "\n")
         if name not in self.written:
             self.written.append(name)
         return p
@@ -60,10 +67,7 @@ class Evidence:
         self.report = {k: str(values.get(k, "n/a")) for k in REPORT_KEYS}
         if self.defer_report:
             return None
-        self.dir.mkdir(parents=True, exist_ok=True)
-        p = self.dir / "report.txt"
-        p.write_text("".join(f"{k}={self.report[k]}\n" for k in REPORT_KEYS))
-        return p
+        return put_text(self.dir / "report.txt", "".join(f"{k}={self.report[k]}\n" for k in REPORT_KEYS))
 
 
 def family_file(name: str, family: str) -> str:
@@ -76,4 +80,4 @@ def write_sections(dest: Path, sections: dict[str, str]) -> None:
     """A failure's snapshot's text (:class:`pytest_kpr.observe.diagnose.FailureSnapshot`), one file per section under ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
     for title, text in sections.items():
-        (dest / (re.sub(r"[^A-Za-z0-9_.-]+", "-", title).strip("-") + ".txt")).write_text(text)
+        put_text(dest / (re.sub(r"[^A-Za-z0-9_.-]+", "-", title).strip("-") + ".txt"), text)

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from .agent import agent_pods, agents
 from ..cluster import agents as _where
 from ..cluster.provider import ClusterHandle
+from ..evidence.store import put_text
 from ..k8s.api import KubeAPI, pod_ready
 
 #: lines of each Cilium pod's log kept (the end: the error is usually last)
@@ -26,10 +27,7 @@ LOG_LINES = 300
 
 
 def _write(dest: Path, name: str, text: str, files: list[Path]) -> None:
-    dest.mkdir(parents=True, exist_ok=True)
-    path = dest / name
-    path.write_text(text if text.endswith("\n") or not text else text + "\n")
-    files.append(path)
+    files.append(put_text(dest / name, text if text.endswith("\n") or not text else text + "\n"))
 
 
 def _tail(text: str, n: int = LOG_LINES) -> str:

@@ -6,7 +6,6 @@ cleans up at session end, also after a failure or Ctrl-C, and never deletes what
 
 from __future__ import annotations
 
-import json
 import secrets
 import shutil
 from pathlib import Path
@@ -298,9 +297,10 @@ class KprRun:
         what = f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
         where = ""
         try:
+            from ..evidence.store import put_text
+
             d = self.evidence_dir
-            d.mkdir(parents=True, exist_ok=True)
-            (d / "crash.txt").write_text("".join(traceback.format_exception(type(e), e, e.__traceback__)))
+            put_text(d / "crash.txt", "".join(traceback.format_exception(type(e), e, e.__traceback__)))
             where = f"; traceback in {d / 'crash.txt'}"
         except OSError:
             pass
@@ -402,6 +402,13 @@ class KprRun:
             self._evidence = Evidence(self.evidence_dir, defer_report=self.shared is not None)
         return self._evidence
 
+    def _sink(self, d: Path) -> Any:
+        """The one writer of the run's evidence files (pytest_kpr.evidence.Evidence.write): the run's own for its
+        evidence directory, a new one for the xdist controller's merged directory."""
+        from ..evidence import Evidence
+
+        return self._evidence if self._evidence is not None and self._evidence.dir == d else Evidence(d)
+
     def _write_record(self) -> None:
         """cluster.json before the facts are known: the run record, the provider and the requested versions (kpr matrix
         shows such a column by what was asked for). Never raises: the record must not break the run it records."""
@@ -411,11 +418,10 @@ class KprRun:
             return  # the worker that provisions writes it
         try:
             d = self.evidence_dir
-            d.mkdir(parents=True, exist_ok=True)
             s = self.settings
-            data = {"provider": getattr(self.provider, "name", str(s.provider)), "cilium_version": s.cilium_version,
-                    "profile": s.profile, "nodes": [], **self.record.to_json()}
-            (d / "cluster.json").write_text(json.dumps(data, indent=2) + "\n")
+            self._sink(d).write("cluster.json", {"provider": getattr(self.provider, "name", str(s.provider)),
+                                                 "cilium_version": s.cilium_version, "profile": s.profile, "nodes": [],
+                                                 **self.record.to_json()})
         except OSError as e:
             self.progress(f"could not write cluster.json: {e}")
         return None
@@ -424,14 +430,17 @@ class KprRun:
         """The cluster's facts and the run record; at the end of the run also what the run cost (written again then)."""
         assert self.facts is not None
         d = self.evidence_dir
-        d.mkdir(parents=True, exist_ok=True)
         data = {**self.facts.to_json(), "profile": self.settings.profile, **self.record.to_json(),
                 "clock": self.clock_kind}  # "virtual": the durations in the evidence are the fake's time, not the machine's
         if self._stopped:
-            worst = sorted(self.cost_per_test.items(), key=lambda kv: -kv[1].commands)[:5]
-            data["cost"] = {"run": self.cost.to_json(), "tests": len(self.cost_per_test),
-                            "most_commands": [{"test": k, **v.to_json()} for k, v in worst]}
-        (d / "cluster.json").write_text(json.dumps(data, indent=2) + "\n")
+            data["cost"] = self._cost_record()
+        self._sink(d).write("cluster.json", data)
+
+    def _cost_record(self) -> dict[str, Any]:
+        """cluster.json's ``cost``: the run's, how many tests, and the five tests with the most commands."""
+        worst = sorted(self.cost_per_test.items(), key=lambda kv: -kv[1].commands)[:5]
+        return {"run": self.cost.to_json(), "tests": len(self.cost_per_test),
+                "most_commands": [{"test": k, **v.to_json()} for k, v in worst]}
 
     def stop(self) -> None:
         """Delete the namespaces this run created, then let the provider remove its cluster. Idempotent. The real
@@ -495,10 +504,7 @@ class KprRun:
 
         self.settle_exit_status()
         if outcomes:
-            d.mkdir(parents=True, exist_ok=True)
-            data = results_json(outcomes, figures, tests, self.results_run(facts))
-            (d / "results.json").write_text(json.dumps(data, indent=2) + "\n")
-            self.results_file = d / "results.json"
+            self.results_file = self._sink(d).write("results.json", results_json(outcomes, figures, tests, self.results_run(facts)))
 
     def note_failure(self) -> None:
         """A kpr test failed or errored: the cluster's own logs are collected before it is deleted (_teardown)."""
@@ -565,22 +571,17 @@ class KprRun:
         with_facts = [p for p in parts if p["facts"] is not None]
         if with_facts:
             self.merged_evidence_dir = Path(with_facts[0]["evidence_dir"])
-            self.merged_evidence_dir.mkdir(parents=True, exist_ok=True)
-            from ..evidence import Evidence
-            from ..run.shared_run import merge_report
+            from .shared_run import merge_report
 
             reports = [p["report"] for p in parts if p["report"] is not None]
             if reports:
-                Evidence(self.merged_evidence_dir).write_report(merge_report(reports))
-            worst = sorted(self.cost_per_test.items(), key=lambda kv: -kv[1].commands)[:5]
+                self._sink(self.merged_evidence_dir).write_report(merge_report(reports))
             provisioner = next((p for p in parts if p.get("joined") == "provisioned"), with_facts[0])
             data = {**with_facts[0]["facts"], "profile": self.settings.profile, **(provisioner.get("record") or {}), "cost": {
-                "run": self.cost.to_json(), "tests": len(self.cost_per_test),
-                "most_commands": [{"test": k, **v.to_json()} for k, v in worst],
-                "workers": {p["worker"]: p["cost"] for p in parts}},
+                **self._cost_record(), "workers": {p["worker"]: p["cost"] for p in parts}},
                 "xdist": {"workers": [p["worker"] for p in parts], "provisioned_by": state.get("provisioned_by"),
                           "torn_down_by": state.get("torn_down_by")}}
-            (self.merged_evidence_dir / "cluster.json").write_text(json.dumps(data, indent=2) + "\n")
+            self._sink(self.merged_evidence_dir).write("cluster.json", data)
             self._write_results(self.merged_evidence_dir, self.outcomes, self.merged_figures or {}, self.test_results, with_facts[0]["facts"])
         if "shared" in state and not state.get("torn_down", True):
             self._teardown_for_dead_worker(state)
