@@ -21,16 +21,19 @@ control plane's tables, not a datapath.
 from __future__ import annotations
 
 import random
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
-from pytest_kpr.suite import eventually, Evidence, holds, hp, KprSession, Lab, load_known_gaps, WaitTimeout
+from pytest_kpr.suite import eventually, Evidence, holds, KprSession, Lab, load_known_gaps, WaitTimeout
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 
+from pytest_kpr.judge.shared_vip import (appeared_problems, claim_problems, follow_up_problems, health_problems, ordering_problems,
+                                         owner_serving_problems, swap_problems)
+from pytest_kpr.model.shared_vip import Generated, GeneratedStep, PortSwap
 from pytest_kpr.rules.lbmodel import Event, LbModel, Op, Variant
-from pytest_kpr.scenarios.sharedvip import CONFLICT, REFLECTOR_MODULE, Record, SharedVip, Skip, frontend_key
+from pytest_kpr.scenarios.sharedvip import Record, SharedVip, SharedVipEvidence, Skip, frontend_key
 
 pytestmark = [
     pytest.mark.kpr(property="shared VIP", evidence="sharedvip.json",
@@ -49,10 +52,10 @@ def shared(lab: Lab, probe: Lab, kpr_session: KprSession) -> SharedVip:
 
 
 @pytest.fixture(scope="module")
-def report(evidence: Evidence) -> Iterator[dict[str, Any]]:
-    data: dict[str, Any] = {}
+def report(evidence: Evidence) -> Iterator[SharedVipEvidence]:
+    data = SharedVipEvidence()
     yield data
-    evidence.write("sharedvip.json", data)
+    evidence.write("sharedvip.json", data.to_json())
 
 
 WAYS = ["external-ips", "lb-ipam"]
@@ -66,27 +69,23 @@ def _selected_ways(request: pytest.FixtureRequest) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def scenarios(request: pytest.FixtureRequest, shared: SharedVip, report: dict[str, Any], evidence: Evidence, kpr_property: str) -> Iterator[dict[str, Record | str]]:
+def scenarios(request: pytest.FixtureRequest, shared: SharedVip, report: SharedVipEvidence, evidence: Evidence, kpr_property: str) -> Iterator[dict[str, Record | str]]:
     """Every selected way up to the claim, then all the owners deleted and their claimants watched together
     (one settle window for all). A way that cannot be made here maps to the reason."""
-    out: dict[str, Record | str] = {}
+    out = report.ways
     for way in _selected_ways(request):
         try:
             out[way] = shared.prepare(way)
         except Skip as e:
             out[way] = str(e)
-            report[way] = {"skipped": str(e)}
     recs = [r for r in out.values() if isinstance(r, Record)]
     if recs:
         shared.release(recs)
     yield out
-    for way, rec in out.items():
-        if isinstance(rec, Record):
-            report[way] = rec.to_json()
-            claim, gone = rec.get("claim"), rec.get("owner-deleted")
-            late = next((s for s in rec.steps if s["step"] == "late-look"), None)
-            appeared = f"after {late['seconds_after_deletion']} s (late)" if late and late["appeared"] else gone["appeared_by_itself"]
-            evidence.figure(kpr_property, f"claimant rejected, owner HTTP {claim['owner_http']}; appeared by itself: {appeared}")
+    for rec in recs:
+        late = rec.late
+        appeared = f"after {late.seconds_after_deletion} s (late)" if late and late.appeared else rec.release.appeared_by_itself
+        evidence.figure(kpr_property, f"claimant rejected, owner HTTP {rec.claim.owner_http}; appeared by itself: {appeared}")
 
 
 @pytest.fixture(params=WAYS)
@@ -110,29 +109,15 @@ def looked_late(scenario: Record, scenarios: dict[str, Record | str], shared: Sh
 
 
 def test_claimant_is_rejected_while_the_owner_holds_the_vip(scenario: Record) -> None:
-    claim = scenario.get("claim")
-    fe80, fe81 = frontend_key(scenario.vip, 80), frontend_key(scenario.vip, 81)
-    assert claim["owner_of_vip"] and claim["owner_of_vip"].split("/")[1].startswith("vip-owner"), (
-        f"shared VIP ({scenario.way}): while the owner exists {fe80} belongs to {claim['owner_of_vip']}; the claimant must be rejected: {claim['frontends']}"
-    )
-    assert claim["frontends"].get(fe81, {}).get("service", "").split("/")[-1].startswith("vip-claimant"), (
-        f"shared VIP ({scenario.way}): a rejected upsert changes nothing, so the claimant keeps {fe81}: {claim['frontends']}"
-    )
+    holds(claim_problems(scenario.claim, scenario.fe(80), scenario.fe(81)), f"shared VIP ({scenario.way})")
 
 
 def test_the_conflict_is_visible_in_the_agents_health(scenario: Record) -> None:
-    h = scenario.get("claim")["health"]
-    missing = []
-    if not h["degraded"]:
-        missing.append(f"plain `cilium-dbg status` shows no degraded module (Modules Health {h['tally']})")
-    if not h["error_seen"]:
-        missing.append(f"`db/show health` has no Degraded {REFLECTOR_MODULE} row whose Error says '{CONFLICT}' ({h['reflector']})")
-    holds(missing, f"shared VIP ({scenario.way}): the rejected claim is not visible in the agent's health")
+    holds(health_problems(scenario.claim.health), f"shared VIP ({scenario.way}): the rejected claim is not visible in the agent's health")
 
 
 def test_the_owner_keeps_serving_during_the_conflict(scenario: Record) -> None:
-    code = scenario.get("claim")["owner_http"]
-    assert code == 200, f"shared VIP ({scenario.way}): the owner's {hp(scenario.vip, 80)} answered HTTP {code} during the conflict"
+    holds(owner_serving_problems(scenario.claim, scenario.vip), f"shared VIP ({scenario.way})")
 
 
 def model_variant(kpr_session: KprSession, cilium_version: str) -> Variant:
@@ -142,40 +127,29 @@ def model_variant(kpr_session: KprSession, cilium_version: str) -> Variant:
     return Variant.CILIUM_1_18 if gap.applies(cilium_version) else Variant.REQUEUE
 
 
-def test_claim_before_release_in_one_window_ends_as_the_model_predicts(shared: SharedVip, kpr_session: KprSession, report: dict[str, Any]) -> None:
+def test_claim_before_release_in_one_window_ends_as_the_model_predicts(shared: SharedVip, kpr_session: KprSession, report: SharedVipEvidence) -> None:
     assert kpr_session.facts is not None
-    result = shared.claim_before_release(model_variant(kpr_session, kpr_session.facts.cilium_version))
-    report["claim-before-release"] = result
-    assert result["observed_owner"] == result["predicted_owner"], (
-        f"shared VIP ordering: claim then release {result['gap_ms']} ms apart; the model ({result['variant']}) predicts owner "
-        f"{result['predicted_owner']}, the agent shows {result['observed_owner']}; events {result['events']}"
-    )
+    report.ordering = shared.claim_before_release(model_variant(kpr_session, kpr_session.facts.cilium_version))
+    holds(ordering_problems(report.ordering), "shared VIP ordering")
 
 
 @pytest.fixture(scope="module")
-def port_swap(shared: SharedVip, kpr_session: KprSession, report: dict[str, Any]) -> dict[str, Any]:
+def port_swap(shared: SharedVip, kpr_session: KprSession, report: SharedVipEvidence) -> PortSwap:
     assert kpr_session.facts is not None
-    result = shared.port_swap(model_variant(kpr_session, kpr_session.facts.cilium_version))
-    report["port-swap"] = result
-    return result
+    report.port_swap = shared.port_swap(model_variant(kpr_session, kpr_session.facts.cilium_version))
+    return report.port_swap
 
 
-def _mismatches(steps: list[dict[str, Any]]) -> list[str]:
-    return [f"{s['step']}: the model says {s['model']}, the agent shows {s['agent']}" for s in steps if not s["match"]]
-
-
-def test_a_port_swap_ends_as_the_model_predicts(port_swap: dict[str, Any]) -> None:
+def test_a_port_swap_ends_as_the_model_predicts(port_swap: PortSwap) -> None:
     """Two services swapping ports on one VIP: each upsert is rejected while the other holds the port it
     wants, so both keep their old frontend (both variants: no release, nothing to re-queue)."""
-    bad = _mismatches(port_swap["steps"][:2])
-    holds(bad, f"shared VIP port swap ({port_swap['variant']}, VIP {port_swap['vip']})")
+    holds(swap_problems(port_swap.steps[PortSwap.SWAP]), f"shared VIP port swap ({port_swap.variant}, VIP {port_swap.vip})")
 
 
-def test_the_release_first_handoff_recovers_a_port_swap(port_swap: dict[str, Any]) -> None:
+def test_the_release_first_handoff_recovers_a_port_swap(port_swap: PortSwap) -> None:
     """Release first, then claim: s0 moves to a free port, s1 gets a follow-up event and takes s0's old
     port, s0 takes s1's old port; every frontend ends Done with the right owner and no conflict left."""
-    bad = _mismatches(port_swap["steps"][2:])
-    holds(bad, f"shared VIP port swap recovery ({port_swap['variant']}, VIP {port_swap['vip']})")
+    holds(swap_problems(port_swap.steps[PortSwap.HANDOFF]), f"shared VIP port swap recovery ({port_swap.variant}, VIP {port_swap.vip})")
 
 
 PORTS = [90, 91, 92]
@@ -213,7 +187,7 @@ def interesting(events: list[tuple[str, str, list[int]]]) -> bool:
     return False
 
 
-def test_generated_upserts_and_deletes_end_as_the_model_predicts(shared: SharedVip, kpr_session: KprSession, report: dict[str, Any]) -> None:
+def test_generated_upserts_and_deletes_end_as_the_model_predicts(shared: SharedVip, kpr_session: KprSession, report: SharedVipEvidence) -> None:
     """A Hypothesis-generated sequence (seeded by --kpr-seed, printed, replayable) that contains a rejected
     claim whose owner is later deleted. Each event is applied, then the agent is polled until it matches
     the model's prediction for the sequence so far (which also keeps events in separate windows)."""
@@ -226,8 +200,7 @@ def test_generated_upserts_and_deletes_end_as_the_model_predicts(shared: SharedV
                   settings=settings(database=None, phases=[Phase.generate], max_examples=2000, suppress_health_check=list(HealthCheck)),
                   random=random.Random(s.seed))
     predictions = model_of(events, vip, lab.ns, variant)
-    trace: list[dict[str, Any]] = []
-    report["generated"] = {"seed": s.seed, "variant": variant.value, "sequence": [list(e) for e in events], "steps": trace}
+    report.generated = run = Generated(s.seed, variant.value, tuple((op, name, tuple(ports)) for op, name, ports in events))
     live: set[str] = set()
     for i, ((op, name, ports), m) in enumerate(zip(events, predictions, strict=True)):
         if op == "upsert":
@@ -241,19 +214,20 @@ def test_generated_upserts_and_deletes_end_as_the_model_predicts(shared: SharedV
             lab.kube.delete("Service", name, lab.ns)
             live.discard(name)
         want = {a: m.owner(a) for a in addrs if m.owner(a)}
-        trace.append({"op": op, "service": name, "ports": ports, "model": want})
+        run.steps.append(GeneratedStep(op, name, tuple(ports), want))
 
         def observe() -> dict[str, str]:
-            return {a: f["service"] for a, f in shared.frontends(addrs).items() if f["status"] == "Done"}
+            return {a: f.service for a, f in shared.frontends(addrs).items() if f.status == "Done"}
 
         try:
             eventually(observe, until=lambda got, want=want: got == want, timeout=lab.t.DATAPATH_CONVERGENCE, first_after=lab.t.LB_FIRST_LOOK,
                        what=f"the agent's owners of {vip}:{PORTS} to match the model after event {i}")
         except WaitTimeout as e:
-            trace[-1]["cluster"] = observe()
+            seen = observe()
+            run.steps[-1] = GeneratedStep(op, name, tuple(ports), want, seen)
             pytest.fail(
                 f"shared VIP model vs cluster (seed {s.seed}, --kpr-seed={s.seed} replays it): sequence {events}; after event {i} "
-                f"the model ({variant.value}) says {want}, the agent {trace[-1]['cluster']} ({e})", pytrace=False)
+                f"the model ({variant.value}) says {want}, the agent {seen} ({e})", pytrace=False)
     for name in sorted(live):
         lab.kube.delete("Service", name, lab.ns)
 
@@ -262,26 +236,9 @@ def test_generated_upserts_and_deletes_end_as_the_model_predicts(shared: SharedV
 def test_claimant_frontend_appears_after_the_owner_is_deleted(looked_late: Record) -> None:
     """Runs after the module's other tests: a late look is made (a settle window after the watch) before
     any follow-up update, so a claimant that appears after the settle window is told from one that never does."""
-    scenario = looked_late
-    gone = scenario.get("owner-deleted")
-    marks = gone["marks"]
-    why = (f"Cilium had processed the deletion {marks['processed']}s after it (owner's frontend gone, marker {gone['marker']} Done), "
-           f"then {gone['settle_seconds']}s more were watched" if gone["ended_by"] == "settled" else
-           f"the watch timed out before Cilium showed it had processed the deletion (seen: {sorted(marks)})")
-    late = next((s for s in scenario.steps if s["step"] == "late-look"), None)
-    if late is not None and late["appeared"]:
-        pytest.fail(f"shared VIP ({scenario.way}): the claimant's {hp(scenario.vip, 80)} appeared after {late['seconds_after_deletion']}s, later than "
-                    f"the settle window: not within {gone['watched_seconds']}s after the owner was deleted ({why}), but by a later look; "
-                    f"longer than Cilium's coalescing needs (--kpr-settle={gone['settle_seconds']})", pytrace=False)
-    assert gone["appeared_by_itself"], (
-        f"shared VIP ({scenario.way}): the claimant's {hp(scenario.vip, 80)} did not appear within {gone['watched_seconds']}s after the owner was deleted; "
-        f"{why}; nor by a later look at {late['seconds_after_deletion'] if late else '-'}s (last seen: {late['frontend'] if late else gone['last']})"
-    )
+    holds(appeared_problems(looked_late.vip, looked_late.release, looked_late.late), f"shared VIP ({looked_late.way})")
 
 
 def test_a_follow_up_claimant_update_installs_the_frontend_done_and_serving(looked_late: Record, shared: SharedVip) -> None:
-    scenario = looked_late
-    shared.follow_up(scenario)
-    f = scenario.get("follow-up")
-    assert f["installed"], f"shared VIP ({scenario.way}): after a follow-up update the claimant still does not own {hp(scenario.vip, 80)}: {f['frontend']}"
-    assert f["frontend"]["status"] == "Done" and f["http"] == 200, f"shared VIP ({scenario.way}): installed but {f}"
+    shared.follow_up(looked_late)
+    holds(follow_up_problems(looked_late.vip, looked_late.follow_up), f"shared VIP ({looked_late.way})")

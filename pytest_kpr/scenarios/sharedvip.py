@@ -18,6 +18,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..judge.shared_vip import CONFLICT, REFLECTOR_MODULE
+from ..model.shared_vip import (Claim, FollowUp, Frontend, Generated, Health, LateLook, Ordering, Owned, Owners, PortSwap, Release,
+                                SwapStep)
 from ..observe.lab import WEB_TARGET, Lab, LabError
 from ..rules.lbmodel import Event, LbModel, Op, Variant
 from ..parse import L3n4
@@ -27,9 +30,6 @@ from ..core.wait import WaitTimeout, eventually
 from ..core import clock
 
 SHARING_KEY = "lbipam.cilium.io/sharing-key"
-#: the module whose health a frontend conflict degrades, and the error text (pytest_kpr.rules.datapath FORMAT_RULES)
-REFLECTOR_MODULE = "loadbalancer-reflectors"
-CONFLICT = "frontend already owned by another service"
 BUMP = "kpr.cilium.io/bump"
 #: how often the release watch reads db/show frontends (one reflector batching window)
 #: the shortest pause between two reads of a watch (1% of the 1 s settle read spacing)
@@ -45,29 +45,50 @@ class Skip(Exception):
 
 @dataclass
 class Record:
+    """One way's scenario as it went: each step's typed observation (pytest_kpr.model.shared_vip) and when it was made."""
     way: str
     owner: str = ""  # namespace/name
     claimant: str = ""
     vip: str = ""
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    owned: Owned | None = None
+    claimed: Claim | None = None
+    released: Release | None = None
+    late: LateLook | None = None
+    followed: FollowUp | None = None
     start: float = field(default_factory=clock.monotonic)
+    #: step name -> seconds after the start, in the order the steps were made (sharedvip.json's order)
+    seconds: dict[str, float] = field(default_factory=dict)
 
-    def step(self, name: str, **obs: Any) -> dict[str, Any]:
-        entry = {"step": name, "seconds": round(clock.monotonic() - self.start, 3), **obs}
-        self.steps.append(entry)
-        return entry
+    STEPS = {"owner": "owned", "claim": "claimed", "owner-deleted": "released", "late-look": "late", "follow-up": "followed"}
 
-    def get(self, name: str) -> dict[str, Any]:
-        for s in self.steps:
-            if s["step"] == name:
-                return s
-        raise LabError(f"the scenario stopped before step {name!r}")
+    def step(self, name: str, observation: Any) -> None:
+        setattr(self, self.STEPS[name], observation)
+        self.seconds[name] = round(clock.monotonic() - self.start, 3)
+
+    def _need(self, name: str) -> Any:
+        got = getattr(self, self.STEPS[name])
+        if got is None:
+            raise LabError(f"the scenario stopped before step {name!r}")
+        return got
+
+    @property
+    def claim(self) -> Claim:
+        return self._need("claim")  # type: ignore[no-any-return]
+
+    @property
+    def release(self) -> Release:
+        return self._need("owner-deleted")  # type: ignore[no-any-return]
+
+    @property
+    def follow_up(self) -> FollowUp:
+        return self._need("follow-up")  # type: ignore[no-any-return]
 
     def fe(self, port: int) -> str:
         return frontend_key(self.vip, port)
 
     def to_json(self) -> dict[str, Any]:
-        return {"way": self.way, "vip": self.vip, "steps": self.steps}
+        return {"way": self.way, "vip": self.vip,
+                "steps": [{"step": n, "seconds": t, **getattr(self, self.STEPS[n]).to_json()} for n, t in self.seconds.items()]}
 
 
 @dataclass
@@ -78,15 +99,15 @@ class _Watch:
     marks: dict[str, float] = field(default_factory=dict)
     ended_by: str | None = None
     ended_at: float | None = None
-    last: dict[str, Any] = field(default_factory=dict)
+    last: Frontend | None = None
 
-    def see(self, cur: dict[str, Any], now: float, marker_done: float | None, settle: float) -> None:
+    def see(self, cur: Frontend | None, now: float, marker_done: float | None, settle: float) -> None:
         self.last = cur
-        if cur.get("service") == self.rec.claimant and cur.get("status") == "Done":
+        if cur is not None and cur.service == self.rec.claimant and cur.status == "Done":
             self.marks["appeared"] = now
             self.ended_by, self.ended_at = "appeared", now
             return
-        if "owner_gone" not in self.marks and cur.get("service") != self.rec.owner:
+        if "owner_gone" not in self.marks and (cur is None or cur.service != self.rec.owner):
             self.marks["owner_gone"] = now
         if marker_done is not None:
             self.marks.setdefault("marker_done", marker_done)
@@ -124,25 +145,25 @@ class SharedVip:
 
     # -- reading the agent ---------------------------------------------------------------------------
 
-    def frontends(self, addrs: list[str] | None = None) -> dict[str, dict[str, Any]]:
-        """``db/show frontends`` on the client node: address -> {service, status, error}."""
+    def frontends(self, addrs: list[str] | None = None) -> dict[str, Frontend]:
+        """``db/show frontends`` on the client node: address -> its Frontend."""
         return self._frontends(self.lab.agent(self.lab.client_node).frontends(), addrs)
 
     @staticmethod
-    def _frontends(table: list[Any], addrs: list[str] | None) -> dict[str, dict[str, Any]]:
+    def _frontends(table: list[Any], addrs: list[str] | None) -> dict[str, Frontend]:
         out = {}
         for f in table:
             key = str(L3n4(f.address.ip, f.address.port, f.address.proto or "TCP", f.address.internal))
             if addrs is None or key in addrs:
-                out[key] = {"service": f.service, "status": f.status, "error": f.error}
+                out[key] = Frontend(f.service, f.status, f.error)
         return out
 
-    def health(self, addrs: list[str] | None = None) -> dict[str, Any]:
+    def health(self, addrs: list[str] | None = None) -> tuple[Health, dict[str, Frontend]]:
         """The conflict as the agent shows it (pytest_kpr.rules.datapath FORMAT_RULES): the degraded count from plain
         ``status`` (``Modules Health: Stopped(N) Degraded(N) OK(N)``), and the error text from ``db/show health``
         (the load-balancer reflector's row: Message "Failure processing services", the conflict in Error).
         ``shown_by`` says which of the two showed it. With ``addrs``, those frontends are read in the same
-        exec (under ``frontends``)."""
+        exec (returned beside the health; else no frontends)."""
         agent = self.lab.agent(self.lab.client_node)
         views = agent.read("status_text", "db_health", "status_verbose", *(["frontends"] if addrs is not None else []))
         plain, db_health, verbose_text = views[:3]
@@ -153,16 +174,16 @@ class SharedVip:
         shown_by = (["status: Modules Health Degraded"] if tally and tally["degraded"] else []) + \
             (["db/show health: " + errors[0].id] if errors else [])
         verbose = modules_health(verbose_text)
-        return {"tally": tally, "degraded": tally["degraded"] if tally else None, "error_seen": bool(errors),
-                "reflector": [{"id": s.id, "level": s.level, "message": s.message, "error": s.error} for s in reflector],
-                "shown_by": shown_by,
-                # what --verbose showed (recorded, not judged): a tally only after PR #46739, and never the error text
-                "verbose": {"tally": verbose is not None and verbose.degraded is not None,
-                            "degraded_leaves": [f"{leaf.id}: {leaf.message}" for leaf in verbose.degraded_leaves] if verbose else []},
-                **({"frontends": self._frontends(views[3], addrs)} if addrs is not None else {})}
+        health = Health(tally=tally, error_seen=bool(errors),
+                        reflector=tuple({"id": s.id, "level": s.level, "message": s.message, "error": s.error} for s in reflector),
+                        shown_by=tuple(shown_by),
+                        # what --verbose showed (recorded, not judged): a tally only after PR #46739, and never the error text
+                        verbose={"tally": verbose is not None and verbose.degraded is not None,
+                                 "degraded_leaves": [f"{leaf.id}: {leaf.message}" for leaf in verbose.degraded_leaves] if verbose else []})
+        return health, (self._frontends(views[3], addrs) if addrs is not None else {})
 
     def wait_owned(self, addr: str, service: str, timeout: float, what: str) -> float:
-        obs = eventually(lambda: self.frontends([addr]).get(addr), until=lambda f: f is not None and f["service"] == service and f["status"] == "Done",
+        obs = eventually(lambda: self.frontends([addr]).get(addr), until=lambda f: f is not None and f.service == service and f.status == "Done",
                          timeout=timeout, what=what, describe=repr, progress=self.lab.progress,
                          first_after=self.lab.t.LB_FIRST_LOOK)
         return obs.elapsed
@@ -231,7 +252,7 @@ class SharedVip:
                              what=f"LB-IPAM to give {owner} an IP from {self.settings.lbipam_block}", progress=lab.progress).value or ""
         rec.vip = vip
         fe80, fe81 = rec.fe(80), rec.fe(81)
-        rec.step("owner", frontend=fe80, owner=rec.owner, seconds_to_done=round(self.wait_owned(fe80, rec.owner, t.DATAPATH_CONVERGENCE, f"{owner} to own {fe80}"), 3))
+        rec.step("owner", Owned(fe80, rec.owner, round(self.wait_owned(fe80, rec.owner, t.DATAPATH_CONVERGENCE, f"{owner} to own {fe80}"), 3)))
         lab.kube.create(self.service(claimant, way, vip, [81]))
         if way == "lb-ipam":
             got = eventually(lambda: self.ingress_ip(claimant), until=bool, timeout=t.DATAPATH_CONVERGENCE, what=f"LB-IPAM to give {claimant} an IP").value
@@ -247,15 +268,13 @@ class SharedVip:
                 raise Skip(f"LB-IPAM avoided the conflict: the claimant moved from {vip} to {moved} when it asked for port 80 (owner keeps {vip})")
         # observed, not required here: the tests judge what was seen. Health and frontends come from one exec.
         try:
-            health = eventually(lambda: self.health([fe80, fe81]), until=lambda h: bool(h["degraded"]) and h["error_seen"],
-                                timeout=t.DATAPATH_CONVERGENCE, what="the agent's health to show the frontend conflict", progress=lab.progress,
-                                first_after=t.LB_FIRST_LOOK).value
+            health, fes = eventually(lambda: self.health([fe80, fe81]), until=lambda h: bool(h[0].degraded) and h[0].error_seen,
+                                     timeout=t.DATAPATH_CONVERGENCE, what="the agent's health to show the frontend conflict", progress=lab.progress,
+                                     first_after=t.LB_FIRST_LOOK).value
         except WaitTimeout as e:
-            health = e.last if isinstance(e.last, dict) else self.health([fe80, fe81])
-        health = dict(health)
-        fes = health.pop("frontends")
-        rec.step("claim", frontends=fes, owner_of_vip=fes.get(fe80, {}).get("service"), health=health,
-                 owner_http=self.http(vip, 80))
+            health, fes = e.last if isinstance(e.last, tuple) else self.health([fe80, fe81])
+        rec.step("claim", Claim(frontends=fes, owner_of_vip=fes[fe80].service if fe80 in fes else None, health=health,
+                                owner_http=self.http(vip, 80)))
         return rec
 
     def release(self, recs: list[Record]) -> None:
@@ -263,24 +282,24 @@ class SharedVip:
         for rec in recs:
             self.lab.kube.delete("Service", rec.owner.split("/", 1)[1], self.lab.ns)
         for rec, seen in zip(recs, self.watch_release(recs), strict=True):
-            rec.step("owner-deleted", **seen)
+            rec.step("owner-deleted", seen)
 
     def follow_up(self, rec: Record) -> None:
         """The supported recovery: a follow-up claimant event installs the frontend, Done, serving."""
         lab, t = self.lab, self.lab.t
         fe80, name = rec.fe(80), rec.claimant.split("/", 1)[1]
         lab.kube.patch("Service", name, lab.ns, {"metadata": {"annotations": {BUMP: str(time.time_ns())}}})
-        fe: dict[str, Any] | None
+        fe: Frontend | None
         try:
-            obs = eventually(lambda: self.frontends([fe80]).get(fe80), until=lambda f: f is not None and f["service"] == rec.claimant and f["status"] == "Done",
+            obs = eventually(lambda: self.frontends([fe80]).get(fe80), until=lambda f: f is not None and f.service == rec.claimant and f.status == "Done",
                              timeout=t.DATAPATH_CONVERGENCE, what=f"{name} to own {fe80} after a follow-up update", describe=repr, progress=lab.progress,
                              first_after=t.LB_FIRST_LOOK)
             secs, installed, fe = round(obs.elapsed, 3), True, obs.value
         except WaitTimeout as e:
             secs, installed, fe = None, False, e.last  # type: ignore[assignment]
-        rec.step("follow-up", installed=installed, seconds_to_done=secs, frontend=fe, http=self.http(rec.vip, 80) if installed else None)
+        rec.step("follow-up", FollowUp(installed, secs, fe.to_json() if fe else None, self.http(rec.vip, 80) if installed else None))
 
-    def watch_release(self, recs: list[Record]) -> list[dict[str, Any]]:
+    def watch_release(self, recs: list[Record]) -> list[Release]:
         """After the owners' deletion, watch whether each claimant's frontend appears by itself -- only as
         long as Cilium needs to have acted on the deletion, not a fixed 30 s. All the ways are watched
         together: one ``db/show frontends`` read per poll covers them all.
@@ -312,11 +331,11 @@ class SharedVip:
             fes = self.frontends([w.rec.fe(80) for w in watches] + [marker_fe])
             now = clock.monotonic() - deleted_at
             observations += 1
-            if marker_done is None and (fes.get(marker_fe) or {}).get("status") == "Done":
+            if marker_done is None and marker_fe in fes and fes[marker_fe].status == "Done":
                 marker_done = now
             for w in watches:
                 if w.ended_by is None:
-                    w.see(fes.get(w.rec.fe(80)) or {}, now, marker_done, settle)
+                    w.see(fes.get(w.rec.fe(80)), now, marker_done, settle)
             open_ = [w for w in watches if w.ended_by is None]
             if not open_:
                 break
@@ -333,9 +352,9 @@ class SharedVip:
             clock.sleep(max(MIN_PAUSE_S, due - (clock.monotonic() - deleted_at)))
         lab.kube.delete("Service", marker, lab.ns)
         self._deleted_at = deleted_at
-        return [{"appeared_by_itself": w.ended_by == "appeared", "ended_by": w.ended_by, "settle_seconds": settle,
-                 "watched_seconds": round(w.ended_at or 0.0, 3), "observations": observations,
-                 "marks": {k: round(v, 3) for k, v in w.marks.items()}, "marker": marker_fe, "last": w.last or None}
+        return [Release(ended_by=w.ended_by or "timeout", settle_seconds=settle, watched_seconds=round(w.ended_at or 0.0, 3),
+                        observations=observations, marks={k: round(v, 3) for k, v in w.marks.items()}, marker=marker_fe,
+                        last=w.last.to_json() if w.last else None)
                 for w in watches]
 
     def late_look(self, recs: list[Record]) -> None:
@@ -343,20 +362,20 @@ class SharedVip:
         one that appears after the settle window is reported as "appeared after N s", not as never. It is
         made when the scenario is next needed (the module's other tests run in between, so on a cluster it
         usually costs no waiting), sleeping only what is left of that window."""
-        pending = [r for r in recs if r.get("owner-deleted")["ended_by"] != "appeared" and not any(s["step"] == "late-look" for s in r.steps)]
+        pending = [r for r in recs if not r.release.appeared_by_itself and r.late is None]
         if not pending:
             return
-        due = max(self._deleted_at + r.get("owner-deleted")["watched_seconds"] for r in pending) + self.settings.settle
+        due = max(self._deleted_at + r.release.watched_seconds for r in pending) + self.settings.settle
         clock.sleep(max(0.0, due - clock.monotonic()))
         fes = self.frontends([r.fe(80) for r in pending])
         at = round(clock.monotonic() - self._deleted_at, 3)
         for r in pending:
-            f = fes.get(r.fe(80)) or {}
-            r.step("late-look", seconds_after_deletion=at, appeared=f.get("service") == r.claimant and f.get("status") == "Done", frontend=f or None)
+            f = fes.get(r.fe(80))
+            r.step("late-look", LateLook(at, f is not None and f.service == r.claimant and f.status == "Done", f.to_json() if f else None))
 
     # -- ordering: claim before release in one window ------------------------------------------------
 
-    def claim_before_release(self, variant: Variant) -> dict[str, Any]:
+    def claim_before_release(self, variant: Variant) -> Ordering:
         lab, t = self.lab, self.lab.t
         vip = self.settings.shared_vip
         owner, claimant = "vip-owner-order", "vip-claimant-order"
@@ -387,18 +406,23 @@ class SharedVip:
         m.advance()
         predicted = m.owner(fe82)
         try:
-            obs = eventually(lambda: (self.frontends([fe82]).get(fe82) or {}).get("service"), until=lambda s: s == predicted,
+            obs = eventually(lambda: self._owner(fe82), until=lambda s: s == predicted,
                              timeout=t.CONFLICT_OBSERVE, what=f"{fe82} to be owned by {predicted or 'nobody'} as the model predicts",
                              first_after=t.LB_FIRST_LOOK)
             observed = obs.value
         except AssertionError:
-            observed = (self.frontends([fe82]).get(fe82) or {}).get("service")
-        return {"events": [{"at_ms": round(e.at_ms, 1), "op": e.op.value, "service": e.service, "frontends": list(e.frontends)} for e in events],
-                "gap_ms": round(gap_ms, 1), "variant": variant.value, "predicted_owner": predicted, "observed_owner": observed}
+            observed = self._owner(fe82)
+        return Ordering(events=tuple({"at_ms": round(e.at_ms, 1), "op": e.op.value, "service": e.service, "frontends": list(e.frontends)}
+                                     for e in events),
+                        gap_ms=round(gap_ms, 1), variant=variant.value, predicted_owner=predicted, observed_owner=observed)
+
+    def _owner(self, addr: str) -> str | None:
+        f = self.frontends([addr]).get(addr)
+        return f.service if f is not None else None
 
     # -- the port swap: two services swap ports on one VIP -------------------------------------------
 
-    def port_swap(self, variant: Variant) -> dict[str, Any]:
+    def port_swap(self, variant: Variant) -> PortSwap:
         """s0 holds VIP:84 and s1 VIP:85; both are updated to the other's port back to back. Each upsert is
         rejected whole while the other still holds the port it wants (a rejected upsert keeps each service's
         old frontend), so both stay rejected: neither release happens, and even a re-queueing control plane
@@ -413,7 +437,7 @@ class SharedVip:
         addrs = list(fe.values())
         m = LbModel(variant=variant)
         clock = [0.0]
-        steps: list[dict[str, Any]] = []
+        steps: list[SwapStep] = []
 
         def ports(p: int) -> dict[str, Any]:
             return {"spec": {"ports": [{"name": f"p{p}", "port": p, "targetPort": WEB_TARGET, "protocol": "TCP"}]}}
@@ -429,33 +453,30 @@ class SharedVip:
         def model_errors() -> list[str]:
             return sorted(rej.error for svc, (_, rej) in m.rejected.items() if svc in (n0, n1))
 
-        def seen() -> tuple[dict[str, str], list[str]]:
+        def seen() -> Owners:
             """Owners and the conflict errors naming s0 or s1, from one exec (db/show frontends and health)."""
             table, health = self.lab.agent(self.lab.client_node).read("frontends", "db_health")
             errors: set[str] = set()
             for st in health:
                 if st.module.split(".")[-1] == REFLECTOR_MODULE and st.level == "Degraded":
                     errors.update(e for e in st.error.split("\n") if f" is owned by {n0}" in e or f" is owned by {n1}" in e)
-            return {a: f["service"] for a, f in self._frontends(table, addrs).items() if f["status"] == "Done"}, sorted(errors)
+            return Owners({a: f.service for a, f in self._frontends(table, addrs).items() if f.status == "Done"}, tuple(sorted(errors)))
 
-        def observe(want: dict[str, str], what: str) -> dict[str, Any]:
-            errors = model_errors()
+        def observe(want: dict[str, str], what: str) -> None:
+            expected = Owners(want, tuple(model_errors()))
             try:
-                got = eventually(seen, until=lambda o: o == (want, errors), timeout=t.CONFLICT_OBSERVE, what=what, describe=repr,
+                got = eventually(seen, until=lambda o: o == expected, timeout=t.CONFLICT_OBSERVE, what=what, describe=repr,
                                  first_after=t.LB_FIRST_LOOK).value
             except WaitTimeout as e:
                 got = e.last if e.last is not None else seen()  # type: ignore[assignment]
-            step = {"step": what, "model": {"owners": want, "errors": errors}, "agent": {"owners": got[0], "errors": got[1]},
-                    "match": got == (want, errors)}
-            steps.append(step)
-            return step
+            steps.append(SwapStep(what, expected, got))
 
         lab.kube.create(self.service(s0, "external-ips", vip, [84]))
         lab.kube.create(self.service(s1, "external-ips", vip, [85]))
         observe(model(("upsert", n0, (84,)), ("upsert", n1, (85,))), "each service owns its own port")
         lab.kube.patch("Service", s0, lab.ns, ports(85))
         lab.kube.patch("Service", s1, lab.ns, ports(84))
-        swapped = observe(model(("upsert", n0, (85,)), ("upsert", n1, (84,))), "after the swap, as the model predicts")
+        observe(model(("upsert", n0, (85,)), ("upsert", n1, (84,))), "after the swap, as the model predicts")
         rejected = sorted(m.rejected)
         # the release-first handoff
         lab.kube.patch("Service", s0, lab.ns, ports(86))
@@ -463,9 +484,25 @@ class SharedVip:
         lab.kube.patch("Service", s1, lab.ns, {"metadata": {"annotations": {BUMP: str(time.time_ns())}}})
         observe(model(("upsert", n1, (84,))), "a follow-up event on s1: it takes :84 and releases :85")
         lab.kube.patch("Service", s0, lab.ns, ports(85))
-        final = observe(model(("upsert", n0, (85,))), "s0 takes :85: the swap is done")
+        observe(model(("upsert", n0, (85,))), "s0 takes :85: the swap is done")
         for name in (s0, s1):
             lab.kube.delete("Service", name, lab.ns)
-        return {"vip": vip, "variant": variant.value, "rejected_after_swap": rejected, "swapped": swapped, "recovered": final,
-                "steps": steps}
+        return PortSwap(vip=vip, variant=variant.value, rejected_after_swap=tuple(rejected), steps=tuple(steps))
 
+
+
+@dataclass
+class SharedVipEvidence:
+    """sharedvip.json, filled as the suite goes: each way's Record (or why it could not be made), the ordering case, the
+    port swap and the generated sequence."""
+    ways: dict[str, Record | str] = field(default_factory=dict)
+    ordering: Ordering | None = None
+    port_swap: PortSwap | None = None
+    generated: Generated | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {way: {"skipped": rec} if isinstance(rec, str) else rec.to_json() for way, rec in self.ways.items()}
+        for key, part in (("claim-before-release", self.ordering), ("port-swap", self.port_swap), ("generated", self.generated)):
+            if part is not None:
+                out[key] = part.to_json()
+        return out
