@@ -28,9 +28,9 @@ def _headless(svc: dict[str, Any]) -> None:
 
 
 @pytest.fixture(scope="module")
-def frontends(lab: Lab, evidence: Evidence, kpr_property: str) -> dict[str, dict[str, list[str]]]:
-    """node -> Service (ns/name) -> the frontends its agent lists ("<address> <type>"), read once the control is programmed
-    on every agent (the labelled Services were created first)."""
+def seen(lab: Lab, evidence: Evidence, kpr_property: str) -> dict[str, HeadlessObservation]:
+    """What each agent lists for each labelled Service and the control, by what the labelled Service asks for, read once the
+    control is programmed on every agent (the labelled Services were created first)."""
     lab.create_web_pod("hl-web", {"app": "hl"}, lab.client_node)
     for type_, name in LABELLED.items():
         lab.create_service(name, {"app": "hl"}, type_, tweak=_headless)
@@ -46,20 +46,17 @@ def frontends(lab: Lab, evidence: Evidence, kpr_property: str) -> dict[str, dict
     listed = sum(len(fes) for by in mine.values() for s, fes in by.items() if s != f"{lab.ns}/{CONTROL}")
     evidence.figure(kpr_property, f"{listed} frontends for the 2 labelled Services on {len(nodes)} agents; the control listed on "
                                   f"{sum(1 for by in mine.values() if by.get(f'{lab.ns}/{CONTROL}'))}")
-    return {n: {s.split("/", 1)[1]: fes for s, fes in by.items()} for n, by in mine.items()} | {n: {} for n in nodes if n not in mine}
+    by_node = {n: {s.split("/", 1)[1]: fes for s, fes in mine.get(n, {}).items()} for n in nodes}
+    return {asks_for: HeadlessObservation(f"{lab.ns}/{name}", asks_for, {n: tuple(by.get(name, ())) for n, by in by_node.items()},
+                                          f"{lab.ns}/{CONTROL}", {n: len(by.get(CONTROL, ())) for n, by in by_node.items()})
+            for asks_for, name in LABELLED.items()}
 
 
-def _observation(frontends: dict[str, dict[str, list[str]]], lab: Lab, asks_for: str) -> HeadlessObservation:
-    name = LABELLED[asks_for]
-    return HeadlessObservation(f"{lab.ns}/{name}", asks_for, {n: tuple(by.get(name, ())) for n, by in frontends.items()},
-                               f"{lab.ns}/{CONTROL}", {n: len(by.get(CONTROL, ())) for n, by in frontends.items()})
-
-
-def test_a_clusterip_service_labelled_headless_gets_no_frontend(frontends: dict[str, dict[str, list[str]]], lab: Lab) -> None:
+def test_a_clusterip_service_labelled_headless_gets_no_frontend(seen: dict[str, HeadlessObservation]) -> None:
     """Its ClusterIP is allocated, yet no agent programs it (SRC_HEADLESS)."""
-    holds(headless_problems(_observation(frontends, lab, "ClusterIP")), "headless (ClusterIP)")
+    holds(headless_problems(seen["ClusterIP"]), "headless (ClusterIP)")
 
 
-def test_a_nodeport_service_labelled_headless_gets_no_nodeport(frontends: dict[str, dict[str, list[str]]], lab: Lab) -> None:
+def test_a_nodeport_service_labelled_headless_gets_no_nodeport(seen: dict[str, HeadlessObservation]) -> None:
     """Its NodePort is allocated, yet no agent programs the NodePort (nor the ClusterIP) frontend (SRC_HEADLESS)."""
-    holds(headless_problems(_observation(frontends, lab, "NodePort")), "headless (NodePort)")
+    holds(headless_problems(seen["NodePort"]), "headless (NodePort)")

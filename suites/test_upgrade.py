@@ -14,12 +14,10 @@ flow, ID and conntrack verdicts are judged per family (``[upgrade-IPv6]``). The 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from pytest_kpr.suite import holds
-from pytest_kpr.model.upgrade import FlowVerdicts, Transition
+from pytest_kpr.model.upgrade import FlowVerdicts, Transition, UpgradeRecord
 from pytest_kpr.scenarios.upgrade import in_family
 
 pytestmark = [
@@ -31,13 +29,13 @@ pytestmark = [
 
 
 @pytest.fixture(params=["upgrade", "downgrade"])
-def transition(request: pytest.FixtureRequest, upgrade_phase: Any) -> Transition:
+def transition(request: pytest.FixtureRequest, upgrade_phase: UpgradeRecord | None) -> Transition:
     if upgrade_phase is None:
         pytest.skip("no upgrade in this run (pass --kpr-upgrade-to=VERSION)")
-    found = [t for t in upgrade_phase["transitions"] if t["kind"] == request.param]
-    if not found:
+    found = upgrade_phase.of_kind(request.param)
+    if found is None:
         pytest.skip(f"no {request.param} in this run" + (" (pass --kpr-downgrade)" if request.param == "downgrade" else ""))
-    return Transition.from_record(found[0])
+    return found
 
 
 def where(t: Transition, family: str | None = None) -> str:
@@ -59,9 +57,9 @@ def test_no_flow_was_reset_closed_or_stalled(transition: Transition, kpr_family:
     holds(broken, f"{where(transition, kpr_family)}: flows broke")
 
 
-def test_no_flow_saw_a_gap_longer_than_allowed(transition: Transition, upgrade_phase: Any, kpr_family: str) -> None:
+def test_no_flow_saw_a_gap_longer_than_allowed(transition: Transition, upgrade_phase: UpgradeRecord, kpr_family: str) -> None:
     long = [f"{p} (during {f.longest_gap_during or 'no agent restart on its path'})" for f in flows_of(transition, kpr_family) for p in f.gap]
-    holds(long, f"{where(transition, kpr_family)}: gaps over --kpr-max-gap={upgrade_phase['max_gap_s']:g} s")
+    holds(long, f"{where(transition, kpr_family)}: gaps over --kpr-max-gap={upgrade_phase.max_gap_s:g} s")
 
 
 def test_no_service_or_backend_id_changed_or_was_reused(transition: Transition, kpr_family: str) -> None:

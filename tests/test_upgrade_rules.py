@@ -233,3 +233,23 @@ def test_a_transition_record_reads_as_typed_verdicts() -> None:
     assert t.flows_of("IPv4") == (FlowVerdicts("pod->ClusterIP", "IPv4", ("1 resets",), (), None),)
     assert t.flows_of("IPv6") == (FlowVerdicts("pod->ClusterIP (IPv6)", "IPv6", (), ("3.00 s > 1 s",), "fake-worker's restart"),)
     assert t.diff_of("IPv6") == FamilyDiff(("a",), (), ("pod->ClusterIP (IPv6)",)) and t.diff_of("IPv4") == FamilyDiff()
+
+
+def test_the_upgrade_record_is_upgrade_json_and_hands_the_suite_each_transitions_verdicts() -> None:
+    """model.upgrade.UpgradeRecord: what the upgrade run returns; its to_json is upgrade.json (each transition's record whole),
+    of_kind gives the suite the typed verdicts, and the figure is the transitions' summaries."""
+    from pytest_kpr.model.upgrade import RecordedTransition, UpgradeRecord
+
+    def record(kind: str, frm: str, to: str) -> dict[str, Any]:
+        return {"kind": kind, "from": frm, "to": to, "summary": f"{kind}: 0 flows broke", "timeline": [{"node": "n1"}],
+                "flows": {"pod->ClusterIP": {"path": {}, "problems": {"broken": [], "gap": []}, "longest_gap_during": None}},
+                "diff": {"families": {}, "regressions": []}}
+
+    up = RecordedTransition.of(record("upgrade", "1.19.8", "1.20.2"))
+    r = UpgradeRecord("1.19.8", "1.20.2", 1.0, "bound", {"pod->ClusterIP": "socket"}, (up,))
+    assert r.to_json() == {"from": "1.19.8", "to": "1.20.2", "max_gap_s": 1.0, "max_gap_policy": "bound",
+                           "planes": {"pod->ClusterIP": "socket"}, "transitions": [record("upgrade", "1.19.8", "1.20.2")]}
+    assert r.of_kind("upgrade") == up.verdicts and up.verdicts.to_version == "1.20.2" and r.of_kind("downgrade") is None
+    down = RecordedTransition.of(record("downgrade", "1.20.2", "1.19.8"))
+    both = UpgradeRecord("1.19.8", "1.20.2", 1.0, "bound", {}, (up, down))
+    assert both.of_kind("downgrade") == down.verdicts and both.summary == "upgrade: 0 flows broke; downgrade: 0 flows broke"

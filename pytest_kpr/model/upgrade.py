@@ -46,3 +46,43 @@ class Transition:
 
     def diff_of(self, family: str) -> FamilyDiff:
         return self.families.get(family, FamilyDiff())
+
+
+@dataclass(frozen=True)
+class RecordedTransition:
+    """One transition as the upgrade run recorded it: what the suite judges (read from the record by
+    :meth:`Transition.from_record`, the one reader, also of an upgrade.json read back), its summary line, and the record
+    itself (the roll's timeline, each flow's report and gaps, the snapshots before and after: kept, not judged)."""
+    verdicts: Transition
+    summary: str
+    record: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> "RecordedTransition":
+        return cls(Transition.from_record(record), str(record.get("summary", "")), record)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.record)
+
+
+@dataclass(frozen=True)
+class UpgradeRecord:
+    """upgrade.json: the versions, the gap bound and its policy, each flow's plane, and each transition."""
+    from_version: str
+    to_version: str
+    max_gap_s: float
+    max_gap_policy: str
+    planes: Mapping[str, str]
+    transitions: tuple[RecordedTransition, ...]
+
+    def of_kind(self, kind: str) -> Transition | None:
+        """The upgrade's or the downgrade's verdicts (None: this run made no such transition)."""
+        return next((t.verdicts for t in self.transitions if t.verdicts.kind == kind), None)
+
+    @property
+    def summary(self) -> str:
+        return "; ".join(t.summary for t in self.transitions)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"from": self.from_version, "to": self.to_version, "max_gap_s": self.max_gap_s, "max_gap_policy": self.max_gap_policy,
+                "planes": dict(self.planes), "transitions": [t.to_json() for t in self.transitions]}

@@ -23,6 +23,7 @@ from .keys import KPR_SESSION
 from .session import KprSession
 from ..run.settings import Settings
 from ..core.wait import Observation, Timeouts
+from ..model.upgrade import UpgradeRecord
 
 
 @pytest.fixture(scope="session")
@@ -146,7 +147,7 @@ def lab(kpr_lab: Lab, kpr_session: KprSession, request: pytest.FixtureRequest) -
 
 
 @pytest.fixture(scope="session")
-def upgrade_phase(request: pytest.FixtureRequest, kpr_session: KprSession) -> Any:
+def upgrade_phase(request: pytest.FixtureRequest, kpr_session: KprSession) -> UpgradeRecord | None:
     """With --kpr-upgrade-to: before any suite runs, upgrade Cilium under live flows (and with --kpr-downgrade roll
     back), write upgrade.json, and re-read the facts, so every suite then runs against the upgraded cluster.
     A refusal (one minor at a time, kernel floors, removed options) stops the run before anything changes."""
@@ -168,8 +169,8 @@ def upgrade_phase(request: pytest.FixtureRequest, kpr_session: KprSession) -> An
     except UpgradeRefused as e:
         kpr_session.exit("pytest-kpr: the upgrade is refused, nothing was changed:\n" + "\n".join(f"  - {r}" for r in e.reasons),
                          EXIT_PROVISIONING)
-    evidence.write("upgrade.json", result)
-    evidence.figure("upgrade", "; ".join(t["summary"] for t in result["transitions"]))
+    evidence.write("upgrade.json", result.to_json())
+    evidence.figure("upgrade", result.summary)
     return result
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..model.upgrade import RecordedTransition, UpgradeRecord
 from ..observe.agent import agent_pods
 from ..judge.iptables import KUBE_PROXY_MARKS
 from ..observe import readiness
@@ -188,7 +189,7 @@ class UpgradeRun:
 
     # -- one transition ---------------------------------------------------------------------------------------
 
-    def transition(self, kind: str, from_version: str, to_version: str) -> dict[str, Any]:
+    def transition(self, kind: str, from_version: str, to_version: str) -> RecordedTransition:
         lab, t = self.lab, self.lab.t
         lab.progress(f"{kind} {from_version} -> {to_version}: starting {len(self.paths)} flows")
         pods = self.start_flows(kind)
@@ -227,9 +228,9 @@ class UpgradeRun:
         line = summary_line(out, self.s.upgrade_max_gap)
         out["summary"] = line
         lab.progress(line)
-        return out
+        return RecordedTransition.of(out)
 
-    def run(self, from_version: str, to_version: str, downgrade: bool) -> dict[str, Any]:
+    def run(self, from_version: str, to_version: str, downgrade: bool) -> UpgradeRecord:
         refused = self.refusals(from_version, to_version)
         if refused:
             raise UpgradeRefused(refused)
@@ -238,8 +239,7 @@ class UpgradeRun:
         transitions = [self.transition("upgrade", from_version, to_version)]
         if downgrade:
             transitions.append(self.transition("downgrade", to_version, from_version))
-        return {"from": from_version, "to": to_version, "max_gap_s": self.s.upgrade_max_gap, "max_gap_policy": GAP_POLICY, "planes": self.planes,
-                "transitions": transitions}
+        return UpgradeRecord(from_version, to_version, self.s.upgrade_max_gap, GAP_POLICY, dict(self.planes), tuple(transitions))
 
 
 def require_upgradable(provider: Any) -> UpgradableProvider:
