@@ -130,7 +130,7 @@ test-browser: $(STAMP) kernel-deps
 			echo "[kpr] make test-browser needs chromium (root installs it)"; exit 2; \
 		fi; \
 	fi
-	KPR_REQUIRE_NETNS=0 KPR_REQUIRE_BROWSER=1 $(BIN)/pytest -p no:cacheprovider -m browser tests/test_matrix.py tests/test_docs_browser.py
+	KPR_REQUIRE_NETNS=0 KPR_REQUIRE_BROWSER=1 $(BIN)/pytest -p no:cacheprovider -m browser tests/evidence/test_matrix.py tests/test_docs_browser.py
 
 # The real-kernel tier on Debian's 5.10 (bullseye), 6.1 and 6.12 kernels under qemu, and on the host's kernel: a table of cells.
 test-kernels: $(STAMP) kernel-deps qemu-deps

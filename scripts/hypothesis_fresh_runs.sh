@@ -4,8 +4,8 @@
 # Every other run -- make test, CI -- replays the same derandomised examples without a database, so a property that
 # fails on one seed in eight would never fail there: run a new property test this way (N >= 50) before committing it,
 # and turn every counterexample it finds into an explicit @example.
-#   scripts/hypothesis_fresh_runs.sh 50 tests/test_lbmodel.py
-#   scripts/hypothesis_fresh_runs.sh 50 tests/test_bad_input.py -k random    (extra pytest arguments)
+#   scripts/hypothesis_fresh_runs.sh 50 tests/rules/test_lbmodel.py
+#   scripts/hypothesis_fresh_runs.sh 50 tests/cli/test_bad_input.py -k random    (extra pytest arguments)
 set -uo pipefail
 n=${1:?usage: $0 N TEST_PATH}
 path=${2:?usage: $0 N TEST_PATH [PYTEST_ARGS...]}

@@ -275,3 +275,48 @@ def test_a_write_around_the_sink_is_found(tmp_path: Path) -> None:
     mod.write_text("import os, shutil\ndef f(p):\n    p.write_text('x')\n    open(p, 'w')\n    open(p)\n    shutil.copy(p, p)\n"
                    "    os.open(p, 0)\n    p.read_text()\n    d.copy()\n")
     assert file_writes(mod) == ["write_text:3", "open:4", "copy:6", "open:7"]
+
+
+# -- the tests mirror the package ---------------------------------------------------------------------------------------
+
+TESTS = PKG.parent / "tests"
+#: directories of tests/ that are not a package's tests: each with what it holds
+TEST_DIRS_NOT_PACKAGES = {"faults": "the fault rows, one module per property (tests/test_faults.py runs them)",
+                          "workflows": "the act harness and its stand-ins", "bpf": "the real-kernel tier's BPF program",
+                          "data": "authentic and local fixtures", "__pycache__": "Python's"}
+#: the test modules left at the top of tests/, each with why it belongs to no one package
+FLAT_TESTS = {
+    "test_docs": "the documentation against the whole project", "test_docs_browser": "the site in a browser",
+    "test_layers": "the import contract of every package", "test_packaging": "the wheel and what it holds",
+    "test_plant_bugs": "scripts/plant_bugs.py against every package's code", "test_cluster_files": "the YAML files under clusters/",
+    "test_faults": "every fault row on the suites", "test_suites_vs_fake": "the suites end to end on the fake",
+    "test_upgrade_vs_fake": "upgrade gating end to end on the fake", "test_suite_contract": "the suites' kpr mark across all suites",
+    "test_suite_isolation": "suites against each other", "test_runs_isolated": "runs sharing a machine",
+    "test_workflows": "the GitHub workflows", "test_workflow_standins": "the act stand-ins",
+    "test_outside_caller": "another repository calling the reusable workflow", "test_kernel_cells": "make test-kernels' runner",
+    "test_ci_gate": "the CI gate of the self-tests", "test_cpu_report": "the self-tests' CPU figures",
+    "test_netns_topology": "the real-kernel tier's namespaces",
+    **{f"test_realkernel_{t}": "the real-kernel tier (root, namespaces, BPF; its own CI job)"
+       for t in ("datapath", "flow", "ipv6", "kernel_features", "probes", "sock_destroy", "udp")},
+}
+
+#: packages whose tests are elsewhere, and where
+TESTED_ELSEWHERE = {"model": "each type's evidence form, whole, in its judge's table (tests/judge/)",
+                    "scenarios": "the multi-step drivers run by the suites on the fake (tests/test_suites_vs_fake.py, test_upgrade_vs_fake.py)"}
+
+
+def test_the_tests_mirror_the_package() -> None:
+    """A package's tests live in tests/<package>/ (tests/judge/test_<judge>.py for each judge); a directory of tests/ that
+    names no package says what it holds, and a test module left at the top says why it belongs to no one package."""
+    packages = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()}
+    dirs = {p.name for p in TESTS.iterdir() if p.is_dir()}
+    strays = sorted(d for d in dirs if d not in packages and d not in TEST_DIRS_NOT_PACKAGES)
+    assert strays == [], f"tests/ directories that mirror no package of pytest_kpr/: {strays}"
+    flat = sorted(p.stem for p in TESTS.glob("test_*.py"))
+    unexplained = [t for t in flat if t not in FLAT_TESTS]
+    assert unexplained == [], f"test modules at the top of tests/: put each in tests/<package>/, or say in FLAT_TESTS why not: {unexplained}"
+    assert sorted(FLAT_TESTS) == flat, f"FLAT_TESTS names modules that are not there: {sorted(set(FLAT_TESTS) - set(flat))}"
+    mirrored = sorted(d for d in dirs if d in packages)
+    assert all((TESTS / d / "__init__.py").is_file() for d in mirrored), "a test package needs its __init__.py (unique module names)"
+    missing = sorted(packages - dirs - set(TESTED_ELSEWHERE))
+    assert missing == [], f"packages without tests of their own in tests/<package>/: {missing}"

@@ -188,7 +188,7 @@ def _rows(text: str, strict: bool, want: str | None) -> Iterator[tuple[Any, ...]
 # written straight from the checked fields: decimal fields are copied as matched (the pattern admits
 # no leading zeros, so the text is the JSON number) and no string needs escaping (the pattern admits
 # only protocol/direction words, hex/decimal addresses and [A-Za-z0-9=] flag names). Building dicts and
-# running the encoder took longer than parsing. tests/test_kpr_parse_cli.py compares both paths on
+# running the encoder took longer than parsing. tests/cli/test_kpr_parse_cli.py compares both paths on
 # every fixture and on generated dumps.
 _JSON_ENTRY = (
     '{"proto": "%s", "dir": "%s", "src": "%s:%s", "dst": "%s:%s", "flags": [%s], "flags_value": %d, "rev_nat": %s, '

@@ -2,7 +2,7 @@
 suites' expectations and the fake cluster follow, each with the cilium/cilium source it was read from.
 
 Nothing here is a belief: every row names the file (and the PR or release) that justifies it, and
-``tests/test_datapath_rules.py`` fails on a row without one. A path no row covers is a
+``tests/rules/test_datapath_rules.py`` fails on a row without one. A path no row covers is a
 :class:`NoRule` error, never a guess. Library code: no pytest, no I/O.
 
 Vocabulary:

@@ -1,5 +1,5 @@
 """The no-backend judgement (pytest_kpr.judge.no_backend) on hand-made attempts against the rules' answers: no root, no
-pytester, no cluster. (The rules themselves, no_backend() and plane_for(), are tabled in tests/test_datapath_rules.py.)"""
+pytester, no cluster. (The rules themselves, no_backend() and plane_for(), are tabled in tests/rules/test_datapath_rules.py.)"""
 
 from __future__ import annotations
 

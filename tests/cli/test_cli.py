@@ -62,5 +62,5 @@ def test_readme_names_the_two_entry_points_first() -> None:
     """Every option is documented on the generated options page (tests/test_docs.py); the README starts with how to run."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert readme.index("make kpr") < readme.index("make test") and "pytest -m kpr" in readme[:1000]

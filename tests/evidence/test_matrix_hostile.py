@@ -103,7 +103,7 @@ def test_an_interrupted_new_run_fails_the_gate(tmp_path: Path, capsys: pytest.Ca
 
 def test_a_kernel_patch_bump_pairs_each_cell_and_passes_the_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two cells on each side, the kernel's patch bumped in NEW (a runner image update): each cell pairs by its kernel
-    minor, and the change is a notice, not a failure (tests/test_gate.py holds the whole table)."""
+    minor, and the change is a notice, not a failure (tests/evidence/test_gate.py holds the whole table)."""
     old, new = tmp_path / "old", tmp_path / "new"
     for root, kernels in ((old, ("6.1.0-50-amd64", "6.12.1")), (new, ("6.1.0-51-amd64", "6.12.2"))):
         for k in kernels:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 from typing import Any
 
 import pytest
@@ -393,7 +393,7 @@ def test_the_self_tests_replay_the_same_examples_unless_asked_to_explore() -> No
 
     assert current.default.derandomize is True and current.default.database is None and examples(100) == 100
     probe = "import helpers, sys; sys.stdout.write(f'{helpers.EXPLORING} {helpers.examples(100)}')"
-    tests = Path(__file__).parent
+    tests = Path(__file__).parents[1]
     out = subprocess.run([sys.executable, "-c", probe], cwd=tests, capture_output=True, text=True, env={**os.environ, "KPR_HYPOTHESIS": "explore"})
     assert out.stdout == "True 300", out.stderr
     assert "KPR_HYPOTHESIS=explore" in (tests.parent / "scripts" / "hypothesis_fresh_runs.sh").read_text()

@@ -9,7 +9,7 @@ import pytest
 from pytest_kpr.parse import ParseError, parse_bpftool_net, parse_iptables_save, parse_netstat, parse_nft_ruleset, parse_ss, parse_tc_filter
 from pytest_kpr.parse.node import parse_curl
 
-LOCAL = Path(__file__).parent / "data" / "local"
+LOCAL = Path(__file__).parent.parent / "data" / "local"
 
 
 def read(name: str) -> str:

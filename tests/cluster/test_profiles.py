@@ -13,7 +13,7 @@ from pytest_kpr.cluster.cilium import helm_values_files
 from pytest_kpr.core.errors import SettingsError
 from pytest_kpr.run.settings import resolve
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PROFILES = REPO / "clusters" / "profiles"
 
 

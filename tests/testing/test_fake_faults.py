@@ -14,7 +14,7 @@ import pytest
 import pytest_kpr.testing  # noqa: F401  (imports every module of the fake, so every fault is declared)
 from pytest_kpr.testing.faults import DECLARED, FAMILIES, SETUP, Fault, Faults, by_property, check_faults, declare
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(("fault", "value", "out"), [

@@ -18,7 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from pytest_kpr.cli import main
 from pytest_kpr.rules.lbmodel import Event, LbModel, ModelError, Op, Variant, conflict_error, load_scenario, replay
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 VIP = "172.18.255.200"
 
 

@@ -38,7 +38,7 @@ def test_the_context_holds_what_the_dockerfile_copies_and_runs_kpr_probe(tmp_pat
 
 def test_the_checkouts_context_holds_it_too() -> None:
     """make probe-image builds the same Dockerfile with the checkout as context."""
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     assert all((repo / c).exists() for c in copies(repo / "clusters" / "images" / "probe" / "Dockerfile"))
 
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_kpr_parse_cli import kpr_parse
+from cli.test_kpr_parse_cli import kpr_parse
 
 from pytest_kpr.parse import HealthLeaf, HealthStatus, ParseError, parse_db_health, parse_status_text
 from pytest_kpr.parse.errors import shown_line

@@ -432,7 +432,7 @@ def test_without_the_node_shell_no_privileged_pod_is_made_and_its_tests_say_why(
     cfg.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
                    "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: t}}]\n")
     pytester.makeconftest(NO_SHELL_CONFTEST)
-    shutil.copytree(Path(__file__).resolve().parent.parent / "suites", pytester.path / "suites")
+    shutil.copytree(Path(__file__).resolve().parents[2] / "suites", pytester.path / "suites")
     result = pytester.runpytest("suites/test_nodeport.py", "suites/test_socket_lb.py", "-m", "kpr", "--kpr-provider=existing",
                                 f"--kpr-kubeconfig={cfg}", "--kpr-no-node-shell", "--kpr-artifacts=art", "-rs", "--import-mode=importlib",
                                 "--kpr-probe-image=pytest-kpr-probe:0.1.0")

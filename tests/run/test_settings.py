@@ -10,7 +10,7 @@ from pytest_kpr.plugin.markers import parse_requires
 from pytest_kpr.run.settings import IfUnavailable, ProviderName, SettingsError, resolve
 from pytest_kpr.core.versions import Version, parse_min_version
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _resolve(cli: dict | None = None, ini: dict | None = None):

@@ -18,7 +18,7 @@ from pytest_kpr.testing.fake import STATIC
 from pytest_kpr.core import clock
 from pytest_kpr.core.wait import Timeouts
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

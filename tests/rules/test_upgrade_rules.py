@@ -25,7 +25,7 @@ from pytest_kpr.scenarios.upgrade import (
 )
 from pytest_kpr.rules.upgrade import version_refusal
 
-CLUSTERS = Path(__file__).resolve().parent.parent / "clusters"
+CLUSTERS = Path(__file__).resolve().parents[2] / "clusters"
 FLOORS = load_floors(CLUSTERS / "kernels.yaml")
 REMOVED = load_removed(CLUSTERS / "removed-options.yaml")
 

@@ -137,7 +137,7 @@ def test_the_fakes_kube_proxy_nftables_table_has_the_captured_shape() -> None:
               "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080, "nodePort": 30780}]}})
     rendered = c.node_tools.nft_ruleset("fake-worker")
     fake_table = rendered[rendered.index("table ip kube-proxy"):]
-    sample = (Path(__file__).parent / "data" / "local" / "nft-kube-proxy-nftables-mode.txt").read_text()
+    sample = (Path(__file__).parent.parent / "data" / "local" / "nft-kube-proxy-nftables-mode.txt").read_text()
     assert shape(fake_table) == shape(sample)
 
 

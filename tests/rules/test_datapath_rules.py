@@ -23,7 +23,7 @@ from pytest_kpr.rules.datapath import (
 from pytest_kpr.testing import FakeCluster, FakeConfig, Faults
 from pytest_kpr.testing.reach import Outcome, reach
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PKG = REPO / "pytest_kpr"
 _CILIUM_SOURCE = re.compile(r"cilium/cilium (bpf|pkg|daemon|cilium-dbg|Documentation)/\S+|github\.com/cilium/cilium/(issues|pull)/\d+")
 

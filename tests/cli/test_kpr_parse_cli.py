@@ -16,7 +16,7 @@ from pytest_kpr.cli import main
 from pytest_kpr.parse.formats import FORMATS
 from pytest_kpr.testing import render
 
-LOCAL = Path(__file__).parent / "data" / "local"
+LOCAL = Path(__file__).parent.parent / "data" / "local"
 
 
 def kpr_parse(fmt: str, text: str | None = None, path: Path | None = None, subprocess_: bool = False) -> subprocess.CompletedProcess[str]:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from test_wait import lab_on
+from core.test_wait import lab_on
 
 from pytest_kpr.observe.lab import Lab, LabError
 from pytest_kpr.testing import FakeCluster, FakeConfig
 
-SUITES = Path(__file__).resolve().parent.parent / "suites"
+SUITES = Path(__file__).resolve().parents[2] / "suites"
 
 
 @pytest.fixture()

@@ -16,7 +16,7 @@ from pytest_kpr.cluster.access import SCOPES, Need, load_needs
 from pytest_kpr.k8s.api import API_VERSIONS
 from pytest_kpr.testing import FakeCluster, FakeConfig
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RBAC = REPO / "clusters" / "rbac.yaml"
 
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from stubs import calls, install_stubs
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 INNER_CONFTEST = """
 import socket

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_kpr.rules.kernels import KernelTable
 
-TABLE = KernelTable.load(Path(__file__).resolve().parent.parent / "clusters" / "kernels.yaml")
+TABLE = KernelTable.load(Path(__file__).resolve().parents[2] / "clusters" / "kernels.yaml")
 
 
 @pytest.mark.parametrize(("feature", "kernel", "has"), [
@@ -64,7 +64,7 @@ def test_the_attach_mode_against_the_kernel_on_both_sides_of_the_tcx_boundary(py
     """The socket-LB suite against the fake at kernels on both sides of 6.6: tcx reported on a kernel without tcx fails."""
     import shutil
 
-    shutil.copytree(Path(__file__).resolve().parent.parent / "suites", pytester.path / "suites")
+    shutil.copytree(Path(__file__).resolve().parents[2] / "suites", pytester.path / "suites")
     pytester.makeconftest(textwrap.dedent(f"""
         from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
         PROVIDER = FakeProvider(FakeCluster(FakeConfig(pod_ready_ticks=2, kernel={kernel!r}, attach_mode={attach!r})))

@@ -216,7 +216,7 @@ def test_nothing_from_an_artifact_can_form_a_workflow_command_or_a_terminal_sequ
 
 # -- scripts/regression_gate.sh: the baseline per cell, and distinct exit statuses --------------------------------------
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 GH = REPO / "tests" / "workflows" / "standins" / "bin" / "gh"
 
 

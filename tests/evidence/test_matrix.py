@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from helpers import chromium
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 from pytest_kpr.cli import main
 
-SUITES = Path(__file__).resolve().parent.parent / "suites"
+SUITES = Path(__file__).resolve().parents[2] / "suites"
 CONFTEST = """
 from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider, Faults
 
