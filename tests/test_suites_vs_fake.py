@@ -733,3 +733,26 @@ def test_which_map_fills_first_follows_the_entries_per_service(pytester: pytest.
     result.assert_outcomes(passed=3, xfailed=1)
     d = evidence(pytester, "maps.json")
     assert (d["full"], len(d["missing"])) == (full, missing), (d["full"], len(d["missing"]), d["services"])
+
+
+def test_each_evidence_file_is_written_once(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One evidence sink, each file written once: the suites' files, results.json, report.txt and a failure's bundle. The
+    one file written again is cluster.json, by design: at each phase, so that a run that crashes leaves the phase it reached
+    (docs/reference/evidence.md)."""
+    from collections import Counter
+
+    writes: Counter[str] = Counter()
+    write_text = Path.write_text
+
+    def counting(self: Path, *args: object, **kwargs: object) -> int:
+        if "artifacts" in self.parts:
+            writes[str(self).split("/artifacts/", 1)[1]] += 1
+        return write_text(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "write_text", counting)
+    result = run_suites(pytester, "faults=Faults(health_without_error=True)", "shared_vip", "socket_lb", "no_backend")
+    assert result.ret == 1, "the fault fails a test: its bundle is among the files counted"
+    assert any(f.startswith("fake/failures/") for f in writes) and "fake/report.txt" in writes and "fake/sharedvip.json" in writes, sorted(writes)
+    again = {f: n for f, n in writes.items() if n > 1 and f != "fake/cluster.json"}
+    assert again == {}, f"evidence files written more than once: {again}"
+    assert writes["fake/results.json"] == 1 and writes["fake/cluster.json"] >= 5, writes  # one write per phase, at least
