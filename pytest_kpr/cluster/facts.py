@@ -70,6 +70,10 @@ class ClusterFacts:
     lb_map_max: int | None = None
     #: the address families the agents serve (enable-ipv4 / enable-ipv6 as resolved: datapath.FAMILY_FILES)
     ip_families: tuple[str, ...] = ("IPv4",)
+    #: status -o json datapath-mode, the pods' devices: veth | netkit | netkit-l2 ("" when the agent does not report it)
+    datapath_mode: str = ""
+    #: status -o json kube-proxy-replacement.features.nodePort.acceleration: Disabled | Native | Best-Effort ("" when absent)
+    xdp_acceleration: str = ""
 
     def node(self, name: str) -> NodeFacts | None:
         return next((n for n in self.nodes if n.name == name), None)
@@ -99,6 +103,10 @@ class ClusterFacts:
         d["features"] = sorted(f.value for f in self.features)
         return d
 
+    def _xdp(self) -> str:
+        """`` (XDP Native)`` when NodePort is accelerated; nothing when it is off or not reported."""
+        return "" if self.xdp_acceleration in ("", "Disabled") else f" (XDP {self.xdp_acceleration})"
+
     def header_lines(self) -> list[str]:
         kernels = sorted({n.kernel for n in self.nodes})
         lines = [
@@ -106,7 +114,8 @@ class ClusterFacts:
             f"Kubernetes {self.kubernetes_version}, {len(self.nodes)} nodes, kernel {', '.join(kernels) or '?'}",
             f"kpr cilium: {self.cilium_version} ({self.agent_binary}), KubeProxyReplacement "
             f"{'True' if self.kube_proxy_replacement else 'False'}, socket LB {self.socket_lb_coverage}, "
-            f"NodePort {self.nodeport_mode or 'off'}, routing {self.routing_mode or '?'}, attach {self.attach_mode or '?'}, "
+            f"NodePort {self.nodeport_mode or 'off'}{self._xdp()}, routing {self.routing_mode or '?'}, attach {self.attach_mode or '?'}, "
+            f"{'' if self.datapath_mode in ('', 'veth') else f'devices {self.datapath_mode}, '}"
             f"{'+'.join(self.ip_families) or 'no family'}, "
             f"ServiceNoBackendResponse {self.no_backend_response}"
             f"{'' if self.no_service_endpoints_routable else ' (enable-no-service-endpoints-routable false)'}",

@@ -23,6 +23,12 @@ PROFILE_PROMISES: dict[str, dict[str, Any]] = {
     "small-maps": {"lb_map_max": 512},
     "dual-stack": {"ip_families": ("IPv4", "IPv6")},
     "ipv6": {"ip_families": ("IPv6",)},
+    # status -o json datapath-mode: cilium/cilium daemon/cmd/status.go@36b8c224 getDatapathModeStatus, `case
+    # datapathOption.DatapathModeNetkit: mode = models.DatapathModeNetkit` (pkg/client/client.go prints it "netkit")
+    "netkit": {"datapath_mode": "netkit", "routing_mode": "Native"},
+    # nodePort.acceleration: daemon/cmd/status.go@36b8c224 `features.NodePort.Acceleration =
+    # strings.Title(option.Config.NodePortAcceleration)`, so Helm's native reads "Native"
+    "xdp": {"xdp_acceleration": "Native", "routing_mode": "Native"},
 }
 
 

@@ -189,6 +189,8 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
         no_backend_response_source=response_source,
         lb_map_max=int(files[LB_MAP_FILES[1]]) if (files[LB_MAP_FILES[1]] or "").isdigit() else None,
         ip_families=ip_families(files),
+        datapath_mode=status.datapath_mode,
+        xdp_acceleration=kpr.acceleration if kpr.nodeport else "",
     )
 
 

@@ -25,6 +25,9 @@ class KprFeatures:
     host_port: bool
     session_affinity: bool
     devices: tuple[str, ...]
+    #: nodePort.acceleration: Disabled | Native | Best-Effort ("" when absent); status --verbose prints it as is as
+    #: "XDP Acceleration" (cilium/cilium pkg/client/client.go FormatStatusResponse: `xdp = np.Acceleration`)
+    acceleration: str = ""
 
     @property
     def enabled(self) -> bool:
@@ -86,6 +89,7 @@ def parse_status_json(text: str) -> StatusJSON:
             host_port=_enabled(f.get("hostPort")),
             session_affinity=_enabled(f.get("sessionAffinity")),
             devices=tuple(str(d) for d in kpr.get("devices") or ()),
+            acceleration=str(np.get("acceleration", "")),
         ),
         attach_mode=str(data.get("attach-mode", "")),
         datapath_mode=str(data.get("datapath-mode", "")),

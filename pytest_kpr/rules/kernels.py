@@ -6,7 +6,7 @@ source next to each entry. What the agent reports (attach mode, socket-LB covera
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -88,9 +88,24 @@ class KernelFeature:
 
 
 @dataclass(frozen=True)
+class ProfileFloor:
+    """A cluster profile's own kernel floor, above Cilium's (clusters/kernels.yaml ``profile_floors``)."""
+    profile: str
+    kernel: str
+    source: str
+
+    def problems(self, node_kernels: dict[str, str]) -> list[str]:
+        """The nodes below it, one line each naming the node, the profile and the source."""
+        want = kernel_tuple(self.kernel) or ()
+        return [f"node {node} runs kernel {kernel}, below the {self.profile} profile's floor {self.kernel} ({self.source})"
+                for node, kernel in sorted(node_kernels.items()) if (have := kernel_tuple(kernel)) is not None and have < want]
+
+
+@dataclass(frozen=True)
 class KernelTable:
     features: dict[str, KernelFeature]
     floors: list[KernelFloor]
+    profile_floors: dict[str, ProfileFloor] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> "KernelTable":
@@ -103,12 +118,18 @@ class KernelTable:
             feats[str(name)] = KernelFeature(str(name), _kernel(f.get("kernel"), f"{path}: features.{name}.kernel"),
                                              y.text(f.get("what"), f"{path}: features.{name}.what"),
                                              y.text(f.get("source"), f"{path}: features.{name}.source"))
-        return cls(feats, load_floors(path))
+        profiles = {}
+        for name, f in y.mapping(data.get("profile_floors") or {}, f"{path}: profile_floors").items():
+            f = y.mapping(f, f"{path}: profile_floors.{name}")
+            profiles[str(name)] = ProfileFloor(str(name), _kernel(f.get("kernel"), f"{path}: profile_floors.{name}.kernel"),
+                                               y.text(f.get("source"), f"{path}: profile_floors.{name}.source"))
+        return cls(feats, load_floors(path), profiles)
 
     def expects(self, feature: str, kernel: str) -> bool | None:
         return self.features[feature].on(kernel)
 
-    def floor_problems(self, cilium_version: str, node_kernels: dict[str, str]) -> list[str]:
-        """Nodes whose kernel is below the Cilium version's floor, one line each naming the node."""
+    def floor_problems(self, cilium_version: str, node_kernels: dict[str, str], profile: str = "default") -> list[str]:
+        """Nodes whose kernel is below the Cilium version's floor or the profile's, one line each naming the node."""
         v = Version.parse(cilium_version)
-        return floor_problems(self.floors, (v.major, v.minor), node_kernels)
+        own = self.profile_floors.get(profile)
+        return floor_problems(self.floors, (v.major, v.minor), node_kernels) + (own.problems(node_kernels) if own else [])

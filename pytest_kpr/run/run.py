@@ -362,13 +362,14 @@ class KprRun:
             raise ProvisioningError("; ".join(problems) + " (clusters/profiles/" + self.settings.profile + ".yaml did not take effect)")
 
     def _refuse_kernels_below_the_floor(self, facts: ClusterFacts) -> None:
-        """A node whose kernel is below the Cilium version's floor (clusters/kernels.yaml) stops the run: one line per node."""
+        """A node whose kernel is below the Cilium version's floor or the profile's (clusters/kernels.yaml) stops the run:
+        one line per node."""
         if self.settings.clusters_dir is None or not (self.settings.clusters_dir / "kernels.yaml").is_file():
             return
         from ..rules.kernels import KernelTable
 
         problems = KernelTable.load(self.settings.clusters_dir / "kernels.yaml").floor_problems(
-            facts.cilium_version, {n.name: n.kernel for n in facts.nodes})
+            facts.cilium_version, {n.name: n.kernel for n in facts.nodes}, self.settings.profile)
         if problems:
             raise KprError("; ".join(problems))
 

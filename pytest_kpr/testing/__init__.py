@@ -22,6 +22,8 @@ PROFILE_CONFIG: dict[str, dict[str, object]] = {
     # reporting IPv6 alone (FakeCluster.has_ipv4 is false)
     "dual-stack": {"ip_families": ("IPv4", "IPv6")},
     "ipv6": {"ip_families": ("IPv6",)},
+    "netkit": {"datapath_mode": "netkit", "routing_mode": "Native"},
+    "xdp": {"acceleration": "Native", "routing_mode": "Native"},
 }
 
 

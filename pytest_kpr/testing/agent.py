@@ -141,6 +141,8 @@ class FakeAgent:
             attach_mode=cfg.attach_mode,
             devices=(("eth0", self.cluster.node_ip(self.node)),),
             routing_mode=cfg.routing_mode,
+            datapath_mode=cfg.datapath_mode,
+            acceleration=cfg.acceleration,
         )
 
     def _status_text(self, verbose: bool) -> tuple[int, str, str]:

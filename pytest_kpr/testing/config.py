@@ -53,6 +53,10 @@ class FakeConfig:
     #: bpf-lb-maglev-hash-seed as the agents resolve it (None: unset, the built-in default)
     maglev_seed: str | None = None
     attach_mode: str = "tcx"
+    #: the pods' device type the agents report (Helm bpf.datapathMode; the netkit profile: netkit)
+    datapath_mode: str = "veth"
+    #: NodePort XDP acceleration the agents report (Helm loadBalancer.acceleration; the xdp profile: Native)
+    acceleration: str = "Disabled"
     no_backend_response: str = "reject"
     #: the CVE-2020-8554 ExternalIP mitigation (agent: DisableExternalIPMitigation = not this). The kind values
     #: turn it off (bpf.disableExternalIPMitigation: true), so the default is off.

@@ -42,6 +42,8 @@ def status_json(
     attach_mode: str = "tcx",
     devices: tuple[tuple[str, str], ...] = (("eth0", "172.18.0.2"),),
     routing_mode: str = "Tunnel",
+    datapath_mode: str = "veth",
+    acceleration: str = "Disabled",
 ) -> str:
     """``cilium-dbg status -o json``: ``json.MarshalIndent(.., "", "  ")``; disabled features are ``{}``."""
 
@@ -56,9 +58,9 @@ def status_json(
         "hostReachableServices": {},
         "nat46X64": {"gateway": {}, "service": {}},
         "nodePort": (
-            {"acceleration": "Disabled", "algorithm": algorithm, "dsrMode": "IP Option/Extension", "enabled": True,
+            {"acceleration": acceleration, "algorithm": algorithm, "dsrMode": "IP Option/Extension", "enabled": True,
              "lutSize": 16381, "mode": nodeport_mode, "portMax": 32767, "portMin": 30000}
-            if kpr else {"acceleration": "Disabled", "algorithm": algorithm, "mode": nodeport_mode}
+            if kpr else {"acceleration": acceleration, "algorithm": algorithm, "mode": nodeport_mode}
         ),
         "sessionAffinity": enabled(kpr),
         "socketLB": enabled(kpr and socket_lb),
@@ -72,7 +74,7 @@ def status_json(
                     **({"tunnel-protocol": "vxlan"} if routing_mode == "Tunnel" else {})},
         "attach-mode": attach_mode,
         "cilium": {"msg": f"{version} (v{version}-2b3dd4e5)", "state": "Ok" if healthy else "Failure"},
-        "datapath-mode": "veth",
+        "datapath-mode": datapath_mode,
         "kube-proxy-replacement": {
             "deviceList": [{"ip": ["", ip], "name": name} for name, ip in devices],
             "devices": [name for name, _ in devices],

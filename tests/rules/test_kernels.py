@@ -43,6 +43,36 @@ def test_the_floor_of_a_cilium_version(version: str, kernels: dict[str, str], pr
     assert [g.split(" (")[0] for g in got] == problems
 
 
+@pytest.mark.parametrize(("profile", "kernels", "problems"), [
+    ("netkit", {"a": "6.8.0-49-generic", "b": "6.12.107+deb12-amd64"}, []),
+    ("netkit", {"a": "6.8.0", "b": "6.7.12"}, ["node b runs kernel 6.7.12, below the netkit profile's floor 6.8"]),
+    ("netkit", {"a": "6.6.30", "b": "5.4.0-150-generic"},  # both floors, each named
+     ["node b runs kernel 5.4.0-150-generic, below Cilium 1.20's floor 5.10", "node a runs kernel 6.6.30, below the netkit profile's floor 6.8",
+      "node b runs kernel 5.4.0-150-generic, below the netkit profile's floor 6.8"]),
+    ("netkit", {"a": "garbage"}, []),  # not a version: the Cilium floor's own check reports it where asked
+    ("default", {"a": "6.6.30"}, []), ("xdp", {"a": "6.6.30"}, []),
+])
+def test_a_profiles_own_floor(profile: str, kernels: dict[str, str], problems: list[str]) -> None:
+    got = TABLE.floor_problems("1.20.2", kernels, profile)
+    assert [g.split(" (")[0] for g in got] == problems
+    assert all("netkit is available for kernel 6.8 and onwards" in g for g in got if "netkit profile" in g), got
+
+
+def test_every_profile_floor_names_a_profile_and_cites_its_source() -> None:
+    profiles = {p.stem for p in (Path(__file__).resolve().parents[2] / "clusters" / "profiles").glob("*.yaml")}
+    assert TABLE.profile_floors and set(TABLE.profile_floors) <= profiles, sorted(TABLE.profile_floors)
+    assert all(f.source for f in TABLE.profile_floors.values())
+
+
+def test_a_profile_floor_is_a_kernel_version(tmp_path: Path) -> None:
+    from pytest_kpr.core.yamlfile import YamlFileError
+
+    bad = tmp_path / "kernels.yaml"
+    bad.write_text("floors: []\nfeatures: {}\nprofile_floors:\n  netkit:\n    kernel: 6.8\n    source: x\n")
+    with pytest.raises(YamlFileError, match="profile_floors.netkit.kernel"):
+        KernelTable.load(bad)
+
+
 def test_a_cluster_below_the_floor_is_refused_naming_the_node(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(textwrap.dedent("""
         from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider

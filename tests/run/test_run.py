@@ -74,3 +74,52 @@ def test_a_profile_that_did_not_take_stops_the_run_and_it_cleans_up(tmp_path: Pa
 def test_the_run_package_never_loads_pytest() -> None:
     code = "import sys, pytest_kpr.run.run; sys.exit(sorted(m for m in sys.modules if m.split('.')[0] in ('pytest', '_pytest')) != [])"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0, "importing pytest_kpr.run.run loads pytest"
+
+
+def test_a_node_below_the_profiles_kernel_floor_stops_the_run_naming_it(tmp_path: Path) -> None:
+    """The netkit profile needs kernel 6.8 (clusters/kernels.yaml profile_floors): a 6.6 cluster that otherwise shows the
+    profile's promises is refused before the suites, one line per node."""
+    s = _settings(tmp_path, profile="netkit")
+    cluster = FakeCluster(FakeConfig(cilium_version=s.cilium_version, kernel="6.6.30", datapath_mode="netkit", routing_mode="Native"))
+    run = KprRun(s, host := PlainHost(REPO, FakeProvider(cluster)))
+    with pytest.raises(RunEnded) as ended:
+        run.start()
+    assert ended.value.returncode == EXIT_PROVISIONING, host.lines
+    assert "node fake-control-plane runs kernel 6.6.30, below the netkit profile's floor 6.8" in str(ended.value)
+    ok = KprRun(_settings(tmp_path / "ok", profile="netkit"), PlainHost(REPO, FakeProvider(FakeCluster(FakeConfig(
+        cilium_version=s.cilium_version, kernel="6.8.0-49-generic", datapath_mode="netkit", routing_mode="Native")))))
+    ok.start()
+    try:
+        assert ok.facts is not None and ok.facts.datapath_mode == "netkit"
+    finally:
+        ok.stop()
+
+
+@pytest.mark.parametrize(("profile", "words"), [
+    ("netkit", "the profile 'netkit' promises datapath_mode 'netkit', but the agents report 'veth'"),
+    ("xdp", "the profile 'xdp' promises xdp_acceleration 'Native', but the agents report 'Disabled'"),
+])
+def test_a_netkit_or_xdp_profile_that_did_not_take_stops_the_run(tmp_path: Path, profile: str, words: str) -> None:
+    """The cluster came up with the chart's defaults (veth, no acceleration) although the profile was asked for."""
+    s = _settings(tmp_path, profile=profile)
+    provider = FakeProvider(FakeCluster(FakeConfig(cilium_version=s.cilium_version, routing_mode="Native")))
+    with pytest.raises(RunEnded) as ended:
+        KprRun(s, PlainHost(REPO, provider)).start()
+    assert ended.value.returncode == EXIT_PROVISIONING and words in str(ended.value), str(ended.value)
+    assert f"clusters/profiles/{profile}.yaml did not take effect" in str(ended.value)
+
+
+def test_the_header_names_a_netkit_device_mode_and_xdp_acceleration(tmp_path: Path) -> None:
+    """The collection header says what the netkit and xdp profiles change, and nothing for veth and no acceleration."""
+    for cfg, words, absent in ((dict(datapath_mode="netkit", acceleration="Native", routing_mode="Native"),
+                                ("NodePort SNAT (XDP Native), routing Native", "devices netkit, "), ()),
+                               (dict(), ("NodePort SNAT, routing Tunnel, attach tcx, IPv4",), ("devices", "XDP"))):
+        s = _settings(tmp_path / str(len(words)))
+        run = KprRun(s, PlainHost(REPO, FakeProvider(FakeCluster(FakeConfig(cilium_version=s.cilium_version, **cfg)))))
+        run.start()
+        try:
+            assert run.facts is not None
+            line = run.facts.header_lines()[1]
+            assert all(w in line for w in words) and not any(a in line for a in absent), line
+        finally:
+            run.stop()
