@@ -12,29 +12,41 @@ namespaces (Full coverage): under Hostns-only the client cannot see the backend.
 Each family has its own affinity map (LB4_AFFINITY_MAP, LB6_AFFINITY_MAP; ``lb6_affinity_backend_id_by_netns`` for
 connect6): the connections run once per family of --kpr-ip-families, to the ClusterIPs of that family (evidence
 ``affinity-ipv6.json``); the backends and Services are created once.
+
+The per-packet plane, from outside: two NodePort Services over the same backends, ``aff-np-sticky`` (sessionAffinity
+ClientIP) and ``aff-np-plain``. The runner sends 12 HTTP requests to each through one node's NodePort; each request's
+backend is the pod that logged its token. A node keys its affinity by the client's address (datapath.SRC_AFFINITY_OUTSIDE:
+"If a request is sent from outside the cluster to the service, the request's source IP address is used for determining
+the endpoint affinity"), so every request to the sticky Service reaches one backend, and without affinity they spread.
+Without a route from the runner to the nodes these two tests are skipped (a failure where the outside view is required).
 """
 
 from __future__ import annotations
 
+import secrets
+
 import pytest
 
-from pytest_kpr.suite import eventually, Evidence, family_file, holds, hp, Lab, Tweak, WEB_PORT
+from pytest_kpr.suite import ClusterHandle, eventually, Evidence, family_file, holds, hp, Lab, no_outside_view, Tweak, WEB_PORT
 from pytest_kpr.judge.affinity import (
     AFFINITY_BACKENDS,
     AFFINITY_CONNECTIONS,
     AFFINITY_IDLE_S,
     AFFINITY_TIMEOUT_ROUNDS,
     AFFINITY_TIMEOUT_S,
+    OUTSIDE_REQUESTS,
+    outside_spread_problems,
+    outside_sticky_problems,
     spread_problems,
     sticky_problems,
     timeout_problems,
 )
-from pytest_kpr.model.affinity import AffinityObservation
+from pytest_kpr.model.affinity import AffinityObservation, OutsideAffinity
 
 pytestmark = [
     pytest.mark.kpr(property="affinity", evidence="affinity.json",
-                    plane="socket",
-                    sources="SRC_AFFINITY_TIMEOUT"),
+                    plane=["socket", "per-packet"],
+                    sources=["SRC_AFFINITY_TIMEOUT", "SRC_AFFINITY_OUTSIDE"]),
     pytest.mark.kpr_requires("socket-lb-pods", "session-affinity"),
 ]
 
@@ -51,12 +63,36 @@ def aff_workloads(lab: Lab, probe: Lab) -> list[str]:
     lab.create_service("aff-sticky", {"app": "aff"}, tweak=_client_ip(10800))
     lab.create_service("aff-plain", {"app": "aff"})
     lab.create_service("aff-timeout", {"app": "aff"}, tweak=_client_ip(AFFINITY_TIMEOUT_S))
+    lab.create_service("aff-np-sticky", {"app": "aff"}, "NodePort", tweak=_client_ip(10800))
+    lab.create_service("aff-np-plain", {"app": "aff"}, "NodePort")
     lab.wait_ready_endpoints("aff-sticky", AFFINITY_BACKENDS)
     return ["aff-sticky", "aff-plain", "aff-timeout"]
 
 
+def _from_outside(lab: Lab, cluster: ClusterHandle) -> OutsideAffinity | None:
+    """OUTSIDE_REQUESTS HTTP requests from the runner to each NodePort Service through one node (this family's address),
+    each backend read from the pods' logs; None when the runner has no route to the nodes."""
+    node = lab.client_node
+    ip = lab.node_ip(node)
+    outside = cluster.outside
+    if outside is None or not outside.reaches(ip):
+        return None
+    lab.wait_programmed_on([node], ["aff-np-sticky", "aff-np-plain"])
+    pods = tuple(sorted(p["metadata"]["name"] for p in lab.kube.list("Pod", lab.ns, "app=aff")))
+    served: dict[str, list[str]] = {}
+    for name in ("aff-np-sticky", "aff-np-plain"):
+        port = int((lab.kube.get("Service", name, lab.ns) or {})["spec"]["ports"][0]["nodePort"])
+        served[name] = [secrets.token_hex(6) for _ in range(OUTSIDE_REQUESTS)]
+        for token in served[name]:
+            outside.http(f"http://{hp(ip, port)}/?kpr={token}", 5.0)
+    seen = lab.who_served_many(list(pods), [t for tokens in served.values() for t in tokens])
+    who = {name: tuple(seen[t][0] if t in seen else None for t in tokens) for name, tokens in served.items()}
+    return OutsideAffinity(node, outside.source_address(ip) or "", pods, who["aff-np-sticky"], who["aff-np-plain"])
+
+
 @pytest.fixture(scope="module")
-def seen(aff_workloads: list[str], family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_family: str) -> AffinityObservation:
+def seen(aff_workloads: list[str], family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_family: str,
+         kpr_cluster: ClusterHandle) -> AffinityObservation:
     lab = family_lab
     # the client's agent serving each Service's frontend of this family (how many slots it programs is the backend-slots
     # suite's property, not a precondition here)
@@ -72,13 +108,17 @@ def seen(aff_workloads: list[str], family_lab: Lab, evidence: Evidence, kpr_prop
     for name, count, interval in (("aff-sticky", AFFINITY_CONNECTIONS, 0.0), ("aff-plain", AFFINITY_CONNECTIONS, 0.0),
                                   ("aff-timeout", AFFINITY_TIMEOUT_ROUNDS, AFFINITY_IDLE_S)):
         peers[name] = lab.socket_peers(hp(lab.cluster_ip(name), WEB_PORT), count, 3.0, interval=interval)
+    outside = _from_outside(lab, kpr_cluster)
     obs = AffinityObservation(kpr_family, tuple(backends), tuple(peers["aff-sticky"]), tuple(peers["aff-plain"]),
-                              tuple(peers["aff-timeout"]), AFFINITY_TIMEOUT_S, AFFINITY_IDLE_S)
+                              tuple(peers["aff-timeout"]), AFFINITY_TIMEOUT_S, AFFINITY_IDLE_S, outside)
     evidence.write(family_file("affinity.json", kpr_family), {**obs.to_json(), "problems": {
-        "sticky": sticky_problems(obs), "spread": spread_problems(obs), "timeout": timeout_problems(obs)}})
+        "sticky": sticky_problems(obs), "spread": spread_problems(obs), "timeout": timeout_problems(obs),
+        **({"outside_sticky": outside_sticky_problems(outside), "outside_spread": outside_spread_problems(outside)} if outside else {})}})
     evidence.figure(kpr_property, f"ClientIP: {len({p for p in peers['aff-sticky'] if p})} backend for {AFFINITY_CONNECTIONS} connections; "
                               f"none: {len({p for p in peers['aff-plain'] if p})} of {len(backends)} backends; "
-                              f"{AFFINITY_TIMEOUT_S} s timeout: {len({p for p in peers['aff-timeout'] if p})} backends in {AFFINITY_TIMEOUT_ROUNDS}",
+                              f"{AFFINITY_TIMEOUT_S} s timeout: {len({p for p in peers['aff-timeout'] if p})} backends in {AFFINITY_TIMEOUT_ROUNDS}"
+                              + (f"; from outside: {len({p for p in outside.sticky if p})} backend for {OUTSIDE_REQUESTS} requests"
+                                 if outside else ""),
                     kpr_family)
     return obs
 
@@ -93,3 +133,16 @@ def test_without_affinity_connections_spread_over_the_backends(seen: AffinityObs
 
 def test_the_affinity_expires_after_its_timeout(seen: AffinityObservation) -> None:
     holds(timeout_problems(seen), f"affinity (timeoutSeconds {seen.timeout_s})")
+
+
+def test_a_client_from_outside_stays_on_one_backend_with_session_affinity(seen: AffinityObservation) -> None:
+    """Per packet, through a NodePort: the node keys the affinity by the client's address (SRC_AFFINITY_OUTSIDE)."""
+    if seen.outside is None:
+        no_outside_view("the test runner has no route to the nodes")
+    holds(outside_sticky_problems(seen.outside), "affinity from outside (NodePort, sessionAffinity ClientIP)")
+
+
+def test_from_outside_without_affinity_requests_spread_over_the_backends(seen: AffinityObservation) -> None:
+    if seen.outside is None:
+        no_outside_view("the test runner has no route to the nodes")
+    holds(outside_spread_problems(seen.outside), "affinity from outside (NodePort, none)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..model.affinity import AffinityObservation
+from ..model.affinity import AffinityObservation, OutsideAffinity
 
 
 #: connections the affinity suite makes per Service, and the backends behind it
@@ -18,36 +18,66 @@ AFFINITY_CONNECTIONS, AFFINITY_BACKENDS = 20, 4
 #: granularity of bpf_mono_now()), and connections
 AFFINITY_TIMEOUT_S, AFFINITY_IDLE_S, AFFINITY_TIMEOUT_ROUNDS = 1, 2.5, 10
 
+#: requests the runner sends from outside to each NodePort Service (4 backends: all 12 on one backend by chance, 2.4e-07)
+OUTSIDE_REQUESTS = 12
+
 
 def _unanswered(peers: "Sequence[str | None]") -> list[str]:
     missing = [i for i, p in enumerate(peers) if p is None]
     return [f"{len(missing)} of {len(peers)} connections did not connect or show a backend"] if missing else []
 
 
-def _strangers(peers: "Sequence[str | None]", backends: "Sequence[str]") -> list[str]:
+def _strangers(peers: "Sequence[str | None]", backends: "Sequence[str]", noun: str = "connections") -> list[str]:
     strangers = sorted({p for p in peers if p is not None and p not in backends})
-    return [f"connections reached {strangers}, which are not the Service's backends {sorted(backends)}"] if strangers else []
+    return [f"{noun} reached {strangers}, which are not the Service's backends {sorted(backends)}"] if strangers else []
+
+
+def _stays(peers: "Sequence[str | None]", backends: "Sequence[str]", what: str, noun: str = "connections") -> list[str]:
+    out = _unanswered(peers) if noun == "connections" else _unserved(peers)
+    out += _strangers(peers, backends, noun)
+    hit = sorted({p for p in peers if p})
+    if len(hit) > 1:
+        out.append(f"{len(peers)} {what} reached {len(hit)} backends {hit} despite sessionAffinity ClientIP")
+    return out
+
+
+def _spreads(peers: "Sequence[str | None]", backends: "Sequence[str]", what: str, noun: str = "connections") -> list[str]:
+    out = _unanswered(peers) if noun == "connections" else _unserved(peers)
+    out += _strangers(peers, backends, noun)
+    spread = sorted({p for p in peers if p})
+    if len(backends) > 1 and len(peers) >= 2 and len(spread) == 1:
+        n, k = len(backends), len(peers)
+        out.append(f"all {k} {what} without affinity reached {spread[0]} of {n} backends (chance: {n * (1 / n) ** k:.1e})")
+    return out
+
+
+def _unserved(peers: "Sequence[str | None]") -> list[str]:
+    missing = [i for i, p in enumerate(peers) if p is None]
+    return [f"{len(missing)} of {len(peers)} requests were not served by a backend (no backend logged them)"] if missing else []
 
 
 def sticky_problems(a: AffinityObservation) -> list[str]:
     """Every connection from one client to a sessionAffinity=ClientIP Service reached one backend."""
-    out = _unanswered(a.sticky) + _strangers(a.sticky, a.backends)
-    hit = sorted({p for p in a.sticky if p})
-    if len(hit) > 1:
-        out.append(f"{len(a.sticky)} connections from one client reached {len(hit)} backends {hit} despite sessionAffinity ClientIP")
-    return out
+    return _stays(a.sticky, a.backends, "connections from one client")
 
 
 def spread_problems(a: AffinityObservation) -> list[str]:
     """Without affinity, the connections reached more than one backend. Bound: with a uniformly random pick among N
     backends, all k connections reach one backend with probability N * (1/N)^k (4 backends, 20 connections: 3.6e-12),
     so a single backend is not chance."""
-    out = _unanswered(a.plain) + _strangers(a.plain, a.backends)
-    spread = sorted({p for p in a.plain if p})
-    if len(a.backends) > 1 and len(a.plain) >= 2 and len(spread) == 1:
-        n, k = len(a.backends), len(a.plain)
-        out.append(f"all {k} connections without affinity reached {spread[0]} of {n} backends (chance: {n * (1 / n) ** k:.1e})")
-    return out
+    return _spreads(a.plain, a.backends, "connections")
+
+
+def outside_sticky_problems(o: OutsideAffinity) -> list[str]:
+    """Every request from outside (one client address) to one node's NodePort of a sessionAffinity=ClientIP Service
+    reached one backend: the node keys its affinity by the client's address (datapath.SRC_AFFINITY_OUTSIDE)."""
+    return _stays(o.sticky, o.backends, f"requests from outside ({o.source}) to {o.node}'s NodePort", noun="requests")
+
+
+def outside_spread_problems(o: OutsideAffinity) -> list[str]:
+    """Without affinity the requests from outside spread over the backends (the bound of :func:`spread_problems`): a
+    single backend for all of them means the sticky test's single backend proves nothing."""
+    return _spreads(o.plain, o.backends, f"requests from outside to {o.node}'s NodePort", noun="requests")
 
 
 def timeout_problems(a: AffinityObservation) -> list[str]:

@@ -103,6 +103,9 @@ SRC_AFFINITY_TIMEOUT = ("cilium/cilium bpf/lib/lb.h@0040d667 __lb4_affinity_back
                         "bpf_sec_to_mono(svc->affinity_timeout) <= now) {` the entry is deleted and a new backend selected "
                         "(\"Session is sticky for range [current, last_used + affinity_timeout)\"); bpf_sock.c picks a random "
                         "slot otherwise (`sock_select_slot`: `get_prandom_u32()` for TCP)")
+SRC_AFFINITY_OUTSIDE = ("cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst@f3e6eb53 (Session Affinity): \"If a "
+                        "request is sent from outside the cluster to the service, the request's source IP address is used for "
+                        "determining the endpoint affinity.\" (each node's own LB4_AFFINITY_MAP / LB6_AFFINITY_MAP)")
 
 @dataclass(frozen=True)
 class PlaneRule:

@@ -45,6 +45,9 @@ class FakeAgent:
         self._reconciler_rounds = 0
         #: the BPF metrics map: (reason, direction, line, file) -> packets (bpf metrics list)
         self.metrics: dict[tuple[str, str, int, str], int] = {}
+        #: this node's per-packet affinity map (LB4/LB6_AFFINITY_MAP keyed by the client's address): (client address,
+        #: service, frontend ip, port) -> (the remembered backend "ip:port", last used: whole seconds)
+        self.affinity_by_addr: dict[tuple[str, str, str, int], tuple[str, int]] = {}
 
     def count(self, reason: str, direction: str, line: int, file: str) -> None:
         key = (reason, direction, line, file)

@@ -47,7 +47,8 @@ class FakeOutside:
         node = self.cluster.node_addresses()[ip]
         source = self.source_address(ip) or self.ADDRESS
         flow = (source, source_port) if source_port else None
-        outcome = reach(self.cluster, node, host_network=True, access="connect", ip=ip, port=port, outside=True, flow=flow)
+        outcome = reach(self.cluster, node, host_network=True, access="connect", ip=ip, port=port, outside=True, flow=flow,
+                        source=source)
         code, secs, rc, err = curl_result(outcome, ip, port, timeout)
         if rc == 0:
             self.cluster.workloads.served(outcome, source, m.group(4) or "/")

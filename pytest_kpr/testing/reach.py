@@ -53,6 +53,11 @@ FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testi
           doc="a pod on a node without a local backend of an internalTrafficPolicy=Local Service gets a silent drop (connect() times out) "
               "instead of its plane's no-backend answer"),
     Fault("maglev_ignored", "Maglev", "the agents report Maglev but pick a random backend per connection"),
+    Fault("outside_lb_always_first", "affinity",
+          doc="a request from outside through a NodePort always gets the first backend (the per-packet plane does not spread)"),
+    Fault("outside_affinity_ignored", "affinity",
+          doc="a request from outside to a NodePort with sessionAffinity ClientIP gets a new pick each time: the per-packet plane "
+              "ignores the client's address"),
 )
 
 
@@ -124,10 +129,10 @@ DROP_NO_SERVICE = "Service backend not found"
 
 
 def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str, port: int, outside: bool = False,
-          flow: tuple[str, int] | None = None, proto: str = "TCP") -> Outcome:
+          flow: tuple[str, int] | None = None, proto: str = "TCP", source: str | None = None) -> Outcome:
     """A ``connect``, an unconnected UDP ``sendmsg`` or a ``raw`` SYN to ``ip:port`` (``proto``) from a pod on ``node``
     (its own namespace, or the host's for a host-network pod), or, with ``outside``, from a machine that reaches the
-    nodes (the runner)."""
+    nodes (the runner; ``source``: its address, what a node's per-packet affinity is keyed by)."""
     kind, target_node = classify(c, ip)
     family = family_of(ip)
     if kind == "none":
@@ -156,7 +161,7 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         c.agents[handler].count(DROP_NO_SERVICE, "ingress" if client == "outside" else "egress", 1, "nodeport.h")
         return Outcome("timeout", rule.plane, frontend=kind)
     if backends:
-        be = _select(c, handler, fe, backends, client, port, flow)
+        be = _select(c, handler, fe, backends, client, port, flow, source)
         if not backend_listens(c, be, family):  # the backend's kernel refuses: nothing listens on that family
             # (an unconnected UDP socket is not told of the ICMP port unreachable: its recvfrom() waits)
             return Outcome("timeout" if access == "sendmsg" else "refused", rule.plane, None if access == "sendmsg" else "ECONNREFUSED",
@@ -201,14 +206,37 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
 
 
 def _select(c: ClusterView, handler: str, fe: FakeFrontend, backends: list[FakeBackend], client: str, port: int,
-            flow: tuple[str, int] | None) -> FakeBackend:
-    """The backend the handling node's plane picks: the Maglev table's slot for a flow from outside through a frontend
-    that has a table (datapath.SRC_MAGLEV_HASH, SRC_MAGLEV_SCOPE; the maglev_ignored fault picks at random), else at
-    random (bpf/lib/lb.h LB_SELECTION_RANDOM, bpf_sock.c)."""
+            flow: tuple[str, int] | None, source: str | None = None) -> FakeBackend:
+    """The backend the handling node's plane picks. From outside, through a Service with sessionAffinity ClientIP: the
+    backend this node remembers for the client's address (datapath.SRC_AFFINITY_OUTSIDE; each node has its own map),
+    while it was last used less than timeoutSeconds ago (SRC_AFFINITY_TIMEOUT), else a new pick that it then remembers
+    (the outside_affinity_ignored fault never remembers). The pick: the Maglev table's slot for a flow from outside
+    through a frontend that has a table (datapath.SRC_MAGLEV_HASH, SRC_MAGLEV_SCOPE; the maglev_ignored fault picks at
+    random), else at random (bpf/lib/lb.h LB_SELECTION_RANDOM, bpf_sock.c)."""
+    spec = c.service(fe.service).get("spec", {}) if client == "outside" and source is not None else {}
+    if spec.get("sessionAffinity") == "ClientIP" and not c.cfg.faults.outside_affinity_ignored:
+        assert source is not None
+        timeout = int(((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get("timeoutSeconds") or 10800)
+        table, key, now = c.agents[handler].affinity_by_addr, (source, fe.service, fe.ip, fe.port), int(c.clock.monotonic())
+        by_addr = {f"{b.ip}:{b.port}": b for b in backends}
+        remembered = table.get(key)
+        if remembered is not None and remembered[0] in by_addr and now < remembered[1] + timeout:
+            table[key] = (remembered[0], now)
+            return by_addr[remembered[0]]
+        chosen = _pick(c, handler, fe, backends, client, port, flow)
+        table[key] = (f"{chosen.ip}:{chosen.port}", now)
+        return chosen
+    return _pick(c, handler, fe, backends, client, port, flow)
+
+
+def _pick(c: ClusterView, handler: str, fe: FakeFrontend, backends: list[FakeBackend], client: str, port: int,
+          flow: tuple[str, int] | None) -> FakeBackend:
     agent = c.agents[handler]
     if client == "outside" and flow is not None and agent.has_maglev_table(fe) and not c.cfg.faults.maglev_ignored:
         by_addr = {f"{b.ip}:{b.port}": b for b in backends}
         return by_addr[maglev.pick(agent.seed(), tuple(by_addr), flow[0], flow[1], port, fe.proto)]
+    if client == "outside" and c.cfg.faults.outside_lb_always_first:  # fault: no spreading on the per-packet plane
+        return backends[0]
     return random.choice(backends)
 
 

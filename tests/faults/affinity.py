@@ -16,6 +16,14 @@ ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
     ("ipv6-affinity-ignored", ("affinity",), "ip_families=('IPv4', 'IPv6'), faults=Faults(affinity_ignored='IPv6')",
      {AFF + "test_a_client_stays_on_one_backend_with_session_affinity[IPv6]"},
      ["*affinity (sessionAffinity ClientIP): 20 connections from one client reached * backends [[]'[[]fd00:10:244:*]:8080'*despite sessionAffinity ClientIP*"]),
+    ("outside-affinity-ignored", ("affinity",), "faults=Faults(outside_affinity_ignored=True)",
+     {AFF + "test_a_client_from_outside_stays_on_one_backend_with_session_affinity"},
+     ["*affinity from outside (NodePort, sessionAffinity ClientIP): 12 requests from outside (172.18.0.1) to fake-worker's NodePort "
+      "reached * backends [[]'aff-*'*despite sessionAffinity ClientIP*"]),
+    ("outside-lb-always-first", ("affinity",), "faults=Faults(outside_lb_always_first=True)",
+     {AFF + "test_from_outside_without_affinity_requests_spread_over_the_backends"},
+     ["*affinity from outside (NodePort, none): all 12 requests from outside to fake-worker's NodePort without affinity reached aff-* of 4 "
+      "backends (chance: 2.4e-07)*"]),
     # the family field the other way round: set for IPv4, a dual-stack run's IPv6 affinity holds
     ("ipv4-affinity-ignored", ("affinity",), "ip_families=('IPv4', 'IPv6'), faults=Faults(affinity_ignored='IPv4')",
      {AFF + "test_a_client_stays_on_one_backend_with_session_affinity[IPv4]"},

@@ -6,8 +6,9 @@ from typing import Sequence
 
 import pytest
 
-from pytest_kpr.judge.affinity import spread_problems, sticky_problems, timeout_problems
-from pytest_kpr.model.affinity import AffinityObservation
+from pytest_kpr.judge.affinity import (outside_spread_problems, outside_sticky_problems, spread_problems, sticky_problems,
+                                       timeout_problems)
+from pytest_kpr.model.affinity import AffinityObservation, OutsideAffinity
 
 B4 = ("10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080", "10.0.0.4:8080")
 
@@ -57,4 +58,32 @@ def test_affinity_timeout_judgement(peers: list, fragment: str | None) -> None:
 def test_the_observation_is_the_evidence_files_shape() -> None:
     assert seen(sticky=[B4[0], None], plain=[B4[1]], timeout=[B4[2]]).to_json() == {
         "family": "IPv4", "backends": list(B4), "connections": 2, "sticky": [B4[0], None], "plain": [B4[1]],
-        "timeout": {"timeout_s": 1, "idle_s": 2.5, "peers": [B4[2]]}}
+        "timeout": {"timeout_s": 1, "idle_s": 2.5, "peers": [B4[2]]}, "outside": None}
+    o = OutsideAffinity("n2", "172.18.0.1", ("aff-a", "aff-b"), ("aff-a", None), ("aff-b", "aff-a"))
+    assert AffinityObservation("IPv4", B4, (), (), (), 1, 2.5, o).to_json()["outside"] == {
+        "node": "n2", "source": "172.18.0.1", "backends": ["aff-a", "aff-b"], "requests": 2, "sticky": ["aff-a", None], "plain": ["aff-b", "aff-a"]}
+
+
+PODS = ("aff-a", "aff-b", "aff-c", "aff-d")
+
+
+def outside(sticky: list[str | None], plain: list[str | None], backends: tuple[str, ...] = PODS) -> OutsideAffinity:
+    return OutsideAffinity("n2", "172.18.0.1", backends, tuple(sticky), tuple(plain))
+
+
+@pytest.mark.parametrize(("sticky", "plain", "problems"), [
+    (["aff-b"] * 12, ["aff-a", "aff-c"] * 6, {"sticky": [], "spread": []}),
+    (["aff-b", "aff-c"] * 6, ["aff-a", "aff-c"] * 6,
+     {"sticky": ["12 requests from outside (172.18.0.1) to n2's NodePort reached 2 backends ['aff-b', 'aff-c'] despite sessionAffinity ClientIP"],
+      "spread": []}),
+    (["aff-b"] * 12, ["aff-d"] * 12,
+     {"sticky": [], "spread": ["all 12 requests from outside to n2's NodePort without affinity reached aff-d of 4 backends (chance: 2.4e-07)"]}),
+    (["aff-b", None] * 6, ["aff-a", "aff-c"] * 6,
+     {"sticky": ["6 of 12 requests were not served by a backend (no backend logged them)"], "spread": []}),
+    (["aff-b"] * 12, ["aff-a", "web-x"] * 6,
+     {"sticky": [], "spread": ["requests reached ['web-x'], which are not the Service's backends"]}),
+])
+def test_outside_affinity_verdicts(sticky: list[str | None], plain: list[str | None], problems: dict[str, list[str]]) -> None:
+    got = {"sticky": outside_sticky_problems(outside(sticky, plain)), "spread": outside_spread_problems(outside(sticky, plain))}
+    assert {k: len(v) for k, v in got.items()} == {k: len(v) for k, v in problems.items()}, got
+    assert all(w in g for k, v in got.items() for g, w in zip(v, problems[k], strict=True)), got
