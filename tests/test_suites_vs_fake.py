@@ -485,6 +485,19 @@ def test_an_outside_view_skip_is_a_failure_under_ci(pytester: pytest.Pytester, m
     assert opt_out.parseoutcomes().get("failed", 0) == 0
 
 
+def test_without_cap_net_admin_the_vips_from_outside_are_skipped_and_required_under_ci(pytester: pytest.Pytester,
+                                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Routing a VIP through a node needs CAP_NET_ADMIN on the runner (cluster.outside.LocalOutside.via): without it each
+    test from outside skips with that reason (the in-cluster one still runs), and under CI=true each of them fails."""
+    local = run_suites(pytester, "runner_net_admin=False", "north_south", "source_ranges", args=("-rs",))
+    outcomes = local.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes["skipped"] == 9 and outcomes["passed"] == 1, outcomes
+    local.stdout.fnmatch_lines(["SKIPPED*no outside view: the runner lacks CAP_NET_ADMIN, needed to route a VIP through a node*"])
+    monkeypatch.setenv("CI", "true")
+    ci = run_suites(pytester, "runner_net_admin=False", "north_south", "source_ranges")
+    assert ci.parseoutcomes()["failed"] == 9, ci.stdout.str()[-3000:]
+
+
 def failure_blocks(stdout: str) -> dict[str, list[str]]:
     """The terminal's FAILURES/ERRORS section, one block of lines per failure (pytest's `____ name ____` headers; a
     long name leaves room for a single underscore each side)."""

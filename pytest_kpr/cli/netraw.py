@@ -1,9 +1,12 @@
-"""``kpr with-net-raw COMMAND...``: run a command as the calling user with one capability added, CAP_NET_RAW.
+"""``kpr with-net-raw COMMAND...``: run a command as the calling user with the outside view's two capabilities added,
+CAP_NET_RAW and CAP_NET_ADMIN.
 
 The outside view's raw SYN probes (the runner sending to a node's NodePort from outside the cluster) need CAP_NET_RAW;
-a CI runner's user lacks it, and without it those tests could only skip. This adds it as an *ambient* capability
-(``setpriv``, util-linux): the user, its groups (docker), HOME and PATH stay, it survives the exec of make, the
-virtualenv's python and pytest, and no file is given a capability.
+routing a LoadBalancer VIP or an externalIPs address through a node (``ip route add <VIP>/32 via <node>``, removed after
+the requests: cluster.outside.LocalOutside.via) needs CAP_NET_ADMIN. A CI runner's user lacks both, and without them
+those tests could only skip. This adds them as *ambient* capabilities (``setpriv``, util-linux): the user, its groups
+(docker), HOME and PATH stay, they survive the exec of make, the virtualenv's python, pytest and ``ip``, and no file is
+given a capability. The run adds only /32 (/128) routes to its own VIPs, never over a route it did not add.
 
 Why not run pytest as root: kind, Docker's socket and the kubeconfig would become root's and the artifacts root-owned.
 Why not ``setcap`` on the interpreter: the virtualenv's python is a symlink to the shared one, and a file capability
@@ -20,11 +23,11 @@ from typing import Mapping, Sequence
 
 from ..core.inputs import BadInput
 
-CAPS = ("--inh-caps", "+net_raw", "--ambient-caps", "+net_raw")
+CAPS = ("--inh-caps", "+net_raw,+net_admin", "--ambient-caps", "+net_raw,+net_admin")
 
 
 def command(argv: Sequence[str], *, uid: int, user: str, env: Mapping[str, str]) -> list[str]:
-    """The command line that runs ``argv`` as ``user`` with CAP_NET_RAW, from a process running as ``uid``."""
+    """The command line that runs ``argv`` as ``user`` with CAP_NET_RAW and CAP_NET_ADMIN, from a process running as ``uid``."""
     if not argv:
         raise BadInput("name the command to run (e.g. kpr with-net-raw make kpr)")
     if user == "root":
@@ -50,7 +53,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("with-net-raw", help="Run a command as you, with CAP_NET_RAW added (the outside view's raw probes)",
-                       description=__doc__.split("\n\n")[0] + " Uses sudo unless run as root; KPR_AS_USER names another user.")
+    p = sub.add_parser("with-net-raw", help="Run a command as you, with CAP_NET_RAW and CAP_NET_ADMIN added (the outside view: raw "
+                       "probes, a VIP routed through a node)",
+                       description=" ".join(__doc__.split("\n\n")[0].split()) + " Uses sudo unless run as root; KPR_AS_USER names another user.")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND [ARG...]", help="the command and its arguments")
     p.set_defaults(func=_run)

@@ -8,11 +8,30 @@ the suite records that the outside view was not available.
 from __future__ import annotations
 
 import ipaddress
+import subprocess
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator, Sequence
 
 from ..traffic.probes import ProbeResult, http_probe, route_source, syn_probe
 
 CAP_NET_RAW = 13
+CAP_NET_ADMIN = 12
+
+#: the protocol number of the routes the runner adds to reach a VIP through a node (``ip route ... proto 233``): told apart
+#: from the host's own routes (iproute2's rt_protos names none at 233), and the only ones :meth:`LocalOutside.via` removes
+ROUTE_PROTO = 233
+
+#: runs one ``ip`` command: argv -> (exit status, stderr)
+IpRunner = Callable[[Sequence[str]], "tuple[int, str]"]
+
+
+def run_ip(argv: Sequence[str]) -> tuple[int, str]:
+    try:
+        p = subprocess.run(["ip", *argv], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return 1, str(e)
+    return p.returncode, p.stderr.strip()
 
 
 def specific_route(ip: str, route_file: Path | None = None) -> str | None:
@@ -68,8 +87,47 @@ def _routes6(text: str) -> list[Route]:
 
 
 class LocalOutside:
+    def __init__(self, ip: IpRunner = run_ip, status_file: Path = Path("/proc/self/status")):
+        self._ip = ip
+        self._status = status_file
+
     def reaches(self, ip: str) -> bool:
         return specific_route(ip) is not None
+
+    @contextmanager
+    def via(self, node_ip: str, addresses: Sequence[str]) -> Iterator[str | None]:
+        """Route each of ``addresses`` (a VIP, an externalIPs address) through the node at ``node_ip`` while the context
+        lasts, as Cilium's own LB test on kind does (rules.datapath.SRC_VIA_NODE): ``ip route add <addr>/32 via <node>
+        proto 233``. Yields None when every address is routed, else why not (one line), having added nothing. Only over a
+        specific route to the node (never the default route), with CAP_NET_ADMIN, and never over a route someone else
+        holds: an address that already has a specific route is refused. The routes it added are removed on the way out,
+        also on a failure or Ctrl-C."""
+        why = None
+        if not self.reaches(node_ip):
+            why = f"no specific route to the node {node_ip}"
+        elif not has_capability(CAP_NET_ADMIN, self._status):
+            why = "the runner lacks CAP_NET_ADMIN, needed to route a VIP through a node (ip route add)"
+        else:
+            taken = [a for a in addresses if specific_route(a) is not None]
+            if taken:
+                why = f"{', '.join(taken)} already has a route on the runner: not replacing a route this run did not add"
+        added: list[list[str]] = []
+        try:
+            if why is None:
+                for a in addresses:
+                    route = [f"{a}/{128 if ':' in a else 32}", "via", node_ip, "proto", str(ROUTE_PROTO)]
+                    rc, err = self._ip(["route", "add", *route])
+                    if rc != 0:
+                        why = f"ip route add {' '.join(route)} failed: {err or f'exit {rc}'}"
+                        break
+                    added.append(route)
+                if why is not None:  # all or none
+                    while added:
+                        self._ip(["route", "del", *added.pop()])
+            yield why
+        finally:
+            for route in reversed(added):
+                self._ip(["route", "del", *route])
 
     def http(self, url: str, timeout: float, source_port: int | None = None) -> ProbeResult:
         return http_probe(url, timeout, source_port=source_port)

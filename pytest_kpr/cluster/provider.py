@@ -12,7 +12,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, ContextManager, Protocol, Sequence, runtime_checkable
 
 from ..k8s.api import ExecResult, KubeAPI
 
@@ -91,6 +91,10 @@ class OutsideClient(Protocol):
 
     def source_address(self, ip: str) -> str | None:
         """The address this host's packets to ``ip`` carry (what a backend preserving the client's address sees)."""
+
+    def via(self, node_ip: str, addresses: Sequence[str]) -> ContextManager[str | None]:
+        """While the context lasts, packets to each of ``addresses`` (VIPs, externalIPs) go to the node at ``node_ip``;
+        yields None, or why they cannot (one line)."""
 
 
 @dataclass

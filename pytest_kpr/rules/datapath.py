@@ -20,6 +20,7 @@ Vocabulary:
 
 from __future__ import annotations
 
+import ipaddress
 import enum
 from dataclasses import dataclass, replace
 from typing import Any
@@ -754,3 +755,67 @@ MAP_RULES: tuple[FormatRule, ...] = (
 )
 
 ALL_RULES = ALL_RULES + MAP_RULES
+
+
+# -- north-south: LoadBalancer VIPs and externalIPs from outside, loadBalancerSourceRanges ----------------------------
+
+SRC_VIA_NODE = ("cilium/cilium test/l4lb/test.sh@076bbeb3, Cilium's own LB test on kind: the host reaches a VIP through a node "
+                "with a route, `ip r a \"${LB_VIP}/32\" via \"$LB_NODE_IP\"`, then `curl -o /dev/null \"${LB_VIP}:80\"`")
+SRC_L2_LIMITS = ("cilium/cilium Documentation/network/l2-announcements.rst@02674019 (Limitations): \"The feature currently does not "
+                 "support IPv6/NDP.\" and \"The feature is incompatible with the ``externalTrafficPolicy: Local`` on services\"")
+SRC_LBIPAM_FAMILIES = ("cilium/cilium Documentation/network/lb-ipam.rst@be62c427: \"If ``.spec.ipFamilyPolicy`` is set to "
+                       "``PreferDualStack``, LB IPAM will attempt to allocate both an IPv4 and IPv6 address if both are enabled on the cluster.\"")
+SRC_LBIPAM_SELECTOR = ("cilium/cilium Documentation/network/lb-ipam.rst@be62c427: \"Any service with ``.spec.type=LoadBalancer`` can get "
+                       "IPs from any pool as long as the IP Pool's service selector matches the service.\"")
+SRC_VIP_OUTSIDE = ("cilium/cilium pkg/loadbalancer/tests/testdata/loadbalancer.txtar: a LoadBalancer Service's ingress IP is a "
+                   "frontend of its own (`10.0.0.2:80/TCP LoadBalancer`, source-ranges.txtar@72f3c1af frontends.table), which "
+                   "bpf_host's nodeport_lb4 looks up for a packet arriving on the native device (" + SRC_HOST_NODEPORT + ")")
+SRC_HEALTH_LB_IP = ("cilium/cilium pkg/loadbalancer/tests/testdata/healthserver.txtar@c39bc9c9: the health server's frontend on the "
+                    "VIP, `172.16.1.1:$HEALTHPORT/TCP  LoadBalancer test/echo:healthserver ... 1.1.1.1:$HEALTHPORT/TCP/i` (the "
+                    "receiving node's own address: its own health server answers); pkg/defaults/defaults.go@c547745f "
+                    "`EnableHealthCheckLoadBalancerIP = false` (Helm nodePort.enableHealthCheckLoadBalancerIP: the kind values set it)")
+SRC_SOURCE_RANGES = ("cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst@f3e6eb53: \"When a ``LoadBalancer`` service "
+                     "is configured with ``spec.loadBalancerSourceRanges``, Cilium's eBPF kube-proxy replacement restricts access "
+                     "from outside (e.g. external world traffic) to the service to the white-listed CIDRs\"; bpf/lib/nodeport.h "
+                     "nodeport_lb4: `if (!lb4_src_range_ok(svc, ip4->saddr)) return DROP_NOT_IN_SRC_RANGE;`")
+SRC_SOURCE_RANGES_DENY = ("cilium/cilium pkg/loadbalancer/tests/testdata/source-ranges.txtar@72f3c1af: with "
+                          "`service.cilium.io/src-ranges-policy: deny` the VIP's entry is `FLAGS=LoadBalancer+check source-range+deny`; "
+                          "bpf/lib/lb.h (the index's newest copy, commit not reported) lb4_src_range_ok: "
+                          "`return verdict ^ !!(svc->flags2 & SVC_FLAG_SOURCE_RANGE_DENY);` (in the ranges: dropped)")
+SRC_SOURCE_RANGES_INSIDE = ("cilium/cilium Documentation/network/kubernetes/kubeproxy-free.rst@f3e6eb53: \"When accessing the service "
+                            "from inside a cluster, the kube-proxy replacement will ignore the field regardless whether it is set.\"")
+SRC_DROP_SRC_RANGE = ("cilium/cilium pkg/monitor/api/drop.go@ed49278a: `177: \"Denied by LB src range check\",` (bpf/lib/common.h "
+                      "`#define DROP_NOT_IN_SRC_RANGE -177`): the reason `cilium-dbg bpf metrics list` counts the drop under")
+#: the drop reason of a packet from a source the ranges refuse (SRC_DROP_SRC_RANGE)
+DROP_NOT_IN_SRC_RANGE = "Denied by LB src range check"
+#: the annotation that makes loadBalancerSourceRanges a deny list, and its value (SRC_SOURCE_RANGES_DENY)
+SRC_RANGES_POLICY = "service.cilium.io/src-ranges-policy"
+
+
+def source_range_allows(source: str, ranges: "list[str]", deny: bool) -> bool:
+    """Whether a packet from ``source`` from outside passes a VIP's source-range check: no ranges, no check; else in one of
+    ``ranges`` (an allow list, SRC_SOURCE_RANGES), or not in any (a deny list, SRC_SOURCE_RANGES_DENY). A range of another
+    family than ``source`` never holds it; an unparsable range is ignored (the control plane parses them as prefixes)."""
+    nets = []
+    for r in ranges:
+        try:
+            nets.append(ipaddress.ip_network(r.strip(), strict=False))
+        except ValueError:
+            continue
+    if not nets:
+        return True
+    addr = ipaddress.ip_address(source)
+    inside = any(addr.version == n.version and addr in n for n in nets)
+    return inside != deny
+
+
+NORTH_SOUTH_PLANE_RULES: tuple[PlaneRule, ...] = (
+    PlaneRule("outside", "connect", "LoadBalancer", ANY, ANY, Plane.PER_PACKET,
+              "a packet for a VIP routed to a node arrives on its native device: bpf_host looks the VIP up as a frontend",
+              SRC_VIP_OUTSIDE + "; " + SRC_VIA_NODE),
+    PlaneRule("outside", "connect", "ExternalIP", ANY, ANY, Plane.PER_PACKET,
+              "a packet for an externalIPs address routed to a node arrives on its native device: bpf_host looks it up as a frontend",
+              SRC_HOST_NODEPORT + "; " + SRC_VIA_NODE),
+)
+PLANE_RULES = PLANE_RULES + NORTH_SOUTH_PLANE_RULES
+ALL_RULES = ALL_RULES + NORTH_SOUTH_PLANE_RULES

@@ -423,7 +423,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("allow_all_skipped", _bool, "Accept a kpr run in which no property was judged (every kpr test skipped or deselected); "
            "without it such a run exits 5", False, kind="flag"),
     Option("require_outside", _choice(RequireOutside), "Whether a test that needs the outside view (the runner sending to a node "
-           "from outside the cluster: a specific route to the nodes, CAP_NET_RAW for raw SYNs) fails instead of skipping without it: "
+           "from outside the cluster: a specific route to the nodes, CAP_NET_RAW for raw SYNs, CAP_NET_ADMIN to route a VIP "
+           "through a node) fails instead of skipping without it: "
            "yes, no, or auto (yes when the CI variable is set and the run creates its cluster, kind or fake). Default: auto", "auto",
            metavar="auto|yes|no"),
     Option("no_sysdump", _bool, "Do not run `cilium sysdump` when the setup fails (it runs when the cilium CLI is on PATH, into the "

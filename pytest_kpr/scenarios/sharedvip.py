@@ -215,7 +215,10 @@ class SharedVip:
         return {"apiVersion": api, "kind": "CiliumLoadBalancerIPPool",
                 "metadata": {"name": f"kpr-{self.run_id}", "labels": {"app.kubernetes.io/managed-by": "pytest-kpr", "kpr.cilium.io/run": self.run_id}},
                 "spec": {"blocks": [{"start": start.strip(), "stop": (stop or start).strip()}],
-                         "serviceSelector": {"matchLabels": {"kpr.cilium.io/run": self.run_id}}}}
+                         # this run's Services of this suite's namespace only: another suite's LoadBalancer Services
+                         # (their own pools) must not draw from it (rules.datapath.SRC_LBIPAM_SELECTOR)
+                         "serviceSelector": {"matchLabels": {"kpr.cilium.io/run": self.run_id,
+                                                             "io.kubernetes.service.namespace": self.lab.ns}}}}
 
     def ingress_ip(self, name: str) -> str | None:
         svc = self.lab.kube.get("Service", name, self.lab.ns) or {}

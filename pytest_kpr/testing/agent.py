@@ -206,6 +206,7 @@ class FakeAgent:
             "DatapathMode": "veth",
             "DisableExternalIPMitigation": str(not cfg.external_ip_mitigation).lower(),
             "Devices": "[eth0]",
+            "EnableHealthCheckLoadBalancerIP": str(cfg.health_check_lb_ip).lower(),
             "EnableTCX": str(cfg.attach_mode == "tcx").lower(),
             **({} if cfg.faults.no_backend_response_unreported else {"ServiceNoBackendResponse": cfg.no_backend_response}),
             "k8s-configuration": "",

@@ -79,4 +79,9 @@ class FakeConfig:
     runner_reaches_nodes: bool = True
     #: the runner may open raw sockets (CAP_NET_RAW) -- not a Cilium setting: a CI job that forgot to grant it
     runner_net_raw: bool = True
+    #: the runner may route a VIP through a node (CAP_NET_ADMIN) -- not a Cilium setting
+    runner_net_admin: bool = True
+    #: enable-health-check-loadbalancer-ip as the agents resolve it (the kind values set Helm
+    #: nodePort.enableHealthCheckLoadBalancerIP: true; Cilium's default is false: datapath.SRC_HEALTH_LB_IP)
+    health_check_lb_ip: bool = True
     faults: Faults = field(default_factory=Faults)

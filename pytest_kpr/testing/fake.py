@@ -475,12 +475,20 @@ class FakeCluster:
 
     SHARING_KEY = "lbipam.cilium.io/sharing-key"
 
-    def _pool_ips(self) -> list[str]:
+    def _pool_ips(self, svc: Obj) -> list[str]:
+        """The addresses of the pools whose service selector matches ``svc`` (no selector: every Service;
+        datapath.SRC_LBIPAM_SELECTOR), matchLabels only, with LB-IPAM's two keys for the namespace and the name."""
+        meta = svc.get("metadata") or {}
+        labels = {**(meta.get("labels") or {}), "io.kubernetes.service.namespace": meta.get("namespace", ""),
+                  "io.kubernetes.service.name": meta.get("name", "")}
         ips: list[str] = []
         for pool in self._objects.get("CiliumLoadBalancerIPPool", {}).values():
+            wanted = ((pool.get("spec") or {}).get("serviceSelector") or {}).get("matchLabels") or {}
+            if any(labels.get(k) != v for k, v in wanted.items()):
+                continue
             for b in pool.get("spec", {}).get("blocks") or []:
                 if "start" in b:
-                    a = ipaddress.ip_address(b["start"])  # IPv4, or IPv6 on an IPv6-only run
+                    a = ipaddress.ip_address(b["start"])
                     z = ipaddress.ip_address(b.get("stop", b["start"]))
                     while a <= z:
                         ips.append(str(a))
@@ -490,9 +498,10 @@ class FakeCluster:
         return ips
 
     def _lbipam(self, svc: Obj, old: Obj | None) -> None:
-        """LB-IPAM, as much as the suites need: allocate from pools; services with the same sharing key
-        share an IP while their ports do not conflict, otherwise they get another one."""
-        ips = self._pool_ips()
+        """LB-IPAM, as much as the suites need: allocate from the pools that select the Service, an address of each of its
+        families (datapath.SRC_LBIPAM_FAMILIES: PreferDualStack gets both); services with the same sharing key share an IP
+        while their ports do not conflict, otherwise they get another one."""
+        ips = self._pool_ips(svc)
         if not ips:
             return
         key = (svc["metadata"].get("annotations") or {}).get(self.SHARING_KEY)
@@ -511,12 +520,18 @@ class FakeCluster:
         def fits(ip: str) -> bool:
             return all(key is not None and okey == key and not (oports & ports) for okey, oports in users.get(ip, []))
 
-        if current and (fits(current[0]) or not self.cfg.lbipam_reassigns_on_conflict):
-            ip = current[0]  # LB-IPAM keeps an assigned IP
-        else:
-            ip = next((i for i in ips if i in users and key is not None and fits(i)), None) or next((i for i in ips if i not in users), None)
-        if ip is not None:
-            svc.setdefault("status", {})["loadBalancer"] = {"ingress": [{"ip": ip}]}
+        got: list[str] = []
+        for family in svc["spec"].get("ipFamilies") or ["IPv4"]:
+            mine = [i for i in ips if family_of(i) == family]
+            held = [i for i in current if family_of(i) == family]
+            if held and (fits(held[0]) or not self.cfg.lbipam_reassigns_on_conflict):
+                ip: str | None = held[0]  # LB-IPAM keeps an assigned IP
+            else:
+                ip = next((i for i in mine if i in users and key is not None and fits(i)), None) or next((i for i in mine if i not in users), None)
+            if ip is not None:
+                got.append(ip)
+        if got:
+            svc.setdefault("status", {})["loadBalancer"] = {"ingress": [{"ip": ip} for ip in got]}
 
     def _admit_service(self, svc: Obj, old: Obj | None = None) -> None:
         spec = svc.setdefault("spec", {})

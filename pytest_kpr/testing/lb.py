@@ -39,6 +39,8 @@ FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testi
           doc="the label is honoured for the ClusterIP only: a labelled NodePort Service's NodePort frontends are programmed"),
     Fault("etp_local_ignored", "eTP=Local",
           doc="the external scope of an externalTrafficPolicy=Local Service keeps every backend: a node without a local backend serves it"),
+    Fault("vip_etp_local_ignored", "north-south",
+          doc="the external scope of an externalTrafficPolicy=Local Service's LoadBalancer VIP keeps every backend (its NodePort does not)"),
     Fault("etp_breaks_cluster_ip", "eTP=Local",
           doc="an eTP=Local Service's ClusterIP is served from local backends only (iTP treated as Local)"),
     Fault("itp_local_ignored", "iTP=Local", per_family=True,
@@ -256,8 +258,8 @@ class LbState:
             # datapath.SRC_ITP_CLUSTER_IP: internalTrafficPolicy=Local narrows a ClusterIP's only scope to the node's backends,
             # and a NodePort's (LoadBalancer's) internal scope; SRC_ITP_EXTERNAL: never the external scope
             itp_local = spec.get("internalTrafficPolicy") == "Local" and itp_enabled(c.cfg.enable_internal_traffic_policy, c.cfg.cilium_version)
-            if typ != "ClusterIP" and spec.get("externalTrafficPolicy") == "Local" \
-                    and not faults.etp_local_ignored:  # fault: the external scope keeps every backend
+            if typ != "ClusterIP" and spec.get("externalTrafficPolicy") == "Local" and not faults.etp_local_ignored \
+                    and not (faults.vip_etp_local_ignored and typ == "LoadBalancer"):  # faults: the external scope keeps every backend
                 # both policies Local: one scope, the local backends (writer.go shouldUseLocalBackends)
                 internal, bes = (None if itp_local else bes), external_backends(True, bes, node)
             elif typ == "ClusterIP" and spec.get("externalTrafficPolicy") == "Local" \

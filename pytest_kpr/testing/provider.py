@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
 
 from ..cluster.provider import ClusterHandle, Progress
 from ..core.errors import ProvisioningError, Unavailable
 from ..parse.addr import hp
 from ..traffic.probes import ProbeResult, Verdict
 from .fake import FakeCluster
+from ..parse.addr import family_of
 from .reach import curl_result, probe_result, reach
 from .faults import Fault, declare
 
 
 FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
     Fault("helm_install_fails", "setup", "the helm install of Cilium fails (the run stops in its install phase)"),
+    Fault("vip_health_frontend_missing", "north-south",
+          doc="the agents report enable-health-check-loadbalancer-ip true, yet nothing answers <VIP>:<healthCheckNodePort> from outside"),
 )
 
 
@@ -26,8 +30,44 @@ class FakeOutside:
         self.cluster = cluster
         self.raw = cluster.cfg.runner_net_raw
 
+        #: the addresses routed through a node (:meth:`via`): address -> node
+        self.routes: dict[str, str] = {}
+
     def reaches(self, ip: str) -> bool:
-        return self.cluster.cfg.runner_reaches_nodes and ip in self.cluster.node_addresses()
+        return self.cluster.cfg.runner_reaches_nodes and (ip in self.cluster.node_addresses() or ip in self.routes)
+
+    @contextmanager
+    def via(self, node_ip: str, addresses: Sequence[str]) -> Iterator[str | None]:
+        """As the runner's routes (cluster.outside.LocalOutside.via): each address goes to that node while the context lasts."""
+        node = self.cluster.node_addresses().get(node_ip)
+        why = None
+        if not self.cluster.cfg.runner_reaches_nodes or node is None:
+            why = f"no specific route to the node {node_ip}"
+        elif not self.cluster.cfg.runner_net_admin:
+            why = "the runner lacks CAP_NET_ADMIN, needed to route a VIP through a node (ip route add)"
+        elif any(a in self.routes for a in addresses):
+            why = f"{', '.join(a for a in addresses if a in self.routes)} already has a route on the runner"
+        added = [] if why is not None or node is None else list(addresses)
+        self.routes.update({a: node for a in added if node is not None})
+        try:
+            yield why
+        finally:
+            for a in added:
+                self.routes.pop(a, None)
+
+    def _health(self, ip: str, port: int, node: str) -> int | None:
+        """The answer through a VIP's health frontend (datapath.SRC_HEALTH_LB_IP): its backend is the receiving node's own
+        address at the port, so ``node``'s health server answers (pods.health_answer); None when ``ip:port`` is no such
+        frontend."""
+        if not self.cluster.cfg.health_check_lb_ip or self.cluster.cfg.faults.vip_health_frontend_missing:
+            return None
+        for svc in self.cluster.services():
+            spec = svc.get("spec") or {}
+            ingress = [i.get("ip") for i in (svc.get("status") or {}).get("loadBalancer", {}).get("ingress") or []]
+            if ip in ingress and spec.get("externalTrafficPolicy") == "Local" and spec.get("healthCheckNodePort") == port:
+                answer = self.cluster.workloads.health_answer(self.cluster.node_ip_of(node, family_of(ip)), port)
+                return answer[0] if answer else 0
+        return None
 
     #: the runner's address on the nodes' network (kind's docker bridge gateway)
     ADDRESS = "172.18.0.1"
@@ -44,7 +84,14 @@ class FakeOutside:
         m = re.fullmatch(r"http://(?:([0-9.]+)|\[([0-9a-fA-F:]+)\]):(\d+)(/.*)?", url)
         assert m, url
         ip, port = m.group(1) or m.group(2), int(m.group(3))
-        node = self.cluster.node_addresses()[ip]
+        node = self.cluster.node_addresses().get(ip) or self.routes.get(ip)
+        if node is None or not self.reaches(ip):  # nothing routes it here: it would take the default route (never sent)
+            return ProbeResult("http", url, Verdict.TIMEOUT, timeout * 1000, detail="no route")
+        health = self._health(ip, port, node) if ip in self.routes else None
+        if health == 0:  # nothing listens on the node's address: its stack resets
+            return ProbeResult("http", url, Verdict.REFUSED, 1.0, detail="connection refused")
+        if health is not None:
+            return ProbeResult("http", url, Verdict.HTTP, 1.0, http_code=health)
         source = self.source_address(ip) or self.ADDRESS
         flow = (source, source_port) if source_port else None
         outcome = reach(self.cluster, node, host_network=True, access="connect", ip=ip, port=port, outside=True, flow=flow,

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from ..parse.addr import family_of
 from ..rules.workloads import server_families
-from ..rules.datapath import EPERM_REGRESSION, ICMP6_PORT_UNREACHABLE, NODEPORT_WILDCARD, Plane, coverage_name, no_backend, plane_for
+from ..rules.datapath import (DROP_NOT_IN_SRC_RANGE, EPERM_REGRESSION, ICMP6_PORT_UNREACHABLE, NODEPORT_WILDCARD, SRC_RANGES_POLICY, Plane,
+                              coverage_name, no_backend, plane_for, source_range_allows)
 from ..core.versions import kernel_tuple
 from ..core.versions import Version, in_range
 from . import maglev
@@ -55,6 +56,18 @@ FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testi
     Fault("maglev_ignored", "Maglev", "the agents report Maglev but pick a random backend per connection"),
     Fault("outside_lb_always_first", "affinity",
           doc="a request from outside through a NodePort always gets the first backend (the per-packet plane does not spread)"),
+    Fault("vip_not_served_from_outside", "north-south",
+          doc="a request from outside to a LoadBalancer VIP, routed to a node, is dropped (the VIP is no frontend of bpf_host there)"),
+    Fault("external_ip_not_served_from_outside", "north-south",
+          doc="a request from outside to an externalIPs address, routed to a node, is dropped"),
+    Fault("source_ranges_ignored", "source ranges",
+          doc="a VIP's loadBalancerSourceRanges are not checked: every source from outside is served"),
+    Fault("source_range_deny_ignored", "source ranges",
+          doc="the annotation service.cilium.io/src-ranges-policy: deny is ignored: the ranges stay an allow list"),
+    Fault("source_range_drop_uncounted", "source ranges",
+          doc="a packet refused by the source-range check is dropped without counting \"Denied by LB src range check\" in the metrics"),
+    Fault("source_ranges_inside", "source ranges",
+          doc="a pod's connection to a VIP is held to loadBalancerSourceRanges too (the field is for traffic from outside only)"),
     Fault("outside_affinity_ignored", "affinity",
           doc="a request from outside to a NodePort with sessionAffinity ClientIP gets a new pick each time: the per-packet plane "
               "ignores the client's address"),
@@ -154,6 +167,22 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         fe = c.lb.find(handler, NODEPORT_WILDCARD[family], port, proto)
     if fe is None:  # no such frontend: nothing translates it
         return routed(c, ip, port, kind, rule.plane)
+    faults = c.cfg.faults
+    if client == "outside" and (faults.vip_not_served_from_outside and kind == "LoadBalancer"
+                                or faults.external_ip_not_served_from_outside and kind == "ExternalIP"):
+        return Outcome("timeout", rule.plane, frontend=kind)  # the faults: nothing serves it from outside
+    if kind == "LoadBalancer" and (client == "outside" or faults.source_ranges_inside) and not faults.source_ranges_ignored:
+        svc = c.service(fe.service)
+        ranges = (svc.get("spec") or {}).get("loadBalancerSourceRanges") or []
+        deny = ((svc.get("metadata") or {}).get("annotations") or {}).get(SRC_RANGES_POLICY, "").lower() == "deny" \
+            and not faults.source_range_deny_ignored
+        # datapath.SRC_SOURCE_RANGES(_DENY): checked on the per-packet path from outside only (SRC_SOURCE_RANGES_INSIDE; the
+        # source_ranges_inside fault checks a pod too, whose address is in no range a suite sets: the unspecified one stands for it)
+        src = source if client == "outside" and source else ("::" if family == "IPv6" else "0.0.0.0")
+        if ranges and not source_range_allows(src, ranges, deny):
+            if not faults.source_range_drop_uncounted:  # the fake's own place in the datapath, as for DROP_NO_SERVICE
+                c.agents[handler].count(DROP_NOT_IN_SRC_RANGE, "ingress", 1, "nodeport.h")
+            return Outcome("timeout", rule.plane, frontend=kind)
     # traffic from outside looks up the external scope; east-west lookups the internal one (datapath.SRC_ETP_SCOPES)
     backends = fe.backends if client == "outside" or fe.internal is None else fe.internal
     if backends and c.cfg.faults.per_packet_drop_on == handler and rule.plane is Plane.PER_PACKET:

@@ -85,3 +85,69 @@ def test_the_route_tables_are_read_as_the_kernel_writes_them(family: str) -> Non
         inside = net.network_address + (1 if net.num_addresses > 1 else 0)
         want = max(((n, dev) for n, dev in nets if inside in n), key=lambda nd: nd[0].prefixlen)[1]  # the longest prefix wins
         assert specific_route(str(inside)) == want, (str(inside), routes)
+
+
+class FakeIp:
+    """``ip`` as a list of the commands given; ``fail``: the route add that fails (its exit status 2)."""
+
+    def __init__(self, fail: str | None = None):
+        self.calls: list[list[str]] = []
+        self.fail = fail
+
+    def __call__(self, argv: list[str]) -> tuple[int, str]:
+        self.calls.append(list(argv))
+        if argv[:2] == ["route", "add"] and self.fail and argv[2].startswith(self.fail):
+            return 2, "RTNETLINK answers: File exists"
+        return 0, ""
+
+
+def _outside(tmp_path: Path, ip: FakeIp, capeff: str = "0000000000003000"):
+    from pytest_kpr.cluster.outside import LocalOutside
+
+    status = tmp_path / "status"
+    status.write_text(f"CapEff:\t{capeff}\n")
+    out = LocalOutside(ip, status)
+    out.reaches = lambda a: a in ("172.18.0.3", "fc00:f853:ccd:e793::3")  # type: ignore[method-assign]
+    return out
+
+
+def test_a_vip_is_routed_through_the_node_and_the_route_removed_after(tmp_path: Path) -> None:
+    ip = FakeIp()
+    with _outside(tmp_path, ip).via("172.18.0.3", ["198.18.21.10", "2001:2::15:10"]) as why:
+        assert why is None
+        assert ip.calls == [["route", "add", "198.18.21.10/32", "via", "172.18.0.3", "proto", "233"],
+                            ["route", "add", "2001:2::15:10/128", "via", "172.18.0.3", "proto", "233"]]
+    assert ip.calls[2:] == [["route", "del", "2001:2::15:10/128", "via", "172.18.0.3", "proto", "233"],
+                            ["route", "del", "198.18.21.10/32", "via", "172.18.0.3", "proto", "233"]]
+
+
+def test_the_routes_go_also_when_the_requests_fail(tmp_path: Path) -> None:
+    ip = FakeIp()
+    with pytest.raises(KeyboardInterrupt):
+        with _outside(tmp_path, ip).via("172.18.0.3", ["198.18.21.10"]):
+            raise KeyboardInterrupt
+    assert ip.calls[-1][:2] == ["route", "del"]
+
+
+@pytest.mark.parametrize(("node", "capeff", "fail", "why"), [
+    ("8.8.8.8", "0000000000003000", None, "no specific route to the node 8.8.8.8"),
+    ("172.18.0.3", "0000000000002000", None, "the runner lacks CAP_NET_ADMIN"),
+    ("172.18.0.3", "0000000000003000", "2001:2::15:10", "ip route add 2001:2::15:10/128 via 172.18.0.3 proto 233 failed: RTNETLINK answers: File exists"),
+])
+def test_routing_refused_says_why_and_leaves_nothing(tmp_path: Path, node: str, capeff: str, fail: str | None, why: str) -> None:
+    ip = FakeIp(fail)
+    with _outside(tmp_path, ip, capeff).via(node, ["198.18.21.10", "2001:2::15:10"]) as got:
+        assert got is not None and got.startswith(why), got
+        added = [c for c in ip.calls if c[:2] == ["route", "add"] and c[2] != (fail or "") + "/128"]
+        removed = [c for c in ip.calls if c[:2] == ["route", "del"]]
+        assert [c[2:] for c in added] == [c[2:] for c in removed]  # all or none, before the caller sends anything
+
+
+def test_an_address_with_a_route_already_is_not_taken_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_kpr.cluster import outside as mod
+
+    monkeypatch.setattr(mod, "specific_route", lambda a, route_file=None: "br-kind" if a == "198.18.21.10" else None)
+    ip = FakeIp()
+    with _outside(tmp_path, ip).via("172.18.0.3", ["198.18.21.10"]) as why:
+        assert why == "198.18.21.10 already has a route on the runner: not replacing a route this run did not add"
+    assert ip.calls == []

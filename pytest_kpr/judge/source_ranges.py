@@ -1,0 +1,51 @@
+"""loadBalancerSourceRanges from outside: an allow list (a source in it is served, one outside dropped), a deny list by
+annotation (the reverse), the drop counted under its reason, and in-cluster access unaffected.
+
+Pure: an observation in, the list of problems out (empty = the property holds)."""
+
+from __future__ import annotations
+
+from ..model.source_ranges import RangeCase
+from ..rules.datapath import DROP_NOT_IN_SRC_RANGE, source_range_allows
+
+
+def _kind(case: RangeCase) -> str:
+    return f"{'deny' if case.deny else 'allow'} list {', '.join(case.ranges)}"
+
+
+def range_problems(case: RangeCase, client: str) -> list[str]:
+    """The request from ``client`` is served exactly when the ranges let it through (datapath.source_range_allows:
+    SRC_SOURCE_RANGES, SRC_SOURCE_RANGES_DENY)."""
+    allowed = source_range_allows(client, list(case.ranges), case.deny)
+    r = case.request
+    if allowed and not case.served:
+        return [f"{case.service} ({_kind(case)}): {client} may pass, yet {r.target} through {r.via} gave {r.answer()}"]
+    if not allowed and case.served:
+        return [f"{case.service} ({_kind(case)}): {client} is refused by the ranges, yet {r.target} through {r.via} answered "
+                f"{r.answer()}: the source-range check did not apply"]
+    return []
+
+
+def drop_reason_problems(case: RangeCase, client: str) -> list[str]:
+    """A request the ranges refuse is dropped, and the node's agent counts it as ``Denied by LB src range check``
+    (SRC_DROP_SRC_RANGE); a request they let through counts no such drop."""
+    allowed = source_range_allows(client, list(case.ranges), case.deny)
+    counted = [d for d in case.drops if d.startswith(DROP_NOT_IN_SRC_RANGE + " ")]
+    if not allowed and case.served:
+        return [f"{case.service} ({_kind(case)}): {client} was served, nothing was dropped"]
+    if not allowed and not counted:
+        rose = ", ".join(case.drops) or "none"
+        return [f"{case.service} ({_kind(case)}): the request from {client} was dropped, but the agent on {case.request.via} "
+                f"counted no \"{DROP_NOT_IN_SRC_RANGE}\" drop (drops that rose: {rose})"]
+    if allowed and counted:
+        return [f"{case.service} ({_kind(case)}): {client} may pass, yet the agent counted {', '.join(counted)}"]
+    return []
+
+
+def inside_problems(verdict: str, service: str) -> list[str]:
+    """A pod's connect() to a VIP whose ranges exclude it is served: the field is for traffic from outside
+    (SRC_SOURCE_RANGES_INSIDE)."""
+    if verdict != "connected":
+        return [f"a pod's connection to {service}'s VIP, whose ranges exclude it, got {verdict}: in-cluster access must ignore "
+                "loadBalancerSourceRanges"]
+    return []

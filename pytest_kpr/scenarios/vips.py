@@ -1,0 +1,93 @@
+"""VIPs reached from outside: a suite's own LB-IPAM pool, its LoadBalancer Services' addresses, and HTTP requests from the
+runner routed through a chosen node.
+
+How the runner reaches a VIP on kind: a route through a node (``ip route add <VIP>/32 via <node>``), as Cilium's own LB test
+on kind does (rules.datapath.SRC_VIA_NODE) -- not L2 announcements, which answer ARP only, not IPv6 neighbour discovery,
+and are incompatible with externalTrafficPolicy Local (SRC_L2_LIMITS), the two things the suites check. Choosing the node
+is what lets a suite ask each node in turn. The route is the outside view's (cluster.outside.LocalOutside.via): only over a
+specific route to the node, with CAP_NET_ADMIN, removed when the requests are done.
+
+Each suite's pool selects its own namespace's Services (``io.kubernetes.service.namespace``: SRC_LBIPAM_SELECTOR) and holds
+a block of each family the run tests; a PreferDualStack Service gets a VIP of each (SRC_LBIPAM_FAMILIES). The blocks are
+from the benchmarking ranges (198.18.0.0/15, 2001:2::/48), which no cluster routes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..core.wait import eventually
+from ..model.north_south import OutsideHttp
+from ..observe.lab import Lab
+from ..parse.addr import family_of, hp
+from ..parse.metrics import drops_that_rose
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """A suite's addresses: its pool's block per family (start, stop) and a spare address per family outside the pool
+    (for externalIPs)."""
+    ipv4: tuple[str, str]
+    ipv6: tuple[str, str]
+    spare4: str
+    spare6: str
+
+    def block(self, family: str) -> tuple[str, str]:
+        return self.ipv6 if family == "IPv6" else self.ipv4
+
+    def spare(self, family: str) -> str:
+        return self.spare6 if family == "IPv6" else self.spare4
+
+
+class Vips:
+    def __init__(self, lab: Lab, labels: dict[str, str], track: Callable[[dict[str, Any]], None], blocks: Blocks, name: str):
+        """``labels``: the run's (its pool carries them and selects its Services by them); ``track``: deletes the pool at
+        the end; ``name``: the pool's (with the run's id: pools are cluster-wide)."""
+        self.lab, self.labels, self.track, self.blocks, self.name = lab, dict(labels), track, blocks, name
+
+    def pool(self) -> dict[str, Any]:
+        api = "cilium.io/v2" if self.lab.minor >= (1, 18) else "cilium.io/v2alpha1"
+        families = [f for f in self.lab.ip_families if f in ("IPv4", "IPv6")] or ["IPv4"]
+        return {"apiVersion": api, "kind": "CiliumLoadBalancerIPPool",
+                "metadata": {"name": self.name, "labels": self.labels},
+                "spec": {"blocks": [{"start": self.blocks.block(f)[0], "stop": self.blocks.block(f)[1]} for f in families],
+                         "serviceSelector": {"matchLabels": {**self.labels, "io.kubernetes.service.namespace": self.lab.ns}}}}
+
+    def create_pool(self) -> None:
+        pool = self.pool()
+        self.lab.kube.create(pool)
+        self.track(pool)
+
+    def vip(self, lab: Lab, service: str) -> str:
+        """The VIP of ``lab``'s family LB-IPAM gave ``service`` (waited for)."""
+        def ingress() -> list[str]:
+            svc = lab.kube.get("Service", service, lab.ns) or {}
+            return [str(i.get("ip")) for i in (svc.get("status") or {}).get("loadBalancer", {}).get("ingress") or [] if i.get("ip")]
+
+        start, stop = self.blocks.block(lab.family or "IPv4")
+        ips = eventually(ingress, until=lambda ips: any(family_of(i) == (lab.family or "IPv4") for i in ips),
+                         timeout=lab.t.DATAPATH_CONVERGENCE, what=f"LB-IPAM to give {service} an {lab.family or 'IPv4'} VIP from "
+                         f"{start}-{stop}", describe=lambda ips: ", ".join(ips) or "none", progress=lab.progress).value or []
+        return lab.address_of(ips, f"Service {service}'s VIP")
+
+
+def request(lab: Lab, outside: Any, ip: str, port: int, node: str, pods: list[str], timeout: float) -> OutsideHttp:
+    """One HTTP GET from the runner to ``ip:port`` (routed through ``node`` by the caller), the backend that logged it
+    among ``pods`` and the client address it saw."""
+    token = secrets.token_hex(6)
+    r = outside.http(f"http://{hp(ip, port)}/?kpr={token}", timeout)
+    served = lab.who_served(pods, token) if pods and r.http_code == 200 else None
+    return OutsideHttp(hp(ip, port), node, r.http_code if r.http_code else None, str(getattr(r.verdict, "value", r.verdict)),
+                       served[0] if served else None, served[1] if served else None)
+
+
+def drops_during(lab: Lab, node: str, fn: Callable[[], Any]) -> tuple[Any, tuple[str, ...]]:
+    """``fn()``'s result and the drop reasons that rose on ``node``'s agent meanwhile (``bpf metrics list`` before and
+    after: "reason xN on node (direction, file:line)")."""
+    agent = lab.agent(node)
+    before = agent.read("metrics")[0]
+    out = fn()
+    after = agent.read("metrics")[0]
+    return out, tuple(str(d) for d in drops_that_rose({node: before}, {node: after}))
