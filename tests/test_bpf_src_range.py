@@ -1,0 +1,180 @@
+"""Real-kernel tier: loadBalancerSourceRanges as the kernel decides it. tests/bpf/src_range.c carries the check of Cilium's
+per-packet load balancer (nodeport_lb4/6: ``lb4_src_range_ok``: an LPM trie keyed by the service's rev_nat_id and the
+source address, ``verdict ^ deny``); each case of the rule's table (rules.datapath.source_range_allows, what the fake and
+the judges apply) is loaded into its maps and a crafted SYN from the case's source to the VIP is run through it with
+BPF_PROG_TEST_RUN. The kernel's verdict must be the rule's, and each drop counted once.
+
+The program is never attached: the packets exist only as test input, nothing is sent and no namespace is needed. Root
+(or CAP_BPF) loads it; it is closed (programs and maps freed) when the module ends."""
+
+from __future__ import annotations
+
+import ctypes
+import ipaddress
+import os
+import socket
+import struct
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from realkernel import libbpf, need_clang
+from netns import sh
+
+from pytest_kpr.rules.datapath import source_range_allows
+
+pytestmark = [pytest.mark.netns]
+
+TC_ACT_OK, TC_ACT_SHOT = 0, 2
+FLAG_CHECK, FLAG_DENY = 1, 2
+STATIC_PREFIX = 32  # rev_nat_id and pad before the address (SRC_RANGE_STATIC_PREFIX)
+VIP4, VIP6, PORT = "198.18.22.10", "2001:2::16:10", 80
+
+
+class RunOpts(ctypes.Structure):
+    """libbpf's struct bpf_test_run_opts (bpf.h, libbpf 1.x)."""
+    _fields_ = [("sz", ctypes.c_size_t), ("data_in", ctypes.c_void_p), ("data_out", ctypes.c_void_p),
+                ("data_size_in", ctypes.c_uint32), ("data_size_out", ctypes.c_uint32), ("ctx_in", ctypes.c_void_p),
+                ("ctx_out", ctypes.c_void_p), ("ctx_size_in", ctypes.c_uint32), ("ctx_size_out", ctypes.c_uint32),
+                ("retval", ctypes.c_uint32), ("repeat", ctypes.c_int), ("duration", ctypes.c_uint32), ("flags", ctypes.c_uint32),
+                ("cpu", ctypes.c_uint32), ("batch_size", ctypes.c_uint32)]
+
+
+class SrcRange:
+    """src_range.o loaded through libbpf, its maps by file descriptor, its program run on bytes."""
+
+    def __init__(self, obj_path: Path):
+        L = libbpf()
+        L.bpf_object__find_map_fd_by_name.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        L.bpf_program__fd.argtypes = [ctypes.c_void_p]
+        L.bpf_map_update_elem.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64]
+        L.bpf_map_lookup_elem.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        L.bpf_map_delete_elem.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        L.bpf_map_get_next_key.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        L.bpf_prog_test_run_opts.argtypes = [ctypes.c_int, ctypes.POINTER(RunOpts)]
+        self.L = L
+        self.obj = L.bpf_object__open_file(str(obj_path).encode(), None)
+        if not self.obj or L.libbpf_get_error(self.obj):
+            raise OSError(ctypes.get_errno(), f"bpf_object__open_file({obj_path})")
+        rc = L.bpf_object__load(self.obj)
+        if rc != 0:
+            L.bpf_object__close(self.obj)
+            raise OSError(-rc, "bpf_object__load (verifier or permissions)")
+        self.prog = L.bpf_program__fd(L.bpf_object__find_program_by_name(self.obj, b"kprt_src_range"))
+        self.maps = {n: L.bpf_object__find_map_fd_by_name(self.obj, n.encode()) for n in ("svc4", "svc6", "src4", "src6", "drops")}
+
+    def update(self, m: str, key: bytes, value: bytes) -> None:
+        k, v = ctypes.create_string_buffer(key, len(key)), ctypes.create_string_buffer(value, len(value))
+        if self.L.bpf_map_update_elem(self.maps[m], k, v, 0) != 0:
+            raise OSError(ctypes.get_errno(), f"update {m}")
+
+    def clear(self, m: str, key_size: int) -> None:
+        cur, nxt = None, ctypes.create_string_buffer(key_size)
+        while self.L.bpf_map_get_next_key(self.maps[m], cur, nxt) == 0:
+            self.L.bpf_map_delete_elem(self.maps[m], nxt)
+            cur = None  # the first key again: the one just read is gone
+
+    def drops(self) -> int:
+        k, v = ctypes.create_string_buffer(4), ctypes.create_string_buffer(8)
+        assert self.L.bpf_map_lookup_elem(self.maps["drops"], k, v) == 0
+        return int(struct.unpack("<Q", v.raw)[0])
+
+    def run(self, packet: bytes) -> int:
+        buf = ctypes.create_string_buffer(packet, len(packet))
+        out = ctypes.create_string_buffer(len(packet) + 256)
+        opts = RunOpts(sz=ctypes.sizeof(RunOpts), data_in=ctypes.cast(buf, ctypes.c_void_p), data_size_in=len(packet),
+                           data_out=ctypes.cast(out, ctypes.c_void_p), data_size_out=len(out), repeat=1)
+        rc = self.L.bpf_prog_test_run_opts(self.prog, ctypes.byref(opts))
+        if rc != 0:
+            raise OSError(-rc, "BPF_PROG_TEST_RUN")
+        return int(opts.retval)
+
+    def close(self) -> None:
+        if self.obj:
+            self.L.bpf_object__close(self.obj)
+            self.obj = None
+
+
+@pytest.fixture(scope="module")
+def prog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SrcRange]:
+    if os.geteuid() != 0:
+        pytest.skip("loading a BPF program needs root")
+    need_clang()
+    out = tmp_path_factory.mktemp("srcrange") / "src_range.o"
+    arch = os.uname().machine
+    sh("clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{arch}-linux-gnu", "-c", str(Path(__file__).parent / "bpf" / "src_range.c"),
+       "-o", str(out), timeout=60)
+    p = SrcRange(out)
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+def addr_bytes(ip: str) -> bytes:
+    a = ipaddress.ip_address(ip)
+    return socket.inet_pton(socket.AF_INET6 if a.version == 6 else socket.AF_INET, ip)
+
+
+def syn(source: str, vip: str, port: int) -> bytes:
+    """Ethernet, IPv4 or IPv6, a TCP SYN: the bytes a node's device would hand the program (checksums not needed)."""
+    v6 = ":" in vip
+    tcp = struct.pack("!HHIIBBHHH", 40000, port, 1, 0, 5 << 4, 0x02, 65535, 0, 0)
+    if v6:
+        ip = struct.pack("!IHBB", 6 << 28, len(tcp), socket.IPPROTO_TCP, 64) + addr_bytes(source) + addr_bytes(vip)
+    else:
+        ip = struct.pack("!BBHHHBBH", 0x45, 0, 20 + len(tcp), 0, 0, 64, socket.IPPROTO_TCP, 0) + addr_bytes(source) + addr_bytes(vip)
+    return b"\x02" * 6 + b"\x04" * 6 + struct.pack("!H", 0x86DD if v6 else 0x0800) + ip + tcp
+
+
+def configure(p: SrcRange, ranges: list[str], deny: bool, rev_nat_id: int = 7) -> None:
+    """The VIP's service entry and its ranges, as the agent writes them: the check flag only when a range parses (the
+    control plane parses them as prefixes, an invalid one ignored), the deny flag by the annotation."""
+    for m, size in (("svc4", 8), ("svc6", 20), ("src4", 12), ("src6", 24)):
+        p.clear(m, size)
+    nets = []
+    for r in ranges:
+        try:
+            nets.append(ipaddress.ip_network(r.strip(), strict=False))
+        except ValueError:
+            continue
+    flags = (FLAG_CHECK if nets else 0) | (FLAG_DENY if deny else 0)
+    val = struct.pack("<HH", rev_nat_id, flags)
+    p.update("svc4", addr_bytes(VIP4) + struct.pack("!H", PORT) + b"\0\0", val)
+    p.update("svc6", addr_bytes(VIP6) + struct.pack("!H", PORT) + b"\0\0", val)
+    for n in nets:
+        key = struct.pack("<IH", STATIC_PREFIX + n.prefixlen, rev_nat_id) + b"\0\0" + n.network_address.packed
+        p.update("src6" if n.version == 6 else "src4", key, b"\x01")
+
+
+CLIENT4, CLIENT6 = "172.18.0.1", "fc00:f853:ccd:e793::1"
+#: the rule's cases (tests/judge/test_source_ranges.py's, and the families crossed), each run through the kernel
+CASES = [
+    (CLIENT4, [], False), (CLIENT4, [], True), (CLIENT4, ["172.18.0.1/32"], False), (CLIENT4, ["172.18.0.0/16", "192.0.2.0/24"], False),
+    (CLIENT4, ["192.0.2.0/24"], False), (CLIENT4, ["172.18.0.1/32"], True), (CLIENT4, ["192.0.2.0/24"], True),
+    (CLIENT4, ["2001:db8::/64"], False), (CLIENT4, ["172.18.0.0/15"], False), (CLIENT4, ["172.16.0.0/16"], False),
+    (CLIENT4, ["0.0.0.0/0"], True), (CLIENT4, ["not-a-cidr", "172.18.0.9"], False), (CLIENT4, ["not-a-cidr"], False),
+    (CLIENT6, ["fc00:f853:ccd:e793::1/128"], False), (CLIENT6, ["fc00:f853:ccd:e793::/64"], True), (CLIENT6, ["fc00::/7"], False),
+    (CLIENT6, ["172.18.0.1/32"], True), (CLIENT6, ["172.18.0.1/32"], False), (CLIENT6, ["2001:db8::/64", "fc00:f853::/32"], False),
+]
+
+
+@pytest.mark.parametrize(("source", "ranges", "deny"), CASES)
+def test_the_kernel_decides_as_the_rule_says(prog: SrcRange, source: str, ranges: list[str], deny: bool) -> None:
+    configure(prog, ranges, deny)
+    before = prog.drops()
+    vip = VIP6 if ":" in source else VIP4
+    got = prog.run(syn(source, vip, PORT))
+    want = source_range_allows(source, ranges, deny)
+    assert got == (TC_ACT_OK if want else TC_ACT_SHOT), (source, ranges, deny, got)
+    assert prog.drops() - before == (0 if want else 1)
+
+
+def test_another_frontend_and_another_services_ranges_are_not_checked(prog: SrcRange) -> None:
+    """The ranges are the VIP's own (keyed by its rev_nat_id): another service's ranges never let a source through, and a
+    packet to another port is no frontend of the check."""
+    configure(prog, ["192.0.2.0/24"], False, rev_nat_id=7)
+    other = struct.pack("<IH", STATIC_PREFIX + 32, 8) + b"\0\0" + addr_bytes(CLIENT4)  # service 8 allows the client
+    prog.update("src4", other, b"\x01")
+    assert prog.run(syn(CLIENT4, VIP4, PORT)) == TC_ACT_SHOT
+    assert prog.run(syn(CLIENT4, VIP4, 8080)) == TC_ACT_OK
