@@ -110,9 +110,11 @@ def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -
         "pass  no backend      pod curl exit 7 in 0.00s (socket), NodePort raw SYN icmp-unreachable ICMP 3/3 (reject)  (5 passed, 1 skipped)",
         "pass  shared VIP      claimant rejected, owner HTTP 200; appeared by itself: False  (12 passed, 2 xfailed)",
     ])
-    # every suite's declared evidence (its pytest.mark.kpr contract), but Maglev's (skipped: the fake's agents report Random)
-    # and the upgrade's (collected only with --kpr-upgrade-to), and the run's own files
-    declared = {e for suite, _ in suites_in(SUITES).values() for e in suite.evidence} - {"maglev.json", "upgrade.json"}
+    # every suite's declared evidence (its pytest.mark.kpr contract), but Maglev's (skipped: the fake's agents report Random),
+    # trafficDistribution's (skipped: service topology off) and the upgrade's (collected only with --kpr-upgrade-to), and
+    # the run's own files
+    declared = {e for suite, _ in suites_in(SUITES).values() for e in suite.evidence} - {"maglev.json", "traffic-distribution.json",
+                                                                                          "upgrade.json"}
     assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(declared | {"cluster.json", "report.txt", "results.json"})
 
 
@@ -164,11 +166,15 @@ NO_BACKEND_ALL_JUDGED = {"passed": 6}  # Hostns-only: bpf_lxc handles the pod's 
         ("cilium_version='1.18.14'", ("maps",), {"passed": 3, "skipped": 1}),
         ("lb_wildcard_entries='false'", ("maps",), {"passed": 3, "skipped": 1}),
         ("default_lb_service_ipam='nodeipam'", ("maps",), {"passed": 3, "skipped": 1}),
+        # the topology profile: trafficDistribution honoured; the other suites' Services have none, so they are unchanged
+        ("service_topology=True", ("traffic_distribution", "nodeport", "affinity"), {"passed": 3 + 5 + 5}),
+        # the topology profile, both families
+        ("service_topology=True, ip_families=('IPv4', 'IPv6')", ("traffic_distribution",), {"passed": 6}),
     ],
     ids=["hostns-only", "drop", "drop-hostns-only", "kernel-5.15-eperm", "not-routable", "not-routable-drop", "not-routable-hostns-only",
          "cilium-1.18-legacy-tc",
          "cilium-1.19", "dsr", "snat-native", "etp-drop", "maglev", "itp-disabled-1.18", "itp-option-left-on-1.20", "terminating-option-off", "small-maps", "small-rev-nat-map",
-         "no-wildcard-before-1.19", "wildcard-entries-off", "default-class-nodeipam"],
+         "no-wildcard-before-1.19", "wildcard-entries-off", "default-class-nodeipam", "topology", "topology-dual-stack"],
 )
 def test_suites_pass_on_other_conforming_configurations(pytester: pytest.Pytester, config: str, suites: tuple[str, ...], outcomes: dict) -> None:
     result = run_suites(pytester, config, *suites)
@@ -452,9 +458,11 @@ def test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_
     for prop in ("iptables", "backend slots", "socket LB", "NodePort", "no backend", "shared VIP"):
         result.stdout.fnmatch_lines([f"pass  {prop}*"])
     art = pytester.path / "artifacts" / "fake"
-    # every suite's declared evidence (its pytest.mark.kpr contract), but Maglev's (skipped: the fake's agents report Random)
-    # and the upgrade's (collected only with --kpr-upgrade-to), and the run's own files
-    declared = {e for suite, _ in suites_in(SUITES).values() for e in suite.evidence} - {"maglev.json", "upgrade.json"}
+    # every suite's declared evidence (its pytest.mark.kpr contract), but Maglev's (skipped: the fake's agents report Random),
+    # trafficDistribution's (skipped: service topology off) and the upgrade's (collected only with --kpr-upgrade-to), and
+    # the run's own files
+    declared = {e for suite, _ in suites_in(SUITES).values() for e in suite.evidence} - {"maglev.json", "traffic-distribution.json",
+                                                                                          "upgrade.json"}
     assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(declared | {"cluster.json", "report.txt", "results.json"})
     report = dict(line.split("=", 1) for line in (art / "report.txt").read_text().splitlines())
     assert not [k for k, v in report.items() if v.startswith("n/a")], f"every value was read by some worker: {report}"

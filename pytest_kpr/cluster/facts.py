@@ -74,6 +74,8 @@ class ClusterFacts:
     datapath_mode: str = ""
     #: status -o json kube-proxy-replacement.features.nodePort.acceleration: Disabled | Native | Best-Effort ("" when absent)
     xdp_acceleration: str = ""
+    #: enable-service-topology (Helm loadBalancer.serviceTopology): trafficDistribution honoured
+    service_topology: bool = False
 
     def node(self, name: str) -> NodeFacts | None:
         return next((n for n in self.nodes if n.name == name), None)

@@ -29,6 +29,8 @@ PROFILE_PROMISES: dict[str, dict[str, Any]] = {
     # nodePort.acceleration: daemon/cmd/status.go@36b8c224 `features.NodePort.Acceleration =
     # strings.Title(option.Config.NodePortAcceleration)`, so Helm's native reads "Native"
     "xdp": {"xdp_acceleration": "Native", "routing_mode": "Native"},
+    # loadBalancer.serviceTopology -> enable-service-topology in the agents' config map (rules.datapath.SRC_TOPOLOGY_ENABLE)
+    "topology": {"service_topology": True},
 }
 
 

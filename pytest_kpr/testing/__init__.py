@@ -24,6 +24,7 @@ PROFILE_CONFIG: dict[str, dict[str, object]] = {
     "ipv6": {"ip_families": ("IPv6",)},
     "netkit": {"datapath_mode": "netkit", "routing_mode": "Native"},
     "xdp": {"acceleration": "Native", "routing_mode": "Native"},
+    "topology": {"service_topology": True},
 }
 
 

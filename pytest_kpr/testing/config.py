@@ -81,6 +81,10 @@ class FakeConfig:
     runner_net_raw: bool = True
     #: the runner may route a VIP through a node (CAP_NET_ADMIN) -- not a Cilium setting
     runner_net_admin: bool = True
+    #: enable-service-topology as the agents resolve it (Helm loadBalancer.serviceTopology; the topology profile sets it)
+    service_topology: bool = False
+    #: the zone (topology.kubernetes.io/zone) of each node by its index (control plane first), as clusters/kind/*.yaml label them
+    zones: tuple[str, ...] = ("zone-a", "zone-a", "zone-b")
     #: enable-health-check-loadbalancer-ip as the agents resolve it (the kind values set Helm
     #: nodePort.enableHealthCheckLoadBalancerIP: true; Cilium's default is false: datapath.SRC_HEALTH_LB_IP)
     health_check_lb_ip: bool = True

@@ -31,6 +31,7 @@ from ..core.errors import ApiError
 from ..k8s.api import ExecResult, api_version_of, pod_ready
 from ..core.versions import Version
 from ..parse.addr import family_of
+from ..rules.datapath import ZONE_LABEL
 from .agent import FakeAgent
 from .config import FakeConfig, Faults
 from .lb import LbState
@@ -150,6 +151,8 @@ class FakeCluster:
             cidrs = [*([f"10.244.{i}.0/24"] if self.has_ipv4 else []), *([f"{POD_NET6.format(i)}/64"] if self.has_ipv6 else [])]
             if i == 0:
                 labels["node-role.kubernetes.io/control-plane"] = ""
+            if i < len(self.cfg.zones):
+                labels[ZONE_LABEL] = self.cfg.zones[i]
             self._put(
                 {
                     "apiVersion": "v1",
@@ -440,6 +443,11 @@ class FakeCluster:
         ns = svc["metadata"]["namespace"]
         return [p for p in self.pods(ns) if _labels_match(sel, p["metadata"].get("labels"))]
 
+    def zone_of(self, node: str) -> str | None:
+        """The node's topology.kubernetes.io/zone label."""
+        n = self._objects["Node"].get((None, node))
+        return ((n or {}).get("metadata", {}).get("labels") or {}).get(ZONE_LABEL)
+
     def endpointslices(self, svc: Obj) -> list[Obj]:
         """One EndpointSlice per family the Service has (the EndpointSlice controller's addressType), as Kubernetes does."""
         return [self._endpointslice(svc, f) for f in svc["spec"].get("ipFamilies") or ["IPv4"]]
@@ -456,9 +464,14 @@ class FakeCluster:
                                "terminating": bool(p["metadata"].get("deletionTimestamp"))},
                 "nodeName": p["spec"]["nodeName"],
                 "targetRef": {"kind": "Pod", "name": p["metadata"]["name"], "namespace": p["metadata"]["namespace"]},
+                **({"zone": zone} if (zone := self.zone_of(p["spec"]["nodeName"])) else {}),
             }
             for p in self.endpoints_of(svc)
         ]
+        if svc["spec"].get("trafficDistribution") == "PreferClose":  # the EndpointSlice controller's hints (datapath.SRC_PREFER_CLOSE)
+            for ep in eps:
+                if ep["conditions"]["ready"] and ep.get("zone"):
+                    ep["hints"] = {"forZones": [{"name": ep["zone"]}]}
         name = svc["metadata"]["name"]
         return {
             "apiVersion": "discovery.k8s.io/v1",

@@ -7,10 +7,11 @@ endpoints. NodePort services get ``0.0.0.0:<nodePort>`` and ``<node InternalIP>:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 from ..rules.datapath import (HEADLESS_LABEL, LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, NODEPORT_WILDCARD, REV_NAT_FULL_ERROR, REV_NAT_MAP_NAME,
                               external_backends, internal_backends, itp_enabled, new_connection_backends, terminating_endpoints_kept,
-                              wildcard_entry)
+                              topology_backends, wildcard_entry)
 from ..rules.lbmodel import Event, LbModel, Op, Variant
 from ..parse.addr import family_of, hp, split_host_port
 from .config import Faults
@@ -39,6 +40,12 @@ FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testi
           doc="the label is honoured for the ClusterIP only: a labelled NodePort Service's NodePort frontends are programmed"),
     Fault("etp_local_ignored", "eTP=Local",
           doc="the external scope of an externalTrafficPolicy=Local Service keeps every backend: a node without a local backend serves it"),
+    Fault("topology_ignored", "trafficDistribution",
+          doc="the agents report enable-service-topology, yet select every backend whatever the Service's trafficDistribution"),
+    Fault("zone_hints_ignored", "trafficDistribution",
+          doc="under service topology, PreferClose is ignored (every backend), PreferSameNode still honoured"),
+    Fault("same_node_no_fallback", "trafficDistribution",
+          doc="PreferSameNode on a node without a local backend selects none (no fallback to all backends)"),
     Fault("vip_etp_local_ignored", "north-south",
           doc="the external scope of an externalTrafficPolicy=Local Service's LoadBalancer VIP keeps every backend (its NodePort does not)"),
     Fault("etp_breaks_cluster_ip", "eTP=Local",
@@ -90,6 +97,14 @@ class StealingModel(LbModel):
 
 #: logical milliseconds per tick of the fake's clock (one API call or exec is one tick)
 MS_PER_TICK = 100
+
+
+@dataclass(frozen=True)
+class Hinted:
+    """A backend as service topology sees it: its node and its hints' zones."""
+    be: FakeBackend
+    node: str
+    zones: tuple[str, ...]
 
 
 class LbState:
@@ -272,6 +287,7 @@ class LbState:
                 internal = internal_backends(True, bes, node)
                 if faults.itp_narrows_external:  # fault: outside traffic too is served from local backends only
                     bes = list(internal)
+            bes = self._topology(spec, bes, node)
             bes, draining = selectable(bes, faults, family_of(ip))
             if internal is not None:
                 internal, _ = selectable(internal, faults, family_of(ip))
@@ -292,6 +308,19 @@ class LbState:
         for key in [k for k in self._ids if k not in live and not (k[0] in node_ips and (k[1], k[2]) in wildcard)]:
             del self._ids[key]
         return self._fit(sorted(out, key=lambda f: f.id))
+
+    def _topology(self, spec: dict, bes: list[FakeBackend], node: str) -> list[FakeBackend]:
+        """Under enable-service-topology, the backends this node's agent selects for the Service's trafficDistribution
+        (datapath.topology_backends; a PreferClose backend's hint is its node's zone: SRC_PREFER_CLOSE)."""
+        c, faults = self.cluster, self.cluster.cfg.faults
+        dist = spec.get("trafficDistribution")
+        if not c.cfg.service_topology or not dist or faults.topology_ignored or (faults.zone_hints_ignored and dist != "PreferSameNode"):
+            return bes
+
+        hinted = [Hinted(b, b.node, (z,) if dist == "PreferClose" and (z := c.zone_of(b.node)) else ()) for b in bes]
+        if faults.same_node_no_fallback and dist == "PreferSameNode" and not any(h.node == node for h in hinted):
+            return []
+        return [h.be for h in topology_backends(dist, hinted, node, c.zone_of(node))]
 
     def capacity(self) -> int:
         cfg = self.cluster.cfg
