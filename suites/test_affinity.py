@@ -18,7 +18,10 @@ ClientIP) and ``aff-np-plain``. The runner sends 12 HTTP requests to each throug
 backend is the pod that logged its token. A node keys its affinity by the client's address (datapath.SRC_AFFINITY_OUTSIDE:
 "If a request is sent from outside the cluster to the service, the request's source IP address is used for determining
 the endpoint affinity"), so every request to the sticky Service reaches one backend, and without affinity they spread.
-Without a route from the runner to the nodes these two tests are skipped (a failure where the outside view is required).
+The node's own record is read too: its per-packet affinity map (``bpftool map dump pinned
+/sys/fs/bpf/tc/globals/cilium_lb4_affinity -j`` in the agent container, SRC_AFFINITY_MAP) must hold an entry keyed by the
+runner's address and the NodePort frontend's rev NAT ID (lb/maps-dump), naming the backend that served every request.
+Without a route from the runner to the nodes these three tests are skipped (a failure where the outside view is required).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import secrets
 
 import pytest
 
-from pytest_kpr.suite import ClusterHandle, eventually, Evidence, family_file, holds, hp, Lab, no_outside_view, Tweak, WEB_PORT
+from pytest_kpr.suite import ClusterHandle, eventually, Evidence, family_file, holds, hp, Lab, no_outside_view, Tweak, WEB_PORT, WEB_TARGET
 from pytest_kpr.judge.affinity import (
     AFFINITY_BACKENDS,
     AFFINITY_CONNECTIONS,
@@ -35,6 +38,7 @@ from pytest_kpr.judge.affinity import (
     AFFINITY_TIMEOUT_ROUNDS,
     AFFINITY_TIMEOUT_S,
     OUTSIDE_REQUESTS,
+    affinity_map_problems,
     outside_spread_problems,
     outside_sticky_problems,
     spread_problems,
@@ -46,7 +50,7 @@ from pytest_kpr.model.affinity import AffinityObservation, OutsideAffinity
 pytestmark = [
     pytest.mark.kpr(property="affinity", evidence="affinity.json",
                     plane=["socket", "per-packet"],
-                    sources=["SRC_AFFINITY_TIMEOUT", "SRC_AFFINITY_OUTSIDE"]),
+                    sources=["SRC_AFFINITY_TIMEOUT", "SRC_AFFINITY_OUTSIDE", "SRC_AFFINITY_MAP", "SRC_BPFTOOL_DUMP"]),
     pytest.mark.kpr_requires("socket-lb-pods", "session-affinity"),
 ]
 
@@ -87,7 +91,15 @@ def _from_outside(lab: Lab, cluster: ClusterHandle) -> OutsideAffinity | None:
             outside.http(f"http://{hp(ip, port)}/?kpr={token}", 5.0)
     seen = lab.who_served_many(list(pods), [t for tokens in served.values() for t in tokens])
     who = {name: tuple(seen[t][0] if t in seen else None for t in tokens) for name, tokens in served.items()}
-    return OutsideAffinity(node, outside.source_address(ip) or "", pods, who["aff-np-sticky"], who["aff-np-plain"])
+    # the node's own record of it: its affinity map's entry for the client and the sticky NodePort frontend
+    entries, unread = lab.affinity_map(node)
+    svcs, bes = lab.lb_ids(node)
+    port = int((lab.kube.get("Service", "aff-np-sticky", lab.ns) or {})["spec"]["ports"][0]["nodePort"])
+    pod_ips = {p["metadata"]["name"]: lab.pod_ip(p) for p in lab.kube.list("Pod", lab.ns, "app=aff")}
+    return OutsideAffinity(node, outside.source_address(ip) or "", pods, who["aff-np-sticky"], who["aff-np-plain"],
+                           None if entries is None else tuple((e.client, e.rev_nat_id, e.netns_cookie, e.backend_id) for e in entries),
+                           unread, svcs.get(f"{hp(ip, port)}/TCP"),
+                           {pod: bes[f"{hp(pip, WEB_TARGET)}/TCP"] for pod, pip in pod_ips.items() if f"{hp(pip, WEB_TARGET)}/TCP" in bes})
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +125,8 @@ def seen(aff_workloads: list[str], family_lab: Lab, evidence: Evidence, kpr_prop
                               tuple(peers["aff-timeout"]), AFFINITY_TIMEOUT_S, AFFINITY_IDLE_S, outside)
     evidence.write(family_file("affinity.json", kpr_family), {**obs.to_json(), "problems": {
         "sticky": sticky_problems(obs), "spread": spread_problems(obs), "timeout": timeout_problems(obs),
-        **({"outside_sticky": outside_sticky_problems(outside), "outside_spread": outside_spread_problems(outside)} if outside else {})}})
+        **({"outside_sticky": outside_sticky_problems(outside), "outside_spread": outside_spread_problems(outside),
+            "affinity_map": affinity_map_problems(outside)} if outside else {})}})
     evidence.figure(kpr_property, f"ClientIP: {len({p for p in peers['aff-sticky'] if p})} backend for {AFFINITY_CONNECTIONS} connections; "
                               f"none: {len({p for p in peers['aff-plain'] if p})} of {len(backends)} backends; "
                               f"{AFFINITY_TIMEOUT_S} s timeout: {len({p for p in peers['aff-timeout'] if p})} backends in {AFFINITY_TIMEOUT_ROUNDS}"
@@ -140,6 +153,14 @@ def test_a_client_from_outside_stays_on_one_backend_with_session_affinity(seen: 
     if seen.outside is None:
         no_outside_view("the test runner has no route to the nodes")
     holds(outside_sticky_problems(seen.outside), "affinity from outside (NodePort, sessionAffinity ClientIP)")
+
+
+def test_the_nodes_affinity_map_holds_the_clients_entry(seen: AffinityObservation) -> None:
+    """The node keeps the pick in its per-packet affinity map (``bpftool map dump``, SRC_AFFINITY_MAP): an entry keyed by the
+    runner's address and the NodePort frontend's rev NAT ID, naming the backend that served every request."""
+    if seen.outside is None:
+        no_outside_view("the test runner has no route to the nodes")
+    holds(affinity_map_problems(seen.outside), "affinity from outside (the node's affinity map)")
 
 
 def test_from_outside_without_affinity_requests_spread_over_the_backends(seen: AffinityObservation) -> None:

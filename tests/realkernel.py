@@ -115,6 +115,18 @@ def libbpf() -> ctypes.CDLL:
     return L
 
 
+def load_object(L: ctypes.CDLL, obj_path: Path) -> int:
+    """Open and load a compiled BPF object through libbpf; its handle (closed on a failed load), or OSError naming the step."""
+    obj = L.bpf_object__open_file(str(obj_path).encode(), None)
+    if not obj or L.libbpf_get_error(obj):
+        raise OSError(ctypes.get_errno(), f"bpf_object__open_file({obj_path})")
+    rc = L.bpf_object__load(obj)
+    if rc != 0:
+        L.bpf_object__close(obj)
+        raise OSError(-rc, f"bpf_object__load({obj_path.name}): the verifier or permissions")
+    return int(obj)
+
+
 class SocketLB:
     """The compiled program loaded through libbpf and attached (as links) to a cgroup of its own.
 
@@ -282,13 +294,7 @@ class TcProgram:
         L = libbpf()
         L.bpf_program__fd.argtypes = [ctypes.c_void_p]
         self.L, self.path = L, obj_path
-        self.obj = L.bpf_object__open_file(str(obj_path).encode(), None)
-        if not self.obj or L.libbpf_get_error(self.obj):
-            raise OSError(ctypes.get_errno(), f"bpf_object__open_file({obj_path})")
-        rc = L.bpf_object__load(self.obj)
-        if rc != 0:
-            L.bpf_object__close(self.obj)
-            raise OSError(-rc, "bpf_object__load")
+        self.obj = load_object(L, obj_path)
         self.fd = L.bpf_program__fd(L.bpf_object__find_program_by_name(self.obj, b"kprt_tc_pass"))
 
     def attach_tcx(self, ifindex: int) -> int:

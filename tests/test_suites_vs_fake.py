@@ -167,7 +167,7 @@ NO_BACKEND_ALL_JUDGED = {"passed": 6}  # Hostns-only: bpf_lxc handles the pod's 
         ("lb_wildcard_entries='false'", ("maps",), {"passed": 3, "skipped": 1}),
         ("default_lb_service_ipam='nodeipam'", ("maps",), {"passed": 3, "skipped": 1}),
         # the topology profile: trafficDistribution honoured; the other suites' Services have none, so they are unchanged
-        ("service_topology=True", ("traffic_distribution", "nodeport", "affinity"), {"passed": 3 + 5 + 5}),
+        ("service_topology=True", ("traffic_distribution", "nodeport", "affinity"), {"passed": 3 + 5 + 6}),
         # the topology profile, both families
         ("service_topology=True, ip_families=('IPv4', 'IPv6')", ("traffic_distribution",), {"passed": 6}),
     ],

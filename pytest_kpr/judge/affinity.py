@@ -93,3 +93,25 @@ def timeout_problems(a: AffinityObservation) -> list[str]:
         out.append(f"all {k} connections, {a.idle_s:g} s apart (past the {a.timeout_s} s timeout), reached {hit[0]}: the affinity never "
                    f"expired (chance if it does: {(1 / n) ** (k - 1):.1e})")
     return out
+
+
+def affinity_map_problems(o: OutsideAffinity) -> list[str]:
+    """The node the requests went to holds, in its per-packet affinity map, an entry keyed by the client's address and
+    the sticky Service's NodePort frontend (its rev NAT ID), naming the backend that served every request
+    (datapath.SRC_AFFINITY_MAP: lb4_local writes it with ``lb4_update_affinity_by_addr``)."""
+    if o.map_entries is None:
+        return [f"the affinity map of {o.node} was not read: {o.map_unread or 'no reason given'}"]
+    served = {s for s in o.sticky if s}
+    if len(served) != 1 or o.rev_nat_id is None:
+        return [f"no single backend served the sticky requests ({', '.join(sorted(served)) or 'none'}) or the frontend's rev NAT ID is "
+                "unknown: nothing to look for"]
+    pod = served.pop()
+    want = o.backend_ids.get(pod)
+    mine = [e for e in o.map_entries if e[0] == o.source and e[1] == o.rev_nat_id and not e[2]]
+    shown = ", ".join(f"{c} rev_nat {r} backend {b}" for c, r, _, b in o.map_entries[:5]) or "none"
+    if not mine:
+        return [f"{o.node}'s affinity map holds no entry for {o.source} and the NodePort frontend (rev NAT ID {o.rev_nat_id}) after the "
+                f"requests (entries: {shown})"]
+    if want is not None and all(e[3] != want for e in mine):
+        return [f"{o.node}'s affinity entry for {o.source} names backend {mine[0][3]}, but {pod} (backend {want}) served every request"]
+    return []

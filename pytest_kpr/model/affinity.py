@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 
 @dataclass(frozen=True)
@@ -15,10 +15,20 @@ class OutsideAffinity:
     backends: tuple[str, ...]  # the backend pods
     sticky: tuple[str | None, ...]
     plain: tuple[str | None, ...]
+    #: the node's per-packet affinity map after the requests (``bpftool map dump``: SRC_AFFINITY_MAP), each entry
+    #: (client, rev_nat_id, netns_cookie, backend_id); None: not read (why: ``map_unread``)
+    map_entries: tuple[tuple[str, int, bool, int], ...] | None = None
+    map_unread: str | None = None
+    #: the sticky Service's NodePort frontend on that node (its rev NAT ID), and each backend pod's ID, from lb/maps-dump
+    rev_nat_id: int | None = None
+    backend_ids: Mapping[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"node": self.node, "source": self.source, "backends": list(self.backends), "requests": len(self.sticky),
-                "sticky": list(self.sticky), "plain": list(self.plain)}
+                "sticky": list(self.sticky), "plain": list(self.plain),
+                "affinity_map": None if self.map_entries is None else [
+                    {"client": c, "rev_nat_id": r, "netns_cookie": n, "backend_id": b} for c, r, n, b in self.map_entries],
+                "affinity_map_unread": self.map_unread, "rev_nat_id": self.rev_nat_id, "backend_ids": dict(self.backend_ids)}
 
 
 @dataclass(frozen=True)

@@ -41,10 +41,12 @@ from ..parse import (
     parse_tc_filter,
     parse_version,
 )
+from ..parse.bpftool_map import AffinityEntry, affinity_entries, parse_map_dump_json
 from ..parse.metrics import parse_bpf_metrics_list
 from ..parse.config import AgentConfig, parse_config
 from ..parse.statedb import parse_lb_maps_dump
 from ..core.wait import retrying
+from ..rules.datapath import AFFINITY_MAP_PATH
 
 STATUS = ("status",)
 STATUS_VERBOSE = ("status", "--verbose")
@@ -182,6 +184,12 @@ class Agent:
 
     def tc_filters(self, device: str, direction: str = "ingress") -> list[TcFilter]:
         return parse_tc_filter(self.exec(["tc", "filter", "show", "dev", device, direction]).check().stdout)
+
+    def affinity_map(self, family: str) -> list[AffinityEntry]:
+        """The node's per-packet session-affinity map of ``family`` (``bpftool map dump pinned <tc/globals>/cilium_lb4_affinity``:
+        rules.datapath.SRC_AFFINITY_MAP), decoded."""
+        out = self.exec(["bpftool", "map", "dump", "pinned", AFFINITY_MAP_PATH[family], "-j"]).check().stdout
+        return affinity_entries(parse_map_dump_json(out), family)
 
     def health(self) -> list[HealthStatus]:
         """``shell -- db/show health``: every module's health with its Error text (the conflict error lives here)."""

@@ -23,6 +23,8 @@ from ..k8s.api import pod_ready
 from .node import Node, globoff
 from ..parse import L3n4, Service
 from ..parse.addr import family_of, hp
+from ..parse.bpftool_map import AffinityEntry
+from ..parse.errors import ParseError
 from ..parse.node import CURL_WRITE_OUT, HttpResult, parse_curl, parse_netstat
 from ..model.probe import ProbeResult
 from ..parse.probe import HoldEvent, parse_hold_log, parse_probe_json
@@ -437,6 +439,22 @@ class Lab:
         after them (judge.backend_slots.active_slots; ``bpf lb list`` shows no count)."""
         (dump,) = agent.read("maps_dump")
         return active_slots(agent.node, dump, fe)
+
+    def affinity_map(self, node: str) -> tuple[list[AffinityEntry] | None, str | None]:
+        """``node``'s per-packet affinity map of this view's family (Agent.affinity_map), or None and why it could not be
+        read (one line)."""
+        try:
+            return self.agent(node).affinity_map(self.family or "IPv4"), None
+        except (KprError, ParseError) as e:
+            return None, str(e).splitlines()[0] if str(e) else type(e).__name__
+
+    def lb_ids(self, node: str) -> tuple[dict[str, int], dict[str, int]]:
+        """From ``node``'s lb/maps-dump: each frontend's rev NAT ID (the master slot's ID) and each backend's ID, both by
+        ``address:port/PROTO``."""
+        (dump,) = self.agent(node).read("maps_dump")
+        svcs = {e.fields["ADDR"]: int(e.fields["ID"]) for e in dump if e.kind == "SVC" and e.fields.get("SLOT") == "0"}
+        bes = {e.fields["ADDR"]: int(e.fields["ID"]) for e in dump if e.kind == "BE"}
+        return svcs, bes
 
     def slots(self, service: str = "web") -> tuple[SlotView, ...]:
         fe = self.frontend(service)

@@ -792,16 +792,23 @@ DROP_NOT_IN_SRC_RANGE = "Denied by LB src range check"
 SRC_RANGES_POLICY = "service.cilium.io/src-ranges-policy"
 
 
-def source_range_allows(source: str, ranges: "list[str]", deny: bool) -> bool:
-    """Whether a packet from ``source`` from outside passes a VIP's source-range check: no ranges, no check; else in one of
-    ``ranges`` (an allow list, SRC_SOURCE_RANGES), or not in any (a deny list, SRC_SOURCE_RANGES_DENY). A range of another
-    family than ``source`` never holds it; an unparsable range is ignored (the control plane parses them as prefixes)."""
+def source_ranges(ranges: "list[str]") -> "list[ipaddress.IPv4Network | ipaddress.IPv6Network]":
+    """A Service's loadBalancerSourceRanges as the control plane keeps them: parsed as prefixes, an unparsable one ignored
+    (a bare address is a host prefix)."""
     nets = []
     for r in ranges:
         try:
             nets.append(ipaddress.ip_network(r.strip(), strict=False))
         except ValueError:
             continue
+    return nets
+
+
+def source_range_allows(source: str, ranges: "list[str]", deny: bool) -> bool:
+    """Whether a packet from ``source`` from outside passes a VIP's source-range check: no ranges (none that parse:
+    :func:`source_ranges`), no check; else in one of them (an allow list, SRC_SOURCE_RANGES), or not in any (a deny list,
+    SRC_SOURCE_RANGES_DENY). A range of another family than ``source`` never holds it."""
+    nets = source_ranges(ranges)
     if not nets:
         return True
     addr = ipaddress.ip_address(source)
@@ -854,3 +861,19 @@ def topology_backends(distribution: str | None, backends: "list[Any]", node: str
     else:
         return list(backends)
     return mine or list(backends)
+
+
+# -- the per-packet affinity map -----------------------------------------------------------------------------------------
+
+SRC_AFFINITY_MAP = ("cilium/cilium bpf/lib/lb.h (the index's newest copy, commit not reported): `struct lb4_affinity_key { union "
+                    "lb4_affinity_client_id client_id; __u16 rev_nat_id; __u8 netns_cookie:1, reserved:7; __u8 pad1; __u32 pad2; } "
+                    "__packed;` (client_id: `__u32 client_ip; __net_cookie client_cookie;`, lb6: `union v6addr client_ip`), `struct "
+                    "lb_affinity_val { __u64 last_used; __u32 backend_id; __u32 pad; }`; lb4_local: `.client_ip = tuple->saddr` ... "
+                    "`lb4_update_affinity_by_addr(svc, &client_id, backend_id)` (netns_cookie 0, rev_nat_id the frontend's); "
+                    "pinned at pkg/bpf/bpffs_linux.go@e0cc421a MapPath `filepath.Join(TCGlobalsPath(), name)` (<bpffs>/tc/globals)")
+SRC_BPFTOOL_DUMP = ("libbpf/bpftool src/map.c@b6ffbf25 print_entry_json: `jsonw_name(json_wtr, \"key\"); print_hex_data_json(key, "
+                    "info->key_size);` then \"value\" the same (and \"formatted\" only with BTF); bpftool v7.1.0 here prints "
+                    "`[{\"key\":[\"0xac\",...],\"value\":[...]}]` (tests/data/bpftool/PROVENANCE.md)")
+#: where each family's per-packet affinity map is pinned (SRC_AFFINITY_MAP); the kernel keeps only 15 characters of a map's
+#: name (cilium_lb4_affi), so it is read by its pin, not by name
+AFFINITY_MAP_PATH = {"IPv4": "/sys/fs/bpf/tc/globals/cilium_lb4_affinity", "IPv6": "/sys/fs/bpf/tc/globals/cilium_lb6_affinity"}

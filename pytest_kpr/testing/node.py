@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 import shlex
 
+from ..parse.addr import family_of
+from ..rules.datapath import AFFINITY_MAP_PATH
+from . import render
 from .view import ClusterView
 from .faults import Fault, declare
 
@@ -22,6 +25,9 @@ FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testi
           doc="kube-proxy's service rules in ip6tables only (\"nft\" / \"legacy\"): what it programs for an IPv6 Service"),
     Fault("unreadable_rule_view", "iptables", default=None,
           doc="\"iptables-nft\" | \"iptables-legacy\" | \"ip6tables-nft\" | \"ip6tables-legacy\" | \"nft\": that view's tool is missing"),
+    Fault("affinity_entry_not_written", "affinity",
+          doc="requests from outside stick to one backend, yet the node's affinity map holds no entry for the client (the "
+              "stickiness is not the affinity map's)"),
     Fault("nodeport_listener", "NodePort", "a process listens on every NodePort in the nodes' host namespace"),
     Fault("ipvs_services", "kube-proxy", "every node has IPVS virtual services (kube-proxy's IPVS mode or its leftovers)"),
     Fault("hostport_portmap", "hostPort", "the CNI portmap plugin's iptables DNAT rules serve the hostPort instead of BPF"),
@@ -117,6 +123,8 @@ class FakeNodeTools:
             return self.ip_vs(node)
         if argv[:3] == ["bpftool", "net", "show"]:
             return self.bpftool_net(node, argv[3:])
+        if argv[:4] == ["bpftool", "map", "dump", "pinned"] and len(argv) == 6 and argv[5] == "-j":
+            return self.bpftool_map_dump(node, argv[4])
         if argv[:3] == ["tc", "filter", "show"]:
             return self.tc_filter(node, argv[3:])
         if tool == "curl":
@@ -321,6 +329,24 @@ class FakeNodeTools:
                 lines.append(f"{e['ifname']}({e['ifindex']}) clsact/ingress cil_from_container-{e['ifname']} id {1000 + e['id']}")
         lines += ["", "flow_dissector:", "", "netfilter:", ""]
         return 0, "\n".join(lines) + "\n", ""
+
+    def bpftool_map_dump(self, node: str, path: str) -> tuple[int, str, str]:
+        """The node's per-packet affinity map (the agent's ``affinity_by_addr``) in Cilium's layout, as bpftool dumps it
+        (render.map_dump_json; datapath.SRC_AFFINITY_MAP); another pin does not exist here."""
+        family = next((f for f, p in AFFINITY_MAP_PATH.items() if p == path), None)
+        if family is None:
+            return 255, "", f"Error: bpf obj get ({path}): No such file or directory\n"
+        c = self.cluster
+        entries = []
+        if not c.cfg.faults.affinity_entry_not_written:
+            for (client, _service, ip, port), (backend, last_used) in sorted(c.agents[node].affinity_by_addr.items()):
+                fe = c.lb.find(node, ip, port, "TCP")
+                be_ip, _, be_port = backend.rpartition(":")
+                if fe is None or family_of(client) != family:
+                    continue
+                entries.append(render.affinity_entry(client, fe.id, c.lb.backend_id(be_ip.strip("[]"), int(be_port), "TCP"),
+                                                     last_used * 1_000_000_000))
+        return 0, render.map_dump_json(entries) + "\n", ""
 
     def tc_filter(self, node: str, args: list[str]) -> tuple[int, str, str]:
         dev = args[1] if args[:1] == ["dev"] and len(args) > 1 else None

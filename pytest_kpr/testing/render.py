@@ -6,8 +6,12 @@ follows the printer in Cilium's source: tabwriter padding, trailing spaces and a
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import struct
 from typing import Any, Mapping
+
+from ..parse.bpftool_map import MapEntry
 
 
 def tabwrite(rows: list[list[str]], minwidth: int = 5, padding: int = 3, trailing: bool = True) -> str:
@@ -339,3 +343,20 @@ def status_text(*, kpr: bool, socket_lb: bool, hostns_only: bool, nodeport_mode:
         if kpr:
             lines += ["  - service.cilium.io/node", "  - service.cilium.io/src-ranges-policy", "  - service.cilium.io/type"]
     return "\n".join(lines) + "\n"
+
+
+# -- bpftool map dump ----------------------------------------------------------------------------------------------------
+
+
+def map_dump_json(entries: "list[MapEntry]") -> str:
+    """``bpftool map dump pinned PATH -j`` as bpftool prints it (compact), for the fake cluster (parse.bpftool_map)."""
+    return json.dumps([{"key": [f"0x{b:02x}" for b in e.key], "value": [f"0x{b:02x}" for b in e.value]} for e in entries],
+                      separators=(",", ":"))
+
+
+def affinity_entry(client: str, rev_nat_id: int, backend_id: int, last_used: int) -> "MapEntry":
+    """An affinity map entry for ``client`` as Cilium's per-packet path writes it (netns_cookie 0; the layout:
+    rules.datapath.SRC_AFFINITY_MAP)."""
+    addr = ipaddress.ip_address(client).packed
+    union = addr.ljust(8 if len(addr) == 4 else 16, b"\0")
+    return MapEntry(union + struct.pack("<HBBI", rev_nat_id, 0, 0, 0), struct.pack("<QII", last_used, backend_id, 0))

@@ -16,8 +16,9 @@ ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
     ("ipv6-affinity-ignored", ("affinity",), "ip_families=('IPv4', 'IPv6'), faults=Faults(affinity_ignored='IPv6')",
      {AFF + "test_a_client_stays_on_one_backend_with_session_affinity[IPv6]"},
      ["*affinity (sessionAffinity ClientIP): 20 connections from one client reached * backends [[]'[[]fd00:10:244:*]:8080'*despite sessionAffinity ClientIP*"]),
+    # no affinity kept, so no entry in the node's map either
     ("outside-affinity-ignored", ("affinity",), "faults=Faults(outside_affinity_ignored=True)",
-     {AFF + "test_a_client_from_outside_stays_on_one_backend_with_session_affinity"},
+     {AFF + "test_a_client_from_outside_stays_on_one_backend_with_session_affinity", AFF + "test_the_nodes_affinity_map_holds_the_clients_entry"},
      ["*affinity from outside (NodePort, sessionAffinity ClientIP): 12 requests from outside (172.18.0.1) to fake-worker's NodePort "
       "reached * backends [[]'aff-*'*despite sessionAffinity ClientIP*"]),
     ("outside-lb-always-first", ("affinity",), "faults=Faults(outside_lb_always_first=True)",
@@ -28,4 +29,8 @@ ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
     ("ipv4-affinity-ignored", ("affinity",), "ip_families=('IPv4', 'IPv6'), faults=Faults(affinity_ignored='IPv4')",
      {AFF + "test_a_client_stays_on_one_backend_with_session_affinity[IPv4]"},
      ["*affinity (sessionAffinity ClientIP): 20 connections from one client reached * backends [[]'10.244.*:8080'*despite sessionAffinity ClientIP*"]),
+    ("affinity-entry-not-written", ("affinity",), "faults=Faults(affinity_entry_not_written=True)",
+     {AFF + "test_the_nodes_affinity_map_holds_the_clients_entry"},
+     ["*affinity from outside (the node's affinity map): fake-worker's affinity map holds no entry for 172.18.0.1 and the NodePort "
+      "frontend (rev NAT ID *) after the requests (entries: none)*"]),
 ]

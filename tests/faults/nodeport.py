@@ -23,7 +23,7 @@ ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
       DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises",
       # the affinity suite's requests from outside go through NodePorts too: none is served
       AFF + "test_a_client_from_outside_stays_on_one_backend_with_session_affinity",
-      AFF + "test_from_outside_without_affinity_requests_spread_over_the_backends"},
+      AFF + "test_from_outside_without_affinity_requests_spread_over_the_backends", AFF + "test_the_nodes_affinity_map_holds_the_clients_entry"},
      ["*NodePort: the agent lists no 0.0.0.0:30780 NodePort frontend (NodePort frontends: [[]*0.0.0.0:30781/TCP*",
       "*NodePort: 172.18.0.3:30780 answered 0 (curl exit 7)*"]),
     ("ipv6-nodeport-not-programmed", ("affinity", "dsr", "etp", "itp", "no_backend", "nodeport"), "ip_families=('IPv4', 'IPv6'), faults=Faults(nodeport_v6_missing=True)",
@@ -36,7 +36,8 @@ ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
       ETP + "test_only_the_node_with_a_local_backend_serves_it_from_outside[IPv6]", ETP + "test_the_backend_sees_the_clients_own_address[IPv6]",
       DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises[IPv6]", ITP + "test_traffic_from_outside_is_unaffected[IPv6]",
       AFF + "test_a_client_from_outside_stays_on_one_backend_with_session_affinity[IPv6]",
-      AFF + "test_from_outside_without_affinity_requests_spread_over_the_backends[IPv6]"},
+      AFF + "test_from_outside_without_affinity_requests_spread_over_the_backends[IPv6]",
+      AFF + "test_the_nodes_affinity_map_holds_the_clients_entry[IPv6]"},
      ["*NodePort: [[]fc00:f853:ccd:e793::3]:30780 answered 0 (curl exit 7)*",
       "*NodePort from outside: http http://[[]fc00:f853:ccd:e793::3]:30780/: refused*",
       "*NodePort: the agent lists no [[]::]:30780 NodePort frontend (NodePort frontends: [[]'0.0.0.0:*/TCP'*",

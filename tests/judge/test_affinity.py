@@ -6,7 +6,7 @@ from typing import Sequence
 
 import pytest
 
-from pytest_kpr.judge.affinity import (outside_spread_problems, outside_sticky_problems, spread_problems, sticky_problems,
+from pytest_kpr.judge.affinity import (affinity_map_problems, outside_spread_problems, outside_sticky_problems, spread_problems, sticky_problems,
                                        timeout_problems)
 from pytest_kpr.model.affinity import AffinityObservation, OutsideAffinity
 
@@ -61,7 +61,10 @@ def test_the_observation_is_the_evidence_files_shape() -> None:
         "timeout": {"timeout_s": 1, "idle_s": 2.5, "peers": [B4[2]]}, "outside": None}
     o = OutsideAffinity("n2", "172.18.0.1", ("aff-a", "aff-b"), ("aff-a", None), ("aff-b", "aff-a"))
     assert AffinityObservation("IPv4", B4, (), (), (), 1, 2.5, o).to_json()["outside"] == {
-        "node": "n2", "source": "172.18.0.1", "backends": ["aff-a", "aff-b"], "requests": 2, "sticky": ["aff-a", None], "plain": ["aff-b", "aff-a"]}
+        "node": "n2", "source": "172.18.0.1", "backends": ["aff-a", "aff-b"], "requests": 2, "sticky": ["aff-a", None], "plain": ["aff-b", "aff-a"],
+        "affinity_map": None, "affinity_map_unread": None, "rev_nat_id": None, "backend_ids": {}}
+    assert mapped((("172.18.0.1", 5, False, 11),)).to_json()["affinity_map"] == [
+        {"client": "172.18.0.1", "rev_nat_id": 5, "netns_cookie": False, "backend_id": 11}]
 
 
 PODS = ("aff-a", "aff-b", "aff-c", "aff-d")
@@ -87,3 +90,27 @@ def test_outside_affinity_verdicts(sticky: list[str | None], plain: list[str | N
     got = {"sticky": outside_sticky_problems(outside(sticky, plain)), "spread": outside_spread_problems(outside(sticky, plain))}
     assert {k: len(v) for k, v in got.items()} == {k: len(v) for k, v in problems.items()}, got
     assert all(w in g for k, v in got.items() for g, w in zip(v, problems[k], strict=True)), got
+
+
+def mapped(entries: tuple | None, sticky: tuple = ("aff-a",) * 3, rev_nat: int | None = 5, unread: str | None = None) -> OutsideAffinity:
+    return OutsideAffinity("n2", "172.18.0.1", ("aff-a", "aff-b"), sticky, ("aff-a", "aff-b"), entries, unread, rev_nat,
+                           {"aff-a": 11, "aff-b": 12})
+
+
+@pytest.mark.parametrize(("o", "fragments"), [
+    (mapped((("172.18.0.1", 5, False, 11),)), []),
+    (mapped((("0102030405060708", 5, True, 12), ("172.18.0.1", 5, False, 11))), []),  # the socket plane's entries beside it
+    (mapped(()), ["n2's affinity map holds no entry for 172.18.0.1 and the NodePort frontend (rev NAT ID 5) after the requests (entries: none)"]),
+    (mapped((("172.18.0.9", 5, False, 11), ("172.18.0.1", 6, False, 11))), ["holds no entry for 172.18.0.1 * (entries: 172.18.0.9 rev_nat 5 "
+                                                                            "backend 11, 172.18.0.1 rev_nat 6 backend 11)"]),
+    (mapped((("172.18.0.1", 5, True, 11),)), ["holds no entry"]),  # a netns-cookie entry is the socket plane's, not this
+    (mapped((("172.18.0.1", 5, False, 12),)), ["n2's affinity entry for 172.18.0.1 names backend 12, but aff-a (backend 11) served every request"]),
+    (mapped(None, unread="bpftool: exit 255"), ["the affinity map of n2 was not read: bpftool: exit 255"]),
+    (mapped(((),), sticky=("aff-a", "aff-b")), ["no single backend served the sticky requests (aff-a, aff-b)"]),
+    (mapped((("172.18.0.1", 5, False, 11),), rev_nat=None), ["or the frontend's rev NAT ID is unknown"]),
+])
+def test_affinity_map_judgement(o: OutsideAffinity, fragments: list[str]) -> None:
+    import fnmatch
+
+    problems = affinity_map_problems(o)
+    assert len(problems) == len(fragments) and all(fnmatch.fnmatch(p, f"*{f}*") for f, p in zip(fragments, problems, strict=True)), problems

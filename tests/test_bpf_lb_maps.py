@@ -1,11 +1,16 @@
-"""Real-kernel tier: loadBalancerSourceRanges as the kernel decides it. tests/bpf/src_range.c carries the check of Cilium's
-per-packet load balancer (nodeport_lb4/6: ``lb4_src_range_ok``: an LPM trie keyed by the service's rev_nat_id and the
-source address, ``verdict ^ deny``); each case of the rule's table (rules.datapath.source_range_allows, what the fake and
-the judges apply) is loaded into its maps and a crafted SYN from the case's source to the VIP is run through it with
-BPF_PROG_TEST_RUN. The kernel's verdict must be the rule's, and each drop counted once.
+"""Real-kernel tier: the load balancer's maps on this kernel.
 
-The program is never attached: the packets exist only as test input, nothing is sent and no namespace is needed. Root
-(or CAP_BPF) loads it; it is closed (programs and maps freed) when the module ends."""
+loadBalancerSourceRanges as the kernel decides it: tests/bpf/src_range.c carries the check of Cilium's per-packet load
+balancer (nodeport_lb4/6: ``lb4_src_range_ok``: an LPM trie keyed by the service's rev_nat_id and the source address,
+``verdict ^ deny``); each case of the rule's table (rules.datapath.source_range_allows, what the fake and the judges apply)
+is loaded into its maps and a crafted SYN from the case's source to the VIP is run through it with BPF_PROG_TEST_RUN. The
+kernel's verdict must be the rule's, and each drop counted once. The program is never attached: the packets exist only as
+test input, nothing is sent and no namespace is needed.
+
+The per-packet affinity map as bpftool dumps it: a map of its type and sizes with one entry in Cilium's layout, dumped by
+this machine's bpftool, must read as the fake renders it and parse back.
+
+Root (or CAP_BPF) loads and pins; the program is closed and the pins removed when the tests end."""
 
 from __future__ import annotations
 
@@ -18,10 +23,10 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from realkernel import libbpf, need_clang
+from realkernel import libbpf, load_object, need_clang
 from netns import sh
 
-from pytest_kpr.rules.datapath import source_range_allows
+from pytest_kpr.rules.datapath import source_range_allows, source_ranges
 
 pytestmark = [pytest.mark.netns]
 
@@ -53,13 +58,7 @@ class SrcRange:
         L.bpf_map_get_next_key.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
         L.bpf_prog_test_run_opts.argtypes = [ctypes.c_int, ctypes.POINTER(RunOpts)]
         self.L = L
-        self.obj = L.bpf_object__open_file(str(obj_path).encode(), None)
-        if not self.obj or L.libbpf_get_error(self.obj):
-            raise OSError(ctypes.get_errno(), f"bpf_object__open_file({obj_path})")
-        rc = L.bpf_object__load(self.obj)
-        if rc != 0:
-            L.bpf_object__close(self.obj)
-            raise OSError(-rc, "bpf_object__load (verifier or permissions)")
+        self.obj = load_object(L, obj_path)
         self.prog = L.bpf_program__fd(L.bpf_object__find_program_by_name(self.obj, b"kprt_src_range"))
         self.maps = {n: L.bpf_object__find_map_fd_by_name(self.obj, n.encode()) for n in ("svc4", "svc6", "src4", "src6", "drops")}
 
@@ -132,12 +131,7 @@ def configure(p: SrcRange, ranges: list[str], deny: bool, rev_nat_id: int = 7) -
     control plane parses them as prefixes, an invalid one ignored), the deny flag by the annotation."""
     for m, size in (("svc4", 8), ("svc6", 20), ("src4", 12), ("src6", 24)):
         p.clear(m, size)
-    nets = []
-    for r in ranges:
-        try:
-            nets.append(ipaddress.ip_network(r.strip(), strict=False))
-        except ValueError:
-            continue
+    nets = source_ranges(ranges)
     flags = (FLAG_CHECK if nets else 0) | (FLAG_DENY if deny else 0)
     val = struct.pack("<HH", rev_nat_id, flags)
     p.update("svc4", addr_bytes(VIP4) + struct.pack("!H", PORT) + b"\0\0", val)
@@ -178,3 +172,33 @@ def test_another_frontend_and_another_services_ranges_are_not_checked(prog: SrcR
     prog.update("src4", other, b"\x01")
     assert prog.run(syn(CLIENT4, VIP4, PORT)) == TC_ACT_SHOT
     assert prog.run(syn(CLIENT4, VIP4, 8080)) == TC_ACT_OK
+
+
+# -- the per-packet affinity map as bpftool dumps it ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("family", "client", "key_size"), [("IPv4", "172.18.0.1", 16), ("IPv6", "fc00:f853:ccd:e793::1", 24)])
+def test_bpftool_dumps_an_affinity_map_as_the_fake_renders_it_and_the_parser_reads_it(family: str, client: str, key_size: int) -> None:
+    """A map of the affinity map's type and sizes (LRU hash, key 16 or 24 bytes, value 16: rules.datapath.SRC_AFFINITY_MAP),
+    pinned under a name of this process's (removed after), given one entry in Cilium's layout (testing.render.affinity_entry)
+    with this machine's bpftool: its ``map dump -j`` is, byte for byte, what the fake prints, and parse.bpftool_map reads back
+    the client, the rev NAT ID and the backend."""
+    import shutil
+
+    from pytest_kpr.parse.bpftool_map import AffinityEntry, affinity_entries, parse_map_dump_json
+    from pytest_kpr.testing.render import affinity_entry, map_dump_json
+
+    if os.geteuid() != 0 or shutil.which("bpftool") is None:
+        pytest.skip("needs root and bpftool")
+    pin = Path(f"/sys/fs/bpf/kprt-{os.getpid()}-aff{key_size}")
+    entry = affinity_entry(client, 7, 3, 16_000_000_000)
+    try:
+        sh("bpftool", "map", "create", str(pin), "type", "lru_hash", "key", str(key_size), "value", "16", "entries", "8",
+           "name", "kprt_affinity")
+        sh("bpftool", "map", "update", "pinned", str(pin), "key", *(f"0x{b:02x}" for b in entry.key),
+           "value", *(f"0x{b:02x}" for b in entry.value))
+        dumped = sh("bpftool", "map", "dump", "pinned", str(pin), "-j").stdout
+    finally:
+        pin.unlink(missing_ok=True)
+    assert dumped.strip() == map_dump_json([entry])
+    assert affinity_entries(parse_map_dump_json(dumped), family) == [AffinityEntry(client, 7, False, 3, 16_000_000_000)]
