@@ -7,6 +7,7 @@ observation type; ``pytest_kpr.judge.<property>``; the ``pytest_kpr.rules`` thei
 - the lab: :class:`Lab` (the suite's view: its own namespace, the shared workloads), its constants and helpers
 - judging: :func:`holds` (the one assertion), :class:`Evidence` and :func:`family_file`, :func:`no_outside_view`
 - waiting: :func:`eventually`, :func:`eventually_or_now`, :class:`Observation`, :class:`WaitTimeout`, ``clock``
+- a random token for a request (``?kpr=<token>``): :func:`token` (recorded with the run, so a replay hands out the same)
 - reading tool output: :func:`hp`, :func:`split_host_port`, :class:`L3n4`, :class:`RuleDump`, :func:`parse_netstat`,
   :class:`ProbeResult` (a probe's result, read back)
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 from .cluster.facts import ClusterFacts
 from .cluster.provider import ClusterHandle
 from .core import clock
+from .core.tokens import token
 from .core.wait import Observation, WaitTimeout, eventually, eventually_or_now
 from .evidence import Evidence, family_file
 from .judge import holds
@@ -35,5 +37,5 @@ __all__ = [
     "ClusterFacts", "ClusterHandle", "clock", "Observation", "WaitTimeout", "eventually", "eventually_or_now", "Evidence",
     "family_file", "holds", "WEB_PORT", "WEB_TARGET", "Ghost", "Lab", "Tweak", "holder_ct", "holder_program", "same_address",
     "NodeRules", "probe_pod", "L3n4", "RuleDump", "hp", "split_host_port", "parse_netstat", "ProbeResult", "load_known_gaps",
-    "no_outside_view", "OWNER_LABEL", "OWNER_VALUE", "RUN_LABEL", "KprSession",
+    "no_outside_view", "OWNER_LABEL", "OWNER_VALUE", "RUN_LABEL", "KprSession", "token",
 ]

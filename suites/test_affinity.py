@@ -26,11 +26,10 @@ Without a route from the runner to the nodes these three tests are skipped (a fa
 
 from __future__ import annotations
 
-import secrets
-
 import pytest
 
-from pytest_kpr.suite import ClusterHandle, eventually, Evidence, family_file, holds, hp, Lab, no_outside_view, Tweak, WEB_PORT, WEB_TARGET
+from pytest_kpr.suite import (ClusterHandle, eventually, Evidence, family_file, holds, hp, Lab, no_outside_view, Tweak, WEB_PORT,
+                              WEB_TARGET, token)
 from pytest_kpr.judge.affinity import (
     AFFINITY_BACKENDS,
     AFFINITY_CONNECTIONS,
@@ -86,9 +85,9 @@ def _from_outside(lab: Lab, cluster: ClusterHandle) -> OutsideAffinity | None:
     served: dict[str, list[str]] = {}
     for name in ("aff-np-sticky", "aff-np-plain"):
         port = int((lab.kube.get("Service", name, lab.ns) or {})["spec"]["ports"][0]["nodePort"])
-        served[name] = [secrets.token_hex(6) for _ in range(OUTSIDE_REQUESTS)]
-        for token in served[name]:
-            outside.http(f"http://{hp(ip, port)}/?kpr={token}", 5.0)
+        served[name] = [token() for _ in range(OUTSIDE_REQUESTS)]
+        for mark in served[name]:
+            outside.http(f"http://{hp(ip, port)}/?kpr={mark}", 5.0)
     seen = lab.who_served_many(list(pods), [t for tokens in served.values() for t in tokens])
     who = {name: tuple(seen[t][0] if t in seen else None for t in tokens) for name, tokens in served.items()}
     # the node's own record of it: its affinity map's entry for the client and the sticky NodePort frontend

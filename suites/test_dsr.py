@@ -17,11 +17,9 @@ to the node's InternalIP of that family (evidence ``dsr-ipv6.json``); the backen
 
 from __future__ import annotations
 
-import secrets
-
 import pytest
 
-from pytest_kpr.suite import ClusterFacts, ClusterHandle, Evidence, family_file, holds, hp, Lab, no_outside_view
+from pytest_kpr.suite import ClusterFacts, ClusterHandle, Evidence, family_file, holds, hp, Lab, no_outside_view, token
 from pytest_kpr.judge.dsr import dsr_problems
 from pytest_kpr.model.dsr import DsrObservation
 from pytest_kpr.rules.datapath import backend_sees
@@ -56,9 +54,9 @@ def dsr(family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_cluster: Clu
     receiving, backend_node = request.getfixturevalue("dsr_backend")  # only with an outside view: no pods for a skip
     lab.wait_programmed(receiving, lab.frontend("dsr"), f"the agent on {receiving} to program dsr")
     port = lab.allocated_node_port("dsr")
-    token = secrets.token_hex(6)
-    r = outside.http(f"http://{hp(ip, port)}/?kpr={token}", 5.0)
-    served = lab.who_served(["dsr-backend"], token)
+    mark = token()
+    r = outside.http(f"http://{hp(ip, port)}/?kpr={mark}", 5.0)
+    served = lab.who_served(["dsr-backend"], mark)
     rule = backend_sees(kpr_facts.nodeport_mode, False, False, kpr_facts.routing_mode)
     facts = kpr_facts.node(receiving)
     d = DsrObservation(kpr_family, kpr_facts.nodeport_mode, kpr_facts.routing_mode, receiving, ip,

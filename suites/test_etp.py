@@ -18,12 +18,11 @@ the nodes' InternalIPs and the ClusterIP of that family (evidence ``etp-ipv6.jso
 from __future__ import annotations
 
 import json
-import secrets
 from typing import Any
 
 import pytest
 
-from pytest_kpr.suite import ClusterFacts, ClusterHandle, Evidence, family_file, holds, hp, Lab, no_outside_view
+from pytest_kpr.suite import ClusterFacts, ClusterHandle, Evidence, family_file, holds, hp, Lab, no_outside_view, token
 from pytest_kpr.judge.etp import (
     client_address_problems,
     cluster_ip_problems,
@@ -85,9 +84,9 @@ def etp(etp_workloads: tuple[str, str, list[str]], family_lab: Lab, evidence: Ev
     outside: OutsideRequest | None = None
     ip = lab.node_ip(with_backend)
     if kpr_cluster.outside is not None and kpr_cluster.outside.reaches(ip):
-        token = secrets.token_hex(6)
-        r = kpr_cluster.outside.http(f"http://{hp(ip, ports['etp-local'])}/?kpr={token}", 5.0)
-        served = lab.who_served(["etp-backend"], token)
+        mark = token()
+        r = kpr_cluster.outside.http(f"http://{hp(ip, ports['etp-local'])}/?kpr={mark}", 5.0)
+        served = lab.who_served(["etp-backend"], mark)
         outside = OutsideRequest(kpr_cluster.outside.source_address(ip), ip, r.http_code, served[0] if served else None,
                                  served[1] if served else None)
     obs = EtpObservation(kpr_family, client, with_backend, tuple(others), ports, raw, cluster_ip, hc_port, health, expected, outside)

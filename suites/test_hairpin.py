@@ -11,10 +11,9 @@ Per family of --kpr-ip-families (the ClusterIP and the pod's address of that fam
 
 from __future__ import annotations
 
-import secrets
 import pytest
 
-from pytest_kpr.suite import ClusterFacts, Evidence, family_file, holds, hp, Lab
+from pytest_kpr.suite import ClusterFacts, Evidence, family_file, holds, hp, Lab, token
 from pytest_kpr.judge.hairpin import hairpin_reach_problems, hairpin_source_problems
 from pytest_kpr.model.hairpin import HairpinObservation
 from pytest_kpr.rules.datapath import LOOPBACK_FILES, coverage_name, hairpin_source, plane_for
@@ -48,9 +47,9 @@ def hairpin(hairpin_pod: str, family_lab: Lab, kpr_facts: ClusterFacts, evidence
     target = hp(lab.cluster_ip("hairpin"), WEB_PORT)
     connect = lab.probe("connect", target, TIMEOUT, pod=hairpin_pod)
     socket_peer = lab.socket_peers(target, 1, TIMEOUT, pod=hairpin_pod)[0]  # recorded: the kernel socket's peer
-    token = secrets.token_hex(6)
-    http = lab.curl(f"http://{target}/?kpr={token}", TIMEOUT, pod=hairpin_pod)
-    served = lab.who_served([hairpin_pod], token)
+    mark = token()
+    http = lab.curl(f"http://{target}/?kpr={mark}", TIMEOUT, pod=hairpin_pod)
+    served = lab.who_served([hairpin_pod], mark)
     h = HairpinObservation(kpr_family, target, hairpin_pod, own, str(plane), coverage, str(connect.verdict), socket_peer, http.http_code,
                            served[0] if served else None, served[1] if served else None, rule.sees, rule.why, rule.source)
     evidence.write(family_file("hairpin.json", kpr_family), {

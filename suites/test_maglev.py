@@ -21,13 +21,12 @@ than the seed's are judged per family (evidence ``maglev-ipv6.json``).
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import pytest
 
 from pytest_kpr.suite import (ClusterFacts, ClusterHandle, eventually, Evidence, family_file, holds, hp, Lab,
-                              no_outside_view, WEB_PORT)
+                              no_outside_view, WEB_PORT, token)
 from pytest_kpr.judge.maglev import (
     MAGLEV_FLOWS,
     maglev_flow_problems,
@@ -53,7 +52,7 @@ FIRST_PORT = 42000
 
 def _flows(lab: Lab, outside: Any, node: str, port: int, round_: str) -> dict[int, str]:
     """One HTTP GET per flow (source port) to ``node``'s NodePort (on the view's family's address); source port -> token."""
-    ip, salt = lab.node_ip(node), secrets.token_hex(3)
+    ip, salt = lab.node_ip(node), token(3)
     tokens = {}
     for i in range(MAGLEV_FLOWS):
         sport = FIRST_PORT + i

@@ -65,18 +65,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     """make test's default distribution (``--dist load``), except for the tests that share one run of the suites: the
     rows of a fault group in tests/test_faults.py, and the readers of the healthy run in tests/test_suites_vs_fake.py,
     each go to one worker, which runs their run once (xdist's own ``loadgroup`` cannot group them: see
-    pytest_kpr/plugin/hooks.py, pytest_cmdline_main). Every other test is a scope of its own, as under ``load``."""
+    pytest_kpr/plugin/hooks.py, pytest_cmdline_main); the replay of a fault group's run goes with its rows. Every other
+    test is a scope of its own, as under ``load``."""
     if config.getvalue("dist") != "load":
         return None
-    from test_faults import GROUP_OF, ROW_TEST
+    from test_faults import GROUP_OF, REPLAY_TEST, ROW_TEST
     from test_suites_vs_fake import HEALTHY_READERS
     from xdist.scheduler import LoadScopeScheduling
 
     class SharedRunsTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path, _, rest = nodeid.partition("::")
-            if path.endswith("test_faults.py") and rest.startswith(f"{ROW_TEST}[") and rest.endswith("]"):
-                return f"fault-group-{GROUP_OF.get(rest[len(ROW_TEST) + 1:-1], rest)}"
+            for test in (ROW_TEST, REPLAY_TEST):  # a group's rows and the replay of its run: one worker, one run
+                if path.endswith("test_faults.py") and rest.startswith(f"{test}[") and rest.endswith("]"):
+                    return f"fault-group-{GROUP_OF.get(rest[len(test) + 1:-1], rest)}"
             if path.endswith("test_suites_vs_fake.py") and rest in HEALTHY_READERS:
                 return "healthy-run"
             return nodeid

@@ -13,6 +13,7 @@ error naming the row that reached it.
 from __future__ import annotations
 
 import ast
+import json
 from dataclasses import dataclass, field
 
 import pytest
@@ -312,3 +313,19 @@ def test_the_nodeport_evidence_counts_lines_in_every_view(pytester: pytest.Pytes
     run_suites(pytester, "faults=Faults(kube_proxy_rules='nodeports')", "nodeport")
     np_ = evidence(pytester, "nodeport.json")
     assert np_["rule_lines"]["iptables-nft"] == 1 and np_["iptables_lines"] == sum(v for v in np_["rule_lines"].values() if isinstance(v, int)) == 2
+
+
+REPLAY_TEST = "test_each_faults_recording_replays_to_the_same_verdicts"
+
+
+@pytest.mark.parametrize("index", [pytest.param(i, id=g.rows[0].name) for i, g in enumerate(GROUPS)])  # tests/conftest.py: the group's worker
+def test_each_faults_recording_replays_to_the_same_verdicts(pytester: pytest.Pytester, index: int) -> None:
+    """Every fault's run is a recording (pytest_kpr.run.recording): replayed offline with today's suites and judges
+    (``--kpr-provider=replay``), it reaches the same verdict for every test, the failures included."""
+    group = GROUPS[index]
+    result, art = shared_run(pytester, group.config, *group.runs, args=("-rf",))
+    replayed = run_suites(pytester, group.config, *group.runs, args=("--kpr-provider=replay", f"--kpr-replay={art}", "--kpr-artifacts=replayed"))
+    was = {t["test"]: t["outcome"] for t in json.loads((art / "results.json").read_text())["tests"]}
+    now = {t["test"]: t["outcome"] for t in json.loads((pytester.path / "replayed" / "fake" / "results.json").read_text())["tests"]}
+    assert was and now == was, f"{_group_id(group)}: {sorted((k, was.get(k), now.get(k)) for k in set(was) | set(now) if was.get(k) != now.get(k))}"
+    replayed.stdout.no_fnmatch_line("*replay diverged*")

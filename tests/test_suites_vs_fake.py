@@ -115,7 +115,8 @@ def test_every_suite_passes_on_a_conforming_cluster(pytester: pytest.Pytester) -
     # the run's own files
     declared = {e for suite, _ in suites_in(SUITES).values() for e in suite.evidence} - {"maglev.json", "traffic-distribution.json",
                                                                                           "upgrade.json"}
-    assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(declared | {"cluster.json", "report.txt", "results.json"})
+    assert sorted(p.name for p in art.iterdir() if p.is_file()) == \
+        sorted(declared | {"cluster.json", "report.txt", "results.json", "recording.jsonl.gz"})
 
 
 NO_BACKEND_PASS = {"passed": 5, "skipped": 1}  # Full coverage: the pod's raw SYN is recorded only
@@ -463,7 +464,8 @@ def test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_
     # the run's own files
     declared = {e for suite, _ in suites_in(SUITES).values() for e in suite.evidence} - {"maglev.json", "traffic-distribution.json",
                                                                                           "upgrade.json"}
-    assert sorted(p.name for p in art.iterdir() if p.is_file()) == sorted(declared | {"cluster.json", "report.txt", "results.json"})
+    assert sorted(p.name for p in art.iterdir() if p.is_file()) == \
+        sorted(declared | {"cluster.json", "report.txt", "results.json", "recording-gw0.jsonl.gz", "recording-gw1.jsonl.gz"})
     report = dict(line.split("=", 1) for line in (art / "report.txt").read_text().splitlines())
     assert not [k for k, v in report.items() if v.startswith("n/a")], f"every value was read by some worker: {report}"
     cluster = json.loads((art / "cluster.json").read_text())

@@ -46,8 +46,9 @@ def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:  # type
     from .netraw import register as with_net_raw
     from .probe import register as probe
     from .probe_image import register as probe_image
+    from .replay import register as replay
 
-    return [parse, probe, probe_image, lbmodel, matrix, check_access, with_net_raw]
+    return [parse, probe, probe_image, lbmodel, matrix, check_access, with_net_raw, replay]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

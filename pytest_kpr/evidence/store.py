@@ -29,6 +29,13 @@ def put_text(path: Path, text: str) -> Path:
     return path
 
 
+def put_bytes(path: Path, data: bytes) -> Path:
+    """:func:`put_text` for a binary evidence file (the run's compressed recording)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
 @dataclass
 class Evidence:
     dir: Path

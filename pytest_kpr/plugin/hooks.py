@@ -502,7 +502,8 @@ def _failure_evidence(item: pytest.Item, call: pytest.CallInfo[None], s: KprSess
         return done
     dest = s.evidence_dir / "failures" / re.sub(r"[^A-Za-z0-9_.-]+", "-", item.nodeid).strip("-")
     try:
-        snap = failure_snapshot(s.handle, s.namespaces, s.timeouts.EXEC)
+        with s.diagnostics():  # marked in the recording: a replay neither needs nor misses a bundle (pytest_kpr.run.replay)
+            snap = failure_snapshot(s.handle, s.namespaces, s.timeouts.EXEC)
         write_sections(dest, snap.sections)
         files = sorted(p.name for p in dest.iterdir()) if dest.is_dir() else []
         summary = f"saved under {dest}: {len(files)} files ({', '.join(files[:6])}{', ...' if len(files) > 6 else ''})"

@@ -96,13 +96,16 @@ class KprSession(KprRun):
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[Any]:
-        """What each kpr test cost the cluster (setup, call and teardown), for the summary and cluster.json."""
+        """What each kpr test cost the cluster (setup, call and teardown), for the summary and cluster.json; and the test
+        the recording charges each request to."""
         if item.get_closest_marker(markers.KPR) is None:
             return (yield)
         before = self.cost.copy()
+        self.current_test = item.nodeid  # what the recording charges each request to
         try:
             return (yield)
         finally:
+            self.current_test = None
             self.cost_per_test[item.nodeid] = self.cost.minus(before)
 
     def pytest_report_collectionfinish(self, config: pytest.Config, items: list[pytest.Item]) -> list[str]:

@@ -9,19 +9,21 @@ from __future__ import annotations
 import secrets
 import shutil
 from pathlib import Path
-from typing import Any, Callable, NoReturn, Protocol
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, NoReturn, Protocol
 
 from ..observe import readiness
 from ..cluster.facts import ClusterFacts
 from ..cluster.provider import ClusterHandle, Provider, SharedProvider
+from .recording import Recorder, RecordingKube, RecordingNodes, RecordingOutside
 from .cost import Cost, CountingKube, CountingNodes
-from ..core.errors import KprError, ProvisioningError, Unavailable
+from ..core.errors import KprError, ProvisioningError, SettingsError, Unavailable
 from ..k8s.api import KubeAPI
 from .settings import IfUnavailable, ProviderName, Settings
 from ..evidence.runrecord import SETUP_PHASES, RunRecord
 from .shared_run import SharedRun, read_parts, run_dir
 from ..core.wait import Timeouts
-from ..core import clock
+from ..core import clock, tokens
 from ..core.inputs import path_component
 from .ownership import Ownership, RunObjectsKube
 
@@ -113,9 +115,13 @@ class KprRun:
 
     def __init__(self, settings: Settings, host: RunHost):
         self.host = host
+        self.replayed: Any = None  # --kpr-provider=replay: the provider, read first (the run takes the recording's id and seed)
+        if settings.provider is ProviderName.REPLAY and settings.replay is not None:
+            settings = self._adopt_recording(settings)
         self.settings = settings
         self.timeouts = Timeouts().scaled(settings.timeout_scale)
-        self.run_id = secrets.token_hex(4)
+        self.run_id = str(self.replayed.meta["run_id"]) if self.replayed is not None and self.replayed.meta.get("run_id") \
+            else secrets.token_hex(4)
         self.failed_tests = 0
         #: a failure's bundle, by the exception (a module fixture's error fails each of its tests with the same one)
         self.bundles: dict[int, tuple[Path, str]] = {}
@@ -152,6 +158,15 @@ class KprRun:
         #: what the run cost the cluster (pytest_kpr.run.cost), in total and per test node id
         self.cost = Cost()
         self.cost_per_test: dict[str, Cost] = {}
+        #: the test being run (set by the host around each kpr test; None between tests): what a recorded request is charged to
+        self.current_test: str | None = None
+        #: while a failure's bundle is collected (:meth:`diagnostics`): such requests are marked in the recording, and a replay
+        #: neither needs nor misses them (a test that fails on one side only asks for a bundle there only)
+        self.diagnosing = False
+        self.recorder: Recorder | None = None if settings.no_recording else Recorder(lambda: clock.monotonic(), lambda: self.current_test,
+                                                                                     diagnostic=lambda: self.diagnosing)
+        if self.replayed is not None:
+            self.replayed.player.diagnosing = lambda: self.diagnosing
         #: every kpr test's outcome with its property, for results.json
         self.test_results: list[dict[str, str]] = []
         #: a pytest-xdist worker shares one cluster with the run's other workers (pytest_kpr.run.shared_run)
@@ -186,6 +201,33 @@ class KprRun:
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
+    @contextmanager
+    def diagnostics(self) -> Iterator[None]:
+        """Around the requests that collect a failure's bundle (see ``diagnosing``)."""
+        self.diagnosing = True
+        try:
+            yield
+        finally:
+            self.diagnosing = False
+
+    def _adopt_recording(self, settings: Settings) -> Settings:
+        """Under replay: the recording's seed; its address families and profile must be the run's (one line if not)."""
+        from dataclasses import replace
+
+        from .replay import ReplayProvider
+
+        try:
+            self.replayed = ReplayProvider(settings.replay)  # type: ignore[arg-type]
+        except Unavailable:
+            return settings  # preflight says it, in one line
+        meta = self.replayed.meta
+        for name, flag in (("ip_families", "--kpr-ip-families"), ("profile", "--kpr-profile")):
+            recorded = tuple(meta[name]) if name == "ip_families" and name in meta else meta.get(name)
+            if recorded is not None and recorded != getattr(settings, name):
+                shown = ",".join(recorded) if isinstance(recorded, tuple) else recorded
+                raise SettingsError(f"--kpr-replay: the recording was made with {flag}={shown}; replay it with the same")
+        return replace(settings, seed=meta.get("seed", settings.seed))
+
     def _kube_factory(self) -> Callable[[Path | None, str | None], KubeAPI]:
         def factory(kubeconfig: Path | None, context: str | None) -> KubeAPI:
             custom = self.host.kube_client(kubeconfig, context)
@@ -198,6 +240,10 @@ class KprRun:
         return factory
 
     def _make_provider(self) -> Provider:
+        if self.settings.provider is ProviderName.REPLAY:  # asked for by name: before any plugin's provider
+            from .replay import ReplayProvider
+
+            return self.replayed if self.replayed is not None else ReplayProvider(self.settings.replay)  # type: ignore[arg-type]
         custom = self.host.provider(self.settings, self.timeouts, self._kube_factory())
         if custom is not None:
             return custom  # type: ignore[no-any-return]
@@ -247,6 +293,16 @@ class KprRun:
             if hasattr(provider, "on_phase"):
                 provider.on_phase = self._phase  # type: ignore[attr-defined]  # kind: "install" before its helm install
             handle = self._provision_or_attach(provider)
+            if self.replayed is not None:  # the suites' tokens are the recorded run's
+                tokens.install(self.replayed.token)
+            if self.recorder is not None:  # what the run asks of the cluster from here on, and the answers (run.recording)
+                self.recorder.meta = self._recording_meta(handle)
+                recorder, base = self.recorder, self.replayed.token if self.replayed is not None else secrets.token_hex
+                tokens.install(lambda n: recorder.token(n, base))
+                handle.kube = RecordingKube(handle.kube, self.recorder)  # type: ignore[assignment]
+                handle.nodes = RecordingNodes(handle.nodes, self.recorder)  # type: ignore[assignment]
+                if handle.outside is not None:
+                    handle.outside = RecordingOutside(handle.outside, self.recorder)  # type: ignore[assignment]
             handle.kube = CountingKube(handle.kube, self.cost)  # type: ignore[assignment]
             s = self.settings
             handle.kube = self.ownership.bind(handle.kube)
@@ -453,6 +509,7 @@ class KprRun:
             self._stop()
         finally:
             clock.install(clock.REAL)
+            tokens.install(None)
 
     def _stop(self) -> None:
         if self._started and not self.unavailable and self.record.failed() is None:
@@ -462,7 +519,11 @@ class KprRun:
                 fn()
             except (KprError, AssertionError) as e:
                 self.progress(f"end-of-run evidence failed: {e}")
-        self.ownership.end()
+        try:
+            self.ownership.end()
+        except KprError as e:  # e.g. a replay that diverged: what is left is named, the run still ends in one piece
+            self.progress(f"cleanup failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+        self._write_recording()
         if self.shared is not None and self.joined is not None:
             self._write_part()  # the controller writes cluster.json, report.txt and the summary for the run
             self.shared.leave(self._teardown)  # the last worker out tears down
@@ -474,6 +535,27 @@ class KprRun:
             except OSError as e:
                 self.progress(f"could not write cluster.json with the run's cost: {e}")
         self._teardown()
+
+    def _recording_meta(self, handle: ClusterHandle) -> dict[str, Any]:
+        """The recording's first line: what a replay needs to ask the same requests (pytest_kpr.run.replay)."""
+        s = self.settings
+        provider = getattr(self.provider, "name", str(getattr(s.provider, "value", s.provider)))
+        return {"run_id": self.run_id, "seed": s.seed, "provider": provider, "t0": clock.monotonic(),
+                "wall_offset": clock.time() - clock.monotonic(), "cluster": handle.name, "created": handle.created,
+                "profile": s.profile, "ip_families": list(s.ip_families), "clock": self.clock_kind,
+                "worker": self.shared.worker if self.shared is not None else None}
+
+    def _write_recording(self) -> None:
+        """recording.jsonl.gz (a pytest-xdist worker's: recording-<worker>.jsonl.gz) beside the evidence, once, at the end."""
+        if self.recorder is None or self.handle is None:
+            return
+        from ..evidence.store import put_bytes
+
+        name = f"recording-{self.shared.worker}.jsonl.gz" if self.shared is not None else "recording.jsonl.gz"
+        try:
+            put_bytes(self.evidence_dir / name, self.recorder.dump())
+        except OSError as e:
+            self.progress(f"could not write the recording: {e}")
 
     def results_run(self, facts: dict[str, Any] | None = None) -> dict[str, Any]:
         """results.json's ``run``: what the results are about, and how the run ended."""

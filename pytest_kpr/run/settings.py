@@ -27,6 +27,7 @@ class ProviderName(str, enum.Enum):
     KIND = "kind"
     EXISTING = "existing"
     FAKE = "fake"  # the in-memory cluster (pytest_kpr.testing): a dry run, no real datapath
+    REPLAY = "replay"  # a recorded run answers (pytest_kpr.run.replay): today's suites on yesterday's cluster, offline
 
     def __str__(self) -> str:
         return self.value
@@ -376,12 +377,14 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("provider", _choice(ProviderName), "Where the cluster comes from: kind (create one), existing (a kubeconfig) or fake (an "
-           "in-memory cluster: a dry run that shows what a run and a failure look like; nothing about a real datapath is tested). "
-           "Default: kind", "kind", metavar="NAME"),
+    Option("provider", _choice(ProviderName), "Where the cluster comes from: kind (create one), existing (a kubeconfig), fake (an "
+           "in-memory cluster: a dry run that shows what a run and a failure look like; nothing about a real datapath is tested) "
+           "or replay (a recorded run answers, offline: --kpr-replay). Default: kind", "kind", metavar="NAME"),
     Option("fake_faults", _fake_faults, "With --kpr-provider=fake: faults to give the fake cluster, NAME[,NAME...] (NAME=VALUE for the "
            "valued ones, NAME=IPv4 or NAME=IPv6 for one family); each breaks one property, so its suite fails. An unknown "
            "NAME is refused with the list of names", (), metavar="NAMES"),
+    Option("replay", _path, "With --kpr-provider=replay: the evidence directory of a recorded run (its recording.jsonl.gz "
+           "answers every request; docs/reference/evidence.md)", metavar="DIR"),
     Option("kubeconfig", _path, "Kubeconfig of an existing cluster. Default: $KUBECONFIG or ~/.kube/config", metavar="PATH"),
     Option("context", _nonempty, "Kubeconfig context of an existing cluster. Default: the current context", metavar="NAME"),
     Option("cluster_name", _cluster_name, "Name of the kind cluster. Default: kpr", "kpr", metavar="NAME"),
@@ -446,6 +449,8 @@ OPTIONS: tuple[Option, ...] = (
            "look at); the suites need at least two matching nodes", metavar="KEY=VALUE,..."),
     Option("no_node_shell", _bool, "Create no node shell (a privileged host-network, host-PID pod per node): the tests that read a "
            "node's own rules, sockets or IPVS table are skipped, each saying so", False, kind="flag"),
+    Option("no_recording", _bool, "Write no recording of the run's requests to the cluster and their answers (recording.jsonl.gz "
+           "beside the evidence: docs/reference/evidence.md)", False, kind="flag"),
     Option("node_shell_image", _image, "Image of the privileged per-node pod that runs node commands on an existing cluster. Default: busybox:1.36.1", "busybox:1.36.1", metavar="IMAGE"),
     Option("suites", _choice(Suites), "Which suites `pytest -m kpr` runs when no paths are named: packaged (the conformance suites "
            "installed with the plugin, beside the rootdir's own tests) or none (only the rootdir's). Default: packaged", "packaged",
@@ -463,6 +468,7 @@ class Settings:
     provider: ProviderName = ProviderName.KIND
     fake_faults: tuple[tuple[str, Any], ...] = ()
     kubeconfig: Path | None = None
+    replay: Path | None = None
     context: str | None = None
     cluster_name: str = "kpr"
     keep_cluster: bool = False
@@ -498,6 +504,7 @@ class Settings:
     no_sysdump: bool = False
     node_shell_image: str = "busybox:1.36.1"
     no_node_shell: bool = False
+    no_recording: bool = False
     clusters_dir: Path | None = None
     cilium_namespace: str = "kube-system"
     image_pull_secret: str | None = None
@@ -730,6 +737,8 @@ def resolve(
             why = fake_release_refusal(values[name], pins.cilium_matrix) if values[name] else None
             if why:
                 raise SettingsError(f"{_where(name, sources)}: {why}")
+    if values["provider"] is ProviderName.REPLAY and not values["replay"]:
+        raise SettingsError("--kpr-provider=replay needs --kpr-replay=DIR (the evidence directory of a recorded run)")
     if values["context"] and values["provider"] is not ProviderName.EXISTING:
         raise SettingsError(f"{OPTIONS_BY_NAME['context'].flag} needs --kpr-provider=existing")
     for name, providers in PROVIDER_ONLY.items():
@@ -752,6 +761,7 @@ def resolve(
 #: options that mean something for some providers only: given with another, they are refused, never silently ignored
 PROVIDER_ONLY: dict[str, tuple[ProviderName, ...]] = {
     **dict.fromkeys(("fake_faults",), (ProviderName.FAKE,)),
+    **dict.fromkeys(("replay",), (ProviderName.REPLAY,)),
     **dict.fromkeys(("kubeconfig", "node_shell_image"), (ProviderName.EXISTING,)),
     **dict.fromkeys(("cluster_name", "keep_cluster", "reuse_cluster", "kind_config", "node_image", "cilium_chart", "helm_values",
                      "kind_bin", "docker_bin"), (ProviderName.KIND,)),

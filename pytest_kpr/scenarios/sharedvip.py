@@ -14,7 +14,6 @@ LB-IPAM may avoid the conflict by moving the claimant to another IP, which is th
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -26,6 +25,7 @@ from ..rules.lbmodel import Event, LbModel, Op, Variant
 from ..parse import L3n4
 from ..parse.addr import hp
 from ..parse.status_text import modules_health
+from ..core.tokens import token
 from ..core.wait import WaitTimeout, eventually
 from ..core import clock
 
@@ -291,7 +291,7 @@ class SharedVip:
         """The supported recovery: a follow-up claimant event installs the frontend, Done, serving."""
         lab, t = self.lab, self.lab.t
         fe80, name = rec.fe(80), rec.claimant.split("/", 1)[1]
-        lab.kube.patch("Service", name, lab.ns, {"metadata": {"annotations": {BUMP: str(time.time_ns())}}})
+        lab.kube.patch("Service", name, lab.ns, {"metadata": {"annotations": {BUMP: token()}}})
         fe: Frontend | None
         try:
             obs = eventually(lambda: self.frontends([fe80]).get(fe80), until=lambda f: f is not None and f.service == rec.claimant and f.status == "Done",
@@ -484,7 +484,7 @@ class SharedVip:
         # the release-first handoff
         lab.kube.patch("Service", s0, lab.ns, ports(86))
         observe(model(("upsert", n0, (86,))), "s0 released :84 (moved to a free port)")
-        lab.kube.patch("Service", s1, lab.ns, {"metadata": {"annotations": {BUMP: str(time.time_ns())}}})
+        lab.kube.patch("Service", s1, lab.ns, {"metadata": {"annotations": {BUMP: token()}}})
         observe(model(("upsert", n1, (84,))), "a follow-up event on s1: it takes :84 and releases :85")
         lab.kube.patch("Service", s0, lab.ns, ports(85))
         observe(model(("upsert", n0, (85,))), "s0 takes :85: the swap is done")

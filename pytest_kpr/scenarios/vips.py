@@ -14,10 +14,10 @@ from the benchmarking ranges (198.18.0.0/15, 2001:2::/48), which no cluster rout
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..core.tokens import token
 from ..core.wait import eventually
 from ..model.north_south import OutsideHttp
 from ..observe.lab import Lab
@@ -76,9 +76,9 @@ class Vips:
 def request(lab: Lab, outside: Any, ip: str, port: int, node: str, pods: list[str], timeout: float) -> OutsideHttp:
     """One HTTP GET from the runner to ``ip:port`` (routed through ``node`` by the caller), the backend that logged it
     among ``pods`` and the client address it saw."""
-    token = secrets.token_hex(6)
-    r = outside.http(f"http://{hp(ip, port)}/?kpr={token}", timeout)
-    served = lab.who_served(pods, token) if pods and r.http_code == 200 else None
+    mark = token()
+    r = outside.http(f"http://{hp(ip, port)}/?kpr={mark}", timeout)
+    served = lab.who_served(pods, mark) if pods and r.http_code == 200 else None
     return OutsideHttp(hp(ip, port), node, r.http_code if r.http_code else None, str(getattr(r.verdict, "value", r.verdict)),
                        served[0] if served else None, served[1] if served else None)
 

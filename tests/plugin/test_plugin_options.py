@@ -35,7 +35,7 @@ def test_markers_are_registered_with_their_signatures(pytester: pytest.Pytester)
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--kpr-provider=minikube"], "--kpr-provider: 'minikube' is not one of: kind, existing, fake"),
+        (["--kpr-provider=minikube"], "--kpr-provider: 'minikube' is not one of: kind, existing, fake, replay"),
         (["--kpr-timeout-scale=0"], "--kpr-timeout-scale: '0' must be a positive number"),
         (["--kpr-timeout-scale=fast"], "--kpr-timeout-scale: 'fast' is not a number"),
         (["--kpr-cluster-name=My_Cluster"], "--kpr-cluster-name: 'My_Cluster' is not a valid cluster name*"),

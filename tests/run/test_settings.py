@@ -79,7 +79,7 @@ def test_every_bad_value_is_reported_in_one_round() -> None:
     with pytest.raises(SettingsError) as e:
         resolve({"kpr_provider": "minikube", "kpr_nodeport": "99999", "kpr_timeout_scale": "-1"}, lambda k: None, REPO)
     msg = str(e.value)
-    assert msg.startswith("--kpr-provider: 'minikube' is not one of: kind, existing, fake; ") and "--kpr-nodeport" in msg and \
+    assert msg.startswith("--kpr-provider: 'minikube' is not one of: kind, existing, fake, replay; ") and "--kpr-nodeport" in msg and \
         "--kpr-timeout-scale" in msg and "\n" not in msg
 
 
