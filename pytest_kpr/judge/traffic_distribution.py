@@ -6,8 +6,9 @@ Pure: an observation in, the list of problems out (empty = the property holds)."
 from __future__ import annotations
 
 from collections import Counter
+from typing import Callable
 
-from ..model.traffic_distribution import Reached
+from ..model.traffic_distribution import Placed, Reached
 
 
 def _unconnected(r: Reached) -> list[str]:
@@ -20,16 +21,22 @@ def _where(r: Reached) -> str:
     return ", ".join(f"{name} x{n}" for name, n in sorted(seen.items())) or "none"
 
 
+def _left(r: Reached, inside: Callable[[Placed], bool], origin: str, policy: str, scope: str) -> list[str]:
+    """The connections that did not connect, and those whose backend is not ``inside`` the client's ``scope``."""
+    off = [p for p in r.peers if p and (p not in r.backends or not inside(r.backends[p]))]
+    out = _unconnected(r)
+    if off:
+        out.append(f"{len(off)} of {len(r.peers)} connections from {origin} to {r.service} ({policy}) left the {scope}: "
+                   f"reached {_where(r)}")
+    return out
+
+
 def same_node_problems(r: Reached, node: str) -> list[str]:
     """Every connection reaches a backend on the client's ``node`` (rules.datapath.SRC_PREFER_SAME_NODE); the Service must
     have one there (else the observation proves nothing)."""
     if not any(b.node == node for b in r.backends.values()):
         return [f"{r.service} has no backend on {node}: nothing to prefer"]
-    off = [p for p in r.peers if p and (p not in r.backends or r.backends[p].node != node)]
-    out = _unconnected(r)
-    if off:
-        out.append(f"{len(off)} of {len(r.peers)} connections from {node} to {r.service} (PreferSameNode) left the node: reached {_where(r)}")
-    return out
+    return _left(r, lambda b: b.node == node, node, "PreferSameNode", "node")
 
 
 def fallback_problems(r: Reached, node: str) -> list[str]:
@@ -54,8 +61,4 @@ def zone_problems(r: Reached, zone: str | None) -> list[str]:
         return ["the client's node has no topology.kubernetes.io/zone label"]
     if not any(b.zone == zone for b in r.backends.values()):
         return [f"{r.service} has no backend in {zone}: nothing to prefer"]
-    off = [p for p in r.peers if p and (p not in r.backends or r.backends[p].zone != zone)]
-    out = _unconnected(r)
-    if off:
-        out.append(f"{len(off)} of {len(r.peers)} connections from {zone} to {r.service} (PreferClose) left the zone: reached {_where(r)}")
-    return out
+    return _left(r, lambda b: b.zone == zone, zone, "PreferClose", "zone")

@@ -20,6 +20,7 @@ recorded as requests of the ``run`` seam (core.tokens), so that a replay can ask
 
 from __future__ import annotations
 
+import enum
 import gzip
 import json
 import re
@@ -79,8 +80,8 @@ def plain(value: Any) -> Any:
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [plain(v) for v in value]
-    if hasattr(value, "value") and type(value).__module__ != "builtins" and isinstance(getattr(value, "value"), (str, int)):
-        return value.value  # an Enum
+    if isinstance(value, enum.Enum):
+        return value.value
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return repr(value)
