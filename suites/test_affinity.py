@@ -49,7 +49,7 @@ from pytest_kpr.model.affinity import AffinityObservation, OutsideAffinity
 pytestmark = [
     pytest.mark.kpr(property="affinity", evidence="affinity.json",
                     plane=["socket", "per-packet"],
-                    sources=["SRC_AFFINITY_TIMEOUT", "SRC_AFFINITY_OUTSIDE", "SRC_AFFINITY_MAP", "SRC_BPFTOOL_DUMP"]),
+                    sources=["SRC_AFFINITY_TIMEOUT", "SRC_AFFINITY_OUTSIDE", "SRC_AFFINITY_MAP", "SRC_REV_NAT_ORDER", "SRC_BPFTOOL_DUMP"]),
     pytest.mark.kpr_requires("socket-lb-pods", "session-affinity"),
 ]
 

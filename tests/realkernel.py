@@ -230,11 +230,29 @@ def _own_bpf_programs() -> list[str]:
     return found
 
 
+#: where the tier pins maps for bpftool to read (named by ownership.name, removed right after)
+BPFFS = Path("/sys/fs/bpf")
+
+
+def pin_path(owned_name: str) -> Path:
+    """Where to pin an object named by ownership.name: bpffs refuses a '.' in a name, so the owner's is written '_'."""
+    return BPFFS / owned_name.replace(".", "_", 1)
+
+
+def _pin_owner_name(pin: Path) -> str:
+    return pin.name.replace("_", ".", 1)
+
+
+def _pins() -> list[Path]:
+    return sorted(BPFFS.glob(f"{PREFIX}-*")) if BPFFS.is_dir() else []
+
+
 def leftovers() -> list[str]:
     """This run's namespaces, cgroups, BPF programs and processes that still exist. Other runs' objects,
     live or dead, are not looked at."""
     found = [f"netns {n}" for n in namespaces() if ownership.mine(n)]
     found += [f"cgroup {p}" for p in _cgroups() if ownership.mine(p.name)]
+    found += [f"bpf pin {p}" for p in _pins() if ownership.mine(_pin_owner_name(p))]
     found += _own_bpf_programs()
     found += [f"process {p.pid} ({' '.join(map(str, p.args))[:60]})" for p in SPAWNED if p.poll() is None]  # type: ignore[arg-type]
     return found
@@ -255,6 +273,10 @@ def remove_stale() -> list[str]:
                 removed.append(f"cgroup {cg}")
             except OSError:
                 pass
+    for pin in _pins():
+        if ownership.orphaned(_pin_owner_name(pin)):
+            pin.unlink(missing_ok=True)
+            removed.append(f"bpf pin {pin}")
     return removed
 
 

@@ -7,23 +7,26 @@ is loaded into its maps and a crafted SYN from the case's source to the VIP is r
 kernel's verdict must be the rule's, and each drop counted once. The program is never attached: the packets exist only as
 test input, nothing is sent and no namespace is needed.
 
-The per-packet affinity map as bpftool dumps it: a map of its type and sizes with one entry in Cilium's layout, dumped by
-this machine's bpftool, must read as the fake renders it and parse back.
+The per-packet affinity map as bpftool dumps it: tests/bpf/affinity.c writes the entry as lb4/6_local do, from a service
+entry written as the agent writes it, and this machine's bpftool dumps it: it must read as the fake renders it, parse back,
+and equal the recorded sample.
 
-Root (or CAP_BPF) loads and pins; the program is closed and the pins removed when the tests end."""
+Root (or CAP_BPF) loads and pins; the programs are closed and the pins removed when the tests end."""
 
 from __future__ import annotations
 
 import ctypes
 import ipaddress
 import os
+import shutil
 import socket
 import struct
 from pathlib import Path
 from typing import Iterator
 
 import pytest
-from realkernel import libbpf, load_object, need_clang
+import ownership
+from realkernel import libbpf, load_object, need_clang, pin_path
 from netns import sh
 
 from pytest_kpr.rules.datapath import source_range_allows, source_ranges
@@ -45,10 +48,10 @@ class RunOpts(ctypes.Structure):
                 ("cpu", ctypes.c_uint32), ("batch_size", ctypes.c_uint32)]
 
 
-class SrcRange:
-    """src_range.o loaded through libbpf, its maps by file descriptor, its program run on bytes."""
+class TcProgram:
+    """A compiled tc program loaded through libbpf, its maps by file descriptor, the program run on bytes (never attached)."""
 
-    def __init__(self, obj_path: Path):
+    def __init__(self, obj_path: Path, program: str, maps: tuple[str, ...]):
         L = libbpf()
         L.bpf_object__find_map_fd_by_name.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
         L.bpf_program__fd.argtypes = [ctypes.c_void_p]
@@ -59,8 +62,9 @@ class SrcRange:
         L.bpf_prog_test_run_opts.argtypes = [ctypes.c_int, ctypes.POINTER(RunOpts)]
         self.L = L
         self.obj = load_object(L, obj_path)
-        self.prog = L.bpf_program__fd(L.bpf_object__find_program_by_name(self.obj, b"kprt_src_range"))
-        self.maps = {n: L.bpf_object__find_map_fd_by_name(self.obj, n.encode()) for n in ("svc4", "svc6", "src4", "src6", "drops")}
+        L.bpf_obj_pin.argtypes = [ctypes.c_int, ctypes.c_char_p]
+        self.prog = L.bpf_program__fd(L.bpf_object__find_program_by_name(self.obj, program.encode()))
+        self.maps = {n: L.bpf_object__find_map_fd_by_name(self.obj, n.encode()) for n in maps}
 
     def update(self, m: str, key: bytes, value: bytes) -> None:
         k, v = ctypes.create_string_buffer(key, len(key)), ctypes.create_string_buffer(value, len(value))
@@ -88,22 +92,31 @@ class SrcRange:
             raise OSError(-rc, "BPF_PROG_TEST_RUN")
         return int(opts.retval)
 
+    def pin(self, m: str, path: Path) -> None:
+        """Pin map ``m`` at ``path`` (for bpftool); the caller unlinks it."""
+        if self.L.bpf_obj_pin(self.maps[m], str(path).encode()) != 0:
+            raise OSError(ctypes.get_errno(), f"pin {m} at {path}")
+
     def close(self) -> None:
         if self.obj:
             self.L.bpf_object__close(self.obj)
             self.obj = None
 
 
-@pytest.fixture(scope="module")
-def prog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SrcRange]:
+def _compiled(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     if os.geteuid() != 0:
         pytest.skip("loading a BPF program needs root")
     need_clang()
-    out = tmp_path_factory.mktemp("srcrange") / "src_range.o"
+    out = tmp_path_factory.mktemp(name) / f"{name}.o"
     arch = os.uname().machine
-    sh("clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{arch}-linux-gnu", "-c", str(Path(__file__).parent / "bpf" / "src_range.c"),
+    sh("clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{arch}-linux-gnu", "-c", str(Path(__file__).parent / "bpf" / f"{name}.c"),
        "-o", str(out), timeout=60)
-    p = SrcRange(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def prog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TcProgram]:
+    p = TcProgram(_compiled(tmp_path_factory, "src_range"), "kprt_src_range", ("svc4", "svc6", "src4", "src6", "drops"))
     try:
         yield p
     finally:
@@ -126,18 +139,18 @@ def syn(source: str, vip: str, port: int) -> bytes:
     return b"\x02" * 6 + b"\x04" * 6 + struct.pack("!H", 0x86DD if v6 else 0x0800) + ip + tcp
 
 
-def configure(p: SrcRange, ranges: list[str], deny: bool, rev_nat_id: int = 7) -> None:
+def configure(p: TcProgram, ranges: list[str], deny: bool, rev_nat_id: int = 7) -> None:
     """The VIP's service entry and its ranges, as the agent writes them: the check flag only when a range parses (the
     control plane parses them as prefixes, an invalid one ignored), the deny flag by the annotation."""
     for m, size in (("svc4", 8), ("svc6", 20), ("src4", 12), ("src6", 24)):
         p.clear(m, size)
     nets = source_ranges(ranges)
     flags = (FLAG_CHECK if nets else 0) | (FLAG_DENY if deny else 0)
-    val = struct.pack("<HH", rev_nat_id, flags)
+    val = struct.pack("!H", rev_nat_id) + struct.pack("<H", flags)  # the index in network order, as the agent stores it (SRC_REV_NAT_ORDER)
     p.update("svc4", addr_bytes(VIP4) + struct.pack("!H", PORT) + b"\0\0", val)
     p.update("svc6", addr_bytes(VIP6) + struct.pack("!H", PORT) + b"\0\0", val)
     for n in nets:
-        key = struct.pack("<IH", STATIC_PREFIX + n.prefixlen, rev_nat_id) + b"\0\0" + n.network_address.packed
+        key = struct.pack("<I", STATIC_PREFIX + n.prefixlen) + struct.pack("!H", rev_nat_id) + b"\0\0" + n.network_address.packed
         p.update("src6" if n.version == 6 else "src4", key, b"\x01")
 
 
@@ -154,7 +167,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("source", "ranges", "deny"), CASES)
-def test_the_kernel_decides_as_the_rule_says(prog: SrcRange, source: str, ranges: list[str], deny: bool) -> None:
+def test_the_kernel_decides_as_the_rule_says(prog: TcProgram, source: str, ranges: list[str], deny: bool) -> None:
     configure(prog, ranges, deny)
     before = prog.drops()
     vip = VIP6 if ":" in source else VIP4
@@ -164,11 +177,11 @@ def test_the_kernel_decides_as_the_rule_says(prog: SrcRange, source: str, ranges
     assert prog.drops() - before == (0 if want else 1)
 
 
-def test_another_frontend_and_another_services_ranges_are_not_checked(prog: SrcRange) -> None:
+def test_another_frontend_and_another_services_ranges_are_not_checked(prog: TcProgram) -> None:
     """The ranges are the VIP's own (keyed by its rev_nat_id): another service's ranges never let a source through, and a
     packet to another port is no frontend of the check."""
     configure(prog, ["192.0.2.0/24"], False, rev_nat_id=7)
-    other = struct.pack("<IH", STATIC_PREFIX + 32, 8) + b"\0\0" + addr_bytes(CLIENT4)  # service 8 allows the client
+    other = struct.pack("<I", STATIC_PREFIX + 32) + struct.pack("!H", 8) + b"\0\0" + addr_bytes(CLIENT4)  # service 8 allows the client
     prog.update("src4", other, b"\x01")
     assert prog.run(syn(CLIENT4, VIP4, PORT)) == TC_ACT_SHOT
     assert prog.run(syn(CLIENT4, VIP4, 8080)) == TC_ACT_OK
@@ -176,29 +189,65 @@ def test_another_frontend_and_another_services_ranges_are_not_checked(prog: SrcR
 
 # -- the per-packet affinity map as bpftool dumps it ------------------------------------------------------------------------
 
+AFFINITY_SAMPLE = Path(__file__).parent / "data" / "bpftool" / "map-dump-lru-hash-16-16.json"
 
-@pytest.mark.parametrize(("family", "client", "key_size"), [("IPv4", "172.18.0.1", 16), ("IPv6", "fc00:f853:ccd:e793::1", 24)])
-def test_bpftool_dumps_an_affinity_map_as_the_fake_renders_it_and_the_parser_reads_it(family: str, client: str, key_size: int) -> None:
-    """A map of the affinity map's type and sizes (LRU hash, key 16 or 24 bytes, value 16: rules.datapath.SRC_AFFINITY_MAP),
-    pinned under a name of this process's (removed after), given one entry in Cilium's layout (testing.render.affinity_entry)
-    with this machine's bpftool: its ``map dump -j`` is, byte for byte, what the fake prints, and parse.bpftool_map reads back
-    the client, the rev NAT ID and the backend."""
-    import shutil
 
+@pytest.fixture(scope="module")
+def affinity_prog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TcProgram]:
+    p = TcProgram(_compiled(tmp_path_factory, "affinity"), "kprt_affinity", ("svc4", "svc6", "kprt_aff4", "kprt_aff6", "now"))
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+def service_entries(vip: str, port: int, rev_nat_id: int, backend_id: int) -> list[tuple[bytes, bytes]]:
+    """The frontend's slot 0 and slot 1 as the agent writes them (pkg/maps/lbmap Service4Key/Service4Value.ToNetwork: the
+    port and the rev NAT index in network byte order, the slot, count and backend ID in the host's)."""
+    def key(slot: int) -> bytes:
+        return addr_bytes(vip) + struct.pack("!H", port) + struct.pack("<HBB", slot, socket.IPPROTO_TCP, 0) + b"\0\0"
+
+    def value(backend: int, count: int) -> bytes:
+        return struct.pack("<IH", backend, count) + struct.pack("!H", rev_nat_id) + bytes(4)
+    return [(key(0), value(0, 1)), (key(1), value(backend_id, 0))]
+
+
+def kernel_written_dump(p: TcProgram, client: str, vip: str, last_used: int, rev_nat_id: int = 7, backend_id: int = 3) -> str:
+    """Run one SYN from ``client`` to ``vip`` through the program (it writes the affinity entry as lb4/6_local do) and dump
+    the family's affinity map with this machine's bpftool, from a pin named for this process (removed after)."""
+    v6 = ":" in vip
+    for k, v in service_entries(vip, PORT, rev_nat_id, backend_id):
+        p.update("svc6" if v6 else "svc4", k, v)
+    p.update("now", bytes(4), struct.pack("<Q", last_used))
+    assert p.run(syn(client, vip, PORT)) == TC_ACT_OK
+    pin = pin_path(ownership.name("pin", f"aff{6 if v6 else 4}"))  # a dead run's pin is removed by realkernel.remove_stale
+    try:
+        p.pin("kprt_aff6" if v6 else "kprt_aff4", pin)
+        return sh("bpftool", "map", "dump", "pinned", str(pin), "-j").stdout
+    finally:
+        pin.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize(("family", "client", "vip"), [("IPv4", CLIENT4, VIP4), ("IPv6", CLIENT6, VIP6)])
+def test_the_affinity_entry_the_kernel_writes_is_what_the_fake_renders_and_the_parser_reads(
+        affinity_prog: TcProgram, family: str, client: str, vip: str) -> None:
+    """tests/bpf/affinity.c writes the entry as Cilium's lb4/6_local do (the key's rev_nat_id copied from the service entry,
+    which holds it in network byte order: rules.datapath.SRC_REV_NAT_ORDER); this machine's bpftool dumps the map. The dump
+    is, byte for byte, what the fake prints (testing.render.affinity_entry), and parse.bpftool_map reads back the client, the
+    rev NAT ID 7 (not 1792) and the backend."""
     from pytest_kpr.parse.bpftool_map import AffinityEntry, affinity_entries, parse_map_dump_json
     from pytest_kpr.testing.render import affinity_entry, map_dump_json
 
-    if os.geteuid() != 0 or shutil.which("bpftool") is None:
-        pytest.skip("needs root and bpftool")
-    pin = Path(f"/sys/fs/bpf/kprt-{os.getpid()}-aff{key_size}")
-    entry = affinity_entry(client, 7, 3, 16_000_000_000)
-    try:
-        sh("bpftool", "map", "create", str(pin), "type", "lru_hash", "key", str(key_size), "value", "16", "entries", "8",
-           "name", "kprt_affinity")
-        sh("bpftool", "map", "update", "pinned", str(pin), "key", *(f"0x{b:02x}" for b in entry.key),
-           "value", *(f"0x{b:02x}" for b in entry.value))
-        dumped = sh("bpftool", "map", "dump", "pinned", str(pin), "-j").stdout
-    finally:
-        pin.unlink(missing_ok=True)
-    assert dumped.strip() == map_dump_json([entry])
+    if shutil.which("bpftool") is None:
+        pytest.skip("needs bpftool")
+    dumped = kernel_written_dump(affinity_prog, client, vip, 16_000_000_000)
+    assert dumped.strip() == map_dump_json([affinity_entry(client, 7, 3, 16_000_000_000)])
     assert affinity_entries(parse_map_dump_json(dumped), family) == [AffinityEntry(client, 7, False, 3, 16_000_000_000)]
+
+
+def test_the_recorded_affinity_dump_is_what_this_kernel_writes(affinity_prog: TcProgram) -> None:
+    """tests/data/bpftool/map-dump-lru-hash-16-16.json (PROVENANCE.md) is made by this procedure: client 172.18.0.1, rev
+    NAT ID 7, backend 3, last_used 16. Made again here, the bytes are the same."""
+    if shutil.which("bpftool") is None:
+        pytest.skip("needs bpftool")
+    assert kernel_written_dump(affinity_prog, CLIENT4, VIP4, 16).strip() == AFFINITY_SAMPLE.read_text().strip()

@@ -97,8 +97,8 @@ def timeout_problems(a: AffinityObservation) -> list[str]:
 
 def affinity_map_problems(o: OutsideAffinity) -> list[str]:
     """The node the requests went to holds, in its per-packet affinity map, an entry keyed by the client's address and
-    the sticky Service's NodePort frontend (its rev NAT ID), naming the backend that served every request
-    (datapath.SRC_AFFINITY_MAP: lb4_local writes it with ``lb4_update_affinity_by_addr``)."""
+    the sticky Service's NodePort frontend (its rev NAT ID, in network byte order: datapath.SRC_REV_NAT_ORDER), naming the
+    backend that served every request (datapath.SRC_AFFINITY_MAP: lb4_local writes it with ``lb4_update_affinity_by_addr``)."""
     if o.map_entries is None:
         return [f"the affinity map of {o.node} was not read: {o.map_unread or 'no reason given'}"]
     served = {s for s in o.sticky if s}
@@ -110,8 +110,12 @@ def affinity_map_problems(o: OutsideAffinity) -> list[str]:
     mine = [e for e in o.map_entries if e[0] == o.source and e[1] == o.rev_nat_id and not e[2]]
     shown = ", ".join(f"{c} rev_nat {r} backend {b}" for c, r, _, b in o.map_entries[:5]) or "none"
     if not mine:
+        swapped = int.from_bytes(o.rev_nat_id.to_bytes(2, "big"), "little")
+        hint = (f"; the client's entry carries rev NAT ID {swapped}, the frontend's ID with its two bytes swapped: writer and reader "
+                "disagree on the byte order (Cilium keeps it in network order)" if swapped != o.rev_nat_id and any(
+                    e[0] == o.source and e[1] == swapped and not e[2] for e in o.map_entries) else "")
         return [f"{o.node}'s affinity map holds no entry for {o.source} and the NodePort frontend (rev NAT ID {o.rev_nat_id}) after the "
-                f"requests (entries: {shown})"]
+                f"requests (entries: {shown}){hint}"]
     if want is not None and all(e[3] != want for e in mine):
         return [f"{o.node}'s affinity entry for {o.source} names backend {mine[0][3]}, but {pod} (backend {want}) served every request"]
     return []

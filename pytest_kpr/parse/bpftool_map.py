@@ -3,9 +3,10 @@
 The printer (libbpf/bpftool src/map.c print_entry_json, rules.datapath.SRC_BPFTOOL_DUMP): a JSON array of objects with
 ``key`` and ``value``, each a list of ``"0x%02hhx"`` strings, one per byte (a per-CPU map has ``values`` instead, and a map
 with BTF a ``formatted`` object beside them, both ignored here). The affinity map's layout is Cilium's packed structs
-(rules.datapath.SRC_AFFINITY_MAP): key = client (4 bytes, network order, in an 8-byte union; IPv6: 16) | rev_nat_id u16 |
-netns_cookie bit | pad; value = last_used u64 | backend_id u32 | pad, the integers in the host's byte order (little-endian
-on the architectures Cilium ships for).
+(rules.datapath.SRC_AFFINITY_MAP): key = client (4 bytes, network order, in an 8-byte union; IPv6: 16) | rev_nat_id u16
+in **network** byte order (copied from the service entry's rev_nat_index, which the agent stores in network order:
+rules.datapath.SRC_REV_NAT_ORDER) | netns_cookie bit | pad; value = last_used u64 | backend_id u32 | pad, in the host's
+byte order (little-endian on the architectures Cilium ships for).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def affinity_entries(entries: list[MapEntry], family: str) -> list[AffinityEntry
         if len(e.key) != AFFINITY_KEY_SIZE[family] or len(e.value) != AFFINITY_VALUE_SIZE:
             raise ParseError("bpftool-map-dump", i, e.key.hex(), f"not a {family} affinity entry: key {len(e.key)} B, value {len(e.value)} B "
                              f"(expected {AFFINITY_KEY_SIZE[family]} and {AFFINITY_VALUE_SIZE})")
-        rev_nat_id = struct.unpack_from("<H", e.key, union)[0]
+        rev_nat_id = struct.unpack_from("!H", e.key, union)[0]  # network order (SRC_REV_NAT_ORDER)
         cookie = bool(e.key[union + 2] & 1)
         client = e.key[:8].hex() if cookie else str(ipaddress.ip_address(e.key[:width]))
         last_used, backend_id = struct.unpack_from("<QI", e.value, 0)

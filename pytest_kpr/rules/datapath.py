@@ -869,8 +869,13 @@ SRC_AFFINITY_MAP = ("cilium/cilium bpf/lib/lb.h (the index's newest copy, commit
                     "lb4_affinity_client_id client_id; __u16 rev_nat_id; __u8 netns_cookie:1, reserved:7; __u8 pad1; __u32 pad2; } "
                     "__packed;` (client_id: `__u32 client_ip; __net_cookie client_cookie;`, lb6: `union v6addr client_ip`), `struct "
                     "lb_affinity_val { __u64 last_used; __u32 backend_id; __u32 pad; }`; lb4_local: `.client_ip = tuple->saddr` ... "
-                    "`lb4_update_affinity_by_addr(svc, &client_id, backend_id)` (netns_cookie 0, rev_nat_id the frontend's); "
+                    "`lb4_update_affinity_by_addr(svc, &client_id, backend_id)` (netns_cookie 0, rev_nat_id the frontend's, in network "
+                    "byte order: SRC_REV_NAT_ORDER); "
                     "pinned at pkg/bpf/bpffs_linux.go@e0cc421a MapPath `filepath.Join(TCGlobalsPath(), name)` (<bpffs>/tc/globals)")
+SRC_REV_NAT_ORDER = ("cilium/cilium bpf/lib/lb.h@0040d667 __lb6_update_affinity (lb4 the same): `.rev_nat_id = svc->rev_nat_index,`; "
+                     "the agent stores that index in network byte order: pkg/maps/lbmap/ipv4.go@00c22b1c Service4Value.ToNetwork "
+                     "`n.RevNat = byteorder.HostToNetwork16(n.RevNat)`, pkg/maps/lbmap/affinity.go@08f05825 \"rev_nat_index is "
+                     "stored in network byte order\"")
 SRC_BPFTOOL_DUMP = ("libbpf/bpftool src/map.c@b6ffbf25 print_entry_json: `jsonw_name(json_wtr, \"key\"); print_hex_data_json(key, "
                     "info->key_size);` then \"value\" the same (and \"formatted\" only with BTF); bpftool v7.1.0 here prints "
                     "`[{\"key\":[\"0xac\",...],\"value\":[...]}]` (tests/data/bpftool/PROVENANCE.md)")

@@ -28,6 +28,9 @@ FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testi
     Fault("affinity_entry_not_written", "affinity",
           doc="requests from outside stick to one backend, yet the node's affinity map holds no entry for the client (the "
               "stickiness is not the affinity map's)"),
+    Fault("affinity_rev_nat_host_order", "affinity",
+          doc="the node's affinity map keys the entry by the service's rev NAT ID in the host's byte order (Cilium copies the "
+              "service entry's index, stored in network order: datapath.SRC_REV_NAT_ORDER)"),
     Fault("nodeport_listener", "NodePort", "a process listens on every NodePort in the nodes' host namespace"),
     Fault("ipvs_services", "kube-proxy", "every node has IPVS virtual services (kube-proxy's IPVS mode or its leftovers)"),
     Fault("hostport_portmap", "hostPort", "the CNI portmap plugin's iptables DNAT rules serve the hostPort instead of BPF"),
@@ -344,8 +347,9 @@ class FakeNodeTools:
                 be_ip, _, be_port = backend.rpartition(":")
                 if fe is None or family_of(client) != family:
                     continue
+                order = "host" if c.cfg.faults.affinity_rev_nat_host_order else "network"
                 entries.append(render.affinity_entry(client, fe.id, c.lb.backend_id(be_ip.strip("[]"), int(be_port), "TCP"),
-                                                     last_used * 1_000_000_000))
+                                                     last_used * 1_000_000_000, rev_nat_order=order))
         return 0, render.map_dump_json(entries) + "\n", ""
 
     def tc_filter(self, node: str, args: list[str]) -> tuple[int, str, str]:

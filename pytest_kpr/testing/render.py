@@ -354,9 +354,11 @@ def map_dump_json(entries: "list[MapEntry]") -> str:
                       separators=(",", ":"))
 
 
-def affinity_entry(client: str, rev_nat_id: int, backend_id: int, last_used: int) -> "MapEntry":
+def affinity_entry(client: str, rev_nat_id: int, backend_id: int, last_used: int, rev_nat_order: str = "network") -> "MapEntry":
     """An affinity map entry for ``client`` as Cilium's per-packet path writes it (netns_cookie 0; the layout:
-    rules.datapath.SRC_AFFINITY_MAP)."""
+    rules.datapath.SRC_AFFINITY_MAP; the rev NAT ID in network byte order, SRC_REV_NAT_ORDER). ``rev_nat_order`` "host"
+    writes it in the host's order instead: fault affinity_rev_nat_host_order."""
     addr = ipaddress.ip_address(client).packed
     union = addr.ljust(8 if len(addr) == 4 else 16, b"\0")
-    return MapEntry(union + struct.pack("<HBBI", rev_nat_id, 0, 0, 0), struct.pack("<QII", last_used, backend_id, 0))
+    rev_nat = struct.pack("!H" if rev_nat_order == "network" else "<H", rev_nat_id)
+    return MapEntry(union + rev_nat + struct.pack("<BBI", 0, 0, 0), struct.pack("<QII", last_used, backend_id, 0))

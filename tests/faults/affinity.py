@@ -33,4 +33,9 @@ ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
      {AFF + "test_the_nodes_affinity_map_holds_the_clients_entry"},
      ["*affinity from outside (the node's affinity map): fake-worker's affinity map holds no entry for 172.18.0.1 and the NodePort "
       "frontend (rev NAT ID *) after the requests (entries: none)*"]),
+    ("affinity-rev-nat-host-order", ("affinity",), "faults=Faults(affinity_rev_nat_host_order=True)",
+     {AFF + "test_the_nodes_affinity_map_holds_the_clients_entry"},
+     ["*affinity from outside (the node's affinity map): fake-worker's affinity map holds no entry for 172.18.0.1 and the NodePort "
+      "frontend (rev NAT ID *) after the requests (entries: 172.18.0.1 rev_nat *); the client's entry carries rev NAT ID *, the "
+      "frontend's ID with its two bytes swapped*"]),
 ]

@@ -103,6 +103,9 @@ def mapped(entries: tuple | None, sticky: tuple = ("aff-a",) * 3, rev_nat: int |
     (mapped(()), ["n2's affinity map holds no entry for 172.18.0.1 and the NodePort frontend (rev NAT ID 5) after the requests (entries: none)"]),
     (mapped((("172.18.0.9", 5, False, 11), ("172.18.0.1", 6, False, 11))), ["holds no entry for 172.18.0.1 * (entries: 172.18.0.9 rev_nat 5 "
                                                                             "backend 11, 172.18.0.1 rev_nat 6 backend 11)"]),
+    # the frontend's ID 5 read back as 1280: the bytes were written in the other order (SRC_REV_NAT_ORDER)
+    (mapped((("172.18.0.1", 1280, False, 11),)), ["holds no entry for 172.18.0.1 * (entries: 172.18.0.1 rev_nat 1280 backend 11); the "
+                                                  "client's entry carries rev NAT ID 1280, the frontend's ID with its two bytes swapped"]),
     (mapped((("172.18.0.1", 5, True, 11),)), ["holds no entry"]),  # a netns-cookie entry is the socket plane's, not this
     (mapped((("172.18.0.1", 5, False, 12),)), ["n2's affinity entry for 172.18.0.1 names backend 12, but aff-a (backend 11) served every request"]),
     (mapped(None, unread="bpftool: exit 255"), ["the affinity map of n2 was not read: bpftool: exit 255"]),
