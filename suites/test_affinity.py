@@ -147,6 +147,7 @@ def test_the_affinity_expires_after_its_timeout(seen: AffinityObservation) -> No
     holds(timeout_problems(seen), f"affinity (timeoutSeconds {seen.timeout_s})")
 
 
+@pytest.mark.kpr_requires("cross-node-forward")  # skipped where a node cannot forward an outside request (SRC_XDP_KIND)
 def test_a_client_from_outside_stays_on_one_backend_with_session_affinity(seen: AffinityObservation) -> None:
     """Per packet, through a NodePort: the node keys the affinity by the client's address (SRC_AFFINITY_OUTSIDE)."""
     if seen.outside is None:
@@ -154,6 +155,7 @@ def test_a_client_from_outside_stays_on_one_backend_with_session_affinity(seen: 
     holds(outside_sticky_problems(seen.outside), "affinity from outside (NodePort, sessionAffinity ClientIP)")
 
 
+@pytest.mark.kpr_requires("cross-node-forward")  # skipped where a node cannot forward an outside request (SRC_XDP_KIND)
 def test_the_nodes_affinity_map_holds_the_clients_entry(seen: AffinityObservation) -> None:
     """The node keeps the pick in its per-packet affinity map (``bpftool map dump``, SRC_AFFINITY_MAP): an entry keyed by the
     runner's address and the NodePort frontend's rev NAT ID, naming the backend that served every request."""
@@ -162,6 +164,7 @@ def test_the_nodes_affinity_map_holds_the_clients_entry(seen: AffinityObservatio
     holds(affinity_map_problems(seen.outside), "affinity from outside (the node's affinity map)")
 
 
+@pytest.mark.kpr_requires("cross-node-forward")  # skipped where a node cannot forward an outside request (SRC_XDP_KIND)
 def test_from_outside_without_affinity_requests_spread_over_the_backends(seen: AffinityObservation) -> None:
     if seen.outside is None:
         no_outside_view("the test runner has no route to the nodes")

@@ -97,6 +97,7 @@ def etp(etp_workloads: tuple[str, str, list[str]], family_lab: Lab, evidence: Ev
     return obs
 
 
+@pytest.mark.kpr_requires("cross-node-forward")  # skipped where a node cannot forward an outside request (SRC_XDP_KIND)
 def test_only_the_node_with_a_local_backend_serves_it_from_outside(etp: EtpObservation) -> None:
     if not etp.without_backend:
         pytest.skip("needs a third node (neither the client node nor the backend's) to send to from outside")

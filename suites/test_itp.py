@@ -117,6 +117,7 @@ def test_a_pod_on_a_node_without_a_local_backend_gets_the_no_backend_answer(itp:
     holds(problems, "iTP=Local (no local backend)")
 
 
+@pytest.mark.kpr_requires("cross-node-forward")  # skipped where a node cannot forward an outside request (SRC_XDP_KIND)
 def test_traffic_from_outside_is_unaffected(itp: ItpObservation) -> None:
     """A raw SYN from outside to the node without a local backend is served by the other node's backend (SRC_ITP_EXTERNAL)."""
     holds(external_problems(itp.outside.verdict, itp.outside.target, itp.far), "iTP=Local (from outside)")

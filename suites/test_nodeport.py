@@ -55,6 +55,7 @@ def test_nodeport_answers_http_200_on_the_node(nodeport: NodePortObservation) ->
     holds(nodeport_http_problems(nodeport), "NodePort")
 
 
+@pytest.mark.kpr_requires("cross-node-forward")  # skipped where a node cannot forward an outside request (SRC_XDP_KIND)
 def test_nodeport_answers_from_outside_the_cluster(nodeport: NodePortObservation, kpr_cluster: ClusterHandle) -> None:
     outside = kpr_cluster.outside
     if outside is None or not outside.reaches(nodeport.node_ip):

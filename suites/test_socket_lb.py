@@ -29,7 +29,7 @@ from pytest_kpr.judge.socket_lb import (
 pytestmark = [
     pytest.mark.kpr(property="socket LB", evidence=["ct.json", "prog.json"],
                     plane="socket",
-                    sources=["SRC_SOCK_FWD", "SRC_SOCK_GETPEERNAME", "SRC_LXC_PER_PACKET"]),
+                    sources=["SRC_SOCK_FWD", "SRC_SOCK_GETPEERNAME", "SRC_LXC_PER_PACKET", "SRC_TCX_ATTACH", "SRC_NETKIT_ATTACH"]),
     pytest.mark.kpr_requires("socket-lb"),
 ]
 
@@ -83,7 +83,7 @@ def test_backend_sees_the_holder_pod_address(seen: tuple[SocketLBObservation, st
 def test_holder_endpoint_runs_cilium_program_on_its_host_veth(holder: Lab, evidence: Evidence, kpr_facts: ClusterFacts) -> None:
     prog = holder_program(holder)
     evidence.write("prog.json", prog)
-    problems = program_problems(prog, kpr_facts.attach_mode)
+    problems = program_problems(prog, kpr_facts.attach_mode, kpr_facts.datapath_mode)
     holds(problems, "socket LB", then=f" ({prog})")
 
 

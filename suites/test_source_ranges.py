@@ -112,11 +112,13 @@ def _case(seen: SourceRangesObservation, service: str) -> RangeCase:
     return seen.case(service)
 
 
+@pytest.mark.kpr_requires("cross-node-forward")  # skipped where a node cannot forward an outside request (SRC_XDP_KIND)
 def test_a_source_in_the_ranges_is_served(seen: SourceRangesObservation) -> None:
     case = _case(seen, "sr-allow-in")
     holds(range_problems(case, seen.client), "source ranges (allow list, the client in it)")
 
 
+@pytest.mark.kpr_requires("cross-node-forward")  # skipped where a node cannot forward an outside request (SRC_XDP_KIND)
 def test_a_source_outside_the_ranges_is_dropped(seen: SourceRangesObservation) -> None:
     case = _case(seen, "sr-allow-out")
     holds(range_problems(case, seen.client), "source ranges (allow list, the client outside it)")
@@ -129,11 +131,13 @@ def test_the_drop_is_counted_as_denied_by_the_source_range_check(seen: SourceRan
           "source ranges (the drop reason in the agent's metrics)")
 
 
+@pytest.mark.kpr_requires("cross-node-forward")  # skipped where a node cannot forward an outside request (SRC_XDP_KIND)
 def test_with_the_deny_annotation_a_source_in_the_ranges_is_dropped(seen: SourceRangesObservation) -> None:
     case = _case(seen, "sr-deny-in")
     holds(range_problems(case, seen.client), "source ranges (deny list, the client in it)")
 
 
+@pytest.mark.kpr_requires("cross-node-forward")  # skipped where a node cannot forward an outside request (SRC_XDP_KIND)
 def test_with_the_deny_annotation_a_source_outside_the_ranges_is_served(seen: SourceRangesObservation) -> None:
     case = _case(seen, "sr-deny-out")
     holds(range_problems(case, seen.client), "source ranges (deny list, the client outside it)")

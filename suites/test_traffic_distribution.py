@@ -9,8 +9,9 @@ probe pod on the client node makes 20 connections to each (``kpr probe connect -
 the kernel socket's peer, which socket LB sets at connect(). The agent selects a frontend's backends by the Service's
 trafficDistribution (rules.datapath.SRC_PREFER_SAME_NODE, SRC_PREFER_CLOSE; PreferClose through the EndpointSlice
 controller's zone hints). Needs the agents' enable-service-topology (read back from their config map; skipped with the
-reason when off, as in every profile but ``topology``) and socket LB in pod namespaces. Evidence: traffic-distribution.json,
-per family of --kpr-ip-families.
+reason when off, as in every profile but ``topology``) and socket LB in pod namespaces. PreferSameNode is honoured from Cilium
+1.20 (SRC_PREFER_SAME_SINCE: cilium/cilium#44771); on 1.18 and 1.19 its two tests skip with that reason and the evidence
+still shows where the connections went. Evidence: traffic-distribution.json, per family of --kpr-ip-families.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ import pytest
 from pytest_kpr.suite import ClusterFacts, Evidence, family_file, holds, hp, KprSession, Lab, WEB_PORT, WEB_TARGET
 from pytest_kpr.judge.traffic_distribution import fallback_problems, same_node_problems, zone_problems
 from pytest_kpr.model.traffic_distribution import Placed, Reached, TopologyObservation
-from pytest_kpr.rules.datapath import ZONE_LABEL
+from pytest_kpr.rules.datapath import ZONE_LABEL, prefer_same_honoured
 
 pytestmark = [
     pytest.mark.kpr(property="trafficDistribution", evidence="traffic-distribution.json", plane="socket",
-                    sources=["SRC_TOPOLOGY_ENABLE", "SRC_PREFER_SAME_NODE", "SRC_PREFER_CLOSE", "SRC_PREFER_CLOSE_FALLBACK"]),
+                    sources=["SRC_TOPOLOGY_ENABLE", "SRC_PREFER_SAME_NODE", "SRC_PREFER_SAME_SINCE", "SRC_PREFER_CLOSE",
+                             "SRC_PREFER_CLOSE_FALLBACK"]),
     pytest.mark.kpr_requires("socket-lb-pods"),
 ]
 CONNECTIONS = 20
@@ -60,7 +62,8 @@ def _zone(lab: Lab, node: str) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def seen(td_workloads: str, family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_family: str) -> TopologyObservation:
+def seen(td_workloads: str, family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_family: str,
+         kpr_facts: ClusterFacts) -> TopologyObservation:
     lab = family_lab
     client = lab.client_node
     lab.wait_programmed_on([client], list(SERVICES))
@@ -76,17 +79,24 @@ def seen(td_workloads: str, family_lab: Lab, evidence: Evidence, kpr_property: s
         "same_node": same_node_problems(obs.same_node, client), "fallback": fallback_problems(obs.away, client),
         "close": zone_problems(obs.close, obs.client_zone)}})
     near = sum(1 for p in obs.same_node.peers if p in obs.same_node.backends and obs.same_node.backends[p].node == client)
+    judged = "" if prefer_same_honoured(kpr_facts.cilium_version) else f" (not judged on {kpr_facts.cilium_version}: from 1.20)"
     evidence.figure(kpr_property, f"PreferSameNode: {near} of {CONNECTIONS} on the client's node; without a local backend "
-                                  f"{len({p for p in obs.away.peers if p})} of {len(obs.away.backends)} backends; PreferClose: "
+                                  f"{len({p for p in obs.away.peers if p})} of {len(obs.away.backends)} backends{judged}; PreferClose: "
                                   f"{sum(1 for p in obs.close.peers if p in obs.close.backends and obs.close.backends[p].zone == obs.client_zone)} "
                                   f"of {CONNECTIONS} in {obs.client_zone}", kpr_family)
     return obs
 
 
+#: PreferSameNode is honoured from Cilium 1.20 (SRC_PREFER_SAME_SINCE): before, the Service spreads over every backend
+PREFER_SAME_NODE = pytest.mark.kpr_requires(cilium="1.20")
+
+
+@PREFER_SAME_NODE
 def test_prefer_same_node_keeps_a_client_on_its_nodes_backend(seen: TopologyObservation) -> None:
     holds(same_node_problems(seen.same_node, seen.client_node), "trafficDistribution (PreferSameNode)")
 
 
+@PREFER_SAME_NODE
 def test_prefer_same_node_without_a_local_backend_reaches_every_backend(seen: TopologyObservation) -> None:
     holds(fallback_problems(seen.away, seen.client_node), "trafficDistribution (PreferSameNode, no local backend)")
 

@@ -186,6 +186,44 @@ def test_suites_pass_on_other_conforming_configurations(pytester: pytest.Pyteste
     result.stdout.no_fnmatch_line("FAIL  *")
 
 
+#: what each profile changes, and the suites it changes (issue 55: each passes, as a healthy cluster of that profile answers,
+#: on every supported minor)
+PROFILE_SUITES = {"netkit": ("socket_lb",), "xdp": ("nodeport", "north_south", "affinity"), "topology": ("traffic_distribution",)}
+
+
+def _profile_config(profile: str, version: str, **extra: object) -> str:
+    from pytest_kpr.testing import PROFILE_CONFIG
+
+    return ", ".join(f"{k}={v!r}" for k, v in {**PROFILE_CONFIG[profile], "cilium_version": version, **extra}.items())
+
+
+@pytest.mark.parametrize("version", ["1.18.14", "1.19.8", "1.20.5"])
+@pytest.mark.parametrize("profile", sorted(PROFILE_SUITES))
+def test_each_profile_passes_on_every_supported_minor(pytester: pytest.Pytester, profile: str, version: str) -> None:
+    """netkit: the pod's program is the netkit peer's (datapath.SRC_NETKIT_ATTACH); xdp on kind: the requests a node would
+    forward to another node skip, saying why (SRC_XDP_KIND); topology: PreferSameNode is judged from 1.20 only
+    (SRC_PREFER_SAME_SINCE), PreferClose everywhere."""
+    result = run_suites(pytester, _profile_config(profile, version), *PROFILE_SUITES[profile], args=("-rs",))
+    outcomes = result.parseoutcomes()
+    assert not outcomes.get("failed") and not outcomes.get("errors"), result.stdout.str()[-3000:]
+    if profile == "netkit":
+        assert evidence(pytester, "prog.json")["attach"] == "netkit/peer"
+    if profile == "xdp":
+        assert outcomes["skipped"] == 1 + 2 + 3, outcomes  # NodePort 1, north-south 2, affinity from outside 3
+        result.stdout.fnmatch_lines(["SKIPPED [[]6[]] *requires feature cross-node-forward, which is disabled on this cluster: on kind "
+                                     "with NodePort XDP acceleration (Native) a node forwards such a request with XDP_TX*"])
+    if profile == "topology":
+        same_node = "requires Cilium >= 1.20, cluster runs " + version
+        assert (same_node in result.stdout.str()) == (version < "1.20"), "PreferSameNode is judged from 1.20 only"
+        assert outcomes["passed"] == (1 if version < "1.20" else 3), outcomes
+
+
+def test_xdp_off_kind_forwards_across_nodes_and_the_outside_tests_run(pytester: pytest.Pytester) -> None:
+    """The same profile on nodes that are not kind's (no kind:// provider ID): nothing is skipped for it, all pass."""
+    result = run_suites(pytester, _profile_config("xdp", "1.20.5", node_provider=""), "nodeport", "north_south")
+    result.assert_outcomes(passed=5 + 4)
+
+
 def test_hostns_only_coverage_is_recorded_with_the_per_packet_view(pytester: pytest.Pytester) -> None:
     run_suites(pytester, "socket_lb_hostns_only=True", "socket_lb").assert_outcomes(passed=5)
     ct = evidence(pytester, "ct.json")

@@ -21,6 +21,9 @@ class Feature(str, enum.Enum):
     SESSION_AFFINITY = "session-affinity"
     LB_STATEDB = "lb-statedb"  # the new LB control plane's tables (db/show frontends): 1.18+
     TCX = "tcx"  # BPF programs attached with tcx (kernel >= 6.6)
+    #: a node answers a request from outside that it forwards to a backend on another node: not on kind with NodePort XDP
+    #: acceleration, where the host end of the node's veth needs a program of its own (rules.datapath.SRC_XDP_KIND)
+    CROSS_NODE_FORWARD = "cross-node-forward"
 
     def __str__(self) -> str:
         return self.value
@@ -76,6 +79,16 @@ class ClusterFacts:
     xdp_acceleration: str = ""
     #: enable-service-topology (Helm loadBalancer.serviceTopology): trafficDistribution honoured
     service_topology: bool = False
+    #: every node is a kind node (spec.providerID kind://...: rules.datapath.SRC_XDP_KIND)
+    kind_nodes: bool = False
+
+    def why_not(self, feature: Feature) -> str:
+        """Why this cluster lacks ``feature``, when more can be said than its name ("" otherwise)."""
+        if feature is Feature.CROSS_NODE_FORWARD and self.kind_nodes and self.xdp_acceleration not in ("", "Disabled"):
+            return (f"on kind with NodePort XDP acceleration ({self.xdp_acceleration}) a node forwards such a request with XDP_TX "
+                    "through its veth, whose host end needs a program of its own (Cilium's test/l4lb/test.sh attaches a dummy one; "
+                    "the kind provider does not touch the runner's devices)")
+        return ""
 
     def node(self, name: str) -> NodeFacts | None:
         return next((n for n in self.nodes if n.name == name), None)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ..rules.datapath import endpoint_attachment
+
 
 @dataclass(frozen=True)
 class SocketLBObservation:
@@ -59,18 +61,22 @@ def backend_peer_problems(client: str, peers: "Sequence[str]", backend_pod: str)
     return [] if client in peers else [f"the backend {backend_pod} sees {sorted(peers)}, not the holder's pod address {client} (a node IP would mean SNAT)"]
 
 
-def program_problems(prog: "Mapping[str, object]", attach_mode: str) -> list[str]:
-    """The holder's host-side veth runs cil_from_container, attached the way the agent says (tcx: no tc
-    filter lines; legacy tc: a clsact filter), and the endpoint has its policy map."""
-    expected = {"tcx": ("tcx/ingress", lambda n: n == 0, "none"), "tc": ("clsact/ingress", lambda n: n >= 1, "at least one")}
-    attach, lines_ok, want_lines = expected.get(attach_mode, expected["tc"])
+def program_problems(prog: "Mapping[str, object]", attach_mode: str, datapath_mode: str = "") -> list[str]:
+    """The holder's host-side device runs cil_from_container where the datapath puts it (rules.datapath.endpoint_attachment:
+    netkit/peer on a netkit device, tcx/ingress with tcx, a clsact ingress filter with legacy tc; a tc filter only with the
+    last), and the endpoint has its policy map."""
+    attach, filtered = endpoint_attachment(attach_mode, datapath_mode)
+    netkit = datapath_mode.startswith("netkit")
+    how = f"datapath mode {datapath_mode}" if netkit else f"attach mode {attach_mode}"
+    lines = int(prog.get("tc_filter_lines") or 0)  # type: ignore[call-overload]
     p: list[str] = []
     if prog.get("program") != "cil_from_container":
         p.append(f"{prog.get('interface')} runs {prog.get('program')!r}, not cil_from_container")
     if prog.get("attach") != attach:
-        p.append(f"attach mode {attach_mode} expects {attach} on {prog.get('interface')}, found {prog.get('attach')}")
-    if not lines_ok(int(prog.get("tc_filter_lines") or 0)):  # type: ignore[call-overload]
-        p.append(f"tc shows {prog.get('tc_filter_lines')} filter lines with {attach_mode} attachment (expected {want_lines})")
+        p.append(f"{how} expects {attach} on {prog.get('interface')}, found {prog.get('attach')}")
+    if (lines >= 1) != filtered:
+        p.append(f"tc shows {prog.get('tc_filter_lines')} filter lines with {'netkit' if netkit else attach_mode} attachment "
+                 f"(expected {'at least one' if filtered else 'none'})")
     if not prog.get("policy_map"):
         p.append(f"no per-endpoint policy map for endpoint {prog.get('endpoint_id')} in the agent's map list")
     return p

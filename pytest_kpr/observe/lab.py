@@ -790,7 +790,10 @@ def holder_program(lab: Lab) -> dict[str, Any]:
         raise LabError(f"endpoint {eid} has no host-side interface")
     agent = lab.agent(node)
     attachments, filters, map_list = agent.device_view(ep.interface_name)  # one exec
-    attached = [a for a in attachments if a.attach.endswith("/ingress")]
+    # the program that sees the pod's packets: an ingress attachment on a veth, the peer's on a netkit device
+    # (rules.datapath.endpoint_attachment); cil_from_container first, should a device carry more than one
+    attached = sorted((a for a in attachments if a.attach.endswith("/ingress") or a.attach == "netkit/peer"),
+                      key=lambda a: a.program != "cil_from_container")
     maps = {m.name for m in map_list}
     want_map = policy_map_name(eid, lab.minor)
     return {

@@ -19,7 +19,8 @@ from ..core.wait import Timeouts, WaitTimeout, eventually
 from ..k8s.api import ExecResult, KubeAPI
 from ..parse import ParseError, StatusJSON
 from ..parse.metrics import parse_bpf_metrics_list
-from ..rules.datapath import FAMILY_FILES, LB_MAP_FILES, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE, SERVICE_TOPOLOGY_FILE, ip_families
+from ..rules.datapath import (FAMILY_FILES, KIND_PROVIDER_PREFIX, LB_MAP_FILES, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE, SERVICE_TOPOLOGY_FILE,
+                             ip_families, xdp_forward_dropped)
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,8 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
     """Cilium version, agent CLI, KPR features, ServiceNoBackendResponse, nodes' kernels and IPs."""
     kube = handle.kube
     nodes = []
-    for n in sorted(kube.list("Node"), key=lambda n: n["metadata"]["name"]):
+    node_objects = sorted(kube.list("Node"), key=lambda n: n["metadata"]["name"])
+    for n in node_objects:
         addrs: dict[str, str] = {}
         for a in n.get("status", {}).get("addresses", []):  # the first of each type: a dual-stack node lists IPv4 first
             addrs.setdefault(a.get("type"), a.get("address"))
@@ -168,6 +170,11 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
         features.add(Feature.LB_STATEDB)
     if status.attach_mode == "tcx":
         features.add(Feature.TCX)
+    kind_nodes = bool(node_objects) and all(str((n.get("spec") or {}).get("providerID") or "").startswith(KIND_PROVIDER_PREFIX)
+                                            for n in node_objects)
+    acceleration = kpr.acceleration if kpr.nodeport else ""
+    if not xdp_forward_dropped(acceleration, kind_nodes):
+        features.add(Feature.CROSS_NODE_FORWARD)
     return ClusterFacts(
         cluster=handle.name,
         provider=handle.provider,
@@ -190,7 +197,8 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
         lb_map_max=int(files[LB_MAP_FILES[1]]) if (files[LB_MAP_FILES[1]] or "").isdigit() else None,
         ip_families=ip_families(files),
         datapath_mode=status.datapath_mode,
-        xdp_acceleration=kpr.acceleration if kpr.nodeport else "",
+        xdp_acceleration=acceleration,
+        kind_nodes=kind_nodes,
         # enable-service-topology: absent from the config map, off (Cilium's default; SRC_TOPOLOGY_ENABLE)
         service_topology=(files[SERVICE_TOPOLOGY_FILE] or "false").strip().lower() == "true",
     )

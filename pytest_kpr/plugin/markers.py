@@ -89,7 +89,8 @@ class Requirement:
         if missing:
             word = "feature" if len(missing) == 1 else "features"
             verb = "is" if len(missing) == 1 else "are"
-            return f"requires {word} {', '.join(missing)}, which {verb} disabled on this cluster"
+            why = "; ".join(w for w in (facts.why_not(Feature(m)) for m in missing) if w)
+            return f"requires {word} {', '.join(missing)}, which {verb} disabled on this cluster{': ' + why if why else ''}"
         if self.cilium is not None and facts.cilium < self.cilium:
             return f"requires Cilium >= {self.cilium_text}, cluster runs {facts.cilium_version}"
         if self.kernel is not None:

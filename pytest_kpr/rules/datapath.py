@@ -761,6 +761,21 @@ ALL_RULES = ALL_RULES + MAP_RULES
 
 SRC_VIA_NODE = ("cilium/cilium test/l4lb/test.sh@076bbeb3, Cilium's own LB test on kind: the host reaches a VIP through a node "
                 "with a route, `ip r a \"${LB_VIP}/32\" via \"$LB_NODE_IP\"`, then `curl -o /dev/null \"${LB_VIP}:80\"`")
+SRC_XDP_KIND = ("cilium/cilium test/l4lb/test.sh@076bbeb3 (XDP on kind): \"the request needs to be picked in the host netns by a NAPI "
+                "handler. To register the handler, we attach the dummy program.\" (a request the node forwards with XDP_TX leaves "
+                "through its veth, whose host end drops it without a program); kind's nodes carry kubernetes-sigs/kind "
+                "pkg/cluster/internal/kubeadm/config.go@0033147e `provider-id: \"kind://{{.NodeProvider}}/{{.ClusterName}}/{{.NodeName}}\"`")
+#: the spec.providerID prefix of a kind node (SRC_XDP_KIND)
+KIND_PROVIDER_PREFIX = "kind://"
+
+
+def xdp_forward_dropped(acceleration: str, kind_nodes: bool) -> bool:
+    """Whether a request from outside that a node forwards to a backend on another node goes unanswered for want of a
+    program on the host end of the node's veth: on kind nodes with NodePort XDP acceleration on (SRC_XDP_KIND). The
+    kind provider attaches none (it does not touch the runner's devices)."""
+    return kind_nodes and acceleration not in ("", "Disabled")
+
+
 SRC_L2_LIMITS = ("cilium/cilium Documentation/network/l2-announcements.rst@02674019 (Limitations): \"The feature currently does not "
                  "support IPv6/NDP.\" and \"The feature is incompatible with the ``externalTrafficPolicy: Local`` on services\"")
 SRC_LBIPAM_FAMILIES = ("cilium/cilium Documentation/network/lb-ipam.rst@be62c427: \"If ``.spec.ipFamilyPolicy`` is set to "
@@ -843,17 +858,41 @@ SRC_PREFER_CLOSE = ("cilium/cilium pkg/loadbalancer/tests/testdata/topology-awar
 SRC_PREFER_CLOSE_FALLBACK = ("cilium/cilium pkg/loadbalancer/tests/testdata/prefer-same-zone-fallback.txtar@78946d2b: \"when zone "
                              "backends are incompatible, we should fall back to out-of-zone backends\" (not judged: the suite's client "
                              "zone always has a backend)")
+SRC_PREFER_SAME_SINCE = ("cilium/cilium PR #44771 \"traffic distribution: support PreferSameZone and PreferSameNode\" (merged after "
+                         "1.19.0, no backport found; release note \"Add support for `PreferSameZone` and `PreferSameNode` traffic "
+                         "distribution\"); before it pkg/loadbalancer/reflectors/conversions.go@bb5d8694 isTopologyAware: "
+                         "`getAnnotationTopologyAwareHints(svc) || (... == corev1.ServiceTrafficDistributionPreferClose)`")
+#: the first minor whose agents honour PreferSameNode and PreferSameZone (SRC_PREFER_SAME_SINCE); before, such a Service
+#: is not topology-aware and spreads over every backend
+PREFER_SAME_FROM = (1, 20)
+
+
+def prefer_same_honoured(cilium_version: str) -> bool:
+    """Whether agents of ``cilium_version`` honour PreferSameNode / PreferSameZone (SRC_PREFER_SAME_SINCE); an unknown
+    version ("") is taken as the newest."""
+    if not cilium_version:
+        return True
+    from ..core.versions import Version
+
+    v = Version.parse(cilium_version)
+    return (v.major, v.minor) >= PREFER_SAME_FROM
+
+
 #: the node label a zone is read from, and that kind's nodes carry (clusters/kind/*.yaml)
 ZONE_LABEL = "topology.kubernetes.io/zone"
 #: the agent's enable-service-topology, in its config map (SRC_TOPOLOGY_ENABLE)
 SERVICE_TOPOLOGY_FILE = "/tmp/cilium/config-map/enable-service-topology"
 
 
-def topology_backends(distribution: str | None, backends: "list[Any]", node: str, zone: str | None) -> "list[Any]":
-    """The backends an agent on ``node`` (in ``zone``) selects for a frontend under service topology: PreferSameNode, those
-    on ``node``, all when none is (SRC_PREFER_SAME_NODE); PreferClose (PreferSameZone), those whose hints name ``zone``,
-    all when none does (SRC_PREFER_CLOSE, SRC_PREFER_CLOSE_FALLBACK); anything else, all. ``backends``: objects with
+def topology_backends(distribution: str | None, backends: "list[Any]", node: str, zone: str | None,
+                      cilium_version: str = "") -> "list[Any]":
+    """The backends an agent of ``cilium_version`` on ``node`` (in ``zone``) selects for a frontend under service topology:
+    PreferSameNode, those on ``node``, all when none is (SRC_PREFER_SAME_NODE); PreferClose (and PreferSameZone), those
+    whose hints name ``zone``, all when none does (SRC_PREFER_CLOSE, SRC_PREFER_CLOSE_FALLBACK); anything else, all.
+    PreferSameNode and PreferSameZone only from 1.20 (SRC_PREFER_SAME_SINCE): before, all. ``backends``: objects with
     ``.node`` and ``.zones`` (the zones of their hints)."""
+    if distribution in ("PreferSameNode", "PreferSameZone") and not prefer_same_honoured(cilium_version):
+        return list(backends)
     if distribution == "PreferSameNode":
         mine = [b for b in backends if b.node == node]
     elif distribution in ("PreferClose", "PreferSameZone"):
@@ -861,6 +900,29 @@ def topology_backends(distribution: str | None, backends: "list[Any]", node: str
     else:
         return list(backends)
     return mine or list(backends)
+
+
+# -- where a pod's device carries the endpoint's program ----------------------------------------------------------------
+
+SRC_NETKIT_ATTACH = ("cilium/cilium pkg/datapath/loader/netkit.go@21d690e1 parentToNetkitType: \"tc ingress on a veth host device of a "
+                     "Pod is the logical egress direction. Thus this must get attached to the xmit of the netkit peer\" `case "
+                     "netlink.HANDLE_MIN_INGRESS: return ebpf.AttachNetkitPeer`; bpftool names it (tools/bpf/bpftool/net.c, the "
+                     "netkit series of Linux 6.7): `[BPF_NETKIT_PEER] = \"netkit/peer\"`")
+SRC_TCX_ATTACH = ("cilium/cilium pkg/datapath/loader/tcx.go@0a25351f parentToAttachType: `case netlink.HANDLE_MIN_INGRESS: return "
+                  "ebpf.AttachTCXIngress` (a bpf_link, no tc filter); bpftool names it (tools/bpf/bpftool/net.c) `[BPF_TCX_INGRESS] "
+                  "= \"tcx/ingress\"`; without tcx the program is a tc filter under clsact ingress (bpftool `clsact/ingress`)")
+
+
+def endpoint_attachment(attach_mode: str, datapath_mode: str = "") -> tuple[str, bool]:
+    """Where a pod's host-side device shows cil_from_container in ``bpftool net show`` and whether ``tc filter show
+    ... ingress`` lists a filter for it: netkit devices (datapath mode netkit / netkit-l2), ``netkit/peer`` and no tc
+    filter (SRC_NETKIT_ATTACH); veth with tcx, ``tcx/ingress`` and none; veth with legacy tc, ``clsact/ingress`` and a
+    filter (SRC_TCX_ATTACH)."""
+    if datapath_mode.startswith("netkit"):
+        return "netkit/peer", False
+    if attach_mode == "tcx":
+        return "tcx/ingress", False
+    return "clsact/ingress", True
 
 
 # -- the per-packet affinity map -----------------------------------------------------------------------------------------

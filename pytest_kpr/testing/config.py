@@ -57,6 +57,9 @@ class FakeConfig:
     datapath_mode: str = "veth"
     #: NodePort XDP acceleration the agents report (Helm loadBalancer.acceleration; the xdp profile: Native)
     acceleration: str = "Disabled"
+    #: the nodes' spec.providerID scheme: "kind" (kind://docker/<cluster>/<node>, as kind's kubelets are started) or ""
+    #: (none, as on a cluster of machines) -- not a Cilium setting. Decides the kind+XDP answer (datapath.SRC_XDP_KIND)
+    node_provider: str = "kind"
     no_backend_response: str = "reject"
     #: the CVE-2020-8554 ExternalIP mitigation (agent: DisableExternalIPMitigation = not this). The kind values
     #: turn it off (bpf.disableExternalIPMitigation: true), so the default is off.

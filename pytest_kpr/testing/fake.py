@@ -158,7 +158,8 @@ class FakeCluster:
                     "apiVersion": "v1",
                     "kind": "Node",
                     "metadata": {"name": name, "labels": labels},
-                    "spec": {"podCIDR": cidrs[0], "podCIDRs": cidrs},
+                    "spec": {"podCIDR": cidrs[0], "podCIDRs": cidrs,
+                             **({"providerID": f"kind://docker/{self.cfg.name}/{name}"} if self.cfg.node_provider == "kind" else {})},
                     "status": {
                         "addresses": [
                             *([{"type": "InternalIP", "address": f"172.18.0.{i + 2}"}] if self.has_ipv4 else []),

@@ -311,7 +311,7 @@ class LbState:
 
     def _topology(self, spec: dict, bes: list[FakeBackend], node: str) -> list[FakeBackend]:
         """Under enable-service-topology, the backends this node's agent selects for the Service's trafficDistribution
-        (datapath.topology_backends; a PreferClose backend's hint is its node's zone: SRC_PREFER_CLOSE)."""
+        (datapath.topology_backends, PreferSameNode from 1.20; a PreferClose backend's hint is its node's zone: SRC_PREFER_CLOSE)."""
         c, faults = self.cluster, self.cluster.cfg.faults
         dist = spec.get("trafficDistribution")
         if not c.cfg.service_topology or not dist or faults.topology_ignored or (faults.zone_hints_ignored and dist != "PreferSameNode"):
@@ -320,7 +320,7 @@ class LbState:
         hinted = [Hinted(b, b.node, (z,) if dist == "PreferClose" and (z := c.zone_of(b.node)) else ()) for b in bes]
         if faults.same_node_no_fallback and dist == "PreferSameNode" and not any(h.node == node for h in hinted):
             return []
-        return [h.be for h in topology_backends(dist, hinted, node, c.zone_of(node))]
+        return [h.be for h in topology_backends(dist, hinted, node, c.zone_of(node), c.cfg.cilium_version)]
 
     def capacity(self) -> int:
         cfg = self.cluster.cfg

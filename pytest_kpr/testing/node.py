@@ -31,6 +31,11 @@ FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testi
     Fault("affinity_rev_nat_host_order", "affinity",
           doc="the node's affinity map keys the entry by the service's rev NAT ID in the host's byte order (Cilium copies the "
               "service entry's index, stored in network order: datapath.SRC_REV_NAT_ORDER)"),
+    Fault("endpoint_program_missing", "socket LB",
+          doc="no BPF program on any pod's host-side device: bpftool shows nothing for it and tc no filter"),
+    Fault("netkit_attached_as_tcx", "socket LB",
+          doc="on a netkit node the pod's program shows as tcx/ingress, as on a veth (Cilium attaches it as the netkit peer's: "
+              "datapath.SRC_NETKIT_ATTACH)"),
     Fault("nodeport_listener", "NodePort", "a process listens on every NodePort in the nodes' host namespace"),
     Fault("ipvs_services", "kube-proxy", "every node has IPVS virtual services (kube-proxy's IPVS mode or its leftovers)"),
     Fault("hostport_portmap", "hostPort", "the CNI portmap plugin's iptables DNAT rules serve the hostPort instead of BPF"),
@@ -325,8 +330,14 @@ class FakeNodeTools:
         if dev is not None and not eps:
             return 255, "", f"Error: invalid devname {dev}\n"
         lines = ["xdp:", "", "tc:"]
+        cfg = self.cluster.cfg
+        netkit = cfg.datapath_mode.startswith("netkit") and not cfg.faults.netkit_attached_as_tcx
         for e in eps:
-            if self.cluster.cfg.attach_mode == "tcx":
+            if cfg.faults.endpoint_program_missing:
+                continue
+            if netkit:  # the peer's xmit program, attached through the host-side device (datapath.SRC_NETKIT_ATTACH)
+                lines.append(f"{e['ifname']}({e['ifindex']}) netkit/peer cil_from_container prog_id {1000 + e['id']} link_id {e['id']} ")
+            elif cfg.attach_mode == "tcx" or cfg.datapath_mode.startswith("netkit"):
                 lines.append(f"{e['ifname']}({e['ifindex']}) tcx/ingress cil_from_container prog_id {1000 + e['id']} link_id {e['id']} ")
             else:
                 lines.append(f"{e['ifname']}({e['ifindex']}) clsact/ingress cil_from_container-{e['ifname']} id {1000 + e['id']}")
@@ -358,8 +369,9 @@ class FakeNodeTools:
         eps = [e for e in self.cluster.endpoints_on(node) if e["ifname"] == dev]
         if not eps:
             return 1, "", f'Cannot find device "{dev}"\n'
-        if self.cluster.cfg.attach_mode == "tcx" or direction != "ingress":
-            return 0, "", ""  # tcx attachments are invisible to tc
+        cfg = self.cluster.cfg
+        if cfg.attach_mode == "tcx" or cfg.datapath_mode.startswith("netkit") or direction != "ingress" or cfg.faults.endpoint_program_missing:
+            return 0, "", ""  # tcx and netkit attachments are invisible to tc
         e = eps[0]
         return 0, (
             "filter protocol all pref 1 bpf chain 0 \n"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..parse.addr import family_of
 from ..rules.workloads import server_families
 from ..rules.datapath import (DROP_NOT_IN_SRC_RANGE, EPERM_REGRESSION, ICMP6_PORT_UNREACHABLE, NODEPORT_WILDCARD, SRC_RANGES_POLICY, Plane,
-                              coverage_name, no_backend, plane_for, source_range_allows)
+                              coverage_name, no_backend, plane_for, source_range_allows, xdp_forward_dropped)
 from ..core.versions import kernel_tuple
 from ..core.versions import Version, in_range
 from . import maglev
@@ -191,6 +191,9 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
         return Outcome("timeout", rule.plane, frontend=kind)
     if backends:
         be = _select(c, handler, fe, backends, client, port, flow, source)
+        if client == "outside" and be.node != handler and xdp_forward_dropped(c.cfg.acceleration, c.cfg.node_provider == "kind"):
+            # datapath.SRC_XDP_KIND: forwarded with XDP_TX through the kind node's veth, dropped at its host end
+            return Outcome("timeout", rule.plane, frontend=kind)
         if not backend_listens(c, be, family):  # the backend's kernel refuses: nothing listens on that family
             # (an unconnected UDP socket is not told of the ICMP port unreachable: its recvfrom() waits)
             return Outcome("timeout" if access == "sendmsg" else "refused", rule.plane, None if access == "sendmsg" else "ECONNREFUSED",

@@ -56,4 +56,11 @@ ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
       "rewritten at connect()*",
       "*no backend (pod connect() to ClusterIP [[]fd00:10:96::*]:80; socket plane, ServiceNoBackendResponse=reject): connect() gave "
       "refused (ECONNREFUSED)*"]),
+    ("endpoint-program-missing", ("socket_lb",), "faults=Faults(endpoint_program_missing=True)",
+     {SL + "test_holder_endpoint_runs_cilium_program_on_its_host_veth"},
+     ["*socket LB: lxc* runs None, not cil_from_container*attach mode tcx expects tcx/ingress on lxc*, found None*"]),
+    # the netkit profile: the pod's program is the netkit peer's (datapath.SRC_NETKIT_ATTACH), not a tcx ingress one
+    ("netkit-attached-as-tcx", ("socket_lb",), "datapath_mode='netkit', routing_mode='Native', faults=Faults(netkit_attached_as_tcx=True)",
+     {SL + "test_holder_endpoint_runs_cilium_program_on_its_host_veth"},
+     ["*socket LB: datapath mode netkit expects netkit/peer on lxc*, found tcx/ingress*"]),
 ]

@@ -63,10 +63,18 @@ def test_backend_peer_judgement(peers: list[str], ok: bool) -> None:
         ({"tc_filter_lines": 1}, "tcx", ["tc shows 1 filter lines with tcx attachment (expected none)"]),
         ({"attach": "clsact/ingress", "tc_filter_lines": 0}, "tc", ["tc shows 0 filter lines with tc attachment (expected at least one)"]),
         ({"policy_map": None}, "tcx", ["no per-endpoint policy map for endpoint 101"]),
+        # a netkit device carries cil_from_container as the peer's xmit program (rules.datapath.SRC_NETKIT_ATTACH), tcx or not
+        ({"attach": "netkit/peer"}, "tcx/netkit", []),
+        ({"attach": "netkit/peer"}, "tc/netkit-l2", []),
+        ({"attach": "tcx/ingress"}, "tcx/netkit", ["datapath mode netkit expects netkit/peer on lxc1, found tcx/ingress"]),
+        ({"attach": None, "program": None}, "tcx/netkit", ["runs None, not cil_from_container", "expects netkit/peer on lxc1, found None"]),
+        ({"attach": "netkit/peer", "tc_filter_lines": 1}, "tcx/netkit", ["tc shows 1 filter lines with netkit attachment (expected none)"]),
+        ({"attach": "netkit/peer"}, "tcx", ["attach mode tcx expects tcx/ingress on lxc1, found netkit/peer"]),
     ],
 )
 def test_program_judgement(change: dict, mode: str, words: list[str]) -> None:
-    problems = program_problems({**PROG, **change}, mode)
+    attach_mode, _, datapath_mode = mode.partition("/")
+    problems = program_problems({**PROG, **change}, attach_mode, datapath_mode)
     assert len(problems) == len(words) and all(w in p for w, p in zip(words, problems, strict=True)), problems
 
 

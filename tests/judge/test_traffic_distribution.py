@@ -78,3 +78,18 @@ A1, A2, B1 = B("a1", "w1", ("zone-a",)), B("a2", "cp", ("zone-a",)), B("b1", "w2
 ])
 def test_the_topology_selection_rule(dist: str | None, node: str, zone: str | None, want: list[str]) -> None:
     assert [b.name for b in topology_backends(dist, [A1, A2, B1], node, zone)] == want
+
+
+@pytest.mark.parametrize(("dist", "version", "want"), [
+    ("PreferSameNode", "1.18.14", ["a1", "a2", "b1"]),  # not topology-aware before 1.20 (SRC_PREFER_SAME_SINCE): all
+    ("PreferSameNode", "1.19.8", ["a1", "a2", "b1"]),
+    ("PreferSameNode", "1.20.0-pre.1", ["a1"]),
+    ("PreferSameNode", "1.20.5", ["a1"]),
+    ("PreferSameNode", "", ["a1"]),  # an unknown version: the newest
+    ("PreferSameZone", "1.19.8", ["a1", "a2", "b1"]),  # the alias came with the same PR
+    ("PreferSameZone", "1.20.5", ["a1", "a2"]),
+    ("PreferClose", "1.18.14", ["a1", "a2"]),  # PreferClose is honoured on every minor the suites run
+    ("PreferClose", "1.19.8", ["a1", "a2"]),
+])
+def test_prefer_same_node_and_zone_are_honoured_from_1_20(dist: str, version: str, want: list[str]) -> None:
+    assert [b.name for b in topology_backends(dist, [A1, A2, B1], "w1", "zone-a", version)] == want

@@ -69,7 +69,7 @@ def test_header_prints_cluster_facts_and_cluster_json_is_written(pytester: pytes
         [
             "kpr cluster: fake (fake, created by this run), Kubernetes v1.34.0, 3 nodes, kernel 6.8.0-49-generic",
             "kpr cilium: 1.17.6 (cilium-dbg), KubeProxyReplacement True, socket LB Full, NodePort SNAT, routing Tunnel, attach tcx, IPv4, ServiceNoBackendResponse drop",
-            "kpr features: external-ips, host-port, kpr, nodeport, session-affinity, socket-lb, socket-lb-pods, tcx",
+            "kpr features: cross-node-forward, external-ips, host-port, kpr, nodeport, session-affinity, socket-lb, socket-lb-pods, tcx",
             "kpr nodes: fake-control-plane 172.18.0.2, fake-worker 172.18.0.3, fake-worker2 172.18.0.4",
         ]
     )

@@ -424,3 +424,24 @@ def test_the_agents_address_families_are_read_from_their_resolved_config(files: 
     from pytest_kpr.rules.datapath import ip_families
 
     assert ip_families(files) == families
+
+
+@pytest.mark.parametrize(("acceleration", "kind_nodes", "dropped"), [
+    ("Native", True, True), ("Best-Effort", True, True),  # XDP_TX through a kind node's veth (SRC_XDP_KIND)
+    ("Native", False, False),  # a node with a real device: nothing more is needed
+    ("Disabled", True, False), ("", True, False),  # no XDP: bpf_host forwards through the stack
+])
+def test_an_xdp_forward_to_another_node_is_dropped_only_on_kind(acceleration: str, kind_nodes: bool, dropped: bool) -> None:
+    from pytest_kpr.rules.datapath import xdp_forward_dropped
+
+    assert xdp_forward_dropped(acceleration, kind_nodes) is dropped
+
+
+@pytest.mark.parametrize(("attach_mode", "datapath_mode", "where"), [
+    ("tcx", "veth", ("tcx/ingress", False)), ("tc", "veth", ("clsact/ingress", True)), ("tc", "", ("clsact/ingress", True)),
+    ("tcx", "netkit", ("netkit/peer", False)), ("tc", "netkit", ("netkit/peer", False)), ("tcx", "netkit-l2", ("netkit/peer", False)),
+])
+def test_the_endpoint_program_is_where_the_device_type_puts_it(attach_mode: str, datapath_mode: str, where: tuple) -> None:
+    from pytest_kpr.rules.datapath import endpoint_attachment
+
+    assert endpoint_attachment(attach_mode, datapath_mode) == where

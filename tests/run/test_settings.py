@@ -64,6 +64,24 @@ def test_requires_marker_validation() -> None:
         parse_requires((), {"cilium": "new"})
 
 
+@pytest.mark.parametrize(("features", "kind_nodes", "acceleration", "reason"), [
+    (frozenset(), True, "Native", "requires feature cross-node-forward, which is disabled on this cluster: on kind with NodePort XDP "
+                                  "acceleration (Native) a node forwards such a request with XDP_TX through its veth"),
+    (frozenset(), False, "Disabled", "requires feature cross-node-forward, which is disabled on this cluster"),  # nothing more to say
+    (frozenset({"cross-node-forward"}), True, "Native", None),
+])
+def test_a_missing_feature_says_why_when_the_facts_can(features: frozenset, kind_nodes: bool, acceleration: str, reason: str | None) -> None:
+    from pytest_kpr.cluster.facts import ClusterFacts, Feature
+
+    facts = ClusterFacts("c", "kind", True, "v1.34.0", "1.20.5", "cilium-dbg", True, "Full", "SNAT", "Random", "tcx", "reject",
+                         features=frozenset(Feature(f) for f in features), xdp_acceleration=acceleration, kind_nodes=kind_nodes)
+    got = parse_requires(("cross-node-forward",), {}).unmet(facts)
+    if reason is None or not kind_nodes:
+        assert got == reason
+    else:
+        assert got is not None and got.startswith(reason), got
+
+
 @pytest.mark.parametrize(("cli", "ini", "where"), [({"cilium_version": "1.17.18"}, {}, "--kpr-cilium-version"),
                                                    ({}, {"kpr_cilium_version": "1.16.19"}, "ini key kpr_cilium_version")])
 def test_a_cilium_version_below_the_oldest_supported_minor_is_refused(cli: dict, ini: dict, where: str) -> None:
