@@ -6,8 +6,8 @@ The suite's own LB-IPAM pool (a block per family the run tests, selecting the su
 Services their VIPs: ``ns-lb`` (two backends, ``ns-web``) and ``ns-local`` (externalTrafficPolicy Local, one backend pod
 on a node other than the client node). ``ns-eip`` is a ClusterIP Service with an externalIPs address of each family from
 outside the pool. The runner reaches each address through one node at a time, by a route through that node, as Cilium's
-own LB test on kind does (rules.datapath.SRC_VIA_NODE; not L2 announcements, which have no IPv6 and no
-externalTrafficPolicy Local: SRC_L2_LIMITS); each request's backend is the pod that logged its token. The VIP's health
+own LB test on kind does (rules.datapath.SRC_VIA_NODE; not L2 announcements, which are incompatible with
+externalTrafficPolicy Local and have IPv6 only from 1.19: SRC_L2_LIMITS); each request's backend is the pod that logged its token. The VIP's health
 frontend needs the agents' enable-health-check-loadbalancer-ip (Helm nodePort.enableHealthCheckLoadBalancerIP, which the
 kind values set; off by default: SRC_HEALTH_LB_IP): off, that test is skipped with the reason.
 

@@ -1,10 +1,14 @@
 """loadBalancerSourceRanges: from outside, a VIP serves a source in its ranges and drops one outside them, counted as
 ``Denied by LB src range check`` in the agent's BPF metrics; with the annotation ``service.cilium.io/src-ranges-policy:
-deny`` the ranges are a deny list, the reverse; from inside the cluster the field is ignored.
+deny`` the ranges are a deny list, the reverse; from inside the cluster the field is ignored. On the Service's other
+frontends (rules.datapath.SRC_SOURCE_RANGES_TYPES): its externalIPs addresses are checked like the VIP from Cilium 1.20
+(PR #44747), its NodePort only with ``bpf-lb-source-range-all-types`` (read back from the agent); where a release's
+behaviour is not known (externalIPs before 1.20, a NodePort on 1.18: issue #42334) the request is recorded, not judged.
 
 Four LoadBalancer Services over two backends (``sr-web``), their VIPs from the suite's own LB-IPAM pool (scenarios.vips):
 ``sr-allow-in`` (ranges: the runner's own address), ``sr-allow-out`` (ranges the runner is not in: the documentation
-blocks 192.0.2.0/24 and 2001:db8::/64), ``sr-deny-in`` and ``sr-deny-out`` (the same ranges, with the deny annotation).
+blocks 192.0.2.0/24 and 2001:db8::/64; it also has an externalIPs address per family, asked like its NodePort),
+``sr-deny-in`` and ``sr-deny-out`` (the same ranges, with the deny annotation).
 The runner sends one HTTP request to each VIP through the client node (a route through it: SRC_VIA_NODE), and the node's
 ``bpf metrics list`` is read before and after each. The check is made where a packet from outside arrives, in nodeport_lb4
 (rules.datapath.SRC_SOURCE_RANGES, SRC_SOURCE_RANGES_DENY); a pod's connection to ``sr-allow-out``'s VIP is served
@@ -21,17 +25,17 @@ from typing import Iterator
 
 import pytest
 
-from pytest_kpr.suite import (ClusterHandle, Evidence, family_file, holds, hp, KprSession, L3n4, Lab, no_outside_view, OWNER_LABEL,
+from pytest_kpr.suite import (ClusterFacts, ClusterHandle, Evidence, family_file, holds, hp, KprSession, L3n4, Lab, no_outside_view, OWNER_LABEL,
                               OWNER_VALUE, RUN_LABEL)
 from pytest_kpr.judge.source_ranges import drop_reason_problems, inside_problems, range_problems
 from pytest_kpr.model.source_ranges import RangeCase, SourceRangesObservation
-from pytest_kpr.rules.datapath import SRC_RANGES_POLICY
+from pytest_kpr.rules.datapath import SOURCE_RANGE_ALL_TYPES_FILE, SRC_RANGES_POLICY, source_ranges_checked
 from pytest_kpr.scenarios.vips import Blocks, Vips, drops_during, request
 
 pytestmark = [
     pytest.mark.kpr(property="source ranges", evidence="source-ranges.json", plane=["per-packet", "socket"],
                     sources=["SRC_SOURCE_RANGES", "SRC_SOURCE_RANGES_DENY", "SRC_SOURCE_RANGES_INSIDE", "SRC_DROP_SRC_RANGE",
-                             "SRC_VIA_NODE"]),
+                             "SRC_SOURCE_RANGES_TYPES", "SRC_VIA_NODE"]),
     pytest.mark.kpr_requires("nodeport"),
 ]
 BLOCKS = Blocks(("198.18.22.10", "198.18.22.19"), ("2001:2::16:10", "2001:2::16:19"), "198.18.22.30", "2001:2::16:30")
@@ -39,6 +43,8 @@ BLOCKS = Blocks(("198.18.22.10", "198.18.22.19"), ("2001:2::16:10", "2001:2::16:
 ELSEWHERE = ("192.0.2.0/24", "2001:db8::/64")
 #: Service -> (its ranges hold the runner, deny list)
 CASES = {"sr-allow-in": (True, False), "sr-allow-out": (False, False), "sr-deny-in": (True, True), "sr-deny-out": (False, True)}
+#: the Service whose NodePort and externalIPs frontends are asked too (its allow list holds no runner)
+OTHER_FRONTENDS = "sr-allow-out"
 TIMEOUT = 3.0
 
 
@@ -62,13 +68,18 @@ def sr_workloads(lab: Lab, probe: Lab, kpr_session: KprSession, runner: dict[str
     vips.create_pool()
     lab.create_deployment("sr-web", 2)
     mine = [f"{a}/{128 if ':' in a else 32}" for a in runner.values()] or ["192.0.2.1/32"]
+    # the ranges on the Service's other frontends: sr-allow-out also answers on an externalIPs address of each family (outside
+    # the pool) and, like every LoadBalancer Service, on its NodePort (SRC_SOURCE_RANGES_TYPES)
+    spares = [BLOCKS.spare(f) for f in lab.ip_families if f in ("IPv4", "IPv6")]
     for name, (holds_runner, deny) in CASES.items():
         ranges = mine if holds_runner else list(ELSEWHERE)
 
-        def tweak(svc: dict, ranges: list[str] = ranges, deny: bool = deny) -> None:
+        def tweak(svc: dict, name: str = name, ranges: list[str] = ranges, deny: bool = deny) -> None:
             svc["spec"]["loadBalancerSourceRanges"] = ranges
             if deny:
                 svc["metadata"].setdefault("annotations", {})[SRC_RANGES_POLICY] = "deny"
+            if name == OTHER_FRONTENDS:
+                svc["spec"]["externalIPs"] = spares
 
         lab.create_service(name, {"app": "sr-web"}, "LoadBalancer", tweak=tweak)
     lab.wait_ready_endpoints("sr-allow-in", 2)
@@ -77,7 +88,7 @@ def sr_workloads(lab: Lab, probe: Lab, kpr_session: KprSession, runner: dict[str
 
 @pytest.fixture(scope="module")
 def seen(sr_workloads: Vips, family_lab: Lab, evidence: Evidence, kpr_property: str, kpr_family: str, kpr_cluster: ClusterHandle,
-         runner: dict[str, str]) -> SourceRangesObservation:
+         runner: dict[str, str], kpr_facts: ClusterFacts) -> SourceRangesObservation:
     lab, node = family_lab, family_lab.client_node
     vips = {name: sr_workloads.vip(lab, name) for name in CASES}
     for i, (name, vip) in enumerate(vips.items()):
@@ -87,29 +98,43 @@ def seen(sr_workloads: Vips, family_lab: Lab, evidence: Evidence, kpr_property: 
     outside, client = kpr_cluster.outside, runner.get(kpr_family, "")
     no_view = None if outside is not None and client else f"the runner has no route to {node} over {kpr_family}"
     cases: list[RangeCase] = []
+    other = lab.kube.get("Service", OTHER_FRONTENDS, lab.ns) or {}
+    eip = BLOCKS.spare(kpr_family)
+    node_port = int(other["spec"]["ports"][0]["nodePort"])
+    all_types = lab.agent(node).config_file(SOURCE_RANGE_ALL_TYPES_FILE) == "true"
     if no_view is None:
         assert outside is not None
-        with outside.via(lab.node_ip(node), list(vips.values())) as why:
+        with outside.via(lab.node_ip(node), [*vips.values(), eip]) as why:
             no_view = why
-            for name, vip in vips.items() if why is None else []:
+            asks = [(name, "LoadBalancer", vip, 80) for name, vip in vips.items()]
+            asks += [(OTHER_FRONTENDS, "NodePort", lab.node_ip(node), node_port), (OTHER_FRONTENDS, "ExternalIP", eip, 80)]
+            for name, frontend, ip, port in asks if why is None else []:
                 svc = lab.kube.get("Service", name, lab.ns) or {}
                 ranges = tuple(svc["spec"].get("loadBalancerSourceRanges") or ())
                 deny = ((svc["metadata"].get("annotations") or {}).get(SRC_RANGES_POLICY) or "").lower() == "deny"
-                r, drops = drops_during(lab, node, lambda vip=vip: request(lab, outside, vip, 80, node, pods, TIMEOUT))
-                cases.append(RangeCase(name, ranges, deny, r, drops))
+                r, drops = drops_during(lab, node, lambda ip=ip, port=port: request(lab, outside, ip, port, node, pods, TIMEOUT))
+                cases.append(RangeCase(name, ranges, deny, r, drops, frontend,
+                                       source_ranges_checked(frontend, kpr_facts.cilium_version, all_types)))
     obs = SourceRangesObservation(kpr_family, client, node, tuple(cases), "sr-allow-out", str(getattr(inside, "value", inside)), no_view)
     evidence.write(family_file("source-ranges.json", kpr_family), {**obs.to_json(), "problems": {
         "inside": inside_problems(obs.inside, obs.inside_service),
-        **{c.service: range_problems(c, client) + drop_reason_problems(c, client) for c in obs.cases}}})
+        **{f"{c.service}{'' if c.frontend == 'LoadBalancer' else ' ' + c.frontend}":
+           range_problems(c, client) + drop_reason_problems(c, client) if c.checked is not None else ["not judged on this release"]
+           for c in obs.cases}}})
     evidence.figure(kpr_property, f"no outside view: {no_view}" if no_view else
-                    "; ".join(f"{c.service} {'served' if c.served else 'dropped'}" for c in obs.cases), kpr_family)
+                    "; ".join(f"{c.service}{'' if c.frontend == 'LoadBalancer' else ' ' + c.frontend} {'served' if c.served else 'dropped'}"
+                              for c in obs.cases), kpr_family)
     return obs
 
 
-def _case(seen: SourceRangesObservation, service: str) -> RangeCase:
+def _case(seen: SourceRangesObservation, service: str, frontend: str = "LoadBalancer") -> RangeCase:
     if seen.no_view:
         no_outside_view(seen.no_view)
-    return seen.case(service)
+    case = seen.case(service, frontend)
+    if case.checked is None:
+        pytest.skip(f"recorded, not judged: whether this release checks a LoadBalancer Service's ranges on its {frontend} frontend is "
+                    f"not known (rules.datapath.SRC_SOURCE_RANGES_TYPES; source-ranges.json has what happened)")
+    return case
 
 
 @pytest.mark.kpr_requires("cross-node-forward")  # skipped where a node cannot forward an outside request (SRC_XDP_KIND)
@@ -141,6 +166,23 @@ def test_with_the_deny_annotation_a_source_in_the_ranges_is_dropped(seen: Source
 def test_with_the_deny_annotation_a_source_outside_the_ranges_is_served(seen: SourceRangesObservation) -> None:
     case = _case(seen, "sr-deny-out")
     holds(range_problems(case, seen.client), "source ranges (deny list, the client outside it)")
+
+
+@pytest.mark.kpr_requires("cross-node-forward")  # skipped where a node cannot forward an outside request (SRC_XDP_KIND)
+def test_the_nodeport_answers_as_the_source_range_setting_says(seen: SourceRangesObservation) -> None:
+    """A LoadBalancer Service's NodePort is no frontend of its ranges by default: a source outside them is served there; with
+    bpf-lb-source-range-all-types it is checked like the VIP (SRC_SOURCE_RANGES_TYPES)."""
+    case = _case(seen, OTHER_FRONTENDS, "NodePort")
+    holds(range_problems(case, seen.client) + (drop_reason_problems(case, seen.client) if case.checked else []),
+          "source ranges (the Service's NodePort)")
+
+
+@pytest.mark.kpr_requires("cross-node-forward")  # skipped where a node cannot forward an outside request (SRC_XDP_KIND)
+def test_the_ranges_hold_on_the_services_external_ips(seen: SourceRangesObservation) -> None:
+    """From 1.20 an externalIPs address of a LoadBalancer Service is checked like its VIP (PR #44747): a source outside the
+    ranges is dropped there, and counted as the source-range check's drop."""
+    case = _case(seen, OTHER_FRONTENDS, "ExternalIP")
+    holds(range_problems(case, seen.client) + drop_reason_problems(case, seen.client), "source ranges (the Service's externalIPs)")
 
 
 def test_in_cluster_access_ignores_the_ranges(seen: SourceRangesObservation) -> None:

@@ -173,6 +173,17 @@ def test_an_unsupported_upgrade_is_refused_before_anything_changes(pytester: pyt
     assert not (pytester.path / "artifacts" / "fake" / "upgrade.json").exists()
 
 
+def test_a_removal_only_its_deprecation_shows_is_told_and_the_upgrade_goes_on(pytester: pytest.Pytester) -> None:
+    """clusters/removed-options.yaml kind: notice (cilium/cilium#42576: the clustermesh TLS cert/key values): the run says
+    so and upgrades; upgrade.json keeps the notice. A notice never fails a healthy upgrade."""
+    values = "values={'clustermesh': {'apiserver': {'tls': {'server': {'cert': 'LS0t', 'extraDnsNames': ['m.example']}}}}}"
+    result = run(pytester, "", values)
+    result.assert_outcomes(passed=5, skipped=5)  # the downgrade's verdicts: no --kpr-downgrade
+    result.stdout.fnmatch_lines(["*notice: the Helm values set clustermesh.apiserver.tls.server.cert; removed in Cilium 1.20 per "
+                                 "cilium/cilium#42576*"])
+    assert [n.split(";")[0] for n in upgrade_json(pytester)["notices"]] == ["the Helm values set clustermesh.apiserver.tls.server.cert"]
+
+
 def test_upgrading_a_cluster_the_run_did_not_create_needs_allow_disruptive(pytester: pytest.Pytester) -> None:
     shutil.copytree(SUITES, pytester.path / "suites")
     pytester.makeconftest(textwrap.dedent(CONFTEST.format(config="", provider="created=False")))

@@ -106,6 +106,8 @@ UPGRADE_SCHEMA: dict[str, Any] = {
         "max_gap_s": {"type": "number", "description": "--kpr-upgrade-max-gap: pytest-kpr's policy, not a bound Cilium promises"},
         "max_gap_policy": _STR,
         "planes": {"type": "object", "description": "flow -> the plane the sourced rules say it takes", "additionalProperties": _OPT_STR},
+        "notices": {**_STRS, "description": "options the saved values set that the target minor no longer reads, where only their "
+                                             "deprecation is cited (clusters/removed-options.yaml kind: notice): told, not refused"},
         "transitions": {"type": "array", "items": {
             "type": "object", "required": ["kind", "from", "to", "flows", "diff", "before", "after", "summary"],
             "properties": {

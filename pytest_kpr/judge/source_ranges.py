@@ -10,14 +10,24 @@ from ..rules.datapath import DROP_NOT_IN_SRC_RANGE, source_range_allows
 
 
 def _kind(case: RangeCase) -> str:
-    return f"{'deny' if case.deny else 'allow'} list {', '.join(case.ranges)}"
+    where = "" if case.frontend == "LoadBalancer" else f"{case.frontend} {case.request.target}, "
+    return f"{where}{'deny' if case.deny else 'allow'} list {', '.join(case.ranges)}"
+
+
+def _allowed(case: RangeCase, client: str) -> bool:
+    """Whether the request from ``client`` may pass: the ranges decide where they are checked (case.checked)."""
+    return source_range_allows(client, list(case.ranges), case.deny) if case.checked else True
 
 
 def range_problems(case: RangeCase, client: str) -> list[str]:
     """The request from ``client`` is served exactly when the ranges let it through (datapath.source_range_allows:
-    SRC_SOURCE_RANGES, SRC_SOURCE_RANGES_DENY)."""
-    allowed = source_range_allows(client, list(case.ranges), case.deny)
+    SRC_SOURCE_RANGES, SRC_SOURCE_RANGES_DENY) on a frontend where they are checked, and always on one where they are not
+    (SRC_SOURCE_RANGES_TYPES: a NodePort without bpf-lb-source-range-all-types)."""
+    allowed = _allowed(case, client)
     r = case.request
+    if not case.checked and not case.served:
+        return [f"{case.service} ({_kind(case)}): the ranges are not checked on a {case.frontend} frontend here, yet {r.target} "
+                f"through {r.via} gave {r.answer()}"]
     if allowed and not case.served:
         return [f"{case.service} ({_kind(case)}): {client} may pass, yet {r.target} through {r.via} gave {r.answer()}"]
     if not allowed and case.served:
@@ -29,7 +39,7 @@ def range_problems(case: RangeCase, client: str) -> list[str]:
 def drop_reason_problems(case: RangeCase, client: str) -> list[str]:
     """A request the ranges refuse is dropped, and the node's agent counts it as ``Denied by LB src range check``
     (SRC_DROP_SRC_RANGE); a request they let through counts no such drop."""
-    allowed = source_range_allows(client, list(case.ranges), case.deny)
+    allowed = _allowed(case, client)
     counted = [d for d in case.drops if d.startswith(DROP_NOT_IN_SRC_RANGE + " ")]
     if not allowed and case.served:
         return [f"{case.service} ({_kind(case)}): {client} was served, nothing was dropped"]

@@ -21,3 +21,5 @@ class HairpinObservation:
     expected_source: str  # the rule's address (datapath.hairpin_source)
     why: str  # the rule, in words
     source: str  # the rule's citation
+    #: why this cluster's answer is not judged ("" when it is: datapath.hairpin_unjudged)
+    unjudged: str = ""

@@ -17,6 +17,11 @@ class RangeCase:
     deny: bool  # service.cilium.io/src-ranges-policy: deny
     request: OutsideHttp
     drops: tuple[str, ...]  # the drop reasons that rose on the node meanwhile, "reason xN (direction, file:line)"
+    #: the Service's frontend the request went to: its VIP (LoadBalancer), a node's NodePort, or an externalIPs address
+    frontend: str = "LoadBalancer"
+    #: whether the ranges are checked on that frontend on this cluster (rules.datapath.source_ranges_checked; None: the
+    #: release's behaviour is not known, so the case is recorded, not judged)
+    checked: bool | None = True
 
     @property
     def served(self) -> bool:
@@ -33,8 +38,8 @@ class SourceRangesObservation:
     inside: str  # that connect()'s verdict
     no_view: str | None = None  # why the runner could not send from outside (then no case was observed)
 
-    def case(self, service: str) -> RangeCase:
-        return next(c for c in self.cases if c.service == service)
+    def case(self, service: str, frontend: str = "LoadBalancer") -> RangeCase:
+        return next(c for c in self.cases if c.service == service and c.frontend == frontend)
 
     def to_json(self) -> dict[str, Any]:
         """source-ranges.json."""

@@ -74,6 +74,8 @@ class UpgradeRecord:
     max_gap_policy: str
     planes: Mapping[str, str]
     transitions: tuple[RecordedTransition, ...]
+    #: removed options the values still set whose removal only a deprecation shows (scenarios.upgrade.preflight_notices)
+    notices: tuple[str, ...] = ()
 
     def of_kind(self, kind: str) -> Transition | None:
         """The upgrade's or the downgrade's verdicts (None: this run made no such transition)."""
@@ -85,4 +87,4 @@ class UpgradeRecord:
 
     def to_json(self) -> dict[str, Any]:
         return {"from": self.from_version, "to": self.to_version, "max_gap_s": self.max_gap_s, "max_gap_policy": self.max_gap_policy,
-                "planes": dict(self.planes), "transitions": [t.to_json() for t in self.transitions]}
+                "planes": dict(self.planes), "transitions": [t.to_json() for t in self.transitions], "notices": list(self.notices)}

@@ -195,6 +195,12 @@ class Agent:
         """``shell -- db/show health``: every module's health with its Error text (the conflict error lives here)."""
         return parse_db_health(self.run(*DB_HEALTH).stdout)
 
+    def config_file(self, path: str) -> str | None:
+        """One key of the agent's resolved configuration (``cat /tmp/cilium/config-map/<key>``), stripped; None when the
+        config map does not hold it (Cilium's default then applies)."""
+        r = self.exec(["cat", path])
+        return r.stdout.strip() if r.ok else None
+
     def read(self, *views: str) -> list[Any]:
         """Several views (names in :data:`VIEWS`) read in one exec (:meth:`run_many`), each parsed by its own
         parser, in the order asked. A command that failed raises :class:`CommandError` naming it."""

@@ -54,6 +54,9 @@ SRC_LXC_NODEPORT = ("cilium/cilium bpf/bpf_lxc.c@d7be9552 __per_packet_lb_svc_xl
                     "is_defined(ENABLE_NODEPORT));` finds a NodePort frontend on one of this node's addresses: "
                     "pkg/loadbalancer/healthserver/testdata/healthserver.txtar@035b1474 lists the node address's own entry "
                     "`SVC: ID=2 ADDR=1.1.1.1:30781/TCP ... FLAGS=NodePort+Local+InternalLocal` beside 0.0.0.0:30781; no other node's")
+SRC_OVERLAY_NODEPORT = ("cilium/cilium bpf/bpf_overlay.c@00155816 handle_ipv4 (cil_from_overlay, \"Attached to the ingress of "
+                        "cilium_vxlan/cilium_geneve to execute on packets entering the node via the tunnel\"): `#ifdef ENABLE_NODEPORT` "
+                        "... `int ret = nodeport_lb4(ctx, *identity, ext_err);`")
 SRC_HOST_NODEPORT = ("cilium/cilium bpf/bpf_host.c + bpf/lib/nodeport.h nodeport_lb4: traffic arriving on the native device "
                      "for a NodePort/LoadBalancer/ExternalIP frontend is load-balanced per packet (kubeproxy-free.rst, NodePort)")
 SRC_SKIP_XLATE = ("cilium/cilium bpf/bpf_sock.c sock4_skip_xlate (CVE-2020-8554 mitigation): an ExternalIP that is not a host "
@@ -154,8 +157,9 @@ PLANE_RULES: tuple[PlaneRule, ...] = (
     PlaneRule("pod", "connect", "NodePort", "Hostns-only", ANY, Plane.PER_PACKET,
               "the socket hook skips pod namespaces (-ENXIO); bpf_lxc's per-packet LB translates a NodePort on the local node's "
               "own addresses (each is a frontend in its service map), and a SYN to another node's address leaves the pod "
-              "untranslated and is load-balanced by that node's bpf_host",
-              SRC_SOCK_FWD + "; " + SRC_LXC_NODEPORT + "; " + SRC_HOST_NODEPORT),
+              "untranslated and is load-balanced where it enters that node: in tunnel routing it arrives tunnelled and "
+              "bpf_overlay runs the NodePort LB on cilium_vxlan/cilium_geneve, in native routing bpf_host on the native device",
+              SRC_SOCK_FWD + "; " + SRC_LXC_NODEPORT + "; " + SRC_OVERLAY_NODEPORT + "; " + SRC_HOST_NODEPORT),
     PlaneRule("outside", "raw", "NodePort", ANY, ANY, Plane.PER_PACKET,
               "a packet arriving on a node's native device for a NodePort is load-balanced by bpf_host", SRC_HOST_NODEPORT),
     PlaneRule("outside", "connect", "NodePort", ANY, ANY, Plane.PER_PACKET,
@@ -550,6 +554,28 @@ SRC_HAIRPIN_LOOPBACK = ("cilium/cilium bpf/bpf_lxc.c@d7be9552 __per_packet_lb_sv
 SRC_HAIRPIN_SOCKET = ("cilium/cilium bpf/bpf_sock.c@66382ef3 __sock4_xlate_fwd (SRC_SOCK_FWD): connect() is rewritten to the backend "
                       "it picks -- with the pod as its Service's only backend, the pod's own address: the connection is the pod to "
                       "itself, no NAT, so it sees its own address")
+SRC_HAIRPIN_LOOPBACK6 = ("cilium/cilium PR #39594 \"bpf: service loopback for ipv6\" (not in 1.18: PR #42497's review \"somehow "
+                         "assumed this made it into 1.18\"), whose fe80::1 neighbour discovery (issue #42460) #42497 fixed; cilium-cli "
+                         "connectivity/tests/service.go podToItselfViaService.Run (the index's copy that reads the loopback keys, commit "
+                         "not reported): `// Skip IPv6 for versions < 1.19.0`")
+#: the first minor whose per-packet plane NATs an IPv6 pod's packet to itself to the service loopback (SRC_HAIRPIN_LOOPBACK6)
+HAIRPIN6_PER_PACKET_FROM = (1, 19)
+
+
+def hairpin_unjudged(plane: "Plane", family: str, cilium_version: str = "") -> str:
+    """Why a pod reaching itself through its Service is not judged on this cluster ("" when it is): per packet over IPv6
+    before 1.19, which has no IPv6 service loopback (SRC_HAIRPIN_LOOPBACK6). An unknown version ("") is judged."""
+    if plane is not Plane.PER_PACKET or family != "IPv6" or not cilium_version:
+        return ""
+    from ..core.versions import Version
+
+    v = Version.parse(cilium_version)
+    if (v.major, v.minor) >= HAIRPIN6_PER_PACKET_FROM:
+        return ""
+    return (f"per packet over IPv6 a pod reaching itself needs the IPv6 service loopback, which Cilium has from 1.19 "
+            f"(cilium/cilium#39594, #42497; cilium-cli skips this check below 1.19.0); the cluster runs {cilium_version}")
+
+
 #: the agent's service loopback addresses as resolved into its config map (absent: the defaults, SRC_HAIRPIN_LOOPBACK)
 LOOPBACK_FILES = {"IPv4": "/tmp/cilium/config-map/ipv4-service-loopback-address", "IPv6": "/tmp/cilium/config-map/ipv6-service-loopback-address"}
 LOOPBACK_DEFAULT = {"IPv4": "169.254.42.1", "IPv6": "fe80::1"}
@@ -776,8 +802,9 @@ def xdp_forward_dropped(acceleration: str, kind_nodes: bool) -> bool:
     return kind_nodes and acceleration not in ("", "Disabled")
 
 
-SRC_L2_LIMITS = ("cilium/cilium Documentation/network/l2-announcements.rst@02674019 (Limitations): \"The feature currently does not "
-                 "support IPv6/NDP.\" and \"The feature is incompatible with the ``externalTrafficPolicy: Local`` on services\"")
+SRC_L2_LIMITS = ("cilium/cilium Documentation/network/l2-announcements.rst@02674019 (Limitations): \"The feature is incompatible "
+                 "with the ``externalTrafficPolicy: Local`` on services\"; its \"does not support IPv6/NDP\" holds for 1.18 only: PR "
+                 "#39648 \"Add L2 announcement IPv6 support\" (1.19; its commit \"docs/l2_announcements: remove IPv6 limitation\")")
 SRC_LBIPAM_FAMILIES = ("cilium/cilium Documentation/network/lb-ipam.rst@be62c427: \"If ``.spec.ipFamilyPolicy`` is set to "
                        "``PreferDualStack``, LB IPAM will attempt to allocate both an IPv4 and IPv6 address if both are enabled on the cluster.\"")
 SRC_LBIPAM_SELECTOR = ("cilium/cilium Documentation/network/lb-ipam.rst@be62c427: \"Any service with ``.spec.type=LoadBalancer`` can get "
@@ -805,6 +832,47 @@ SRC_DROP_SRC_RANGE = ("cilium/cilium pkg/monitor/api/drop.go@ed49278a: `177: \"D
 DROP_NOT_IN_SRC_RANGE = "Denied by LB src range check"
 #: the annotation that makes loadBalancerSourceRanges a deny list, and its value (SRC_SOURCE_RANGES_DENY)
 SRC_RANGES_POLICY = "service.cilium.io/src-ranges-policy"
+
+
+SRC_SOURCE_RANGES_TYPES = ("cilium/cilium pkg/loadbalancer/service.go (the index's newest copy, commit not reported) "
+                           "GetSourceRangesEnabled: `if lbSourceRangeAllTypes { return len(svc.SourceRanges) > 0 }` else `(svcType == "
+                           "SVCTypeLoadBalancer || svcType == SVCTypeExternalIPs)`; the ExternalIPs type from PR #44747 \"loadbalancer: "
+                           "enforce loadBalancerSourceRanges on ExternalIPs frontends\" (merged 2026-03, after 1.19.0; a backport not found), "
+                           "before it `&& svcType == SVCTypeLoadBalancer`; the flag in pkg/loadbalancer/tests/testdata/"
+                           "source-ranges-all.txtar@5e9eabb8 `#! --bpf-lb-source-range-all-types=true`; 1.18 dropped NodePort requests of "
+                           "such a Service from 1.18.2 on (issue #42334, affects/v1.18; the patch that fixed it not found)")
+#: the agent's bpf-lb-source-range-all-types as resolved into its config map (absent: false; SRC_SOURCE_RANGES_TYPES)
+SOURCE_RANGE_ALL_TYPES_FILE = "/tmp/cilium/config-map/bpf-lb-source-range-all-types"
+#: the first minor that checks an ExternalIPs frontend against its Service's ranges (PR #44747), and the first whose
+#: NodePort frontends are known to be left alone by default (#42334 affects 1.18)
+SOURCE_RANGES_EXTERNAL_IP_FROM = (1, 20)
+SOURCE_RANGES_NODEPORT_KNOWN_FROM = (1, 19)
+
+
+def source_ranges_checked(frontend: str, cilium_version: str = "", all_types: bool = False) -> bool | None:
+    """Whether a LoadBalancer Service's loadBalancerSourceRanges are checked on its ``frontend`` (LoadBalancer | NodePort
+    | ExternalIP) from outside (SRC_SOURCE_RANGES_TYPES): the VIP always; every type with bpf-lb-source-range-all-types;
+    else an ExternalIPs address from 1.20 and a NodePort never. None where the release's behaviour is not known (the
+    ExternalIPs check before 1.20, a NodePort on 1.18): not judged. An unknown version ("") is taken as the newest."""
+    if frontend == "LoadBalancer" or all_types:
+        return True
+    minor = (99, 0)
+    if cilium_version:
+        from ..core.versions import Version
+
+        v = Version.parse(cilium_version)
+        minor = (v.major, v.minor)
+    if frontend == "ExternalIP":
+        return True if minor >= SOURCE_RANGES_EXTERNAL_IP_FROM else None
+    if frontend == "NodePort":
+        return False if minor >= SOURCE_RANGES_NODEPORT_KNOWN_FROM else None
+    raise NoRule(f"no sourced rule for loadBalancerSourceRanges on a {frontend} frontend")
+
+
+def source_ranges_applied(frontend: str, cilium_version: str = "", all_types: bool = False) -> bool:
+    """What the fake's datapath does on ``frontend`` (source_ranges_checked), where the release's behaviour is not known
+    following the code before the change: an ExternalIPs address unchecked before 1.20, a NodePort unchecked."""
+    return bool(source_ranges_checked(frontend, cilium_version, all_types))
 
 
 def source_ranges(ranges: "list[str]") -> "list[ipaddress.IPv4Network | ipaddress.IPv6Network]":

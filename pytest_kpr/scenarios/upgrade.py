@@ -36,6 +36,9 @@ class RemovedOption:
     agent: tuple[str, ...]
     instead: str
     source: str
+    #: a notice, not a refusal: only the deprecation is cited (its removal's own commit was not found), so an upgrade
+    #: with the value set goes on, told of it (removed-options.yaml ``kind: notice``)
+    notice: bool = False
 
 
 def load_removed(path: Path) -> list[RemovedOption]:
@@ -49,9 +52,13 @@ def load_removed(path: Path) -> list[RemovedOption]:
         agent = y.sequence(r.get("agent"), f"{path}: removed[{i}].agent")
         if (helm is None) == (not agent) or (helm is not None and not isinstance(helm, str)):
             raise y.YamlFileError(f"{path}: removed[{i}]: give either helm (a value path) or agent (flags)")
+        kind = r.get("kind", "refusal")
+        if kind not in ("refusal", "notice"):
+            raise y.YamlFileError(f"{path}: removed[{i}].kind: refusal or notice, not {kind!r}")
         out.append(RemovedOption(_minor(y.version(r.get("since"), f"{path}: removed[{i}].since")), helm,
                                  tuple(str(v) for v in y.sequence(r.get("value"), f"{path}: removed[{i}].value")),
-                                 tuple(str(a) for a in agent), str(r.get("instead", "")), y.text(r.get("source"), f"{path}: removed[{i}].source")))
+                                 tuple(str(a) for a in agent), str(r.get("instead", "")), y.text(r.get("source"), f"{path}: removed[{i}].source"),
+                                 kind == "notice"))
     return out
 
 
@@ -74,18 +81,34 @@ def preflight_refusals(from_version: str, to_version: str, node_kernels: dict[st
     to = Version.parse(to_version)
     target = (to.major, to.minor)
     out += floor_problems(floors, target, node_kernels, report_unreadable=True)
+    return out + [line for r, line in _removed_in_values(to_version, values, removed) if not r.notice]
+
+
+def preflight_notices(to_version: str, values: dict[str, Any], removed: Sequence[RemovedOption]) -> list[str]:
+    """The removed options the values set whose removal only a deprecation and the next minor's values file show
+    (``notice``): told, one line each, never a reason to refuse a healthy upgrade."""
+    return [line for r, line in _removed_in_values(to_version, values, removed) if r.notice]
+
+
+def _removed_in_values(to_version: str, values: dict[str, Any], removed: Sequence[RemovedOption]) -> list[tuple[RemovedOption, str]]:
+    """Each option removed by ``to_version``'s minor (or before) that ``values`` still set, with its line."""
+    to = Version.parse(to_version)
+    target = (to.major, to.minor)
     extra = values.get("extraConfig") or {}
+    out: list[tuple[RemovedOption, str]] = []
     for r in removed:
         if r.since > target:
             continue
+        minor = f"{r.since[0]}.{r.since[1]}"
         if r.helm:
             present, value = _lookup(values, r.helm)
             if present and (not r.values or str(value).lower() in r.values):
                 shown = f"{r.helm}={value}" if r.values else r.helm
-                out.append(f"the Helm values set {shown}, which Cilium {r.since[0]}.{r.since[1]} removed; instead: {r.instead} ({r.source})")
+                out.append((r, f"the Helm values set {shown}; removed in Cilium {minor} per {r.source}; instead: {r.instead}" if r.notice
+                            else f"the Helm values set {shown}, which Cilium {minor} removed; instead: {r.instead} ({r.source})"))
         for flag in r.agent:
             if isinstance(extra, dict) and flag in extra:
-                out.append(f"the Helm values set extraConfig.{flag}, an agent option Cilium {r.since[0]}.{r.since[1]} removed; {r.instead} ({r.source})")
+                out.append((r, f"the Helm values set extraConfig.{flag}, an agent option Cilium {minor} removed; {r.instead} ({r.source})"))
     return out
 
 

@@ -40,6 +40,7 @@ from .upgrade import (
     id_problems,
     in_family,
     load_removed,
+    preflight_notices,
     preflight_refusals,
     regression_problems,
     summary_line,
@@ -71,12 +72,19 @@ class UpgradeRun:
 
     # -- before anything changes ------------------------------------------------------------------------
 
+    def _removed(self) -> list[Any]:
+        clusters = self.s.clusters_dir
+        return load_removed(clusters / "removed-options.yaml") if clusters else []
+
     def refusals(self, from_version: str, to_version: str) -> list[str]:
         clusters = self.s.clusters_dir
         floors = load_floors(clusters / "kernels.yaml") if clusters else []
-        removed = load_removed(clusters / "removed-options.yaml") if clusters else []
         kernels = {n.name: n.kernel for n in self.lab.facts.nodes}
-        return preflight_refusals(from_version, to_version, kernels, self.provider.helm_values(), floors, removed)
+        return preflight_refusals(from_version, to_version, kernels, self.provider.helm_values(), floors, self._removed())
+
+    def notices(self, to_version: str) -> list[str]:
+        """What the values set that ``to_version`` no longer reads, where only its deprecation is cited: told, not refused."""
+        return preflight_notices(to_version, self.provider.helm_values(), self._removed())
 
     # -- workloads -------------------------------------------------------------------------------------------
 
@@ -234,12 +242,16 @@ class UpgradeRun:
         refused = self.refusals(from_version, to_version)
         if refused:
             raise UpgradeRefused(refused)
+        notices = self.notices(to_version)
+        for line in notices:
+            self.lab.progress(f"notice: {line}")
         if not self.paths:
             self.deploy()
         transitions = [self.transition("upgrade", from_version, to_version)]
         if downgrade:
             transitions.append(self.transition("downgrade", to_version, from_version))
-        return UpgradeRecord(from_version, to_version, self.s.upgrade_max_gap, GAP_POLICY, dict(self.planes), tuple(transitions))
+        return UpgradeRecord(from_version, to_version, self.s.upgrade_max_gap, GAP_POLICY, dict(self.planes), tuple(transitions),
+                             tuple(notices))
 
 
 def require_upgradable(provider: Any) -> UpgradableProvider:

@@ -2,8 +2,8 @@
 runner routed through a chosen node.
 
 How the runner reaches a VIP on kind: a route through a node (``ip route add <VIP>/32 via <node>``), as Cilium's own LB test
-on kind does (rules.datapath.SRC_VIA_NODE) -- not L2 announcements, which answer ARP only, not IPv6 neighbour discovery,
-and are incompatible with externalTrafficPolicy Local (SRC_L2_LIMITS), the two things the suites check. Choosing the node
+on kind does (rules.datapath.SRC_VIA_NODE) -- not L2 announcements, which are incompatible with externalTrafficPolicy Local
+(SRC_L2_LIMITS), a thing the suites check, and answer IPv6 neighbour discovery only from 1.19. Choosing the node
 is what lets a suite ask each node in turn. The route is the outside view's (cluster.outside.LocalOutside.via): only over a
 specific route to the node, with CAP_NET_ADMIN, removed when the requests are done.
 

@@ -88,6 +88,9 @@ class FakeConfig:
     service_topology: bool = False
     #: the zone (topology.kubernetes.io/zone) of each node by its index (control plane first), as clusters/kind/*.yaml label them
     zones: tuple[str, ...] = ("zone-a", "zone-a", "zone-b")
+    #: bpf-lb-source-range-all-types as the agents resolve it (Cilium's default false: a LoadBalancer Service's ranges are
+    #: checked on its VIP and, from 1.20, its externalIPs only; datapath.SRC_SOURCE_RANGES_TYPES)
+    lb_source_range_all_types: bool = False
     #: enable-health-check-loadbalancer-ip as the agents resolve it (the kind values set Helm
     #: nodePort.enableHealthCheckLoadBalancerIP: true; Cilium's default is false: datapath.SRC_HEALTH_LB_IP)
     health_check_lb_ip: bool = True

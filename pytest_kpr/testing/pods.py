@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..rules.datapath import NoRule, Plane, backend_sees, coverage_name, hairpin_source, local_endpoint_count, plane_for
+from ..rules.datapath import (NoRule, Plane, backend_sees, coverage_name, hairpin_source, hairpin_unjudged, local_endpoint_count,
+                              plane_for)
 from ..rules.workloads import seen_by
 from .reach import ERRNO, Outcome, backend_listens, probe_result, reach
 from ..parse.addr import family_of, hp, split_host_port
@@ -212,7 +213,9 @@ class FakeWorkloads:
             return outcome
         family, faults = family_of(be.ip), self.c.cfg.faults
         plane = Plane.PER_PACKET if self.per_packet(family) else Plane.SOCKET
-        if plane is Plane.PER_PACKET and faults.hairpin_no_loopback_nat:  # fault: no NAT: a martian, dropped
+        if plane is Plane.PER_PACKET and (faults.hairpin_no_loopback_nat or hairpin_unjudged(plane, family, self.c.cfg.cilium_version)):
+            # no NAT: a martian, dropped -- the fault, or an IPv6 pod before 1.19, which has no IPv6 service loopback
+            # (datapath.SRC_HAIRPIN_LOOPBACK6)
             return Outcome("timeout", plane, frontend=outcome.frontend)
         seen = hairpin_source(plane, be.ip, family).sees
         if plane is Plane.SOCKET and faults.hairpin_socket_snat:  # fault: NATed although the socket hook connected it to itself

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from ..parse.addr import family_of
 from ..rules.workloads import server_families
 from ..rules.datapath import (DROP_NOT_IN_SRC_RANGE, EPERM_REGRESSION, ICMP6_PORT_UNREACHABLE, NODEPORT_WILDCARD, SRC_RANGES_POLICY, Plane,
-                              coverage_name, no_backend, plane_for, source_range_allows, xdp_forward_dropped)
+                              coverage_name, no_backend, plane_for, source_range_allows, source_ranges_applied,
+                              xdp_forward_dropped)
 from ..core.versions import kernel_tuple
 from ..core.versions import Version, in_range
 from . import maglev
@@ -66,6 +67,13 @@ FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testi
           doc="the annotation service.cilium.io/src-ranges-policy: deny is ignored: the ranges stay an allow list"),
     Fault("source_range_drop_uncounted", "source ranges",
           doc="a packet refused by the source-range check is dropped without counting \"Denied by LB src range check\" in the metrics"),
+    Fault("source_ranges_on_nodeport", "source ranges",
+          doc="a LoadBalancer Service's ranges are checked on its NodePort too, without bpf-lb-source-range-all-types (as 1.18.2+ "
+              "did: issue #42334)"),
+    Fault("source_ranges_skip_external_ip", "source ranges",
+          doc="a LoadBalancer Service's ranges are not checked on its externalIPs addresses (as before PR #44747)"),
+    Fault("source_range_all_types_ignored", "source ranges",
+          doc="the agents resolve bpf-lb-source-range-all-types true, yet a Service's ranges stay on its VIP (and externalIPs)"),
     Fault("source_ranges_inside", "source ranges",
           doc="a pod's connection to a VIP is held to loadBalancerSourceRanges too (the field is for traffic from outside only)"),
     Fault("outside_affinity_ignored", "affinity",
@@ -171,15 +179,21 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
     if client == "outside" and (faults.vip_not_served_from_outside and kind == "LoadBalancer"
                                 or faults.external_ip_not_served_from_outside and kind == "ExternalIP"):
         return Outcome("timeout", rule.plane, frontend=kind)  # the faults: nothing serves it from outside
-    if kind == "LoadBalancer" and (client == "outside" or faults.source_ranges_inside) and not faults.source_ranges_ignored:
+    if (kind == "LoadBalancer" and faults.source_ranges_inside or client == "outside" and kind in ("LoadBalancer", "NodePort", "ExternalIP")) \
+            and not faults.source_ranges_ignored:
         svc = c.service(fe.service)
         ranges = (svc.get("spec") or {}).get("loadBalancerSourceRanges") or []
         deny = ((svc.get("metadata") or {}).get("annotations") or {}).get(SRC_RANGES_POLICY, "").lower() == "deny" \
             and not faults.source_range_deny_ignored
         # datapath.SRC_SOURCE_RANGES(_DENY): checked on the per-packet path from outside only (SRC_SOURCE_RANGES_INSIDE; the
-        # source_ranges_inside fault checks a pod too, whose address is in no range a suite sets: the unspecified one stands for it)
+        # source_ranges_inside fault checks a pod too, whose address is in no range a suite sets: the unspecified one stands for it),
+        # on the frontends SRC_SOURCE_RANGES_TYPES names (the faults: a NodePort checked as on 1.18.2+, an externalIPs address not)
         src = source if client == "outside" and source else ("::" if family == "IPv6" else "0.0.0.0")
-        if ranges and not source_range_allows(src, ranges, deny):
+        all_types = c.cfg.lb_source_range_all_types and not faults.source_range_all_types_ignored
+        checked = source_ranges_applied(kind, c.cfg.cilium_version, all_types)
+        if kind == "NodePort" and faults.source_ranges_on_nodeport or kind == "ExternalIP" and faults.source_ranges_skip_external_ip:
+            checked = kind == "NodePort"
+        if ranges and checked and not source_range_allows(src, ranges, deny):
             if not faults.source_range_drop_uncounted:  # the fake's own place in the datapath, as for DROP_NO_SERVICE
                 c.agents[handler].count(DROP_NOT_IN_SRC_RANGE, "ingress", 1, "nodeport.h")
             return Outcome("timeout", rule.plane, frontend=kind)

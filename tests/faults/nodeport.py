@@ -9,6 +9,7 @@ ETP = "test_etp.py::"
 DSR = "test_dsr.py::"
 AFF = "test_affinity.py::"
 ITP = "test_itp.py::"
+SR = "test_source_ranges.py::"
 
 ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
     ("listener-on-the-nodeport", ("nodeport",), "faults=Faults(nodeport_listener=True)",
@@ -26,7 +27,7 @@ ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
       AFF + "test_from_outside_without_affinity_requests_spread_over_the_backends", AFF + "test_the_nodes_affinity_map_holds_the_clients_entry"},
      ["*NodePort: the agent lists no 0.0.0.0:30780 NodePort frontend (NodePort frontends: [[]*0.0.0.0:30781/TCP*",
       "*NodePort: 172.18.0.3:30780 answered 0 (curl exit 7)*"]),
-    ("ipv6-nodeport-not-programmed", ("affinity", "dsr", "etp", "itp", "no_backend", "nodeport"), "ip_families=('IPv4', 'IPv6'), faults=Faults(nodeport_v6_missing=True)",
+    ("ipv6-nodeport-not-programmed", ("affinity", "dsr", "etp", "itp", "no_backend", "nodeport", "source_ranges"), "ip_families=('IPv4', 'IPv6'), faults=Faults(nodeport_v6_missing=True)",
      {NP + "test_nodeport_answers_http_200_on_the_node[IPv6]", NP + "test_nodeport_answers_from_outside_the_cluster[IPv6]",
       NP + "test_agent_lists_the_wildcard_nodeport_frontend[IPv6]",
       # ghost's IPv6 NodePort is not programmed either: the node's stack answers the raw SYN with a reset
@@ -37,7 +38,9 @@ ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
       DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises[IPv6]", ITP + "test_traffic_from_outside_is_unaffected[IPv6]",
       AFF + "test_a_client_from_outside_stays_on_one_backend_with_session_affinity[IPv6]",
       AFF + "test_from_outside_without_affinity_requests_spread_over_the_backends[IPv6]",
-      AFF + "test_the_nodes_affinity_map_holds_the_clients_entry[IPv6]"},
+      AFF + "test_the_nodes_affinity_map_holds_the_clients_entry[IPv6]",
+      # and the source-ranges suite's request to a Service's NodePort over IPv6
+      SR + "test_the_nodeport_answers_as_the_source_range_setting_says[IPv6]"},
      ["*NodePort: [[]fc00:f853:ccd:e793::3]:30780 answered 0 (curl exit 7)*",
       "*NodePort from outside: http http://[[]fc00:f853:ccd:e793::3]:30780/: refused*",
       "*NodePort: the agent lists no [[]::]:30780 NodePort frontend (NodePort frontends: [[]'0.0.0.0:*/TCP'*",

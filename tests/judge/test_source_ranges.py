@@ -78,3 +78,49 @@ def test_drop_reason_judgement(c: RangeCase, fragments: list[str]) -> None:
 def test_inside_judgement(verdict: str, fragments: list[str]) -> None:
     problems = inside_problems(verdict, "sr-x")
     assert len(problems) == len(fragments) and all(f in p for f, p in zip(fragments, problems, strict=True)), problems
+
+
+@pytest.mark.parametrize(("frontend", "version", "all_types", "checked"), [
+    ("LoadBalancer", "1.18.14", False, True), ("LoadBalancer", "1.20.5", False, True),
+    ("ExternalIP", "1.20.5", False, True),  # PR #44747 (SRC_SOURCE_RANGES_TYPES)
+    ("ExternalIP", "1.19.8", False, None),  # before it: a backport not found, not judged
+    ("ExternalIP", "1.19.8", True, True),  # every type with bpf-lb-source-range-all-types
+    ("NodePort", "1.19.8", False, False), ("NodePort", "1.20.5", False, False),
+    ("NodePort", "1.18.14", False, None),  # issue #42334: 1.18.2+ dropped such NodePort requests; the fix's patch not found
+    ("NodePort", "1.20.5", True, True), ("NodePort", "", False, False),  # an unknown version: the newest
+])
+def test_where_a_services_ranges_are_checked(frontend: str, version: str, all_types: bool, checked: bool | None) -> None:
+    from pytest_kpr.rules.datapath import source_ranges_applied, source_ranges_checked
+
+    assert source_ranges_checked(frontend, version, all_types) is checked
+    assert source_ranges_applied(frontend, version, all_types) is bool(checked)  # the fake: the code before a change where unknown
+
+
+def test_a_frontend_type_without_a_rule_is_no_rule() -> None:
+    from pytest_kpr.rules.datapath import NoRule, source_ranges_checked
+
+    with pytest.raises(NoRule, match="no sourced rule for loadBalancerSourceRanges on a ClusterIP frontend"):
+        source_ranges_checked("ClusterIP")
+
+
+def other(frontend: str, checked: bool | None, served: bool, drops: tuple[str, ...] = ()) -> RangeCase:
+    req = OutsideHttp("172.18.0.3:31000" if frontend == "NodePort" else "198.18.22.30:80", "w", 200 if served else None,
+                      "http" if served else "timeout", "web" if served else None)
+    return RangeCase("sr-x", OUT, False, req, drops, frontend, checked)
+
+
+@pytest.mark.parametrize(("c", "problems"), [
+    (other("NodePort", False, True), []),  # not checked: a source outside the ranges is served
+    (other("NodePort", False, False), ["sr-x (NodePort 172.18.0.3:31000, allow list 192.0.2.0/24): the ranges are not checked on a "
+                                       "NodePort frontend here, yet 172.18.0.3:31000 through w gave no answer (timeout)"]),
+    (other("NodePort", True, False, (DENIED,)), []),  # bpf-lb-source-range-all-types: checked, dropped
+    (other("ExternalIP", True, False, (DENIED,)), []),
+    (other("ExternalIP", True, True), ["sr-x (ExternalIP 198.18.22.30:80, allow list 192.0.2.0/24): 172.18.0.1 is refused by the "
+                                       "ranges, yet 198.18.22.30:80 through w answered HTTP 200: the source-range check did not apply"]),
+])
+def test_the_ranges_on_a_services_other_frontends(c: RangeCase, problems: list[str]) -> None:
+    assert range_problems(c, CLIENT) == problems
+    if c.checked and not c.served:
+        assert drop_reason_problems(c, CLIENT) == []
+    if not c.checked:
+        assert drop_reason_problems(c, CLIENT) == [], "an unchecked frontend counts no source-range drop and needs none"

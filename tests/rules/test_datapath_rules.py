@@ -445,3 +445,19 @@ def test_the_endpoint_program_is_where_the_device_type_puts_it(attach_mode: str,
     from pytest_kpr.rules.datapath import endpoint_attachment
 
     assert endpoint_attachment(attach_mode, datapath_mode) == where
+
+
+@pytest.mark.parametrize(("plane", "family", "version", "judged"), [
+    (Plane.PER_PACKET, "IPv6", "1.18.14", False),  # no IPv6 service loopback before 1.19 (SRC_HAIRPIN_LOOPBACK6)
+    (Plane.PER_PACKET, "IPv6", "1.19.0", True), (Plane.PER_PACKET, "IPv6", "1.20.5", True),
+    (Plane.PER_PACKET, "IPv6", "", True),  # unknown: judged
+    (Plane.PER_PACKET, "IPv4", "1.18.14", True),  # IPv4 has had its loopback for years
+    (Plane.SOCKET, "IPv6", "1.18.14", True),  # the socket plane needs no NAT
+])
+def test_the_ipv6_hairpin_per_packet_is_judged_from_1_19(plane: Plane, family: str, version: str, judged: bool) -> None:
+    from pytest_kpr.rules.datapath import hairpin_unjudged
+
+    why = hairpin_unjudged(plane, family, version)
+    assert (why == "") is judged
+    if not judged:
+        assert "from 1.19" in why and version in why

@@ -19,6 +19,7 @@ from pytest_kpr.scenarios.upgrade import (
     id_problems,
     key_family,
     load_removed,
+    preflight_notices,
     preflight_refusals,
     regression_problems,
     summary_line,
@@ -78,12 +79,50 @@ def test_a_node_kernel_below_the_targets_floor_is_refused(kernels: dict[str, str
                                                                  "clustermesh.mcsapi.enabled"]),
     ({"clustermesh": {"enableMCSAPISupport": True}}, "1.19.8", []),  # deprecated, still there in 1.19
     ({"extraConfig": {"enable-encryption-strict-mode": "true"}}, "1.20.5", ["extraConfig.enable-encryption-strict-mode, an agent option Cilium 1.20"]),
+    # the fifth review's removals with their PRs (cilium/cilium#45295, #43768)
+    ({"preflight": {"tofqdnsPreCache": "/var/run/cilium/dns-precache-upgrade.json"}}, "1.20.5",
+     ["preflight.tofqdnsPreCache, which Cilium 1.20 removed; instead: nothing: the preflight fqdn-poller is gone"]),
+    ({"preflight": {"tofqdnsPreCache": "/x.json"}}, "1.19.8", []),  # still read by 1.19
+    ({"hubble": {"ui": {"backend": {"livenessProbe": {"enabled": True}, "readinessProbe": {"enabled": True}}}}}, "1.20.5",
+     ["hubble.ui.backend.livenessProbe.enabled=True, which Cilium 1.20 removed", "hubble.ui.backend.readinessProbe.enabled=True"]),
+    ({"hubble": {"ui": {"backend": {"livenessProbe": {"enabled": False}}}}}, "1.20.5", []),  # the default: removing it changes nothing
+    # only the deprecation is cited: told as a notice, never refused (preflight_notices)
+    ({"clustermesh": {"apiserver": {"tls": {"server": {"cert": "LS0t", "key": "LS0t"}, "enableSecrets": True}}}}, "1.20.5", []),
+    ({"hubble": {"redact": {"kafka": {"apiKey": True}}}}, "1.20.5", []),
 ])
 def test_values_that_set_a_removed_option_are_refused(values: dict[str, Any], to: str, refused: list[str]) -> None:
     frm = {"1.20.5": "1.19.8", "1.19.8": "1.18.14", "1.18.14": "1.18.10"}[to]
     got = preflight_refusals(frm, to, {"n1": "6.1.0"}, values, FLOORS, REMOVED)
     assert len(got) == len(refused) and all(want in line for want, line in zip(refused, got, strict=True)), got
     assert all("(" in line and ")" in line for line in got), "every refusal cites its source"
+
+
+@pytest.mark.parametrize(("values", "to", "told"), [
+    ({"clustermesh": {"apiserver": {"tls": {"server": {"cert": "LS0t", "key": "LS0t"}}}}}, "1.20.5",
+     ["clustermesh.apiserver.tls.server.cert; removed in Cilium 1.20 per cilium/cilium#42576", "clustermesh.apiserver.tls.server.key"]),
+    ({"clustermesh": {"apiserver": {"tls": {"admin": {"cert": "a", "key": "b"}, "remote": {"cert": "c", "key": "d"}, "enableSecrets": False}}}},
+     "1.20.5", ["tls.admin.cert", "tls.admin.key", "tls.remote.cert", "tls.remote.key", "tls.enableSecrets"]),
+    # what 1.20 still reads is not told
+    ({"clustermesh": {"apiserver": {"tls": {"server": {"extraDnsNames": ["mesh.example.com"], "extraIpAddresses": ["10.0.0.1"]}}}}},
+     "1.20.5", []),
+    ({"hubble": {"redact": {"kafka": {"apiKey": True}}}}, "1.20.5", ["hubble.redact.kafka.apiKey; removed in Cilium 1.20 per cilium/cilium#41072"]),
+    ({"hubble": {"redact": {"kafka": {"apiKey": True}}}}, "1.19.8", []),  # 1.19 still has it
+    ({"preflight": {"tofqdnsPreCache": "/x.json"}}, "1.20.5", []),  # a refusal, not a notice
+])
+def test_a_removal_only_its_deprecation_shows_is_a_notice(values: dict[str, Any], to: str, told: list[str]) -> None:
+    got = preflight_notices(to, values, REMOVED)
+    assert len(got) == len(told) and all(want in line for want, line in zip(told, got, strict=True)), got
+    assert not [line for line in preflight_refusals("1.19.8" if to.startswith("1.20") else "1.18.14", to, {"n1": "6.1.0"}, values, FLOORS,
+                                                   REMOVED) if any(w in line for w in told)], "a notice is never a refusal"
+
+
+def test_a_removed_options_kind_is_refusal_or_notice(tmp_path: Path) -> None:
+    from pytest_kpr.core.yamlfile import YamlFileError
+
+    f = tmp_path / "removed.yaml"
+    f.write_text('removed:\n  - since: "1.20"\n    kind: warning\n    helm: a.b\n    source: "x"\n')
+    with pytest.raises(YamlFileError, match=r"removed\[0\]\.kind: refusal or notice, not 'warning'"):
+        load_removed(f)
 
 
 def pod(name: str, node: str, ready: bool) -> dict[str, Any]:
@@ -207,11 +246,14 @@ def test_the_summary_line_names_the_longest_gap_and_its_restart() -> None:
 
 def test_every_removed_option_and_floor_quotes_its_source() -> None:
     """A removal or floor cites cilium/cilium (a path, PR or issue); the 1.20 removals quote the 1.19 notes' sentence that
-    announced them, and no floor quotes the sentence that is in no Cilium copy of the 1.19 notes."""
+    announced them or name Cilium's PR that removed (or, for a notice, deprecated) them, and no floor quotes the sentence
+    that is in no Cilium copy of the 1.19 notes."""
+    import re
+
     for r in REMOVED:
         assert "cilium/cilium" in r.source, r
         if r.since == (1, 20):
-            assert "will be removed in Cilium 1.20" in r.source, r
+            assert "will be removed in Cilium 1.20" in r.source or re.search(r"cilium/cilium#\d+ '", r.source), r
     for f in FLOORS:
         assert "cilium/cilium" in f.source or "#" in f.source, f
         assert "This Cilium version now requires" not in f.source.split("--")[0], f
@@ -246,9 +288,10 @@ def test_the_upgrade_record_is_upgrade_json_and_hands_the_suite_each_transitions
                 "diff": {"families": {}, "regressions": []}}
 
     up = RecordedTransition.of(record("upgrade", "1.19.8", "1.20.2"))
-    r = UpgradeRecord("1.19.8", "1.20.2", 1.0, "bound", {"pod->ClusterIP": "socket"}, (up,))
+    r = UpgradeRecord("1.19.8", "1.20.2", 1.0, "bound", {"pod->ClusterIP": "socket"}, (up,), ("the Helm values set x; removed in ...",))
     assert r.to_json() == {"from": "1.19.8", "to": "1.20.2", "max_gap_s": 1.0, "max_gap_policy": "bound",
-                           "planes": {"pod->ClusterIP": "socket"}, "transitions": [record("upgrade", "1.19.8", "1.20.2")]}
+                           "planes": {"pod->ClusterIP": "socket"}, "transitions": [record("upgrade", "1.19.8", "1.20.2")],
+                           "notices": ["the Helm values set x; removed in ..."]}
     assert r.of_kind("upgrade") == up.verdicts and up.verdicts.to_version == "1.20.2" and r.of_kind("downgrade") is None
     down = RecordedTransition.of(record("downgrade", "1.20.2", "1.19.8"))
     both = UpgradeRecord("1.19.8", "1.20.2", 1.0, "bound", {}, (up, down))
