@@ -10,11 +10,12 @@ BIN      := $(VENV)/bin
 STAMP    := $(VENV)/.installed-stamp
 KPR_ARGS ?=
 TEST_ARGS ?=
-# self-tests run in 2 pytest-xdist workers: once the fault rows shared their runs the tier was CPU-bound, and 4 workers on
-# 2 cores cost more CPU for the same wall time (measured 2026-12-03, make test: 2 workers 98 s / 160 CPU-s and 86 s /
-# 135 CPU-s, 4 workers 98 s / 178 and 101 s / 182); TEST_WORKERS=0 runs them in one process. The timing tests mostly
-# sleep: 4 workers overlap them (TIMING_WORKERS).
-TEST_WORKERS ?= 2
+# self-tests run in 3 pytest-xdist workers on 2 cores: about 60 tests wait on a process of their own (a stubbed kind, the
+# wheel, an xdist run), and a third worker fills those waits (measured 2026-12-06 at issue 55, make test on this idle
+# 2-core machine: 2 workers 153 s / 264 CPU-s, 3 workers 133 s / 262 CPU-s; on 2026-12-03, before those tests grew,
+# 2 workers were best: 98 s / 160 CPU-s, 4 workers 98 s / 178). TEST_WORKERS=0 runs them in one process. The timing tests
+# mostly sleep: 4 workers overlap them (TIMING_WORKERS).
+TEST_WORKERS ?= 3
 TIMING_WORKERS ?= 4
 
 # Debian packages the real-kernel tier uses (installed by `make test` when root and missing).
@@ -91,9 +92,9 @@ test: $(STAMP) kernel-deps
 	$(BIN)/pytest tests -n $(TEST_WORKERS) -m "not timing and not browser and not workflows and not reach" $(TEST_ARGS)
 	$(BIN)/pytest $(TIMING_FILES) -n $(TIMING_WORKERS) -m timing $(TEST_ARGS)
 
-# The fault table's honesty (tests/test_faults.py): make test runs each fault row on the suites it declares; here each
-# group's faults run under every other suite, where a failure is an error naming the row that reached it (CI's make-test
-# job runs it after make test).
+# The fault table's sweeps (tests/test_faults.py): make test runs each fault row on the suites it declares; here each
+# group's faults run under every other suite, where a failure is an error naming the row that reached it, and each group's
+# run is replayed from its recording to the same verdicts (CI's make-test job runs it after make test).
 test-reach: $(STAMP)
 	$(BIN)/pytest tests/test_faults.py -n $(TEST_WORKERS) -m reach $(TEST_ARGS)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from .cluster.facts import ClusterFacts
 from .cluster.provider import ClusterHandle
 from .core import clock
+from .core.errors import ApiError
 from .core.tokens import token
 from .core.wait import Observation, WaitTimeout, eventually, eventually_or_now
 from .evidence import Evidence, family_file
@@ -37,5 +38,5 @@ __all__ = [
     "ClusterFacts", "ClusterHandle", "clock", "Observation", "WaitTimeout", "eventually", "eventually_or_now", "Evidence",
     "family_file", "holds", "WEB_PORT", "WEB_TARGET", "Ghost", "Lab", "Tweak", "holder_ct", "holder_program", "same_address",
     "NodeRules", "probe_pod", "L3n4", "RuleDump", "hp", "split_host_port", "parse_netstat", "ProbeResult", "load_known_gaps",
-    "no_outside_view", "OWNER_LABEL", "OWNER_VALUE", "RUN_LABEL", "KprSession", "token",
+    "no_outside_view", "OWNER_LABEL", "OWNER_VALUE", "RUN_LABEL", "KprSession", "token", "ApiError",
 ]

@@ -318,10 +318,12 @@ def test_the_nodeport_evidence_counts_lines_in_every_view(pytester: pytest.Pytes
 REPLAY_TEST = "test_each_faults_recording_replays_to_the_same_verdicts"
 
 
+@pytest.mark.reach  # make test-reach: an exhaustive sweep (make test replays three configurations: tests/run/test_replay.py)
 @pytest.mark.parametrize("index", [pytest.param(i, id=g.rows[0].name) for i, g in enumerate(GROUPS)])  # tests/conftest.py: the group's worker
 def test_each_faults_recording_replays_to_the_same_verdicts(pytester: pytest.Pytester, index: int) -> None:
     """Every fault's run is a recording (pytest_kpr.run.recording): replayed offline with today's suites and judges
-    (``--kpr-provider=replay``), it reaches the same verdict for every test, the failures included."""
+    (``--kpr-provider=replay``), it reaches the same verdict for every test, the failures included. Part of the fault
+    table's sweep in make test-reach (each group's run made once more there, then replayed)."""
     group = GROUPS[index]
     result, art = shared_run(pytester, group.config, *group.runs, args=("-rf",))
     replayed = run_suites(pytester, group.config, *group.runs, args=("--kpr-provider=replay", f"--kpr-replay={art}", "--kpr-artifacts=replayed"))

@@ -298,7 +298,7 @@ FLAT_TESTS = {
     "test_netns_topology": "the real-kernel tier's namespaces",
     "test_netns_outside_route": "the outside view's route through a node, in namespaces (root)",
     **{f"test_realkernel_{t}": "the real-kernel tier (root, namespaces, BPF; its own CI job)"
-       for t in ("datapath", "flow", "ipv6", "kernel_features", "probes", "sock_destroy", "udp")},
+       for t in ("datapath", "flow", "icmp_error", "ipv6", "kernel_features", "probes", "sock_destroy", "udp")},
     "test_bpf_lb_maps": "the source-range check run by this kernel and its bpftool map dump (root; no namespace, nothing attached)",
 }
 

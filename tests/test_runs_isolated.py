@@ -150,7 +150,7 @@ def test_two_tier_runs_started_together_both_pass_and_keep_a_third_runs_objects(
         pytest.skip(reason)
     mine = three_namespaces(tmp_path)
     try:
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        env = dict(os.environ)
         subsets = (["tests/test_netns_topology.py"], ["tests/test_realkernel_datapath.py"])
         runs = [subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files],
                                  cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -81,6 +81,14 @@ def register(sub: Any) -> None:
                    help="Address to listen on (default 0.0.0.0; :: for both families)")
     k.add_argument("--udp", action="store_true", help="UDP instead of TCP")
     k.set_defaults(func=_run_echo)
+    k = kinds.add_parser("frag-needed-responder", help="Answer every UDP datagram on a port with an ICMP fragmentation-needed error",
+                         description="Answer every UDP datagram on --port with an ICMP fragmentation-needed error (type 3 code 4, "
+                                     "next-hop MTU --mtu) sent to its source, as a router with a smaller MTU would: the backend of the "
+                                     "ICMP-error suite. One JSON line per answer; until SIGTERM/SIGINT. IPv4; needs CAP_NET_RAW.")
+    k.add_argument("--port", type=argtype(inputs.port, "port"), required=True, help="UDP port to answer on, 1-65535")
+    k.add_argument("--mtu", type=argtype(lambda t: inputs.number(t, "--mtu", minimum=68, maximum=65535), "bytes"), default=1200.0,
+                   help="The next-hop MTU the error names, 68-65535 (default 1200)")
+    k.set_defaults(func=_run_frag_needed)
     k = kinds.add_parser("flow", help="Send a message every N ms to an echo server and measure every gap, loss, reset and reconnect",
                          description="A flow that lives through a disruption: a 16-byte message every --interval-ms, each echoed. "
                                      "Prints one JSON summary (max_gap_ms, lost, resets, gaps: [{start, ms}], events) with --json, "
@@ -170,6 +178,22 @@ def _run_echo(args: argparse.Namespace) -> int:
                                                     "proto": "udp" if args.udp else "tcp"}), flush=True))
     except OSError as e:
         print(f"kpr probe echo-server: cannot listen on {hp(args.bind, args.port)}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    return stop.exit_status
+
+
+def _run_frag_needed(args: argparse.Namespace) -> int:
+    from ..traffic.probes import frag_needed_responder
+
+    stop = _stop_on_signals()
+    try:
+        print(json.dumps({"kind": "frag-needed-responder", "listening": hp("0.0.0.0", args.port), "proto": "udp"}), flush=True)
+        frag_needed_responder(args.port, int(args.mtu), sys.stdout, stop.wait)
+    except PermissionError:
+        print("kpr probe frag-needed-responder: sending ICMP needs CAP_NET_RAW", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"kpr probe frag-needed-responder: cannot answer on UDP port {args.port}: {e.strerror or e}", file=sys.stderr)
         return 1
     return stop.exit_status
 

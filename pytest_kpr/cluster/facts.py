@@ -81,6 +81,8 @@ class ClusterFacts:
     service_topology: bool = False
     #: every node is a kind node (spec.providerID kind://...: rules.datapath.SRC_XDP_KIND)
     kind_nodes: bool = False
+    #: enable-local-redirect-policy (Helm localRedirectPolicy / localRedirectPolicies.enabled): CiliumLocalRedirectPolicy honoured
+    local_redirect_policy: bool = False
 
     def why_not(self, feature: Feature) -> str:
         """Why this cluster lacks ``feature``, when more can be said than its name ("" otherwise)."""

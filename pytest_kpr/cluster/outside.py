@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from ..traffic.probes import ProbeResult, http_probe, route_source, syn_probe
+from ..traffic.probes import ProbeResult, http_probe, route_source, syn_probe, udp_icmp_probe
 
 CAP_NET_RAW = 13
 CAP_NET_ADMIN = 12
@@ -144,6 +144,14 @@ class LocalOutside:
         if not self.reaches(ip):  # never through the default route
             raise ValueError(f"no specific route to {ip}: refusing to send a raw SYN through the default route")
         return syn_probe(ip, port, timeout)
+
+
+    def udp_icmp(self, ip: str, port: int, timeout: float, sport: int | None = None) -> ProbeResult:
+        """One UDP datagram (DF) to ``ip:port`` and the ICMP error about it (traffic.probes.udp_icmp_probe); only over a
+        specific route to a node."""
+        if not self.reaches(ip):  # never through the default route
+            raise ValueError(f"no specific route to {ip}: refusing to send a raw datagram through the default route")
+        return udp_icmp_probe(ip, port, timeout, sport)
 
 
 def has_capability(bit: int, status_file: Path = Path("/proc/self/status")) -> bool:

@@ -89,6 +89,10 @@ class OutsideClient(Protocol):
     def raw_syn(self, ip: str, port: int, timeout: float) -> Any:
         """One raw TCP SYN; a :class:`~pytest_kpr.traffic.probes.ProbeResult`. Only after ``reaches`` and ``can_send_raw``."""
 
+    def udp_icmp(self, ip: str, port: int, timeout: float, sport: int | None = None) -> Any:
+        """One UDP datagram (DF set) from a raw socket and the ICMP error about it (IPv4); a
+        :class:`~pytest_kpr.traffic.probes.ProbeResult`. Only after ``reaches`` and ``can_send_raw``."""
+
     def source_address(self, ip: str) -> str | None:
         """The address this host's packets to ``ip`` carry (what a backend preserving the client's address sees)."""
 

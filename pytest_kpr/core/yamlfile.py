@@ -23,10 +23,24 @@ class YamlFileError(KprError):
     """A project YAML file cannot be read as what it is: one line."""
 
 
+#: what each file's bytes parsed to (keyed by the bytes themselves: an edited file is parsed again), so that a process
+#: running many sessions (the self-tests' in-process runs) parses each file once; handed out as a deep copy
+_PARSED: dict[tuple[bytes, bool], Any] = {}
+
+
+def _loader() -> Any:
+    """libyaml's safe loader where PyYAML was built with it (the same documents, parsed in C), else PyYAML's own."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load(path: Path, what: str, max_bytes: int = MAX_BYTES, all_documents: bool = False) -> Any:
     """``path`` parsed: at most ``max_bytes``, UTF-8, at most MAX_ALIASES aliases (many can make a small file expand into
     a huge one), no key twice in a mapping (YAML keeps the last one silently). ``all_documents``: a ``---`` separated
     stream, as a list of its documents (empty ones left out)."""
+    import copy
+
     import yaml
 
     try:
@@ -36,14 +50,19 @@ def load(path: Path, what: str, max_bytes: int = MAX_BYTES, all_documents: bool 
         raise YamlFileError(f"{path} ({what}) cannot be read: {e.strerror or e}") from None
     if len(raw) > max_bytes:
         raise YamlFileError(f"{path} ({what}) is larger than {max_bytes} bytes")
+    if (raw, all_documents) in _PARSED:
+        return copy.deepcopy(_PARSED[raw, all_documents])
     try:
         text = raw.decode("utf-8")
         why = structure_problem(text)
         if why:
             raise YamlFileError(f"{path} ({what}), {why}")
         if all_documents:
-            return [d for d in yaml.safe_load_all(text) if d is not None]
-        return yaml.safe_load(text)
+            parsed: Any = [d for d in yaml.load_all(text, Loader=_loader()) if d is not None]
+        else:
+            parsed = yaml.load(text, Loader=_loader())
+        _PARSED[raw, all_documents] = copy.deepcopy(parsed)
+        return parsed
     except UnicodeDecodeError as e:
         raise YamlFileError(f"{path} ({what}) is not UTF-8 text at byte {e.start}") from None
     except yaml.YAMLError as e:
@@ -59,12 +78,12 @@ def structure_problem(text: str, max_aliases: int = MAX_ALIASES) -> str | None:
     import yaml
 
     aliases = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+    for event in yaml.parse(text, Loader=_loader()):
         if isinstance(event, yaml.AliasEvent):
             aliases += 1
             if aliases > max_aliases:
                 return f"line {event.start_mark.line + 1}: more than {max_aliases} aliases (*{event.anchor}); write the values out"
-    key = repeated_key(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    key = repeated_key(yaml.compose_all(text, Loader=_loader()))
     if key is not None:
         return f"line {key.start_mark.line + 1}: the key {key.value[:60]!r} is given twice"
     return None

@@ -31,6 +31,9 @@ PROFILE_PROMISES: dict[str, dict[str, Any]] = {
     "xdp": {"xdp_acceleration": "Native", "routing_mode": "Native"},
     # loadBalancer.serviceTopology -> enable-service-topology in the agents' config map (rules.datapath.SRC_TOPOLOGY_ENABLE)
     "topology": {"service_topology": True},
+    # localRedirectPolicy / localRedirectPolicies.enabled -> enable-local-redirect-policy in the agents' config map
+    # (rules.datapath.SRC_LRP)
+    "lrp": {"local_redirect_policy": True},
 }
 
 

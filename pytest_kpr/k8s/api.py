@@ -24,6 +24,7 @@ API_VERSIONS: dict[str, str] = {
     "CiliumEndpoint": "cilium.io/v2",
     "CiliumNode": "cilium.io/v2",
     "CiliumLoadBalancerIPPool": "cilium.io/v2",
+    "CiliumLocalRedirectPolicy": "cilium.io/v2",
     "ServiceAccount": "v1",
     "Secret": "v1",
     "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",

@@ -19,7 +19,7 @@ from ..core.wait import Timeouts, WaitTimeout, eventually
 from ..k8s.api import ExecResult, KubeAPI
 from ..parse import ParseError, StatusJSON
 from ..parse.metrics import parse_bpf_metrics_list
-from ..rules.datapath import (FAMILY_FILES, KIND_PROVIDER_PREFIX, LB_MAP_FILES, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE, SERVICE_TOPOLOGY_FILE,
+from ..rules.datapath import (FAMILY_FILES, KIND_PROVIDER_PREFIX, LB_MAP_FILES, LRP_FILE, NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE, SERVICE_TOPOLOGY_FILE,
                              ip_families, xdp_forward_dropped)
 
 
@@ -201,10 +201,11 @@ def read_facts(handle: ClusterHandle, states: Sequence[AgentState], exec_timeout
         kind_nodes=kind_nodes,
         # enable-service-topology: absent from the config map, off (Cilium's default; SRC_TOPOLOGY_ENABLE)
         service_topology=(files[SERVICE_TOPOLOGY_FILE] or "false").strip().lower() == "true",
+        local_redirect_policy=(files[LRP_FILE] or "false").strip().lower() == "true",
     )
 
 
-AGENT_CONFIG_FILES = (NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE, LB_MAP_FILES[1], SERVICE_TOPOLOGY_FILE, *FAMILY_FILES.values())
+AGENT_CONFIG_FILES = (NO_BACKEND_RESPONSE_FILE, ROUTABLE_FILE, LB_MAP_FILES[1], SERVICE_TOPOLOGY_FILE, LRP_FILE, *FAMILY_FILES.values())
 
 
 def no_backend_response_of(from_config: str | None, from_file: str | None, cilium_version: str) -> tuple[str, str]:

@@ -178,7 +178,8 @@ def parse_suite(args: tuple[Any, ...], kwargs: dict[str, Any], default_property:
     cited = _names(kwargs.get("sources", ()))
     if not isinstance(cited, (tuple, list)) or not all(isinstance(c, str) for c in cited):
         raise MarkerError(f"@pytest.mark.{KPR}: sources must be names of SRC_* citations in pytest_kpr.rules, not {kwargs['sources']!r}")
-    unknown_src = [c for c in cited if c not in known_sources()]
+    known = known_sources()
+    unknown_src = [c for c in cited if c not in known]
     if unknown_src:
         raise MarkerError(f"@pytest.mark.{KPR}: unknown source {unknown_src[0]!r} (a SRC_* citation of pytest_kpr.rules)")
     return Suite(prop.strip(), tuple(names), last, tuple(planes), tuple(cited))

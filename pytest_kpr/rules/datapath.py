@@ -1012,3 +1012,123 @@ SRC_BPFTOOL_DUMP = ("libbpf/bpftool src/map.c@b6ffbf25 print_entry_json: `jsonw_
 #: where each family's per-packet affinity map is pinned (SRC_AFFINITY_MAP); the kernel keeps only 15 characters of a map's
 #: name (cilium_lb4_affi), so it is read by its pin, not by name
 AFFINITY_MAP_PATH = {"IPv4": "/sys/fs/bpf/tc/globals/cilium_lb4_affinity", "IPv6": "/sys/fs/bpf/tc/globals/cilium_lb6_affinity"}
+
+
+# -- per-Service annotations: the forwarding mode and the nodes a Service is exposed on --------------------------------
+
+SRC_FORWARDING_MODE_ANNOTATION = (
+    "cilium/cilium pkg/loadbalancer/tests/testdata/svc-forwarding-mode-annotation.txtar@9e67848e (`#! --lb-test-fault-probability=0.0 "
+    "--bpf-lb-mode-annotation`): after `service.cilium.io/forwarding-mode: dsr` the Service's entries read `FLAGS=NodePort+non-routable+dsr` "
+    "(SNAT before); pkg/loadbalancer/reconciler/bpf_reconciler.go (the index's copy, commit not reported): `if ops.cfg.LBModeAnnotation && "
+    "svc.ForwardingMode != loadbalancer.SVCForwardingModeUndef { forwardingMode = svc.ForwardingMode }`")
+#: the per-Service annotation and the agent option that lets it count (Helm bpf.lbModeAnnotation; SRC_FORWARDING_MODE_ANNOTATION)
+FORWARDING_MODE_ANNOTATION = "service.cilium.io/forwarding-mode"
+MODE_ANNOTATION_FILE = "/tmp/cilium/config-map/bpf-lb-mode-annotation"
+
+
+def service_forwarding_mode(global_mode: str, annotation_enabled: bool, value: str | None) -> str:
+    """The NodePort mode a Service is forwarded in (SNAT | DSR | the agent's own): its ``service.cilium.io/forwarding-mode``
+    (dsr or snat) where the agents resolve bpf-lb-mode-annotation true, else the agent's mode (SRC_FORWARDING_MODE_ANNOTATION)."""
+    v = (value or "").strip().lower()
+    if annotation_enabled and v in ("dsr", "snat"):
+        return v.upper()
+    return global_mode
+
+
+SRC_NODE_EXPOSURE = (
+    "cilium/cilium pkg/loadbalancer/reflectors/conversions.go@bb5d8694 CheckServiceNodeExposure: `annotations[annotation.ServiceNodeSelectorExposure]` "
+    "... `if selector.Matches(k8sLabels.Set(localNode.Labels)) { return true, nil }` \"prioritize any existing node-selector annotation - and "
+    "return in any case\" `return false, nil`; then `annotations[annotation.ServiceNodeExposure]`: `if !nodeLabelExists || nodeLabelValue != "
+    "serviceAnnotationValue { return false, nil }`; svc-node-exposure.txtar@062e4cdb (no frontend while the node's label differs); in the "
+    "1.18 control plane by PR #39551")
+#: the per-Service annotations that limit the nodes whose agents install it (SRC_NODE_EXPOSURE)
+NODE_EXPOSURE = "service.cilium.io/node"
+NODE_SELECTOR_EXPOSURE = "service.cilium.io/node-selector"
+
+
+def label_selector_matches(selector: str, labels: "dict[str, str]") -> bool:
+    """A Kubernetes label selector (k8s.io/apimachinery labels.Parse: ``k=v``, ``k==v``, ``k!=v``, ``k``, ``!k``, ``k in (a,b)``,
+    ``k notin (a,b)``, joined by commas) against ``labels``. Anything else is a ValueError."""
+    import re
+
+    term = re.compile(r"\s*(?:(!)?([\w./-]+)\s*$|([\w./-]+)\s*(==|=|!=)\s*([\w./-]*)\s*$|([\w./-]+)\s+(in|notin)\s*\(([^)]*)\)\s*$)")
+    for part in re.split(r",(?![^()]*\))", selector.strip()) if selector.strip() else []:
+        m = term.fullmatch(part)
+        if m is None:
+            raise ValueError(f"not a label selector term: {part!r}")
+        if m.group(2):
+            ok = (m.group(2) in labels) != bool(m.group(1))
+        elif m.group(3):
+            equal = labels.get(m.group(3)) == m.group(5)
+            ok = equal if m.group(4) != "!=" else not equal
+        else:
+            values = {v.strip() for v in m.group(8).split(",")}
+            inside = m.group(6) in labels and labels[m.group(6)] in values
+            ok = inside if m.group(7) == "in" else not inside
+        if not ok:
+            return False
+    return True
+
+
+def service_exposed_on(annotations: "dict[str, str]", node_labels: "dict[str, str]") -> bool:
+    """Whether the agent on a node with ``node_labels`` installs a Service with ``annotations`` (SRC_NODE_EXPOSURE): the
+    node-selector annotation decides alone when present; else service.cilium.io/node must equal the node's label of that
+    name; else every node."""
+    if NODE_SELECTOR_EXPOSURE in annotations:
+        return label_selector_matches(annotations[NODE_SELECTOR_EXPOSURE], node_labels)
+    if NODE_EXPOSURE in annotations:
+        return node_labels.get(NODE_EXPOSURE) == annotations[NODE_EXPOSURE]
+    return True
+
+
+# -- several protocols on one port, and the wildcard drop of what a VIP does not serve -----------------------------------
+
+SRC_MULTI_PROTOCOL = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go (the index's copy, commit not reported) updateFrontend: "
+                      "`svcKey = maps.NewService4Key(ip, fe.Address.Port(), proto, fe.Address.Scope(), 0)` -- the protocol is part of "
+                      "the service key, so 53/TCP and 53/UDP of one Service are two frontends with their own backends; the 1.19 notes "
+                      "remove `--bpf-lb-proto-diff` (clusters/removed-options.yaml): told apart always")
+SRC_WILDCARD_DROP = ("cilium/cilium PR #40684 \"bpf: Introduce wildcard service entries to drop traffic towards unknown protocol/port "
+                     "combinations\" (1.19), bpf/lib/nodeport.h nodeport_lb4: `if (key.dport == LB_SVC_WILDCARD_DPORT) { "
+                     "ctx_set_xfer(ctx, XFER_PKT_NO_SVC); return send_drop_notify_error(ctx, src_sec_identity, DROP_NO_SERVICE,` "
+                     "(\"to avoid it being punted back to the network and re-delivered to is in a loop\"); which addresses get the "
+                     "entry: SRC_WILDCARD")
+#: the drop reason the wildcard drop counts under (SRC_WILDCARD_DROP: DROP_NO_SERVICE, pkg/monitor/api/drop.go 158)
+DROP_NO_SERVICE_REASON = "Service backend not found"
+
+
+# -- ICMP errors about a SNATed NodePort flow ----------------------------------------------------------------------------
+
+SRC_ICMP_ERROR_REVNAT = (
+    "cilium/cilium bpf/tests/icmp_error_revnat.c@1f40e238: \"Pod sends back ICMP Frag Needed error about the SNATed packet\", "
+    "\"snat_v4_rev_nat() should reverse the NAT in both outer and inner (embedded) packets\", \"Result: ICMP error should be addressed to "
+    "endpoint (10.0.10.1) with embedded packet showing original src (10.0.10.1:3030)\"; bpf/lib/nat.h (the index's copies) "
+    "snat_v4_rev_nat_handle_icmp_frag_needed, reached for `ICMP_DEST_UNREACH` only `if (icmphdr.code != ICMP_FRAG_NEEDED) return "
+    "DROP_UNKNOWN_ICMP_CODE;`")
+#: the ICMP error the reverse NAT carries back (SRC_ICMP_ERROR_REVNAT): destination unreachable, fragmentation needed
+ICMP_FRAG_NEEDED = (3, 4)
+
+
+def icmp_error_judged(nodeport_mode: str, family: str) -> str:
+    """Why the ICMP-error reverse NAT is not judged on this cluster ("" when it is): it is SNAT's (a DSR request is not
+    source-NATed; Hybrid's UDP is SNATed), and only the IPv4 path was read (SRC_ICMP_ERROR_REVNAT)."""
+    if family != "IPv4":
+        return "only the IPv4 reverse NAT of an ICMP error was read in Cilium's source (snat_v4_rev_nat); IPv6's is not judged"
+    if nodeport_mode == "DSR":
+        return "the agents forward NodePort requests in DSR: the request is not source-NATed, so no reverse NAT carries the error"
+    return ""
+
+
+# -- Local Redirect Policy ---------------------------------------------------------------------------------------------
+
+SRC_LRP = ("cilium/cilium Documentation/network/kubernetes/local-redirect-policy.rst@05f1440f (ServiceMatcher): \"When a policy of this "
+           "type is applied, the existing service entry created by Cilium's eBPF kube-proxy replacement will be replaced with a new "
+           "service entry of type ``LocalRedirect``. This entry may only have node-local backend pods.\"; \"The namespace of backend "
+           "pod(s) need to match with that of the policy.\"; the agent's enable-local-redirect-policy")
+#: the agent's enable-local-redirect-policy as resolved into its config map (absent: off, the default; SRC_LRP)
+LRP_FILE = "/tmp/cilium/config-map/enable-local-redirect-policy"
+
+
+def lrp_backends(backends: "list[Any]", node: str) -> "list[Any]":
+    """The backends a Service redirected by a ServiceMatcher policy has on ``node`` (SRC_LRP): the policy's selected pods on
+    that node only. ``backends``: the policy's selected pods (objects with ``.node``)."""
+    return [b for b in backends if b.node == node]

@@ -248,6 +248,10 @@ class RecordingOutside:
     def raw_syn(self, ip: str, port: int, timeout: float) -> Any:
         return self._rec.call("outside", "raw_syn", {"ip": ip, "port": port}, lambda: self._inner.raw_syn(ip, port, timeout))
 
+    def udp_icmp(self, ip: str, port: int, timeout: float, sport: int | None = None) -> Any:
+        return self._rec.call("outside", "udp_icmp", {"ip": ip, "port": port, "sport": sport},
+                              lambda: self._inner.udp_icmp(ip, port, timeout, sport=sport))
+
     @contextmanager
     def via(self, node_ip: str, addresses: Sequence[str]) -> Iterator[str | None]:
         with self._inner.via(node_ip, addresses) as why:

@@ -199,6 +199,9 @@ class ReplayOutside:
     def raw_syn(self, ip: str, port: int, timeout: float) -> Any:
         return parse_probe_json(json.dumps(self.player.answer("outside", "raw_syn", {"ip": ip, "port": port})))
 
+    def udp_icmp(self, ip: str, port: int, timeout: float, sport: int | None = None) -> Any:
+        return parse_probe_json(json.dumps(self.player.answer("outside", "udp_icmp", {"ip": ip, "port": port, "sport": sport})))
+
     @contextmanager
     def via(self, node_ip: str, addresses: Sequence[str]) -> Iterator[str | None]:
         why = self.player.answer("outside", "via", {"node_ip": node_ip, "addresses": list(addresses)})

@@ -16,7 +16,7 @@ PROFILE_CONFIG: dict[str, dict[str, object]] = {
     "hostns-only": {"socket_lb_hostns_only": True},
     "drop": {"no_backend_response": "drop"},
     "maglev": {"lb_algorithm": "Maglev", "maglev_seed": "a3ByLW1hZ2xldnNk"},
-    "dsr": {"nodeport_mode": "DSR", "routing_mode": "Native"},
+    "dsr": {"nodeport_mode": "DSR", "routing_mode": "Native", "lb_mode_annotation": True},
     "small-maps": {"lb_map_max": 512},
     # dual-stack: nodes, pods and Services of both families (FakeCluster.dual_stack); ipv6: of IPv6 only, the agents
     # reporting IPv6 alone (FakeCluster.has_ipv4 is false)
@@ -25,6 +25,7 @@ PROFILE_CONFIG: dict[str, dict[str, object]] = {
     "netkit": {"datapath_mode": "netkit", "routing_mode": "Native"},
     "xdp": {"acceleration": "Native", "routing_mode": "Native"},
     "topology": {"service_topology": True},
+    "lrp": {"local_redirect_policy": True},
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..rules.datapath import (SERVICE_TOPOLOGY_FILE, DEFAULT_LB_IPAM_FILE, FAMILY_FILES, ITP_FILE, LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE, NO_BACKEND_RESPONSE_FILE, REV_NAT_MAP_FILE,
-                              NODEPORT_WILDCARD, ROUTABLE_FILE, SOCKET_TERMINATION_FILE, SOURCE_RANGE_ALL_TYPES_FILE, TERMINATING_FILE,
+                              LRP_FILE, MODE_ANNOTATION_FILE, NODEPORT_WILDCARD, ROUTABLE_FILE, SOCKET_TERMINATION_FILE, SOURCE_RANGE_ALL_TYPES_FILE, TERMINATING_FILE,
                               WILDCARD_ENTRIES_FILE)
 from ..parse.addr import family_of
 from . import maglev, render
@@ -94,6 +94,9 @@ class FakeAgent:
                      DEFAULT_LB_IPAM_FILE: cfg.default_lb_service_ipam, WILDCARD_ENTRIES_FILE: cfg.lb_wildcard_entries,
                      SERVICE_TOPOLOGY_FILE: "true" if cfg.service_topology else None,
                      SOURCE_RANGE_ALL_TYPES_FILE: "true" if cfg.lb_source_range_all_types else None,
+                     # the chart writes it, "false" by default
+                     MODE_ANNOTATION_FILE: str(cfg.lb_mode_annotation).lower(),
+                     LRP_FILE: "true" if cfg.local_redirect_policy else None,
                      **{path: str(fam in cfg.ip_families).lower() for fam, path in FAMILY_FILES.items()}}.get(argv[1])
             return (0, value, "") if value is not None else (1, "", f"cat: {argv[1]}: No such file or directory\n")
         if not argv or argv[0] != cfg.agent_binary:

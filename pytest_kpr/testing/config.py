@@ -88,6 +88,11 @@ class FakeConfig:
     service_topology: bool = False
     #: the zone (topology.kubernetes.io/zone) of each node by its index (control plane first), as clusters/kind/*.yaml label them
     zones: tuple[str, ...] = ("zone-a", "zone-a", "zone-b")
+    #: enable-local-redirect-policy as the agents resolve it (the lrp profile sets it; datapath.SRC_LRP)
+    local_redirect_policy: bool = False
+    #: bpf-lb-mode-annotation as the agents resolve it (Helm bpf.lbModeAnnotation; the dsr profile sets it): a Service's
+    #: service.cilium.io/forwarding-mode counts (datapath.SRC_FORWARDING_MODE_ANNOTATION)
+    lb_mode_annotation: bool = False
     #: bpf-lb-source-range-all-types as the agents resolve it (Cilium's default false: a LoadBalancer Service's ranges are
     #: checked on its VIP and, from 1.20, its externalIPs only; datapath.SRC_SOURCE_RANGES_TYPES)
     lb_source_range_all_types: bool = False

@@ -434,6 +434,9 @@ class FakeCluster:
     def services(self) -> list[Obj]:
         return [s for _, s in sorted(self._objects.get("Service", {}).items())]
 
+    def local_redirect_policies(self) -> list[Obj]:
+        return [p for _, p in sorted(self._objects.get("CiliumLocalRedirectPolicy", {}).items())]
+
     def service(self, key: str) -> Obj:
         """The Service ``namespace/name`` (an empty dict if there is none)."""
         return next((s for s in self.services() if f"{s['metadata']['namespace']}/{s['metadata']['name']}" == key), {})
@@ -443,6 +446,11 @@ class FakeCluster:
         sel = svc.get("spec", {}).get("selector")
         ns = svc["metadata"]["namespace"]
         return [p for p in self.pods(ns) if _labels_match(sel, p["metadata"].get("labels"))]
+
+    def node_labels(self, node: str) -> dict[str, str]:
+        """The node's labels."""
+        n = self._objects["Node"].get((None, node))
+        return dict(((n or {}).get("metadata", {}).get("labels") or {}))
 
     def zone_of(self, node: str) -> str | None:
         """The node's topology.kubernetes.io/zone label."""

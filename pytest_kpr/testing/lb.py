@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..rules.datapath import (HEADLESS_LABEL, LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, NODEPORT_WILDCARD, REV_NAT_FULL_ERROR, REV_NAT_MAP_NAME,
+from ..rules.datapath import (HEADLESS_LABEL, lrp_backends, service_exposed_on, LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, NODEPORT_WILDCARD, REV_NAT_FULL_ERROR, REV_NAT_MAP_NAME,
                               external_backends, internal_backends, itp_enabled, new_connection_backends, terminating_endpoints_kept,
                               topology_backends, wildcard_entry)
 from ..rules.lbmodel import Event, LbModel, Op, Variant
@@ -34,6 +34,14 @@ FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testi
     Fault("late_requeue_s", "shared VIP", default=None,
           doc="a rejected claimant gets its frontend this many (wall-clock) seconds after a Service is deleted: a re-queue that comes late "
               "(the shared-VIP watch must still see it) instead of never (Cilium 1.18) or at once (fixed)"),
+    Fault("lrp_ignored", "local redirect",
+          doc="the agents honour CiliumLocalRedirectPolicy (enable-local-redirect-policy), yet a redirected Service keeps its own backends"),
+    Fault("multi_protocol_collapsed", "protocols on a port",
+          doc="a Service with one port number for two protocols gets frontends for the first protocol only"),
+    Fault("node_exposure_ignored", "node exposure",
+          doc="the agents ignore service.cilium.io/node and service.cilium.io/node-selector: every agent installs the Service"),
+    Fault("node_exposure_inverted", "node exposure",
+          doc="the agents install a Service annotated service.cilium.io/node(-selector) exactly on the nodes it does not select"),
     Fault("headless_label_ignored", "headless",
           doc="the agents ignore the service.kubernetes.io/headless label: a labelled Service's ClusterIP (and NodePorts) are programmed"),
     Fault("headless_nodeport_programmed", "headless",
@@ -152,8 +160,12 @@ class LbState:
             if not faults.headless_nodeport_programmed:
                 return []
             spec = {k: v for k, v in spec.items() if k not in ("clusterIP", "clusterIPs")}
+        seen_ports: set[int] = set()
         for port in spec.get("ports", []):
             proto = port.get("protocol", "TCP")
+            if faults.multi_protocol_collapsed and int(port["port"]) in seen_ports:
+                continue  # fault: one frontend per port number, the first protocol's (datapath.SRC_MULTI_PROTOCOL)
+            seen_ports.add(int(port["port"]))
             if spec.get("clusterIP") and spec["clusterIP"] != "None":
                 for ip in spec.get("clusterIPs") or [spec["clusterIP"]]:  # a dual-stack Service: a frontend per family
                     out.append((self.addr(ip, int(port["port"]), proto), "ClusterIP", port))
@@ -251,8 +263,17 @@ class LbState:
         node_ip = c.node_ip(node)
         services = {f"{s['metadata']['namespace']}/{s['metadata']['name']}": s for s in c.services()}
         selected: dict[str, list[dict]] = {}  # a Service's pods, once per reading: its frontends share them
+        labels = c.node_labels(node)
         for addr, state in sorted(self.model.frontends.items()):
             svc = services.get(state.owner)
+            # datapath.SRC_NODE_EXPOSURE: an annotated Service is installed only on the nodes it selects (the fault: everywhere)
+            annotations = ((svc or {}).get("metadata") or {}).get("annotations") or {}
+            exposed = service_exposed_on(annotations, labels)
+            if svc is not None and annotations and c.cfg.faults.node_exposure_inverted and any(
+                    k.startswith("service.cilium.io/node") for k in annotations):
+                exposed = not exposed  # fault: installed exactly where it is not exposed
+            if svc is not None and not exposed and not c.cfg.faults.node_exposure_ignored:
+                continue
             typ, port = self._spec[(state.owner, addr)]
             hostport, proto = addr.rsplit("/", 1)
             ip, p = split_host_port(hostport) or ("", 0)
@@ -288,6 +309,8 @@ class LbState:
                 if faults.itp_narrows_external:  # fault: outside traffic too is served from local backends only
                     bes = list(internal)
             bes = self._topology(spec, bes, node)
+            if typ == "ClusterIP":
+                bes = self._redirected(svc, port, bes, node, family_of(ip))
             bes, draining = selectable(bes, faults, family_of(ip))
             if internal is not None:
                 internal, _ = selectable(internal, faults, family_of(ip))
@@ -321,6 +344,29 @@ class LbState:
         if faults.same_node_no_fallback and dist == "PreferSameNode" and not any(h.node == node for h in hinted):
             return []
         return [h.be for h in topology_backends(dist, hinted, node, c.zone_of(node), c.cfg.cilium_version)]
+
+    def _redirected(self, svc: dict | None, port: dict, bes: list[FakeBackend], node: str, family: str) -> list[FakeBackend]:
+        """A ServiceMatcher CiliumLocalRedirectPolicy on the Service (where the agents honour them, datapath.SRC_LRP): its
+        ClusterIP is served by the policy's selected pods on this node only (the fault: the policy is ignored)."""
+        c = self.cluster
+        if svc is None or not c.cfg.local_redirect_policy or c.cfg.faults.lrp_ignored:
+            return bes
+        md = svc["metadata"]
+        for lrp in c.local_redirect_policies():
+            spec = lrp.get("spec") or {}
+            matcher = (spec.get("redirectFrontend") or {}).get("serviceMatcher") or {}
+            if lrp["metadata"].get("namespace") != md["namespace"] or matcher.get("serviceName") != md["name"] \
+                    or matcher.get("namespace", md["namespace"]) != md["namespace"]:
+                continue
+            backend = spec.get("redirectBackend") or {}
+            wanted = ((backend.get("localEndpointSelector") or {}).get("matchLabels") or {})
+            to_port = int(((backend.get("toPorts") or [{}])[0]).get("port") or port.get("targetPort") or port["port"])
+            pods = [p for p in c.pods(md["namespace"]) if c.pod_ready(p)
+                    and all((p["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())]
+            local = [FakeBackend(ip, to_port, p["spec"]["nodeName"], p["metadata"]["name"]) for p in pods
+                     if (ip := pod_ip(p, family))]
+            return lrp_backends(local, node)
+        return bes
 
     def capacity(self) -> int:
         cfg = self.cluster.cfg

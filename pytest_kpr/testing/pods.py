@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..rules.datapath import (NoRule, Plane, backend_sees, coverage_name, hairpin_source, hairpin_unjudged, local_endpoint_count,
-                              plane_for)
+from ..rules.datapath import (FORWARDING_MODE_ANNOTATION, NoRule, Plane, backend_sees, coverage_name, hairpin_source, hairpin_unjudged,
+                              local_endpoint_count, plane_for, service_forwarding_mode)
 from ..rules.workloads import seen_by
 from .reach import ERRNO, Outcome, backend_listens, probe_result, reach
 from ..parse.addr import family_of, hp, split_host_port
@@ -31,6 +31,9 @@ FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testi
           doc="the backend behind another node sees the other SNAT address than the routing mode gives: the receiving node's InternalIP in "
               "tunnel routing (instead of its CiliumInternalIP), its CiliumInternalIP in native routing (IPv6: ROUTER_IP and "
               "IPV6_DIRECT_ROUTING swapped)"),
+    Fault("mode_annotation_ignored", "forwarding mode",
+          doc="the agents resolve bpf-lb-mode-annotation true, yet forward every Service in their own mode, whatever its "
+              "service.cilium.io/forwarding-mode says"),
     Fault("nodeport_mode_mismatch", "DSR/SNAT",
           doc="a request from outside for another node's backend is forwarded in the other mode than the agent reports (it reports SNAT and "
               "the backend sees the client, or DSR and the backend sees the node)"),
@@ -165,7 +168,11 @@ class FakeWorkloads:
         cfg = self.c.cfg
         svc = self.c.service(outcome.service or "")
         etp_local = (svc.get("spec") or {}).get("externalTrafficPolicy") == "Local"
-        rule = backend_sees(cfg.nodeport_mode, etp_local, be.node == handler, cfg.routing_mode)
+        # the Service's own forwarding mode where the agents honour the annotation (datapath.SRC_FORWARDING_MODE_ANNOTATION; the
+        # fault: ignored)
+        annotation = ((svc.get("metadata") or {}).get("annotations") or {}).get(FORWARDING_MODE_ANNOTATION)
+        mode = service_forwarding_mode(cfg.nodeport_mode, cfg.lb_mode_annotation and not cfg.faults.mode_annotation_ignored, annotation)
+        rule = backend_sees(mode, etp_local, be.node == handler, cfg.routing_mode)
         family = family_of(client)  # the request's family: the node's addresses of that family (IPV6_DIRECT_ROUTING, ROUTER_IP)
         node_ip, gateway = self.c.node_ip_of(handler, family), self.c.cilium_internal_ip(handler, family)
         seen = {"client": client, "node": node_ip, "cilium-internal-ip": gateway}[rule.sees]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
@@ -17,6 +19,11 @@ from .faults import Fault, declare
 
 FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
     Fault("helm_install_fails", "setup", "the helm install of Cilium fails (the run stops in its install phase)"),
+    Fault("icmp_error_not_revnatted", "ICMP errors",
+          doc="an ICMP error about a NodePort request the node source-NATed is not reverse-translated: the client never gets it"),
+    Fault("icmp_error_inner_untranslated", "ICMP errors",
+          doc="an ICMP error about a source-NATed NodePort request reaches the client with the header inside it still as the backend "
+              "saw it (the node's SNAT address and port, the backend's address)"),
     Fault("vip_health_frontend_missing", "north-south",
           doc="the agents report enable-health-check-loadbalancer-ip true, yet nothing answers <VIP>:<healthCheckNodePort> from outside"),
 )
@@ -110,6 +117,39 @@ class FakeOutside:
         r = probe_result(reach(self.cluster, node, host_network=True, access="raw", ip=ip, port=port, outside=True), "syn", timeout)
         return ProbeResult("syn", hp(ip, port), Verdict(r["verdict"]), float(r["elapsed_ms"]),  # type: ignore[arg-type]
                            icmp_type=r.get("icmp_type"), icmp_code=r.get("icmp_code"))  # type: ignore[arg-type]
+
+
+    def udp_icmp(self, ip: str, port: int, timeout: float, sport: int | None = None) -> ProbeResult:
+        """A UDP datagram to a node's NodePort and the ICMP error about it: a backend pod running ``kpr probe
+        frag-needed-responder`` answers it with fragmentation needed; the receiving node, which source-NATed the request to a
+        backend on another node, reverse-translates the error (datapath.SRC_ICMP_ERROR_REVNAT; the fault: it does not, and the
+        client gets nothing)."""
+        node = self.cluster.node_addresses().get(ip)
+        source = hp(self.source_address(ip) or self.ADDRESS, sport or 45123)
+        if node is None or not self.reaches(ip) or family_of(ip) != "IPv4":  # the probe and the responder speak ICMPv4 only
+            return ProbeResult("udp-icmp", hp(ip, port), Verdict.TIMEOUT, timeout * 1000, source=source,
+                               detail="IPv4 only" if node is not None and family_of(ip) != "IPv4" else "no route")
+        outcome = reach(self.cluster, node, host_network=True, access="raw", ip=ip, port=port, outside=True, proto="UDP",
+                        source=self.source_address(ip))
+        be = outcome.backend
+        pod = next((p for p in self.cluster.pods() if be is not None and p["metadata"]["name"] == be.pod), None)
+        command = " ".join(((pod or {}).get("spec", {}).get("containers") or [{}])[0].get("command") or [])
+        if outcome.result != "answered" or be is None or pod is None or "frag-needed-responder" not in command:
+            return ProbeResult("udp-icmp", hp(ip, port), Verdict.TIMEOUT, timeout * 1000, source=source,
+                               detail=f"no ICMP error within {timeout:g}s")
+        mtu = int(command.split("--mtu", 1)[1].split()[0]) if "--mtu" in command else 1200
+        # the responder logs what it answered (traffic.probes.frag_needed_responder: a JSON line per datagram), as it saw it
+        seen_from = hp(self.cluster.cilium_internal_ip(node, family_of(ip)), 32768) if be.node != node else source
+        self.cluster.workloads.logs.setdefault((pod["metadata"]["namespace"], be.pod), []).append(
+            json.dumps({"from": seen_from, "to": hp(be.ip, be.port), "icmp": "3/4", "mtu": mtu}))
+        if be.node != node and self.cluster.cfg.faults.icmp_error_not_revnatted:  # fault: the error is lost on its way back
+            return ProbeResult("udp-icmp", hp(ip, port), Verdict.TIMEOUT, timeout * 1000, source=source,
+                               detail=f"no ICMP error within {timeout:g}s")
+        inner_src, inner_dst = source, hp(ip, port) if be.node != node else hp(be.ip, be.port)  # a local backend: no SNAT
+        if self.cluster.cfg.faults.icmp_error_inner_untranslated and be.node != node:  # fault: the header as the backend saw it
+            inner_src, inner_dst = hp(self.cluster.cilium_internal_ip(node, family_of(ip)), 32768), hp(be.ip, be.port)
+        return ProbeResult("udp-icmp", hp(ip, port), Verdict.ICMP_UNREACHABLE, 1.0, icmp_type=3, icmp_code=4, source=source,
+                           extra={"from": be.ip, "inner_src": inner_src, "inner_dst": inner_dst, "mtu": mtu})
 
 
 class FakeProvider:

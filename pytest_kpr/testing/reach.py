@@ -72,6 +72,8 @@ FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testi
               "did: issue #42334)"),
     Fault("source_ranges_skip_external_ip", "source ranges",
           doc="a LoadBalancer Service's ranges are not checked on its externalIPs addresses (as before PR #44747)"),
+    Fault("wildcard_drop_missing", "protocols on a port",
+          doc="a request from outside to a VIP on a port it does not serve is not dropped by its wildcard entry (it is routed on)"),
     Fault("source_range_all_types_ignored", "source ranges",
           doc="the agents resolve bpf-lb-source-range-all-types true, yet a Service's ranges stay on its VIP (and externalIPs)"),
     Fault("source_ranges_inside", "source ranges",
@@ -173,6 +175,11 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
     fe = c.lb.find(handler, ip, port, proto)
     if fe is None and kind == "NodePort":
         fe = c.lb.find(handler, NODEPORT_WILDCARD[family], port, proto)
+    if fe is None and client == "outside" and any(f.ip == ip and f.wildcard_in_map for f in c.lb.frontends(handler)) \
+            and not c.cfg.faults.wildcard_drop_missing:
+        # datapath.SRC_WILDCARD_DROP: the VIP's wildcard entry drops a port or protocol it does not serve (the fault: no drop)
+        c.agents[handler].count(DROP_NO_SERVICE, "ingress", 1, "nodeport.h")
+        return Outcome("timeout", rule.plane, frontend=kind)
     if fe is None:  # no such frontend: nothing translates it
         return routed(c, ip, port, kind, rule.plane)
     faults = c.cfg.faults

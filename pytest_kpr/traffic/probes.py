@@ -87,17 +87,10 @@ def syn_probe(dst: str, dport: int, timeout: float = 2.0, sport: int | None = No
     sport = sport or random.randint(40000, 60999)
     ip = sc.IPv6(src=src, dst=dst) if v6 else sc.IP(src=src, dst=dst)
     pkt = ip / sc.TCP(sport=sport, dport=dport, flags="S", seq=random.getrandbits(32))
-    try:
-        sock = sc.L3RawSocket6() if v6 else sc.L3RawSocket()
-    except PermissionError as e:
-        return ProbeResult("syn", target, Verdict.INCONCLUSIVE, _ms(start), errno=e.errno, errno_name="EPERM",
-                           detail="raw sockets need CAP_NET_RAW")
-    try:
-        start = time.monotonic()
-        ans = sock.sr1(pkt, timeout=timeout, verbose=0)
-        elapsed = _ms(start)
-    finally:
-        sock.close()
+    sent = _sr1("syn", target, pkt, timeout, start, v6)
+    if isinstance(sent, ProbeResult):
+        return sent
+    ans, elapsed = sent
     source = hp(src, sport)
     if ans is None:
         return ProbeResult("syn", target, Verdict.TIMEOUT, elapsed, source=source, detail=f"no answer within {timeout:g}s")
@@ -332,3 +325,96 @@ def _http_from_port(url: str, timeout: float, source_port: int) -> ProbeResult:
         return ProbeResult("http", url, Verdict.INCONCLUSIVE, _ms(start), detail=f"not HTTP: {e!r}")
     finally:
         sock.close()
+
+
+def _sr1(kind: str, target: str, pkt: Any, timeout: float, start: float, v6: bool = False) -> "tuple[Any, float] | ProbeResult":
+    """``pkt`` out of a raw socket and the first answer to it (None: none within ``timeout``) with the milliseconds it took;
+    a ``kind`` result saying so when this process may not open a raw socket (no CAP_NET_RAW)."""
+    sc = _scapy()
+    try:
+        sock = sc.L3RawSocket6() if v6 else sc.L3RawSocket()
+    except PermissionError as e:
+        return ProbeResult(kind, target, Verdict.INCONCLUSIVE, _ms(start), errno=e.errno, errno_name="EPERM",
+                           detail="raw sockets need CAP_NET_RAW")
+    try:
+        sent = time.monotonic()
+        return sock.sr1(pkt, timeout=timeout, verbose=0), _ms(sent)
+    finally:
+        sock.close()
+
+
+def udp_icmp_probe(dst: str, dport: int, timeout: float = 2.0, sport: int | None = None) -> ProbeResult:
+    """One UDP datagram (DF set) from a raw socket, and the ICMP error that comes back about it: ``icmp-unreachable``
+    with its type and code, and in ``extra`` the error's outer source and the header it carries (``inner_src``,
+    ``inner_dst``: the datagram as the error's sender saw it, translated back by any NAT on the way); ``timeout``
+    without one. IPv4 only. Needs CAP_NET_RAW."""
+    target = hp(dst, dport)
+    start = time.monotonic()
+    src, err = route_source(dst)
+    if src is None:
+        return ProbeResult("udp-icmp", target, Verdict.NO_ROUTE, _ms(start), errno=err, errno_name=errno.errorcode.get(err or 0),
+                           detail="no route to the destination; nothing was sent")
+    sc = _scapy()
+    sport = sport or random.randint(40000, 60999)
+    pkt = sc.IP(src=src, dst=dst, flags="DF") / sc.UDP(sport=sport, dport=dport) / (b"kpr-icmp-probe" * 4)
+    sent = _sr1("udp-icmp", target, pkt, timeout, start)
+    if isinstance(sent, ProbeResult):
+        return sent
+    ans, elapsed = sent
+    source = hp(src, sport)
+    if ans is None or not ans.haslayer(sc.ICMP):
+        return ProbeResult("udp-icmp", target, Verdict.TIMEOUT, elapsed, source=source, detail=f"no ICMP error within {timeout:g}s")
+    icmp = ans[sc.ICMP]
+    extra: dict[str, Any] = {"from": ans[sc.IP].src}
+    if ans.haslayer(sc.IPerror) and ans.haslayer(sc.UDPerror):
+        extra["inner_src"] = hp(ans[sc.IPerror].src, int(ans[sc.UDPerror].sport))
+        extra["inner_dst"] = hp(ans[sc.IPerror].dst, int(ans[sc.UDPerror].dport))
+    if int(icmp.type) == 3 and int(icmp.code) == 4:
+        extra["mtu"] = int(getattr(icmp, "nexthopmtu", 0) or 0)
+    return ProbeResult("udp-icmp", target, Verdict.ICMP_UNREACHABLE if int(icmp.type) == 3 else Verdict.INCONCLUSIVE, elapsed,
+                       icmp_type=int(icmp.type), icmp_code=int(icmp.code), source=source, extra=extra)
+
+
+def frag_needed(sender: tuple[str, int], own: tuple[str, int], mtu: int, payload_len: int) -> bytes:
+    """The ICMP "fragmentation needed" error (type 3 code 4, RFC 1191's next-hop MTU) a router on the way would send to
+    ``sender`` about its UDP datagram of ``payload_len`` bytes to ``own``: the ICMP header and, as RFC 792 asks, the
+    datagram's IP header and its first 8 bytes (the UDP header), as ``own`` received it."""
+    udp = struct.pack("!HHHH", sender[1], own[1], 8 + payload_len, 0)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 8 + payload_len, 0, 0x4000, 64, socket.IPPROTO_UDP, 0,
+                     socket.inet_aton(sender[0]), socket.inet_aton(own[0]))
+    body = struct.pack("!BBHHH", 3, 4, 0, 0, mtu) + ip + udp
+    csum = _checksum(body)
+    return body[:2] + struct.pack("!H", csum) + body[4:]
+
+
+def _checksum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    s = (s >> 16) + (s & 0xFFFF)
+    s += s >> 16
+    return ~s & 0xFFFF
+
+
+def frag_needed_responder(port: int, mtu: int, out: TextIO, stop: Callable[[float], bool]) -> int:
+    """A UDP port that answers every datagram with an ICMP "fragmentation needed" error about it, sent from a raw socket
+    to the datagram's source, as a router with a smaller MTU would (the backend of the ICMP-error suite); one JSON line
+    per answer. IPv4. Needs CAP_NET_RAW."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", port))
+    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    try:
+        while not stop(0.0):
+            readable, _, _ = select.select([s], [], [], 0.2)
+            if not readable:
+                continue
+            data, sender = s.recvfrom(65535)
+            own = (route_source(sender[0])[0] or "0.0.0.0", port)
+            raw.sendto(frag_needed((sender[0], sender[1]), own, mtu, len(data)), (sender[0], 0))
+            out.write(json.dumps({"from": hp(*sender[:2]), "to": hp(*own), "icmp": "3/4", "mtu": mtu}) + "\n")
+            out.flush()
+    finally:
+        s.close()
+        raw.close()
+    return 0

@@ -18,7 +18,7 @@ PROFILES = REPO / "clusters" / "profiles"
 
 
 def test_the_profiles_the_readme_names_exist_and_each_says_where_its_values_come_from() -> None:
-    assert sorted(p.stem for p in PROFILES.glob("*.yaml")) == ["default", "drop", "dsr", "dual-stack", "hostns-only", "ipv6", "maglev", "netkit", "small-maps", "topology", "xdp"]
+    assert sorted(p.stem for p in PROFILES.glob("*.yaml")) == ["default", "drop", "dsr", "dual-stack", "hostns-only", "ipv6", "lrp", "maglev", "netkit", "small-maps", "topology", "xdp"]
     for p in PROFILES.glob("*.yaml"):
         text = p.read_text()
         assert text.startswith("#") and isinstance(yaml.safe_load(text), dict), p.name
@@ -37,6 +37,9 @@ def test_the_profiles_the_readme_names_exist_and_each_says_where_its_values_come
     ("xdp", ("loadBalancer", "acceleration"), "native"),
     ("xdp", ("routingMode",), "native"),
     ("topology", ("loadBalancer", "serviceTopology"), True),
+    ("dsr", ("bpf", "lbModeAnnotation"), True),
+    ("lrp", ("localRedirectPolicy",), True),
+    ("lrp", ("localRedirectPolicies", "enabled"), True),
 ])
 def test_a_profile_is_applied_after_the_version_values_and_before_the_users(profile: str, key: tuple[str, ...], value: object,
                                                                              tmp_path: Path) -> None:
@@ -58,7 +61,7 @@ def test_a_profile_is_applied_after_the_version_values_and_before_the_users(prof
 
 
 def test_an_unknown_profile_is_a_usage_error_listing_the_profiles() -> None:
-    with pytest.raises(SettingsError, match=r"--kpr-profile: no profile 'maglve' \(known: default, drop, dsr, dual-stack, hostns-only, ipv6, maglev, netkit, small-maps, topology, xdp;"):
+    with pytest.raises(SettingsError, match=r"--kpr-profile: no profile 'maglve' \(known: default, drop, dsr, dual-stack, hostns-only, ipv6, lrp, maglev, netkit, small-maps, topology, xdp;"):
         resolve({"kpr_profile": "maglve"}, lambda k: None, REPO)
 
 
@@ -77,7 +80,7 @@ def test_the_profile_is_recorded_in_cluster_json_and_the_header(pytester: pytest
     assert json.loads((pytester.path / "artifacts" / "fake" / "cluster.json").read_text())["profile"] == "maglev"
 
 
-@pytest.mark.parametrize("profile", ["default", "hostns-only", "drop", "maglev", "dsr", "small-maps", "dual-stack", "ipv6", "netkit", "xdp", "topology"])
+@pytest.mark.parametrize("profile", ["default", "hostns-only", "drop", "maglev", "dsr", "small-maps", "dual-stack", "ipv6", "netkit", "xdp", "topology", "lrp"])
 def test_every_profile_promises_what_its_values_set_and_the_dry_run_shows_it(pytester: pytest.Pytester, profile: str) -> None:
     """The promises are read back after provisioning; the fake, configured by the profile, shows them (no refusal)."""
     from pytest_kpr.judge.profiles import PROFILE_PROMISES

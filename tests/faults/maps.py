@@ -5,6 +5,7 @@ from __future__ import annotations
 
 SV = "test_shared_vip.py::"
 MAPS = "test_maps.py::"
+PR = "test_protocols.py::"
 
 ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
     # each suite's Services are gone when the next one runs (plugin.fixtures.lab), so the map-pressure suite meets its own: its
@@ -22,9 +23,13 @@ ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
     ("map-larger-than-reported", ("maps",), "lb_map_max=512, faults=Faults(rev_nat_map_capacity=100000, service_map_capacity=100000)",
      {MAPS + "test_every_service_of_the_run_is_in_the_bpf_maps"},
      ["*map pressure (IPv4 maps): 528 Services for a service map of 512 entries (/tmp/cilium/config-map/bpf-lb-map-max), yet none is missing*"]),
-    ("no-wildcard-entries", ("maps",), "faults=Faults(no_wildcard_entries=True)", {MAPS + "test_each_address_has_its_wildcard_entry_as_the_rule_says"},
+    # without the wildcard entry nothing drops a request to a port the VIP does not serve (datapath.SRC_WILDCARD_DROP)
+    ("no-wildcard-entries", ("maps", "protocols"), "faults=Faults(no_wildcard_entries=True)",
+     {MAPS + "test_each_address_has_its_wildcard_entry_as_the_rule_says", PR + "test_a_port_the_vip_does_not_serve_is_dropped_and_counted"},
      ["*map pressure (wildcard entries, IPv4 maps): 50 of 50 Services in the map have no wildcard entry for their address (<address>:0/ANY) "
-      "although Cilium 1.20, default-lb-service-ipam lbipam (no file), bpf-lb-enable-wildcard-entries true (no file): the rule says one*"]),
+      "although Cilium 1.20, default-lb-service-ipam lbipam (no file), bpf-lb-enable-wildcard-entries true (no file): the rule says one*",
+      "*protocols on a port (a port the VIP does not serve, from outside): 198.18.23.10:7001, a port the Service does not have, got no "
+      "answer (timeout) through *, but the agent there counted no \"Service backend not found\" drop*the VIP's wildcard entry did not drop it*"]),
     ("map-full-silent", ("maps",), "lb_map_max=512, faults=Faults(map_full_silent=True)", {MAPS + "test_a_full_map_is_not_silent"},
      ["*map pressure (how the agent shows a full IPv4 map): * of * Services missing from the map show no error for it (e.g. mp-*: status Done*"
       "the loadbalancer-reconciler's health was never Degraded with a full map's error while the map filled (* readings: no row)*"]),

@@ -10,12 +10,13 @@ DSR = "test_dsr.py::"
 AFF = "test_affinity.py::"
 ITP = "test_itp.py::"
 SR = "test_source_ranges.py::"
+IE = "test_icmp_errors.py::"
 
 ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
     ("listener-on-the-nodeport", ("nodeport",), "faults=Faults(nodeport_listener=True)",
      {NP + "test_nobody_listens_on_the_nodeport"},
      ["*NodePort: 1 sockets listen on :30780 on the node ([[]'0.0.0.0:30780'[]]); the answer must come from BPF, not a process*"]),
-    ("nodeport-frontend-on-the-wrong-port", ("affinity", "dsr", "etp", "no_backend", "nodeport"), "faults=Faults(nodeport_wrong_port=True)",
+    ("nodeport-frontend-on-the-wrong-port", ("affinity", "dsr", "etp", "icmp_errors", "no_backend", "nodeport"), "faults=Faults(nodeport_wrong_port=True)",
      {NP + "test_nodeport_answers_http_200_on_the_node", NP + "test_nodeport_answers_from_outside_the_cluster",
       NP + "test_agent_lists_the_wildcard_nodeport_frontend",
       NB + "test_raw_syn_to_the_nodeport_from_another_node_gets_the_configured_answer",
@@ -24,9 +25,12 @@ ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
       DSR + "test_the_backend_sees_the_address_the_nodeport_mode_promises",
       # the affinity suite's requests from outside go through NodePorts too: none is served
       AFF + "test_a_client_from_outside_stays_on_one_backend_with_session_affinity",
-      AFF + "test_from_outside_without_affinity_requests_spread_over_the_backends", AFF + "test_the_nodes_affinity_map_holds_the_clients_entry"},
+      AFF + "test_from_outside_without_affinity_requests_spread_over_the_backends", AFF + "test_the_nodes_affinity_map_holds_the_clients_entry",
+      # the ICMP-error suite's datagram goes to a NodePort too: it never reaches the responder
+      IE + "test_a_fragmentation_needed_error_reaches_the_client_reverse_translated"},
      ["*NodePort: the agent lists no 0.0.0.0:30780 NodePort frontend (NodePort frontends: [[]*0.0.0.0:30781/TCP*",
-      "*NodePort: 172.18.0.3:30780 answered 0 (curl exit 7)*"]),
+      "*NodePort: 172.18.0.3:30780 answered 0 (curl exit 7)*",
+      "*ICMP errors (*): no ICMP error came back to * (timeout), and ie-backend on * logged no datagram: the NodePort did not forward it*"]),
     ("ipv6-nodeport-not-programmed", ("affinity", "dsr", "etp", "itp", "no_backend", "nodeport", "source_ranges"), "ip_families=('IPv4', 'IPv6'), faults=Faults(nodeport_v6_missing=True)",
      {NP + "test_nodeport_answers_http_200_on_the_node[IPv6]", NP + "test_nodeport_answers_from_outside_the_cluster[IPv6]",
       NP + "test_agent_lists_the_wildcard_nodeport_frontend[IPv6]",
