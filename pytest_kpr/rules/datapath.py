@@ -748,6 +748,13 @@ def wildcard_entry(cilium: "str | tuple[int, int]", fe_type: str, lb_class: "str
         return False
     if (enabled or "true").strip().lower() != "true":
         return False
+    return wildcard_class(lb_class, default_ipam)
+
+
+def wildcard_class(lb_class: "str | None", default_ipam: "str | None" = None) -> bool:
+    """isWildcardClass (SRC_WILDCARD): a class-less Service while default-lb-service-ipam is lbipam, or one of Cilium's own
+    classes. Before cilium/cilium#43721 (merged 2026-01, for 1.19) any class passed: pkg/loadbalancer/tests/testdata/
+    loadbalancer.txtar@0725568c expects `SVC: ID=0 ADDR=172.16.1.1:0/ANY` for `loadBalancerClass: "test"`; no release has it."""
     if lb_class is None:
         return (default_ipam or "lbipam").strip() == "lbipam"
     return lb_class in WILDCARD_CLASSES

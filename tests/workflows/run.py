@@ -37,6 +37,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 STANDINS = Path(__file__).resolve().parent / "standins"
+#: Cilium's load-balancer test scripts on this machine (the checkout stand-in serves them for cilium/cilium's testdata):
+#: KPR_LB_TXTAR, else the folder shared/cilium-lb-txtar beside this checkout
+LB_TXTAR = Path(os.environ.get("KPR_LB_TXTAR") or REPO.parent / "shared" / "cilium-lb-txtar")
 WORKFLOWS = REPO / ".github" / "workflows"
 LOGS = REPO / "kpr-artifacts" / "workflows"
 GITHUB_REPOSITORY = "pytest-kpr/pytest-kpr"
@@ -201,7 +204,8 @@ def run_act(plan: Plan, work: Path, source: Path, env: dict[str, str], actions: 
             "--action-cache-path", str(run_dir / "act-cache"), "--defaultbranch", "main", "--concurrent-jobs", str(concurrent_jobs)]
     for k, v in {"KPR_ACT_SOURCE": str(source), "KPR_ACT_ARTIFACTS": str(run_dir / "artifacts"), "KPR_ACT_STANDINS": str(STANDINS),
                  "KPR_ACT_RECORD": str(run_dir / "record.tsv"), "KPR_ACT_HOST_PATH": env["PATH"], "KPR_GH_RUNS": str(gh_runs),
-                 "KPR_GH_LOG": str(run_dir / "gh.log"), "GH_TOKEN": "stand-in"}.items():
+                 "KPR_GH_LOG": str(run_dir / "gh.log"), "GH_TOKEN": "stand-in",
+                 "KPR_ACT_LB_TXTAR": str(LB_TXTAR)}.items():
         argv += ["--env", f"{k}={v}"]
     for k, v in plan.inputs.items():
         argv += ["--input", f"{k}={v}"]
