@@ -32,6 +32,7 @@ from ..k8s.api import ExecResult, api_version_of, pod_ready
 from ..core.versions import Version
 from ..parse.addr import family_of
 from ..rules.datapath import ZONE_LABEL
+from .lbcp.agent import SERVICE_NAME_LABEL
 from .agent import FakeAgent
 from .config import FakeConfig, Faults
 from .lb import LbState
@@ -458,8 +459,23 @@ class FakeCluster:
         return ((n or {}).get("metadata", {}).get("labels") or {}).get(ZONE_LABEL)
 
     def endpointslices(self, svc: Obj) -> list[Obj]:
-        """One EndpointSlice per family the Service has (the EndpointSlice controller's addressType), as Kubernetes does."""
+        """The Service's EndpointSlices, as the agents read them: the EndpointSlice controller's (a Service with a selector:
+        one per family, made from the pods it selects) and any added through the API that name the Service in their
+        ``kubernetes.io/service-name`` label (a selectorless Service's only ones, as in Kubernetes)."""
+        md = svc["metadata"]
+        return self._controller_slices(svc) + [
+            o for (ns, _), o in sorted(self._objects.get("EndpointSlice", {}).items())
+            if ns == md["namespace"] and (o["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) == md["name"]]
+
+    def _controller_slices(self, svc: Obj) -> list[Obj]:
+        if not svc["spec"].get("selector"):
+            return []
         return [self._endpointslice(svc, f) for f in svc["spec"].get("ipFamilies") or ["IPv4"]]
+
+    def _all_endpointslices(self) -> list[Obj]:
+        """Every EndpointSlice the API lists: the controller's for each Service with a selector, then those added."""
+        return [es for s in self.services() for es in self._controller_slices(s)] + [
+            o for _, o in sorted(self._objects.get("EndpointSlice", {}).items())]
 
     def _endpointslice(self, svc: Obj, family: str = "IPv4") -> Obj:
         ports = [
@@ -476,6 +492,7 @@ class FakeCluster:
                 **({"zone": zone} if (zone := self.zone_of(p["spec"]["nodeName"])) else {}),
             }
             for p in self.endpoints_of(svc)
+            if pod_ip(p, family) is not None  # the controller lists a pod once it has an address of the slice's family
         ]
         if svc["spec"].get("trafficDistribution") == "PreferClose":  # the EndpointSlice controller's hints (datapath.SRC_PREFER_CLOSE)
             for ep in eps:
@@ -687,7 +704,7 @@ class FakeCluster:
         api_version_of(kind)
         self._advance("list", kind, namespace or "", label_selector or "")
         if kind == "EndpointSlice":
-            items = [es for s in self.services() if s["spec"].get("selector") for es in self.endpointslices(s)]
+            items = self._all_endpointslices()
         elif kind == "CiliumEndpoint":
             items = [self._cilium_endpoint(p) for p in self.pods() if not p["spec"].get("hostNetwork") and p["spec"].get("nodeName")]
         else:

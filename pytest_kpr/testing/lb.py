@@ -7,16 +7,20 @@ endpoints. NodePort services get ``0.0.0.0:<nodePort>`` and ``<node InternalIP>:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
-from ..rules.datapath import (HEADLESS_LABEL, lrp_backends, service_exposed_on, LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, NODEPORT_WILDCARD, REV_NAT_FULL_ERROR, REV_NAT_MAP_NAME,
+from ..rules.datapath import (HEADLESS_LABEL, MAGLEV_DEFAULT_SEED, lrp_backends, service_exposed_on, LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, NODEPORT_WILDCARD, REV_NAT_FULL_ERROR, REV_NAT_MAP_NAME,
                               external_backends, internal_backends, itp_enabled, new_connection_backends, terminating_endpoints_kept,
                               topology_backends, wildcard_entry)
 from ..rules.lbmodel import Event, LbModel, Op, Variant
 from ..parse.addr import family_of, hp, split_host_port
-from .config import Faults
+from .config import FakeConfig, Faults
 from .view import ClusterView, FakeBackend, FakeFrontend, pod_ip
 from .faults import Fault, declare
+from .lbcp import AgentConfig
+from .lbcp.agent import backend_matches, parse_endpoint_slice
+from .lbcp.tables import ACTIVE, TERMINATING
 
 
 FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
@@ -103,6 +107,26 @@ class StealingModel(LbModel):
 
 
 
+def agent_config(cfg: "FakeConfig", node: str = "") -> AgentConfig:
+    """The load-balancer settings of the fake's agents (on ``node``) in the control plane's terms (lbcp.AgentConfig): the
+    settings Cilium's scripts run with, set from what the fake's agents report in their config map."""
+    return _agent_config(cfg.ip_families, cfg.lb_algorithm, cfg.nodeport_mode, cfg.lb_mode_annotation, cfg.lb_source_range_all_types,
+                         cfg.lb_wildcard_entries, cfg.default_lb_service_ipam, cfg.service_topology, cfg.lb_map_max, cfg.maglev_seed,
+                         cfg.cilium_version, node)
+
+
+@functools.lru_cache(maxsize=64)
+def _agent_config(families: tuple[str, ...], algorithm: str, mode: str, mode_annotation: bool, all_types: bool, wildcards: str | None,
+                  ipam: str | None, topology: bool, map_max: int | None, seed: str | None, version: str, node: str) -> AgentConfig:
+    minor = tuple(int(x) for x in version.lstrip("v").split(".")[:2]) if version else (1, 20)
+    return AgentConfig(node_name=node, enable_ipv4="IPv4" in families, enable_ipv6="IPv6" in families,
+                       lb_algorithm="maglev" if algorithm == "Maglev" else "random", lb_mode=mode.lower(), mode_annotation=mode_annotation,
+                       source_range_all_types=all_types, wildcard_entries=(wildcards or "true").strip().lower() == "true",
+                       default_lb_service_ipam=(ipam or "lbipam").strip(), service_topology=topology,
+                       lb_map_max=map_max or LB_MAP_MAX_DEFAULT, maglev_seed=seed or MAGLEV_DEFAULT_SEED,
+                       cilium_minor=(minor[0], minor[1]))
+
+
 #: logical milliseconds per tick of the fake's clock (one API call or exec is one tick)
 MS_PER_TICK = 100
 
@@ -141,7 +165,7 @@ class LbState:
         self._backend_ids: dict[tuple[str, int, str], int] = {}
         self._id_offset = 0
         #: every backend a service port ever had (the stale_slots fault keeps them all)
-        self._ever: dict[tuple[str, str, int], list[FakeBackend]] = {}
+        self._ever: dict[tuple[str, str, str, str], list[FakeBackend]] = {}
         #: node -> every frontend it ever listed (the map_entries_leak fault)
         self._seen: dict[str, dict[tuple[str, int, str], FakeFrontend]] = {}
 
@@ -226,22 +250,33 @@ class LbState:
             self._next_id += 1
         return self._ids[key]
 
-    def backends_of(self, svc: dict, port: dict, family: str = "IPv4", endpoints: list[dict] | None = None) -> list[FakeBackend]:
-        """The backends of a Service port's frontend of ``family``: its endpoints' addresses of that family (``endpoints``:
-        the Service's selected pods, when the caller has them already)."""
+    def backends_of(self, svc: dict, port: dict, family: str = "IPv4", slices: list[dict] | None = None) -> list[FakeBackend]:
+        """The backends of a Service port's frontend of ``family``, read from the Service's EndpointSlices as the agent reads
+        them (lbcp.parse_endpoint_slice: an endpoint's conditions decide its state; a backend serves the frontends of its
+        protocol, family and port name). Only backends that take a slot: active ones, and terminating ones while
+        enable-k8s-terminating-endpoint is on (datapath.SRC_TERMINATING_STATE); an endpoint in maintenance (not ready, not
+        terminating) or terminating and no longer serving keeps no slot. ``slices``: the Service's, when the caller has them."""
         c = self.cluster
-        target = int(port.get("targetPort", port["port"]))
-        # datapath.SRC_TERMINATING_STATE: a ready endpoint is an active backend; one that is terminating and still serving
-        # is a terminating backend, kept while enable-k8s-terminating-endpoint is on; any other is left out
+        name = f"{svc['metadata']['namespace']}/{svc['metadata']['name']}"
         keep = terminating_endpoints_kept(c.cfg.k8s_terminating_endpoint)
-        bes = [
-            FakeBackend(ip, target, p["spec"]["nodeName"], p["metadata"]["name"],
-                        "terminating" if p["metadata"].get("deletionTimestamp") else "active")
-            for p in (c.endpoints_of(svc) if endpoints is None else endpoints)
-            if c.pod_ready(p) and (keep or not p["metadata"].get("deletionTimestamp")) and (ip := pod_ip(p, family)) is not None
-        ]
+        cfg = agent_config(c.cfg)
+        bes: list[FakeBackend] = []
+        seen: set[tuple[str, int]] = set()
+        for es in (c.endpointslices(svc) if slices is None else slices):
+            if es.get("addressType") != family:
+                continue
+            pods = {a: (ep.get("targetRef") or {}).get("name", "") for ep in es.get("endpoints") or [] for a in ep.get("addresses") or []}
+            for addr, be in parse_endpoint_slice(cfg, name, es).items():
+                if not backend_matches(be, port.get("protocol", "TCP"), family == "IPv6", port.get("name", "")):
+                    continue
+                state = {ACTIVE: "active", TERMINATING: "terminating"}.get(be.state)
+                ip = str(addr.ip)
+                if state is None or (state == "terminating" and not keep) or (ip, addr.port) in seen:
+                    continue
+                seen.add((ip, addr.port))
+                bes.append(FakeBackend(ip, addr.port, be.node_name, pods.get(ip, ""), state))
         if c.cfg.faults.stale_slots:  # fault: backends removed by scaling down stay in the slots
-            key = (svc["metadata"]["namespace"], svc["metadata"]["name"], target)
+            key = (svc["metadata"]["namespace"], svc["metadata"]["name"], port.get("name", ""), family)
             ever = self._ever.setdefault(key, [])
             ever += [b for b in bes if b not in ever]
             live_pods = {p["metadata"]["name"] for p in c.pods()}
@@ -262,7 +297,7 @@ class LbState:
         out: list[FakeFrontend] = []
         node_ip = c.node_ip(node)
         services = {f"{s['metadata']['namespace']}/{s['metadata']['name']}": s for s in c.services()}
-        selected: dict[str, list[dict]] = {}  # a Service's pods, once per reading: its frontends share them
+        selected: dict[str, list[dict]] = {}  # a Service's EndpointSlices, once per reading: its frontends share them
         labels = c.node_labels(node)
         for addr, state in sorted(self.model.frontends.items()):
             svc = services.get(state.owner)
@@ -278,7 +313,7 @@ class LbState:
             hostport, proto = addr.rsplit("/", 1)
             ip, p = split_host_port(hostport) or ("", 0)
             if svc is not None and state.owner not in selected:
-                selected[state.owner] = c.endpoints_of(svc)
+                selected[state.owner] = c.endpointslices(svc)
             bes = self.backends_of(svc, port, family_of(ip), selected[state.owner]) if svc is not None else []
             if node == c.cfg.faults.backend_missing_on and len(bes) > 2:  # fault: this agent lacks one backend
                 bes = bes[:-1]

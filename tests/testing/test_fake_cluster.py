@@ -74,6 +74,54 @@ def test_endpointslices_follow_ready_pods_through_a_scale(fake: FakeCluster) -> 
     assert es["ports"] == [{"name": "", "port": 8080, "protocol": "TCP"}]
 
 
+def _slice(name: str, service: str, ip: str, node: str = "fake-worker", **conditions: bool) -> dict:
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": name, "namespace": "t", "labels": {"kubernetes.io/service-name": service}},
+            "addressType": "IPv4", "endpoints": [{"addresses": [ip], "nodeName": node, "conditions": conditions}],
+            "ports": [{"name": "", "port": 8080, "protocol": "TCP"}]}
+
+
+def test_a_selectorless_service_is_served_from_the_endpointslice_added_by_hand(fake: FakeCluster) -> None:
+    """What a new contributor tried: the API lists the slice back, and the agents serve the Service from it, as Cilium's
+    agents read EndpointSlices (no pods involved)."""
+    s = fake.create({**svc("ext"), "spec": {"type": "ClusterIP", "ports": [{"port": 80, "protocol": "TCP"}]}})
+    fake.create(_slice("ext-1", "ext", "192.0.2.10"))
+    assert [es["metadata"]["name"] for es in fake.list("EndpointSlice", "t", "kubernetes.io/service-name=ext")] == ["ext-1"]
+    assert fake.get("EndpointSlice", "ext-1", "t")["endpoints"][0]["addresses"] == ["192.0.2.10"]
+    fes = [fe for fe in fake.lb.frontends("fake-worker") if fe.ip == s["spec"]["clusterIP"]]
+    assert [(b.ip, b.port, b.node, b.state) for fe in fes for b in fe.backends] == [("192.0.2.10", 8080, "fake-worker", "active")]
+    fake.delete("EndpointSlice", "ext-1", "t")
+    assert fake.list("EndpointSlice", "t", "kubernetes.io/service-name=ext") == []
+    assert [b for fe in fake.lb.frontends("fake-worker") if fe.ip == s["spec"]["clusterIP"] for b in fe.backends] == []
+
+
+@pytest.mark.parametrize(("conditions", "state"), [
+    ({}, "active"),  # no conditions: ready (discovery/v1: nil is ready)
+    ({"ready": True}, "active"),
+    ({"ready": False, "serving": True, "terminating": True}, "terminating"),
+    ({"ready": False, "serving": False, "terminating": True}, None),  # kept in the maps, no slot
+    ({"ready": False}, None),  # maintenance: no slot
+])
+def test_an_added_endpoints_conditions_decide_whether_it_takes_a_slot(fake: FakeCluster, conditions: dict, state: str | None) -> None:
+    s = fake.create({**svc("ext"), "spec": {"type": "ClusterIP", "ports": [{"port": 80, "protocol": "TCP"}]}})
+    fake.create(_slice("ext-1", "ext", "192.0.2.10", **conditions))
+    for _ in range(3):  # the control plane's coalescing window closes (3 ticks)
+        fake.list("Pod", "t")
+    (fe,) = [fe for fe in fake.lb.frontends("fake-worker") if fe.ip == s["spec"]["clusterIP"]]
+    assert [b.state for b in fe.backends + fe.draining] == ([state] if state else [])
+
+
+def test_a_slice_added_beside_the_controllers_adds_its_backends(fake: FakeCluster) -> None:
+    fake.create(WEB)
+    s = fake.create(svc("web"))
+    for _ in range(3):
+        fake.list("Pod", "t")
+    fake.create(_slice("web-extra", "web", "192.0.2.20", node="fake-worker2"))
+    assert len(fake.list("EndpointSlice", "t", "kubernetes.io/service-name=web")) == 2
+    (fe,) = [fe for fe in fake.lb.frontends("fake-worker") if fe.ip == s["spec"]["clusterIP"]]
+    assert "192.0.2.20" in [b.ip for b in fe.backends] and len(fe.backends) == 3
+
+
 def test_nodeports_are_allocated_and_conflicts_refused(fake: FakeCluster) -> None:
     a = fake.create(svc("a", "NodePort"))
     assert 30000 <= a["spec"]["ports"][0]["nodePort"] <= 32767

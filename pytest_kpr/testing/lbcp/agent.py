@@ -757,11 +757,7 @@ def parse_endpoint_slice(cfg: AgentConfig, service: str, body: dict[str, Any]) -
 def select_backends(cfg: AgentConfig, node_labels: dict[str, str], bes: list[BackendParams], svc: Service, fe: Frontend) -> list[BackendParams]:
     """writer.go DefaultSelectBackends for a frontend."""
     def matches(be: BackendParams) -> bool:
-        if be.address.proto != fe.address.proto or be.address.is6 != fe.address.is6:
-            return False
-        if fe.params.port_name and be.port_names and fe.params.port_name not in be.port_names:
-            return False
-        return True
+        return backend_matches(be, fe.address.proto, fe.address.is6, fe.params.port_name)
 
     only_local = use_local_backends(fe, svc)
     # before 1.18 (the experimental control plane) the hints were honoured without --enable-service-topology
@@ -800,6 +796,14 @@ def select_backends(cfg: AgentConfig, node_labels: dict[str, str], bes: list[Bac
             continue
         out.append(b)
     return out
+
+
+def backend_matches(be: BackendParams, proto: str, is6: bool, port_name: str) -> bool:
+    """A backend serves a frontend of this protocol, family and port name (DefaultSelectBackends: a frontend without a
+    port name, or a backend without one, matches any)."""
+    if be.address.proto != proto or be.address.is6 != is6:
+        return False
+    return not (port_name and be.port_names and port_name not in be.port_names)
 
 
 def use_local_backends(fe: Frontend, svc: Service) -> bool:

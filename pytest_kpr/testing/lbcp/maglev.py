@@ -14,9 +14,10 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
+from ...rules.datapath import MAGLEV_DEFAULT_SEED
 from .addr import L3n4, SCOPE_INTERNAL
 
-DEFAULT_SEED = "JLfvgnHc2kaSUFaI"
+DEFAULT_SEED = MAGLEV_DEFAULT_SEED  # the agent's built-in bpf-lb-maglev-hash-seed
 DEFAULT_TABLE_SIZE = 16381
 #: maglev.go maglevSupportedTableSizes
 SUPPORTED_TABLE_SIZES = (251, 509, 1021, 2039, 4093, 8191, 16381, 32749, 65521, 131071)
