@@ -1,9 +1,10 @@
 """loadBalancerSourceRanges: from outside, a VIP serves a source in its ranges and drops one outside them, counted as
 ``Denied by LB src range check`` in the agent's BPF metrics; with the annotation ``service.cilium.io/src-ranges-policy:
 deny`` the ranges are a deny list, the reverse; from inside the cluster the field is ignored. On the Service's other
-frontends (rules.datapath.SRC_SOURCE_RANGES_TYPES): its externalIPs addresses are checked like the VIP from Cilium 1.20
-(PR #44747), its NodePort only with ``bpf-lb-source-range-all-types`` (read back from the agent); where a release's
-behaviour is not known (externalIPs before 1.20, a NodePort on 1.18: issue #42334) the request is recorded, not judged.
+frontends (rules.datapath.SRC_SOURCE_RANGES_TYPES): on 1.18 every frontend type is checked (its NodePort too: issue
+#42334); from 1.19 its NodePort only with ``bpf-lb-source-range-all-types`` (read back from the agent), its externalIPs
+addresses like the VIP from Cilium 1.20 (PR #44747); on 1.19, where the externalIPs behaviour is not known, the request
+is recorded, not judged.
 
 Four LoadBalancer Services over two backends (``sr-web``), their VIPs from the suite's own LB-IPAM pool (scenarios.vips):
 ``sr-allow-in`` (ranges: the runner's own address), ``sr-allow-out`` (ranges the runner is not in: the documentation

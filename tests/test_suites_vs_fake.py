@@ -140,9 +140,9 @@ NO_BACKEND_ALL_JUDGED = {"passed": 6}  # Hostns-only: bpf_lxc handles the pod's 
         # ... and under hostns-only coverage a pod's SYN to the ClusterIP continues untranslated: nothing answers it
         ("no_service_endpoints_routable=False, socket_lb_hostns_only=True", ("no_backend",), NO_BACKEND_ALL_JUDGED),
         # the oldest supported minor, with legacy tc attachments
-        # (on 1.18 whether a LoadBalancer Service's ranges hold on its NodePort and externalIPs is not known: recorded, skipped;
-        # the wildcard drop of an unknown port on a VIP is 1.19's: recorded, skipped)
-        ("cilium_version='1.18.14', attach_mode='tc'", (), {"rest_skipped": ALL_SKIPPED + 3}),
+        # (the wildcard drop of an unknown port on a VIP is 1.19's: recorded, skipped; on 1.18 a Service's ranges hold on every
+        # frontend type, its NodePort and externalIPs judged too)
+        ("cilium_version='1.18.14', attach_mode='tc'", (), {"rest_skipped": ALL_SKIPPED + 1}),
         # NatPort conntrack tail
         # (1.19.2 and later 1.19 releases carry the EPERM regression #45184 reports: the fault table's cilium-1.19.8 row)
         # (before 1.20 whether the ranges hold on an externalIPs address is not known: recorded, skipped)
@@ -179,10 +179,10 @@ NO_BACKEND_ALL_JUDGED = {"passed": 6}  # Hostns-only: bpf_lxc handles the pod's 
         ("socket_lb_hostns_only=True, ip_families=('IPv4', 'IPv6'), cilium_version='1.18.14'", ("hairpin",), {"passed": 2, "skipped": 2}),
         ("socket_lb_hostns_only=True, ip_families=('IPv4', 'IPv6'), cilium_version='1.19.8'", ("hairpin",), {"passed": 4}),
         # bpf-lb-source-range-all-types: the ranges hold on the NodePort too (SRC_SOURCE_RANGES_TYPES); before 1.20 whether they
-        # hold on an externalIPs address is not known (not judged), on 1.18 a NodePort's neither
+        # hold on an externalIPs address is not known on 1.19 (not judged); 1.18 checks every frontend type
         ("lb_source_range_all_types=True", ("source_ranges",), {"passed": 8}),
         ("cilium_version='1.19.8'", ("source_ranges",), {"passed": 7, "skipped": 1}),
-        ("cilium_version='1.18.14'", ("source_ranges",), {"passed": 6, "skipped": 2}),
+        ("cilium_version='1.18.14'", ("source_ranges",), {"passed": 8}),
         # the agents' own mode SNAT with the annotations counted: fm-dsr is DSR, fm-snat SNAT
         ("routing_mode='Native', lb_mode_annotation=True", ("forwarding_mode",), {"passed": 2}),
         # a redirect per family

@@ -846,21 +846,27 @@ SRC_SOURCE_RANGES_TYPES = ("cilium/cilium pkg/loadbalancer/service.go (the index
                            "SVCTypeLoadBalancer || svcType == SVCTypeExternalIPs)`; the ExternalIPs type from PR #44747 \"loadbalancer: "
                            "enforce loadBalancerSourceRanges on ExternalIPs frontends\" (merged 2026-03, after 1.19.0; a backport not found), "
                            "before it `&& svcType == SVCTypeLoadBalancer`; the flag in pkg/loadbalancer/tests/testdata/"
-                           "source-ranges-all.txtar@5e9eabb8 `#! --bpf-lb-source-range-all-types=true`; 1.18 dropped NodePort requests of "
-                           "such a Service from 1.18.2 on (issue #42334, affects/v1.18; the patch that fixed it not found)")
+                           "source-ranges-all.txtar@5e9eabb8 `#! --bpf-lb-source-range-all-types=true`. Before the flag (1.18) every "
+                           "frontend type is checked: source-ranges.txtar@062e4cdb (no wildcard entries: the 1.18 control plane) "
+                           "`SVC: ID=1 ADDR=10.0.0.1:80/TCP SLOT=0 ... FLAGS=ClusterIP+non-routable+check source-range`, which is why "
+                           "1.18 dropped such a Service's NodePort requests (issue #42334, affects/v1.18)")
 #: the agent's bpf-lb-source-range-all-types as resolved into its config map (absent: false; SRC_SOURCE_RANGES_TYPES)
 SOURCE_RANGE_ALL_TYPES_FILE = "/tmp/cilium/config-map/bpf-lb-source-range-all-types"
-#: the first minor that checks an ExternalIPs frontend against its Service's ranges (PR #44747), and the first whose
-#: NodePort frontends are known to be left alone by default (#42334 affects 1.18)
+#: the first minor that checks an ExternalIPs frontend against its Service's ranges (PR #44747), and the first that checks
+#: only some frontend types (before it, every type: SRC_SOURCE_RANGES_TYPES)
 SOURCE_RANGES_EXTERNAL_IP_FROM = (1, 20)
-SOURCE_RANGES_NODEPORT_KNOWN_FROM = (1, 19)
+SOURCE_RANGES_TYPED_FROM = (1, 19)
+#: the frontend types the rule knows (the suites' names; ExternalIP is Cilium's ExternalIPs type)
+SOURCE_RANGES_FRONTENDS = ("LoadBalancer", "NodePort", "ExternalIP", "ClusterIP", "HostPort", "LocalRedirect")
 
 
 def source_ranges_checked(frontend: str, cilium_version: str = "", all_types: bool = False) -> bool | None:
-    """Whether a LoadBalancer Service's loadBalancerSourceRanges are checked on its ``frontend`` (LoadBalancer | NodePort
-    | ExternalIP) from outside (SRC_SOURCE_RANGES_TYPES): the VIP always; every type with bpf-lb-source-range-all-types;
-    else an ExternalIPs address from 1.20 and a NodePort never. None where the release's behaviour is not known (the
-    ExternalIPs check before 1.20, a NodePort on 1.18): not judged. An unknown version ("") is taken as the newest."""
+    """Whether a Service's loadBalancerSourceRanges are checked on its ``frontend`` (one of SOURCE_RANGES_FRONTENDS) from
+    outside (SRC_SOURCE_RANGES_TYPES): the VIP always; every type with bpf-lb-source-range-all-types, and every type before
+    1.19; else an ExternalIPs address from 1.20 and no other type. None where the release's behaviour is not known (the
+    ExternalIPs check on 1.19): not judged. An unknown version ("") is taken as the newest."""
+    if frontend not in SOURCE_RANGES_FRONTENDS:
+        raise NoRule(f"no sourced rule for loadBalancerSourceRanges on a {frontend} frontend")
     if frontend == "LoadBalancer" or all_types:
         return True
     minor = (99, 0)
@@ -869,11 +875,11 @@ def source_ranges_checked(frontend: str, cilium_version: str = "", all_types: bo
 
         v = Version.parse(cilium_version)
         minor = (v.major, v.minor)
+    if minor < SOURCE_RANGES_TYPED_FROM:
+        return True
     if frontend == "ExternalIP":
         return True if minor >= SOURCE_RANGES_EXTERNAL_IP_FROM else None
-    if frontend == "NodePort":
-        return False if minor >= SOURCE_RANGES_NODEPORT_KNOWN_FROM else None
-    raise NoRule(f"no sourced rule for loadBalancerSourceRanges on a {frontend} frontend")
+    return False
 
 
 def source_ranges_applied(frontend: str, cilium_version: str = "", all_types: bool = False) -> bool:

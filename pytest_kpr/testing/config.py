@@ -93,8 +93,8 @@ class FakeConfig:
     #: bpf-lb-mode-annotation as the agents resolve it (Helm bpf.lbModeAnnotation; the dsr profile sets it): a Service's
     #: service.cilium.io/forwarding-mode counts (datapath.SRC_FORWARDING_MODE_ANNOTATION)
     lb_mode_annotation: bool = False
-    #: bpf-lb-source-range-all-types as the agents resolve it (Cilium's default false: a LoadBalancer Service's ranges are
-    #: checked on its VIP and, from 1.20, its externalIPs only; datapath.SRC_SOURCE_RANGES_TYPES)
+    #: bpf-lb-source-range-all-types as the agents resolve it (Cilium's default false: from 1.19 a LoadBalancer Service's
+    #: ranges are checked on its VIP and, from 1.20, its externalIPs only; 1.18 checks every type; datapath.SRC_SOURCE_RANGES_TYPES)
     lb_source_range_all_types: bool = False
     #: enable-health-check-loadbalancer-ip as the agents resolve it (the kind values set Helm
     #: nodePort.enableHealthCheckLoadBalancerIP: true; Cilium's default is false: datapath.SRC_HEALTH_LB_IP)

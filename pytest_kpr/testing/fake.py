@@ -494,7 +494,8 @@ class FakeCluster:
             for p in self.endpoints_of(svc)
             if pod_ip(p, family) is not None  # the controller lists a pod once it has an address of the slice's family
         ]
-        if svc["spec"].get("trafficDistribution") == "PreferClose":  # the EndpointSlice controller's hints (datapath.SRC_PREFER_CLOSE)
+        if svc["spec"].get("trafficDistribution") in ("PreferClose", "PreferSameZone"):
+            # the EndpointSlice controller's hints (datapath.SRC_PREFER_CLOSE; Kubernetes 1.34 names PreferClose PreferSameZone)
             for ep in eps:
                 if ep["conditions"]["ready"] and ep.get("zone"):
                     ep["hints"] = {"forZones": [{"name": ep["zone"]}]}

@@ -8,19 +8,20 @@ endpoints. NodePort services get ``0.0.0.0:<nodePort>`` and ``<node InternalIP>:
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..rules.datapath import (HEADLESS_LABEL, MAGLEV_DEFAULT_SEED, lrp_backends, service_exposed_on, LB_MAP_MAX_DEFAULT, MAP_FULL_ERROR, NODEPORT_WILDCARD, REV_NAT_FULL_ERROR, REV_NAT_MAP_NAME,
-                              external_backends, internal_backends, itp_enabled, new_connection_backends, terminating_endpoints_kept,
-                              topology_backends, wildcard_entry)
+from ..rules.datapath import (HEADLESS_LABEL, LB_MAP_MAX_DEFAULT, MAGLEV_DEFAULT_SEED, MAP_FULL_ERROR, NODEPORT_WILDCARD, REV_NAT_FULL_ERROR,
+                              REV_NAT_MAP_NAME, itp_enabled, lrp_backends, new_connection_backends, service_exposed_on,
+                              terminating_endpoints_kept, wildcard_entry)
 from ..rules.lbmodel import Event, LbModel, Op, Variant
 from ..parse.addr import family_of, hp, split_host_port
 from .config import FakeConfig, Faults
 from .view import ClusterView, FakeBackend, FakeFrontend, pod_ip
 from .faults import Fault, declare
 from .lbcp import AgentConfig
-from .lbcp.agent import backend_matches, parse_endpoint_slice
-from .lbcp.tables import ACTIVE, TERMINATING
+from .lbcp.addr import SCOPE_EXTERNAL, SCOPE_INTERNAL, L3n4, ip_of
+from .lbcp.agent import backend_matches, convert_service, parse_endpoint_slice, select_backends
+from .lbcp.tables import ACTIVE, TERMINATING, BackendParams, Frontend, FrontendParams, Service
 
 
 FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
@@ -131,14 +132,6 @@ def _agent_config(families: tuple[str, ...], algorithm: str, mode: str, mode_ann
 MS_PER_TICK = 100
 
 
-@dataclass(frozen=True)
-class Hinted:
-    """A backend as service topology sees it: its node and its hints' zones."""
-    be: FakeBackend
-    node: str
-    zones: tuple[str, ...]
-
-
 class LbState:
     """Allocates stable IDs and computes each node's frontends on demand.
 
@@ -174,36 +167,34 @@ class LbState:
         return f"{hp(ip, port)}/{proto}"
 
     def desired(self, svc: dict) -> list[tuple[str, str, dict]]:
-        """(addr, type, port) of every frontend a Service asks for (NodePorts as the wildcard of each family only)."""
-        spec = svc["spec"]
-        out = []
+        """(addr, type, port) of every frontend a Service asks for, as the agents convert a Service (lbcp.convert_service:
+        each ClusterIP, NodePort -- as the zero address of each family --, LoadBalancer VIP of ipMode VIP and externalIP,
+        per port and protocol; the service.cilium.io/type exposure; none for a headless Service), external scope only:
+        the internal scope of a Service with one Local traffic policy is the same address (``FakeFrontend.internal``).
+        The faults change the derived set afterwards."""
         faults = self.cluster.cfg.faults
-        # datapath.SRC_HEADLESS: a Service labelled headless has no frontends at all (the faults: the label ignored, or
-        # honoured for the ClusterIP only)
-        if HEADLESS_LABEL in ((svc.get("metadata") or {}).get("labels") or {}) and not faults.headless_label_ignored:
-            if not faults.headless_nodeport_programmed:
-                return []
-            spec = {k: v for k, v in spec.items() if k not in ("clusterIP", "clusterIPs")}
-        seen_ports: set[int] = set()
-        for port in spec.get("ports", []):
-            proto = port.get("protocol", "TCP")
-            if faults.multi_protocol_collapsed and int(port["port"]) in seen_ports:
+        body = svc
+        if HEADLESS_LABEL in ((svc.get("metadata") or {}).get("labels") or {}) and (
+                faults.headless_label_ignored or faults.headless_nodeport_programmed):  # faults: the label ignored (for NodePorts)
+            labels = {k: v for k, v in svc["metadata"]["labels"].items() if k != HEADLESS_LABEL}
+            body = {**svc, "metadata": {**svc["metadata"], "labels": labels}}
+        _, params = convert_service(agent_config(self.cluster.cfg), body, None)
+        ports = {(int(p["port"]), p.get("protocol", "TCP")): p for p in svc["spec"].get("ports", [])}
+        out, first_proto = [], {}
+        for fp in params:
+            if fp.address.scope != SCOPE_EXTERNAL:
+                continue
+            if body is not svc and faults.headless_nodeport_programmed and not faults.headless_label_ignored and fp.type == "ClusterIP":
+                continue  # fault: the label honoured for the ClusterIP only
+            proto, port = fp.address.proto, ports[(fp.service_port, fp.address.proto)]
+            if faults.multi_protocol_collapsed and first_proto.setdefault(fp.service_port, proto) != proto:
                 continue  # fault: one frontend per port number, the first protocol's (datapath.SRC_MULTI_PROTOCOL)
-            seen_ports.add(int(port["port"]))
-            if spec.get("clusterIP") and spec["clusterIP"] != "None":
-                for ip in spec.get("clusterIPs") or [spec["clusterIP"]]:  # a dual-stack Service: a frontend per family
-                    out.append((self.addr(ip, int(port["port"]), proto), "ClusterIP", port))
-            if spec.get("type") in ("NodePort", "LoadBalancer") and port.get("nodePort"):
-                node_port = int(port["nodePort"]) + (1 if self.cluster.cfg.faults.nodeport_wrong_port else 0)  # fault: wrong port
-                for family in spec.get("ipFamilies") or ["IPv4"]:
-                    if family == "IPv6" and self.cluster.cfg.faults.nodeport_v6_missing:
-                        continue  # fault: no [::]:<port> frontend
-                    out.append((self.addr(NODEPORT_WILDCARD[family], node_port, proto), "NodePort", port))
-            for eip in spec.get("externalIPs") or []:
-                out.append((self.addr(eip, int(port["port"]), proto), "ExternalIPs", port))
-            for ing in (svc.get("status", {}).get("loadBalancer", {}).get("ingress") or []):
-                if ing.get("ip"):
-                    out.append((self.addr(ing["ip"], int(port["port"]), proto), "LoadBalancer", port))
+            ip, number = str(fp.address.ip), fp.address.port
+            if fp.type == "NodePort":
+                number += 1 if faults.nodeport_wrong_port else 0  # fault: the wrong port
+                if fp.address.is6 and faults.nodeport_v6_missing:
+                    continue  # fault: no [::]:<port> frontend
+            out.append((self.addr(ip, number, proto), fp.type, port))
         return out
 
     def now_ms(self) -> float:
@@ -274,7 +265,7 @@ class LbState:
                 if state is None or (state == "terminating" and not keep) or (ip, addr.port) in seen:
                     continue
                 seen.add((ip, addr.port))
-                bes.append(FakeBackend(ip, addr.port, be.node_name, pods.get(ip, ""), state))
+                bes.append(FakeBackend(ip, addr.port, be.node_name, pods.get(ip, ""), state, be.for_zones))
         if c.cfg.faults.stale_slots:  # fault: backends removed by scaling down stay in the slots
             key = (svc["metadata"]["namespace"], svc["metadata"]["name"], port.get("name", ""), family)
             ever = self._ever.setdefault(key, [])
@@ -298,7 +289,9 @@ class LbState:
         node_ip = c.node_ip(node)
         services = {f"{s['metadata']['namespace']}/{s['metadata']['name']}": s for s in c.services()}
         selected: dict[str, list[dict]] = {}  # a Service's EndpointSlices, once per reading: its frontends share them
+        converted: dict[str, tuple[Service | None, list[FrontendParams]]] = {}  # the Service as this node's agent converts it
         labels = c.node_labels(node)
+        cfg = agent_config(c.cfg, node)
         for addr, state in sorted(self.model.frontends.items()):
             svc = services.get(state.owner)
             # datapath.SRC_NODE_EXPOSURE: an annotated Service is installed only on the nodes it selects (the fault: everywhere)
@@ -323,27 +316,16 @@ class LbState:
                 now = self.cluster.clock.monotonic()
                 bes = [b for b in bes if now - self._born.setdefault((b.ip, b.port), now) >= c.cfg.faults.slow_agent_s]
             status = "Done" if state.status == "done" else "Pending"
+            if svc is not None and state.owner not in converted:
+                converted[state.owner] = convert_service(cfg, svc, None)  # exposure: above, where its faults are
+            lsvc, params = converted.get(state.owner, (None, []))
             internal = None
             spec = svc["spec"] if svc is not None else {}
             faults = c.cfg.faults
-            # datapath.SRC_ITP_CLUSTER_IP: internalTrafficPolicy=Local narrows a ClusterIP's only scope to the node's backends,
-            # and a NodePort's (LoadBalancer's) internal scope; SRC_ITP_EXTERNAL: never the external scope
-            itp_local = spec.get("internalTrafficPolicy") == "Local" and itp_enabled(c.cfg.enable_internal_traffic_policy, c.cfg.cilium_version)
-            if typ != "ClusterIP" and spec.get("externalTrafficPolicy") == "Local" and not faults.etp_local_ignored \
-                    and not (faults.vip_etp_local_ignored and typ == "LoadBalancer"):  # faults: the external scope keeps every backend
-                # both policies Local: one scope, the local backends (writer.go shouldUseLocalBackends)
-                internal, bes = (None if itp_local else bes), external_backends(True, bes, node)
-            elif typ == "ClusterIP" and spec.get("externalTrafficPolicy") == "Local" \
-                    and faults.etp_breaks_cluster_ip:  # fault: the ClusterIP too is served from local backends only
-                bes = external_backends(True, bes, node)
-            elif typ == "ClusterIP" and itp_local \
-                    and not faults.on("itp_local_ignored", family_of(ip)):  # fault: the (family's) ClusterIP keeps every backend
-                bes = internal_backends(True, bes, node)
-            elif typ != "ClusterIP" and itp_local:
-                internal = internal_backends(True, bes, node)
-                if faults.itp_narrows_external:  # fault: outside traffic too is served from local backends only
-                    bes = list(internal)
-            bes = self._topology(spec, bes, node)
+            if lsvc is not None:
+                scopes = {fp.address.scope for fp in params if fp.type == typ and fp.address.proto == proto
+                          and fp.service_port == int(port["port"]) and str(fp.address.ip) in (ip, NODEPORT_WILDCARD[family_of(ip)])}
+                bes, internal = self._selected(lsvc, typ, ip, int(p), proto, bes, node, labels, SCOPE_INTERNAL in scopes)
             if typ == "ClusterIP":
                 bes = self._redirected(svc, port, bes, node, family_of(ip))
             bes, draining = selectable(bes, faults, family_of(ip))
@@ -367,18 +349,40 @@ class LbState:
             del self._ids[key]
         return self._fit(sorted(out, key=lambda f: f.id))
 
-    def _topology(self, spec: dict, bes: list[FakeBackend], node: str) -> list[FakeBackend]:
-        """Under enable-service-topology, the backends this node's agent selects for the Service's trafficDistribution
-        (datapath.topology_backends, PreferSameNode from 1.20; a PreferClose backend's hint is its node's zone: SRC_PREFER_CLOSE)."""
-        c, faults = self.cluster, self.cluster.cfg.faults
-        dist = spec.get("trafficDistribution")
-        if not c.cfg.service_topology or not dist or faults.topology_ignored or (faults.zone_hints_ignored and dist != "PreferSameNode"):
-            return bes
+    def _selected(self, lsvc: Service, typ: str, ip: str, port: int, proto: str, bes: list[FakeBackend], node: str,
+                  labels: dict[str, str], two_scopes: bool) -> tuple[list[FakeBackend], list[FakeBackend] | None]:
+        """(the external scope's backends, the internal scope's when the frontend has two) as this node's agent selects them
+        (lbcp.select_backends, Cilium's writer: the protocol and family, the traffic policy of the scope -- iTP=Local the
+        internal scope and a ClusterIP's only one, eTP=Local the external scope -- and, under enable-service-topology, the
+        Service's trafficDistribution over the EndpointSlice hints). The faults change the Service the agent selects for."""
+        c, faults, family = self.cluster, self.cluster.cfg.faults, family_of(ip)
+        svc = replace(lsvc)
+        if not itp_enabled(c.cfg.enable_internal_traffic_policy, c.cfg.cilium_version):
+            svc.int_policy = "Cluster"  # enable-internal-traffic-policy off (datapath.SRC_ITP_ENABLED)
+        if typ != "ClusterIP" and (faults.etp_local_ignored or (faults.vip_etp_local_ignored and typ == "LoadBalancer")):
+            svc.ext_policy = "Cluster"  # faults: the external scope keeps every backend
+        if typ == "ClusterIP" and lsvc.ext_policy == "Local" and faults.etp_breaks_cluster_ip:
+            svc.int_policy = "Local"  # fault: the ClusterIP too is served from local backends only
+        if typ == "ClusterIP" and faults.on("itp_local_ignored", family):
+            svc.int_policy = "Cluster"  # fault: the (family's) ClusterIP keeps every backend
+        if faults.topology_ignored or (faults.zone_hints_ignored and svc.traffic_distribution != "PreferSameNode"):
+            svc.traffic_distribution = ""  # faults: trafficDistribution (or its zone hints) not honoured
+        by_addr = {(b.ip, b.port): b for b in bes}
+        params = [BackendParams(svc.name, L3n4(ip_of(b.ip), b.port, proto), (), node_name=b.node, for_zones=b.zones,
+                                state=ACTIVE if b.state == "active" else TERMINATING) for b in bes]
 
-        hinted = [Hinted(b, b.node, (z,) if dist == "PreferClose" and (z := c.zone_of(b.node)) else ()) for b in bes]
-        if faults.same_node_no_fallback and dist == "PreferSameNode" and not any(h.node == node for h in hinted):
-            return []
-        return [h.be for h in topology_backends(dist, hinted, node, c.zone_of(node), c.cfg.cilium_version)]
+        def pick(scope: int) -> list[FakeBackend]:
+            fe = Frontend(FrontendParams(L3n4(ip_of(ip), port, proto, scope), typ, svc.name), svc)
+            chosen = [by_addr[(str(be.address.ip), be.address.port)] for be in select_backends(agent_config(c.cfg, node), labels, params, svc, fe)]
+            if faults.same_node_no_fallback and svc.traffic_distribution == "PreferSameNode" and not any(b.node == node for b in bes):
+                return []  # fault: no fallback to every backend
+            return chosen
+
+        external = pick(SCOPE_EXTERNAL)
+        internal = pick(SCOPE_INTERNAL) if two_scopes else None
+        if internal is not None and faults.itp_narrows_external and svc.int_policy == "Local":
+            external = list(internal)  # fault: outside traffic too is served from local backends only
+        return external, internal
 
     def _redirected(self, svc: dict | None, port: dict, bes: list[FakeBackend], node: str, family: str) -> list[FakeBackend]:
         """A ServiceMatcher CiliumLocalRedirectPolicy on the Service (where the agents honour them, datapath.SRC_LRP): its

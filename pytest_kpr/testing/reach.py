@@ -68,8 +68,11 @@ FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testi
     Fault("source_range_drop_uncounted", "source ranges",
           doc="a packet refused by the source-range check is dropped without counting \"Denied by LB src range check\" in the metrics"),
     Fault("source_ranges_on_nodeport", "source ranges",
-          doc="a LoadBalancer Service's ranges are checked on its NodePort too, without bpf-lb-source-range-all-types (as 1.18.2+ "
-              "did: issue #42334)"),
+          doc="a LoadBalancer Service's ranges are checked on its NodePort too, on 1.19+ without bpf-lb-source-range-all-types (as "
+              "1.18 did: issue #42334)"),
+    Fault("source_ranges_skip_nodeport", "source ranges",
+          doc="a LoadBalancer Service's ranges are not checked on its NodePort where the release checks every frontend type (1.18: "
+              "source-ranges.txtar@062e4cdb)"),
     Fault("source_ranges_skip_external_ip", "source ranges",
           doc="a LoadBalancer Service's ranges are not checked on its externalIPs addresses (as before PR #44747)"),
     Fault("wildcard_drop_missing", "protocols on a port",
@@ -194,12 +197,14 @@ def reach(c: ClusterView, node: str, *, host_network: bool, access: str, ip: str
             and not faults.source_range_deny_ignored
         # datapath.SRC_SOURCE_RANGES(_DENY): checked on the per-packet path from outside only (SRC_SOURCE_RANGES_INSIDE; the
         # source_ranges_inside fault checks a pod too, whose address is in no range a suite sets: the unspecified one stands for it),
-        # on the frontends SRC_SOURCE_RANGES_TYPES names (the faults: a NodePort checked as on 1.18.2+, an externalIPs address not)
+        # on the frontends SRC_SOURCE_RANGES_TYPES names (the faults: a NodePort checked as on 1.18, or not where it is, an externalIPs address not)
         src = source if client == "outside" and source else ("::" if family == "IPv6" else "0.0.0.0")
         all_types = c.cfg.lb_source_range_all_types and not faults.source_range_all_types_ignored
         checked = source_ranges_applied(kind, c.cfg.cilium_version, all_types)
         if kind == "NodePort" and faults.source_ranges_on_nodeport or kind == "ExternalIP" and faults.source_ranges_skip_external_ip:
             checked = kind == "NodePort"
+        if kind == "NodePort" and faults.source_ranges_skip_nodeport:
+            checked = False  # fault: the NodePort left alone where the release checks it
         if ranges and checked and not source_range_allows(src, ranges, deny):
             if not faults.source_range_drop_uncounted:  # the fake's own place in the datapath, as for DROP_NO_SERVICE
                 c.agents[handler].count(DROP_NOT_IN_SRC_RANGE, "ingress", 1, "nodeport.h")

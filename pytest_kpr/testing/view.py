@@ -25,6 +25,8 @@ class FakeBackend:
     pod: str
     #: active | terminating (its EndpointSlice entry serving and terminating: datapath.SRC_TERMINATING_STATE)
     state: str = "active"
+    #: the zones its EndpointSlice entry's hints name (hints.forZones)
+    zones: tuple[str, ...] = ()
 
 
 @dataclass

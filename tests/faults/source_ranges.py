@@ -30,6 +30,11 @@ ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
      {SR + "test_the_nodeport_answers_as_the_source_range_setting_says"},
      ["*source ranges (the Service's NodePort): sr-allow-out (NodePort 172.18.0.3:*, allow list 192.0.2.0/24, 2001:db8::/64): the ranges "
       "are not checked on a NodePort frontend here, yet 172.18.0.3:* through fake-worker gave *"]),
+    ("source-ranges-skip-nodeport-1.18", ("source_ranges",), "cilium_version=\"1.18.14\", faults=Faults(source_ranges_skip_nodeport=True)",
+     {SR + "test_the_nodeport_answers_as_the_source_range_setting_says"},
+     ["*source ranges (the Service's NodePort): sr-allow-out (NodePort 172.18.0.3:*, allow list 192.0.2.0/24, 2001:db8::/64): "
+      "172.18.0.1 is refused by the ranges, yet 172.18.0.3:* through fake-worker answered HTTP 200: the source-range check did not "
+      "apply*"]),
     ("source-ranges-skip-external-ip", ("source_ranges",), "faults=Faults(source_ranges_skip_external_ip=True)",
      {SR + "test_the_ranges_hold_on_the_services_external_ips"},
      ["*source ranges (the Service's externalIPs): sr-allow-out (ExternalIP 198.18.22.30:80, allow list 192.0.2.0/24, 2001:db8::/64): "

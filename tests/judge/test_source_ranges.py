@@ -86,7 +86,9 @@ def test_inside_judgement(verdict: str, fragments: list[str]) -> None:
     ("ExternalIP", "1.19.8", False, None),  # before it: a backport not found, not judged
     ("ExternalIP", "1.19.8", True, True),  # every type with bpf-lb-source-range-all-types
     ("NodePort", "1.19.8", False, False), ("NodePort", "1.20.5", False, False),
-    ("NodePort", "1.18.14", False, None),  # issue #42334: 1.18.2+ dropped such NodePort requests; the fix's patch not found
+    ("NodePort", "1.18.14", False, True),  # before the flag every type (source-ranges.txtar@062e4cdb; issue #42334)
+    ("ExternalIP", "1.18.14", False, True), ("ClusterIP", "1.18.14", False, True), ("ClusterIP", "1.19.8", False, False),
+    ("HostPort", "1.20.5", False, False), ("HostPort", "1.20.5", True, True),
     ("NodePort", "1.20.5", True, True), ("NodePort", "", False, False),  # an unknown version: the newest
 ])
 def test_where_a_services_ranges_are_checked(frontend: str, version: str, all_types: bool, checked: bool | None) -> None:
@@ -99,8 +101,8 @@ def test_where_a_services_ranges_are_checked(frontend: str, version: str, all_ty
 def test_a_frontend_type_without_a_rule_is_no_rule() -> None:
     from pytest_kpr.rules.datapath import NoRule, source_ranges_checked
 
-    with pytest.raises(NoRule, match="no sourced rule for loadBalancerSourceRanges on a ClusterIP frontend"):
-        source_ranges_checked("ClusterIP")
+    with pytest.raises(NoRule, match="no sourced rule for loadBalancerSourceRanges on a Frobnicator frontend"):
+        source_ranges_checked("Frobnicator")
 
 
 def other(frontend: str, checked: bool | None, served: bool, drops: tuple[str, ...] = ()) -> RangeCase:

@@ -19,6 +19,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ...rules.datapath import PREFER_SAME_FROM, service_exposed_on
 from .addr import L3n4, SCOPE_EXTERNAL, SCOPE_INTERNAL, ip_of
 from .bpf import BPFOps, Maps
 from .config import AgentConfig, ConfigError
@@ -538,7 +539,9 @@ class Agent:
 
 # -- conversions (reflectors/conversions.go, pkg/k8s/endpoints.go) ----------------------------------------------------
 
-def convert_service(cfg: AgentConfig, body: dict[str, Any], node_labels: dict[str, str]) -> tuple[Service | None, list[FrontendParams]]:
+def convert_service(cfg: AgentConfig, body: dict[str, Any], node_labels: dict[str, str] | None) -> tuple[Service | None, list[FrontendParams]]:
+    """reflectors/conversions.go convertService: the Service and its frontends as the agent on a node with ``node_labels``
+    derives them (None: whatever the node, the node-exposure annotations not applied); (None, []) when not exposed."""
     md, spec = body.get("metadata") or {}, body.get("spec") or {}
     status = body.get("status") or {}
     ns, name = str(md.get("namespace") or ""), str(md.get("name") or "")
@@ -550,7 +553,7 @@ def convert_service(cfg: AgentConfig, body: dict[str, Any], node_labels: dict[st
         mode = ann[ANN_FORWARDING_MODE].lower()
         if mode in ("dsr", "snat"):
             svc.forwarding_mode = mode
-    if not node_exposed(ann, node_labels, cfg.node_name):
+    if node_labels is not None and not node_exposed(ann, node_labels, cfg.node_name):
         return None, []
     exposure = ann.get(ANN_TYPE, "")
     if exposure not in ("", "ClusterIP", "NodePort", "LoadBalancer"):
@@ -581,7 +584,7 @@ def convert_service(cfg: AgentConfig, body: dict[str, Any], node_labels: dict[st
         # Kubernetes 1.34 names PreferClose PreferSameZone; Cilium 1.20 follows (topology-aware-terminating.txtar@e22c3f28
         # shows the hints annotation as TrafficDistribution=PreferSameZone, topology-aware.txtar@15a74346 as PreferClose)
         svc.traffic_distribution = "PreferSameZone" if cfg.cilium_minor >= (1, 20) else "PreferClose"
-    if dist in ("PreferSameNode", "PreferSameZone"):
+    if dist in ("PreferSameNode", "PreferSameZone") and cfg.cilium_minor >= PREFER_SAME_FROM:  # rules.datapath.SRC_PREFER_SAME_SINCE
         svc.traffic_distribution = dist
     delegation = (ann.get(ANN_PROXY_DELEGATION) or "").lower()
     if delegation == "delegate-if-local":
@@ -672,34 +675,9 @@ def topology_aware(ann: dict[str, str], dist: Any) -> bool:
     return hints or dist == "PreferClose"
 
 
-def node_exposed(ann: dict[str, str], labels: dict[str, str], node_name: str) -> bool:
-    """CheckServiceNodeExposure: service.cilium.io/node-selector (a label selector over the node's labels) decides when it
-    matches, and excludes the node otherwise; else service.cilium.io/node must equal the node's label of that name."""
-    sel = ann.get(ANN_NODE_SELECTOR)
-    if sel is not None:
-        return _selector_matches(sel, labels)
-    value = ann.get(ANN_NODE)
-    if value is not None and labels.get(ANN_NODE) != value:
-        return False
-    return True
-
-
-def _selector_matches(sel: str, labels: dict[str, str]) -> bool:
-    for part in [p.strip() for p in sel.split(",") if p.strip()]:
-        if "!=" in part:
-            k, v = (x.strip() for x in part.split("!=", 1))
-            if labels.get(k) == v:
-                return False
-        elif "=" in part:
-            k, v = (x.strip() for x in part.replace("==", "=").split("=", 1))
-            if labels.get(k) != v:
-                return False
-        elif part.startswith("!"):
-            if part[1:] in labels:
-                return False
-        elif part not in labels:
-            return False
-    return True
+def node_exposed(ann: dict[str, str], labels: dict[str, str], node_name: str = "") -> bool:
+    """CheckServiceNodeExposure: the rule the judges use (rules.datapath.service_exposed_on, SRC_NODE_EXPOSURE)."""
+    return service_exposed_on(ann, labels)
 
 
 def parse_endpoint_slice(cfg: AgentConfig, service: str, body: dict[str, Any]) -> dict[L3n4, BackendParams]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
-from ...rules.datapath import wildcard_class
+from ...rules.datapath import source_ranges_applied, wildcard_class
 from .addr import ANY, IP, L3n4, SCOPE_INTERNAL
 from .config import AgentConfig
 from .maglev import BackendInfo, lookup_table
@@ -357,13 +357,13 @@ class BPFOps:
         return mode == "dsr"
 
     def source_ranges_enabled(self, fe: Frontend, svc_type: str) -> bool:
-        """service.go GetSourceRangesEnabled: LoadBalancer (and ExternalIPs: #44718) frontends, every type with
-        bpf-lb-source-range-all-types."""
+        """service.go GetSourceRangesEnabled, by the rule the judges use (rules.datapath.source_ranges_applied,
+        SRC_SOURCE_RANGES_TYPES): LoadBalancer (and, from 1.20, ExternalIPs) frontends, every type with
+        bpf-lb-source-range-all-types or before 1.19."""
         if not fe.service.source_ranges:
             return False
-        if self.cfg.cilium_minor < (1, 19):
-            return True
-        return self.cfg.source_range_all_types or svc_type in ("LoadBalancer", "ExternalIPs")
+        name = "ExternalIP" if svc_type == "ExternalIPs" else svc_type
+        return source_ranges_applied(name, "{}.{}.0".format(*self.cfg.cilium_minor), self.cfg.source_range_all_types)
 
     def wildcard_class(self, fe: Frontend) -> bool:
         return wildcard_class(fe.service.lb_class, self.cfg.default_lb_service_ipam)  # the rule the judges use
