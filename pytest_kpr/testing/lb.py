@@ -159,6 +159,8 @@ class LbState:
         self._id_offset = 0
         #: every backend a service port ever had (the stale_slots fault keeps them all)
         self._ever: dict[tuple[str, str, str, str], list[FakeBackend]] = {}
+        #: the EndpointSlices parsed during the current reading (id -> (slice, backends))
+        self._parsed: dict[int, tuple[dict, dict]] = {}
         #: node -> every frontend it ever listed (the map_entries_leak fault)
         self._seen: dict[str, dict[tuple[str, int, str], FakeFrontend]] = {}
 
@@ -257,7 +259,10 @@ class LbState:
             if es.get("addressType") != family:
                 continue
             pods = {a: (ep.get("targetRef") or {}).get("name", "") for ep in es.get("endpoints") or [] for a in ep.get("addresses") or []}
-            for addr, be in parse_endpoint_slice(cfg, name, es).items():
+            parsed = self._parsed.get(id(es))
+            if parsed is None or parsed[0] is not es:  # once per slice and reading (a reading's slices are kept alive by it)
+                parsed = self._parsed[id(es)] = (es, parse_endpoint_slice(cfg, name, es))
+            for addr, be in parsed[1].items():
                 if not backend_matches(be, port.get("protocol", "TCP"), family == "IPv6", port.get("name", "")):
                     continue
                 state = {ACTIVE: "active", TERMINATING: "terminating"}.get(be.state)
@@ -286,6 +291,7 @@ class LbState:
                 self.model.push(Event(due_ms, Op.UPSERT, service, wanted))
             self.model.advance(self.now_ms())
         out: list[FakeFrontend] = []
+        self._parsed = {}
         node_ip = c.node_ip(node)
         services = {f"{s['metadata']['namespace']}/{s['metadata']['name']}": s for s in c.services()}
         selected: dict[str, list[dict]] = {}  # a Service's EndpointSlices, once per reading: its frontends share them

@@ -8,6 +8,7 @@ AppendUint16(key, rep.Port)`, `L4TypeAsByte(rep.Protocol)` ('T', 'U', 'S', '?'),
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from dataclasses import dataclass
 from functools import cached_property
@@ -22,12 +23,14 @@ PROTO_NUMBER = {TCP: 6, UDP: 17, SCTP: 132, ANY: 0}
 SCOPE_EXTERNAL, SCOPE_INTERNAL = 0, 1
 
 
+@functools.lru_cache(maxsize=4096)
 def ip_of(text: str) -> IP:
+    """An address from its text (addresses are immutable: one parse per text)."""
     return ipaddress.ip_address(text.strip())
 
 
 def as16(ip: IP) -> bytes:
-    return ip.packed if ip.version == 6 else ipaddress.IPv6Address(b"\0" * 10 + b"\xff\xff" + ip.packed).packed
+    return ip.packed if ip.version == 6 else b"\0" * 10 + b"\xff\xff" + ip.packed
 
 
 @dataclass(frozen=True, order=False)
