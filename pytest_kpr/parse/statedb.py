@@ -190,11 +190,18 @@ def parse_lb_maps_dump(text: str) -> list[MapsDumpEntry]:
             continue
         parts = m.group(2).split(" ")
         fields: dict[str, str] = {}
+        last = None
         for part in parts:
             kv = _KV.fullmatch(part)
+            if kv is None and last == "FLAGS" and part and "=" not in part:
+                # a flag name holds a space: cilium/cilium pkg/loadbalancer/tests/testdata/source-ranges.txtar@0725568c
+                # expects `SVC: ... FLAGS=ClusterIP+non-routable+check source-range`
+                fields[last] += " " + part
+                continue
             if kv is None:
                 raise ParseError("lb-maps-dump", lineno, line, f"bad field {part!r}")
-            fields[kv.group(1)] = kv.group(2)
+            last = kv.group(1)
+            fields[last] = kv.group(2)
         out.append(MapsDumpEntry(m.group(1), fields))
     return out
 

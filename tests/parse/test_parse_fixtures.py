@@ -384,6 +384,25 @@ def test_lb_maps_dump_maglev_lines() -> None:
         parse_lb_maps_dump("MAGLEV: ID=2 INNER=1(511)\n")
 
 
+@pytest.mark.parametrize(("line", "flags"), [
+    # cilium/cilium pkg/loadbalancer/tests/testdata/source-ranges.txtar@0725568c: the flag name holds a space
+    ("SVC: ID=1 ADDR=10.96.50.104:80/TCP SLOT=0 LBALG=undef AFFTimeout=0 COUNT=1 QCOUNT=0 "
+     "FLAGS=ClusterIP+non-routable+check source-range", "ClusterIP+non-routable+check source-range"),
+    ("SVC: ID=3 ADDR=10.96.0.1:443/TCP SLOT=0 LBALG=undef AFFTimeout=0 COUNT=1 QCOUNT=0 FLAGS=ClusterIP+non-routable",
+     "ClusterIP+non-routable"),
+])
+def test_lb_maps_dump_flags_may_hold_a_space(line: str, flags: str) -> None:
+    (e,) = parse_lb_maps_dump(line + "\n")
+    assert e.fields["FLAGS"] == flags and e.fields["QCOUNT"] == "0"
+
+
+def test_lb_maps_dump_a_bare_word_outside_the_flags_is_an_error() -> None:
+    from pytest_kpr.parse.errors import ParseError
+
+    with pytest.raises(ParseError, match="bad field 'stray'"):
+        parse_lb_maps_dump("SVC: ID=1 stray ADDR=10.96.0.1:443/TCP\n")
+
+
 def test_bpf_metrics_list_with_line_and_file_v116(cilium_fixtures: Path) -> None:
     from pytest_kpr.parse.metrics import MetricRow, parse_bpf_metrics_list
 
