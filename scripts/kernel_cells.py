@@ -276,6 +276,7 @@ def collect(kernel: str, out: Path, booted_at: float | None, elapsed: float, acc
     counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
     junit = out / "junit.xml"
     failed: list[dict[str, str]] = []
+    slowest: list[str] = []  # the cell's slowest tests (what its time goes to: make test-kernels is CI's longest job)
     if junit.exists():
         failed = failures(junit)
         suite = ET.parse(junit).getroot()
@@ -284,6 +285,8 @@ def collect(kernel: str, out: Path, booted_at: float | None, elapsed: float, acc
         tests = int(suite.get("tests", 0))
         counts = {"failed": int(suite.get("failures", 0)), "errors": int(suite.get("errors", 0)), "skipped": int(suite.get("skipped", 0))}
         counts["passed"] = tests - counts["failed"] - counts["errors"] - counts["skipped"]
+        cases = [(float(c.get("time", 0)), f"{c.get('classname', '')}::{c.get('name', '')}") for c in suite.iter("testcase")]
+        slowest = [f"{t:.1f} s {name}" for t, name in sorted(cases, reverse=True)[:12]]
     features: dict[str, str] = {}
     feats = out / "features.jsonl"
     if feats.exists():
@@ -297,7 +300,7 @@ def collect(kernel: str, out: Path, booted_at: float | None, elapsed: float, acc
     tail = (out / "pytest.txt").read_text(errors="replace").splitlines()[-3:] if (out / "pytest.txt").exists() else []
     return {"kernel": kernel, "ok": rc == 0 and counts["failed"] == counts["errors"] == counts["skipped"] == 0 and counts["passed"] > 0,
             "rc": rc, **counts, "features": features, "accel": accel, "boot_seconds": round(booted_at or 0.0, 1),
-            "seconds": round(elapsed, 1), "pytest_tail": tail, "failures": failed}
+            "seconds": round(elapsed, 1), "pytest_tail": tail, "failures": failed, "slowest": slowest}
 
 
 def host_cell(work: Path, tests: list[str] | None = None) -> dict:

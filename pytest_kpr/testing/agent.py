@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import Any
 
 from ..rules.datapath import (SERVICE_TOPOLOGY_FILE, DEFAULT_LB_IPAM_FILE, FAMILY_FILES, ITP_FILE, LB_MAP_FILES, MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE, NO_BACKEND_RESPONSE_FILE, REV_NAT_MAP_FILE,
@@ -9,6 +11,8 @@ from ..rules.datapath import (SERVICE_TOPOLOGY_FILE, DEFAULT_LB_IPAM_FILE, FAMIL
                               WILDCARD_ENTRIES_FILE)
 from ..parse.addr import family_of
 from . import maglev, render
+from .lbcp.addr import SCOPE_EXTERNAL, SCOPE_INTERNAL, L3n4, ip_of
+from .lbcp.bpf import F_AFFINITY, flags_string, maglev_line, svc_flags
 from .view import ClusterView, FakeFrontend
 from .faults import Fault, declare
 
@@ -253,7 +257,7 @@ class FakeAgent:
         rows = []
         for fe in self.frontends():
             key = self._addr(fe.ip, fe.port, fe.proto)
-            flags = [fe.type] + (["non-routable"] if fe.type == "ClusterIP" or fe.ip == "0.0.0.0" else [])
+            flags = flags_string(fe.flags).split("+")  # `bpf lb list` joins them with ", ", lb/maps-dump with "+"
             rows.append((f"{key} (0)", render.lb_master_value(fe.id, flags)))
             for slot, b in enumerate(fe.backends + fe.draining, 1):  # terminating backends keep their slots after the count
                 rows.append((f"{key} ({slot})", f"{self._addr(b.ip, b.port, fe.proto)} ({fe.id}) ({slot})"))
@@ -280,8 +284,8 @@ class FakeAgent:
     def seed_setting(self) -> str | None:
         """bpf-lb-maglev-hash-seed as this agent resolved it (the maglev_seed_per_node fault: a different one per node)."""
         cfg = self.cluster.cfg
-        if cfg.faults.maglev_seed_per_node:
-            return f"{cfg.maglev_seed or MAGLEV_DEFAULT_SEED}-{self.node}"
+        if cfg.faults.maglev_seed_per_node:  # a valid seed (12 bytes, base64), another on every node
+            return base64.b64encode(hashlib.sha256(f"{cfg.maglev_seed or MAGLEV_DEFAULT_SEED}-{self.node}".encode()).digest()[:12]).decode()
         return cfg.maglev_seed
 
     def seed(self) -> str:
@@ -304,7 +308,7 @@ class FakeAgent:
         lb = self.cluster.lb
         lines: set[str] = set()
         for fe in self.frontends():
-            flags = fe.type + ("+non-routable" if fe.type == "ClusterIP" else "")
+            flags = flags_string(fe.flags)
             addr = render.addr(fe.ip, fe.port, fe.proto)  # an IPv6 address in brackets (datapath.SRC_MAGLEV_DUMP)
             if fe.rev_in_map:  # written before the master, so it stays when the master did not fit (datapath.SRC_MAP_FULL)
                 lines.add(f"REV: ID={fe.id} ADDR={render.addr(fe.ip, fe.port, None)}")
@@ -312,30 +316,60 @@ class FakeAgent:
                 continue
             # the master's count is the selectable backends, QCOUNT the rest (datapath.SRC_TERMINATING_SLOTS)
             master = fe.id + 1000 if self.cluster.cfg.faults.rev_nat_id_mismatch and fe.type == "ClusterIP" else fe.id  # fault
-            lines.add(f"SVC: ID={master} ADDR={addr} SLOT=0 LBALG=undef AFFTimeout=0 COUNT={len(fe.backends)} QCOUNT={len(fe.draining)} "
+            lines.add(f"SVC: ID={master} ADDR={addr} SLOT=0 LBALG=undef AFFTimeout={fe.affinity_timeout} COUNT={len(fe.backends)} QCOUNT={len(fe.draining)} "
                       f"FLAGS={flags}")
+            for be in fe.maintenance:  # kept in the backends map, no slot
+                lines.add(f"BE: ID={lb.backend_id(be.ip, be.port, fe.proto)} ADDR={render.addr(be.ip, be.port, fe.proto)} STATE={be.state}")
             for slot, be in enumerate(fe.backends + fe.draining, 1):
                 beid = lb.backend_id(be.ip, be.port, fe.proto)
-                lines.add(f"BE: ID={beid} ADDR={render.addr(be.ip, be.port, fe.proto)} STATE={be.state}")
+                shown = "terminating" if be.state == "terminating-not-serving" else be.state  # DumpLBMaps prints it so
+                lines.add(f"BE: ID={beid} ADDR={render.addr(be.ip, be.port, fe.proto)} STATE={shown}")
                 lines.add(f"SVC: ID={fe.id} ADDR={addr} SLOT={slot} BEID={beid} COUNT=0 QCOUNT=0 FLAGS={flags}")
+                if fe.flags & F_AFFINITY and be.state == "active":  # the affinity-match entry of an active backend
+                    lines.add(f"AFF: ID={fe.id} BEID={beid}")
+            for rid in (fe.id, fe.internal_id):  # the Service's ranges of the frontend's family, for each scope's ID
+                for cidr in fe.source_ranges if rid else ():
+                    if (":" in cidr) == (":" in fe.ip):
+                        lines.add(f"SRCRANGE: ID={rid} CIDR={cidr}")
+            if fe.internal_id:  # the internal scope's twin: its own ID, reverse-NAT entry and slots (the internal backends)
+                addr_i = f"{addr}/i"
+                lines.add(f"REV: ID={fe.internal_id} ADDR={render.addr(fe.ip, fe.port, None)}")
+                lines.add(f"SVC: ID={fe.internal_id} ADDR={addr_i} SLOT=0 LBALG=undef AFFTimeout={fe.affinity_timeout} COUNT={len(fe.internal or [])} "
+                          f"QCOUNT={len(fe.internal_draining)} FLAGS={flags}")
+                for slot, be in enumerate((fe.internal or []) + fe.internal_draining, 1):
+                    beid = lb.backend_id(be.ip, be.port, fe.proto)
+                    shown = "terminating" if be.state == "terminating-not-serving" else be.state
+                    lines.add(f"BE: ID={beid} ADDR={render.addr(be.ip, be.port, fe.proto)} STATE={shown}")
+                    lines.add(f"SVC: ID={fe.internal_id} ADDR={addr_i} SLOT={slot} BEID={beid} COUNT=0 QCOUNT=0 FLAGS={flags}")
+                    if fe.flags & F_AFFINITY and be.state == "active":
+                        lines.add(f"AFF: ID={fe.internal_id} BEID={beid}")
+                if fe.internal and self.has_maglev_table(fe):
+                    counts = maglev.slot_counts(self.seed(), tuple((b.ip, b.port) for b in fe.internal), fe.proto)
+                    lines.add(maglev_line(fe.internal_id, {lb.backend_id(ip, port, fe.proto): n for (ip, port), n in counts.items()}))
             if self.has_maglev_table(fe):
-                counts = maglev.slot_counts(self.seed(), tuple(f"{b.ip}:{b.port}" for b in fe.backends))
-                ids = sorted(((lb.backend_id(hp.rsplit(":", 1)[0], int(hp.rsplit(":", 1)[1]), fe.proto), n) for hp, n in counts.items()),
-                             key=lambda x: (-x[1], x[0]))  # most slots first, then by ID (DumpLBMaps)
-                lines.add(f"MAGLEV: ID={fe.id} INNER=[{', '.join(f'{i}({n})' for i, n in ids)}]")
+                counts = maglev.slot_counts(self.seed(), tuple((b.ip, b.port) for b in fe.backends), fe.proto)
+                lines.add(maglev_line(fe.id, {lb.backend_id(ip, port, fe.proto): n for (ip, port), n in counts.items()}))
             if fe.wildcard_in_map:  # ID 0, port 0, proto ANY (datapath.SRC_WILDCARD)
                 wild = f"[{fe.ip}]:0" if ":" in fe.ip else f"{fe.ip}:0"
-                lines.add(f"SVC: ID=0 ADDR={wild}/ANY SLOT=0 LBALG=undef AFFTimeout=0 COUNT=0 QCOUNT=0 FLAGS={fe.type}+non-routable")
-        order = {"BE": 0, "MAGLEV": 1, "REV": 2, "SVC": 3}
+                lines.add(f"SVC: ID=0 ADDR={wild}/ANY SLOT=0 LBALG=undef AFFTimeout=0 COUNT=0 QCOUNT=0 FLAGS={flags_string(svc_flags(fe.type))}")
+        order = {"AFF": 0, "BE": 1, "MAGLEV": 2, "REV": 3, "SRCRANGE": 4, "SVC": 5}  # DumpLBMaps sorts the lines
         return 0, "".join(x + "\n" for x in sorted(lines, key=lambda x: (order[x.split(":")[0]], x))), ""
 
     def _frontends(self) -> tuple[int, str, str]:
         if self.minor < (1, 18):
             return 1, "", 'Error: table "frontends" not found\n'
-        rows = [
-            {"address": render.addr(fe.ip, fe.port, fe.proto), "type": fe.type, "service": fe.service, "port_name": fe.port_name,
-             "backends": [render.addr(b.ip, b.port, fe.proto) for b in fe.backends], "status": fe.status, "error": fe.error}
-            for fe in sorted(self.frontends(), key=lambda f: render.addr(f.ip, f.port, f.proto))
-        ]
-        return 0, render.frontends_table(rows), ""
+        # the table holds a NodePort (and HostPort) frontend once, on the zero address: its node addresses are the BPF
+        # reconciler's expansion (lbcp.bpf); a frontend with two scopes is two rows (`<addr>/i`); rows in key order
+        rows = []
+        for fe in self.frontends():
+            if fe.type in ("NodePort", "HostPort") and fe.ip not in NODEPORT_WILDCARD.values():
+                continue
+            for scope, bes in ((SCOPE_EXTERNAL, fe.backends), (SCOPE_INTERNAL, fe.internal)):
+                if bes is None:
+                    continue
+                rows.append((L3n4(ip_of(fe.ip), fe.port, fe.proto, scope).key, {
+                    "address": render.addr(fe.ip, fe.port, fe.proto) + ("/i" if scope == SCOPE_INTERNAL else ""), "type": fe.type,
+                    "service": fe.service, "port_name": fe.port_name, "backends": [render.addr(b.ip, b.port, fe.proto) for b in bes],
+                    "status": fe.status, "error": fe.error}))
+        return 0, render.frontends_table([r for _, r in sorted(rows, key=lambda kr: kr[0])]), ""
 

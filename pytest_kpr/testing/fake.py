@@ -3,9 +3,11 @@
 :class:`FakeCluster` implements :class:`~pytest_kpr.k8s.api.KubeAPI` (objects as dicts, exec) and
 :class:`~pytest_kpr.cluster.provider.NodeRunner`. It keeps real state: nodes, namespaces, Deployments
 whose pods are scheduled onto workers, get IPs from the node's pod CIDR and become Ready after a few
-observations, Services with allocated ClusterIPs and NodePorts, EndpointSlices derived from ready
-pods. Its cilium-agents answer CLI commands with text and JSON in the real formats, rendered from
-that state by :mod:`pytest_kpr.testing.render`.
+observations, Services with allocated ClusterIPs and NodePorts, an EndpointSlice controller (one slice per
+family from the pods a Service selects; slices added through the API are listed and served too). Its
+cilium-agents read the EndpointSlices and derive their load-balancing state through
+:mod:`pytest_kpr.testing.lbcp` (the control plane that answers Cilium's own load-balancer scripts), and
+answer CLI commands with text and JSON in the real formats, rendered by :mod:`pytest_kpr.testing.render`.
 
 Time is logical: every API call or exec is one tick, so "becomes Ready after 3 ticks" is
 deterministic and a test never sleeps. The load-balancer control plane's clock also advances with wall

@@ -20,8 +20,9 @@ from .view import ClusterView, FakeBackend, FakeFrontend, pod_ip
 from .faults import Fault, declare
 from .lbcp import AgentConfig
 from .lbcp.addr import SCOPE_EXTERNAL, SCOPE_INTERNAL, L3n4, ip_of
+from .lbcp.bpf import BACKEND_ID_LIMIT, SERVICE_ID_LIMIT, IdAllocator, master_flags, slot_order, svc_flags
 from .lbcp.agent import backend_matches, convert_service, parse_endpoint_slice, select_backends
-from .lbcp.tables import ACTIVE, TERMINATING, BackendParams, Frontend, FrontendParams, Service
+from .lbcp.tables import ACTIVE, MAINTENANCE, TERMINATING, TERMINATING_NOT_SERVING, BackendParams, Frontend, FrontendParams, Service
 
 
 FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
@@ -142,8 +143,9 @@ class LbState:
 
     def __init__(self, cluster: ClusterView):
         self.cluster = cluster
-        self._ids: dict[tuple[str, int, str], int] = {}
-        self._next_id = 1
+        #: service (= RevNAT) IDs by frontend, as the BPF reconciler hands them out (lbcp.bpf.IdAllocator, id_allocator.go:
+        #: the next free ID after the last one handed out, a released one not reused until the IDs wrap)
+        self._svc_ids = IdAllocator(1, SERVICE_ID_LIMIT)
         cfg = cluster.cfg
         cls = StealingModel if cfg.lb_variant == "steal" else LbModel
         variant = Variant.REQUEUE if cfg.lb_variant == "requeue" else Variant.CILIUM_1_18
@@ -155,8 +157,8 @@ class LbState:
         #: when the late_requeue_s fault re-queues the rejected services (self.cluster.clock.monotonic())
         self._late_due: float | None = None
         self._t0 = self.cluster.clock.monotonic()
-        self._backend_ids: dict[tuple[str, int, str], int] = {}
-        self._id_offset = 0
+        #: backend IDs, likewise (never released: the fake keeps a backend's ID while the run lasts)
+        self._be_ids = IdAllocator(1, BACKEND_ID_LIMIT)
         #: every backend a service port ever had (the stale_slots fault keeps them all)
         self._ever: dict[tuple[str, str, str, str], list[FakeBackend]] = {}
         #: the EndpointSlices parsed during the current reading (id -> (slice, backends))
@@ -221,27 +223,22 @@ class LbState:
 
     def backend_id(self, ip: str, port: int, proto: str) -> int:
         """A backend's ID, stable while it exists (lb/maps-dump ``BE: ID=``)."""
-        key = (ip, port, proto)
-        if key not in self._backend_ids:
-            self._backend_ids[key] = len(self._backend_ids) + 1 + self._id_offset
-        return self._backend_ids[key]
+        return self._be_ids.acquire((ip, port, proto))
 
     def renumber(self, family: str | None = None) -> None:
         """The upgrade_renumbers_ids fault: every service and backend ID changes (IDs not restored after a restart);
         with ``family`` (the fault set for one family) only that family's."""
-        def moved(ids: dict[tuple[str, int, str], int]) -> dict[tuple[str, int, str], int]:
-            return {k: v + 100 if family in (None, family_of(k[0])) else v for k, v in ids.items()}
+        def moved(ids: IdAllocator) -> IdAllocator:
+            out = IdAllocator(ids.first, ids.limit)
+            for key, i in ids.by_addr.items():
+                out.add(key, i + 100 if family in (None, family_of(key[0])) else i)
+            out.next = ids.next + 100
+            return out
 
-        self._id_offset += 100
-        self._ids = moved(self._ids)
-        self._next_id += 100
-        self._backend_ids = moved(self._backend_ids)
+        self._svc_ids, self._be_ids = moved(self._svc_ids), moved(self._be_ids)
 
     def _id(self, key: tuple[str, int, str]) -> int:
-        if key not in self._ids:
-            self._ids[key] = self._next_id
-            self._next_id += 1
-        return self._ids[key]
+        return self._svc_ids.acquire(key)
 
     def backends_of(self, svc: dict, port: dict, family: str = "IPv4", slices: list[dict] | None = None) -> list[FakeBackend]:
         """The backends of a Service port's frontend of ``family``, read from the Service's EndpointSlices as the agent reads
@@ -265,12 +262,14 @@ class LbState:
             for addr, be in parsed[1].items():
                 if not backend_matches(be, port.get("protocol", "TCP"), family == "IPv6", port.get("name", "")):
                     continue
-                state = {ACTIVE: "active", TERMINATING: "terminating"}.get(be.state)
+                state = be.state  # lbcp's states: active, terminating, terminating-not-serving, maintenance
                 ip = str(addr.ip)
-                if state is None or (state == "terminating" and not keep) or (ip, addr.port) in seen:
+                if (state in (TERMINATING, TERMINATING_NOT_SERVING) and not keep) or (ip, addr.port) in seen:
                     continue
                 seen.add((ip, addr.port))
                 bes.append(FakeBackend(ip, addr.port, be.node_name, pods.get(ip, ""), state, be.for_zones))
+        # the slots in the reconciler's order (lbcp.bpf.slot_order: active first, then by address and port)
+        bes.sort(key=lambda b: slot_order(L3n4(ip_of(b.ip), b.port, port.get("protocol", "TCP")), b.state))
         if c.cfg.faults.stale_slots:  # fault: backends removed by scaling down stay in the slots
             key = (svc["metadata"]["namespace"], svc["metadata"]["name"], port.get("name", ""), family)
             ever = self._ever.setdefault(key, [])
@@ -329,31 +328,57 @@ class LbState:
             spec = svc["spec"] if svc is not None else {}
             faults = c.cfg.faults
             if lsvc is not None:
+                lsvc = self._configured(lsvc)
                 scopes = {fp.address.scope for fp in params if fp.type == typ and fp.address.proto == proto
                           and fp.service_port == int(port["port"]) and str(fp.address.ip) in (ip, NODEPORT_WILDCARD[family_of(ip)])}
                 bes, internal = self._selected(lsvc, typ, ip, int(p), proto, bes, node, labels, SCOPE_INTERNAL in scopes)
             if typ == "ClusterIP":
                 bes = self._redirected(svc, port, bes, node, family_of(ip))
+            timeout = lsvc.affinity_timeout if lsvc is not None and lsvc.session_affinity else 0
+            ranges = lsvc.source_ranges if lsvc is not None else ()
+            maintenance = [b for b in bes if b.state == MAINTENANCE]  # a backend entry, no slot
             bes, draining = selectable(bes, faults, family_of(ip))
+            internal_draining: list[FakeBackend] = []
             if internal is not None:
-                internal, _ = selectable(internal, faults, family_of(ip))
+                internal, internal_draining = selectable([b for b in internal if b.state != MAINTENANCE], faults, family_of(ip))
             out.append(FakeFrontend(ip, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status, internal=internal,
-                                    draining=list(draining), lb_class=spec.get("loadBalancerClass")))
+                                    draining=list(draining), lb_class=spec.get("loadBalancerClass"),
+                                    flags=self._flags(cfg, lsvc, typ, ip, int(p), proto), affinity_timeout=timeout,
+                                    source_ranges=ranges, maintenance=maintenance, internal_draining=internal_draining))
             if ip in NODEPORT_WILDCARD.values():  # a NodePort's frontend on the node's own address of that family
-                out.append(FakeFrontend(node_ip if ip == "0.0.0.0" else c.node_ip6(node), int(p), proto, typ, state.owner,
-                                        port.get("name", ""), list(bes), status=status, internal=internal, draining=list(draining)))
+                own = node_ip if ip == "0.0.0.0" else c.node_ip6(node)
+                out.append(FakeFrontend(own, int(p), proto, typ, state.owner, port.get("name", ""), list(bes), status=status,
+                                        internal=internal, draining=list(draining), flags=self._flags(cfg, lsvc, typ, own, int(p), proto),
+                                        affinity_timeout=timeout, source_ranges=ranges, maintenance=maintenance,
+                                        internal_draining=internal_draining))
         out += self.hostport_frontends(node)
         for fe in out:
             fe.id = self._id(fe.key)
+            if fe.internal is not None:  # the internal scope's frontend has an ID of its own (lbcp: `<addr>/i`)
+                fe.internal_id = self._id(fe.internal_key)
         out = self._leaks(node, out)
         # a deleted frontend frees its ID; a NodePort's per-node frontend (<node IP>:port) lives while its 0.0.0.0 one does,
         # whichever node's agent is being read
-        live = {fe.key for fe in out}
+        live = {fe.key for fe in out} | {fe.internal_key for fe in out if fe.internal_id}
         wildcard = {(p, proto) for ip, p, proto in live if ip in NODEPORT_WILDCARD.values()}
         node_ips = set(c.node_addresses())
-        for key in [k for k in self._ids if k not in live and not (k[0] in node_ips and (k[1], k[2]) in wildcard)]:
-            del self._ids[key]
+        for key in [k for k in self._svc_ids.by_addr if k not in live and not (k[0] in node_ips and (k[1], k[2]) in wildcard)]:
+            self._svc_ids.release(key)
         return self._fit(sorted(out, key=lambda f: f.id))
+
+    def _configured(self, lsvc: Service) -> Service:
+        """The Service as agents of this configuration hold it: with enable-internal-traffic-policy off, its
+        internalTrafficPolicy is not honoured (datapath.SRC_ITP_ENABLED)."""
+        if lsvc.int_policy == "Local" and not itp_enabled(self.cluster.cfg.enable_internal_traffic_policy, self.cluster.cfg.cilium_version):
+            return replace(lsvc, int_policy="Cluster")
+        return lsvc
+
+    @staticmethod
+    def _flags(cfg: AgentConfig, lsvc: Service | None, typ: str, ip: str, port: int, proto: str) -> int:
+        """The frontend's ServiceFlags as the agent writes them (lbcp.bpf.master_flags)."""
+        if lsvc is None:
+            return svc_flags(typ, routable=typ != "ClusterIP" and ip not in NODEPORT_WILDCARD.values())
+        return master_flags(cfg, Frontend(FrontendParams(L3n4(ip_of(ip), port, proto), typ, lsvc.name), lsvc))
 
     def _selected(self, lsvc: Service, typ: str, ip: str, port: int, proto: str, bes: list[FakeBackend], node: str,
                   labels: dict[str, str], two_scopes: bool) -> tuple[list[FakeBackend], list[FakeBackend] | None]:
@@ -363,8 +388,6 @@ class LbState:
         Service's trafficDistribution over the EndpointSlice hints). The faults change the Service the agent selects for."""
         c, faults, family = self.cluster, self.cluster.cfg.faults, family_of(ip)
         svc = replace(lsvc)
-        if not itp_enabled(c.cfg.enable_internal_traffic_policy, c.cfg.cilium_version):
-            svc.int_policy = "Cluster"  # enable-internal-traffic-policy off (datapath.SRC_ITP_ENABLED)
         if typ != "ClusterIP" and (faults.etp_local_ignored or (faults.vip_etp_local_ignored and typ == "LoadBalancer")):
             svc.ext_policy = "Cluster"  # faults: the external scope keeps every backend
         if typ == "ClusterIP" and lsvc.ext_policy == "Local" and faults.etp_breaks_cluster_ip:
@@ -375,7 +398,7 @@ class LbState:
             svc.traffic_distribution = ""  # faults: trafficDistribution (or its zone hints) not honoured
         by_addr = {(b.ip, b.port): b for b in bes}
         params = [BackendParams(svc.name, L3n4(ip_of(b.ip), b.port, proto), (), node_name=b.node, for_zones=b.zones,
-                                state=ACTIVE if b.state == "active" else TERMINATING) for b in bes]
+                                state=b.state) for b in bes]
 
         def pick(scope: int) -> list[FakeBackend]:
             fe = Frontend(FrontendParams(L3n4(ip_of(ip), port, proto, scope), typ, svc.name), svc)
@@ -487,6 +510,7 @@ class LbState:
         (``0.0.0.0:<hostPort>``, ``[::]:<hostPort>``, the same as a NodePort's) and ``<node IP>:<hostPort>``, on that
         node's agent only (datapath.SRC_HOSTPORT). The hostport_unserved fault leaves them out (nothing serves the port in that family)."""
         c = self.cluster
+        cfg = agent_config(c.cfg, node)
         out = []
         for pod in c.pods():
             if pod["spec"].get("nodeName") != node or pod["spec"].get("hostNetwork") or not c.pod_ready(pod):
@@ -504,7 +528,8 @@ class LbState:
                             continue
                         be = FakeBackend(pod_addr, int(cp["containerPort"]), node, pod["metadata"]["name"])
                         for ip in (NODEPORT_WILDCARD[family], c.node_ip_of(node, family)):
-                            out.append(FakeFrontend(ip, int(cp["hostPort"]), proto, "HostPort", owner, "", [be]))
+                            out.append(FakeFrontend(ip, int(cp["hostPort"]), proto, "HostPort", owner, "", [be],
+                                                    flags=self._flags(cfg, Service(owner), "HostPort", ip, int(cp["hostPort"]), proto)))
         return out
 
     def find(self, node: str, ip: str, port: int, proto: str = "TCP") -> FakeFrontend | None:
@@ -516,15 +541,17 @@ class LbState:
 
 
 def selectable(backends: list[FakeBackend], faults: Faults, family: str = "IPv4") -> tuple[list[FakeBackend], list[FakeBackend]]:
-    """(the backends new connections may pick, the terminating ones that only keep their slots), by the reconciler's rule
-    (datapath.SRC_TERMINATING_SLOTS): active ones while any exists, else the terminating ones. Faults: terminating_selected
-    (terminating backends stay selectable beside active ones, on the frontends of the family it is set for),
-    terminating_never_used (never selectable)."""
-    active = [b for b in backends if b.state == "active"]
-    terminating = [b for b in backends if b.state == "terminating"]
+    """(the backends new connections may pick, the ones that only keep their slots), by the reconciler's rule
+    (datapath.SRC_TERMINATING_SLOTS): active ones while any exists, else the terminating ones; a terminating backend no
+    longer serving only keeps its slot; one in maintenance has none. Faults: terminating_selected (terminating backends
+    stay selectable beside active ones, on the frontends of the family it is set for), terminating_never_used (never
+    selectable)."""
+    active = [b for b in backends if b.state == ACTIVE]
+    terminating = [b for b in backends if b.state == TERMINATING]
+    not_serving = [b for b in backends if b.state == TERMINATING_NOT_SERVING]
     if faults.terminating_never_used:
-        return active, terminating
+        return active, terminating + not_serving
     if faults.on("terminating_selected", family):
-        return active + terminating, []
+        return active + terminating, not_serving
     picked = new_connection_backends(active, terminating)
-    return picked, [b for b in terminating if b not in picked]
+    return picked, [b for b in terminating if b not in picked] + not_serving

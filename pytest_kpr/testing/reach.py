@@ -291,7 +291,7 @@ def _pick(c: ClusterView, handler: str, fe: FakeFrontend, backends: list[FakeBac
           flow: tuple[str, int] | None) -> FakeBackend:
     agent = c.agents[handler]
     if client == "outside" and flow is not None and agent.has_maglev_table(fe) and not c.cfg.faults.maglev_ignored:
-        by_addr = {f"{b.ip}:{b.port}": b for b in backends}
+        by_addr = {(b.ip, b.port): b for b in backends}
         return by_addr[maglev.pick(agent.seed(), tuple(by_addr), flow[0], flow[1], port, fe.proto)]
     if client == "outside" and c.cfg.faults.outside_lb_always_first:  # fault: no spreading on the per-packet plane
         return backends[0]

@@ -371,6 +371,19 @@ class Script:
             for doc in self.yaml_docs(f):
                 self.agent.k8s_delete(doc)
 
+    #: k8s/resync's resource names (group.version.plural) and the kinds they list
+    RESYNC_KINDS = {"v1.services": "Service", "discovery.k8s.io.v1.endpointslices": "EndpointSlice", "v1.pods": "Pod"}
+
+    def c_k8s_resync(self, args: list[str]) -> None:
+        """The reflector re-lists the resource and gets an empty set (resync.txtar@6ce288b2: "Force a resync of the
+        endpoint slices with empty set of endpoint slices"): what it held of that kind is gone."""
+        for res in args:
+            kind = self.RESYNC_KINDS.get(res)
+            if kind is None:
+                raise Unsupported(f"k8s/resync {res}")
+            for obj in [o for o in self.agent.objects.values() if o.kind == kind]:
+                self.agent.k8s_delete(obj.body)
+
     def c_db_insert(self, args: list[str]) -> None:
         self._node_addresses(args, insert=True)
 
@@ -736,7 +749,7 @@ class Script:
 
 Script.COMMANDS = {
     "hive": Script.c_hive, "hive/start": Script.c_hive_start, "hive/stop": Script.c_hive_stop, "hive/recreate": Script.c_hive_recreate,
-    "k8s/add": Script.c_k8s_add, "k8s/update": Script.c_k8s_add, "k8s/delete": Script.c_k8s_delete,
+    "k8s/add": Script.c_k8s_add, "k8s/update": Script.c_k8s_add, "k8s/delete": Script.c_k8s_delete, "k8s/resync": Script.c_k8s_resync,
     "db/insert": Script.c_db_insert, "db/delete": Script.c_db_delete, "db/empty": Script.c_db_empty, "db/cmp": Script.c_db_cmp,
     "db/show": Script.c_db_show, "db": Script.c_db, "db/list": Script.c_db_list, "db/prefix": Script.c_db_prefix, "db/initialized": Script.c_db_initialized,
     "lb/maps-dump": Script.c_lb_maps_dump, "lb/maps-empty": Script.c_lb_maps_empty, "lb/prune": Script.c_lb_prune,

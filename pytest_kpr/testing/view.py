@@ -23,7 +23,8 @@ class FakeBackend:
     port: int
     node: str
     pod: str
-    #: active | terminating (its EndpointSlice entry serving and terminating: datapath.SRC_TERMINATING_STATE)
+    #: active | terminating (its EndpointSlice entry serving and terminating: datapath.SRC_TERMINATING_STATE) |
+    #: terminating-not-serving | maintenance (not ready): lbcp's backend states
     state: str = "active"
     #: the zones its EndpointSlice entry's hints name (hints.forZones)
     zones: tuple[str, ...] = ()
@@ -47,6 +48,8 @@ class FakeFrontend:
     #: terminating backends while an active one exists: they keep their slots after ``backends`` (the master's count
     #: leaves them out), so established connections still find them but new ones never pick them (SRC_TERMINATING_SLOTS)
     draining: list[FakeBackend] = field(default_factory=list)
+    #: backends in maintenance (not ready, not terminating): a backend entry in the maps, no slot
+    maintenance: list[FakeBackend] = field(default_factory=list)
     #: False: the service map was full when this frontend was reconciled (it has no entry; datapath.SRC_MAP_FULL)
     in_map: bool = True
     #: its reverse-NAT entry was written (before the master: it stays when the master entry did not fit)
@@ -55,12 +58,28 @@ class FakeFrontend:
     slots_in_map: bool = True
     #: its Service's spec.loadBalancerClass (None: none)
     lb_class: str | None = None
+    #: the internal scope's backends that only keep their slots (as ``draining`` is for ``backends``)
+    internal_draining: list[FakeBackend] = field(default_factory=list)
+    #: the ID of its internal-scope twin (``<addr>/i``, a frontend of its own: a NodePort or LoadBalancer with one Local
+    #: traffic policy), whose backends are ``internal``; 0: none
+    internal_id: int = 0
+    #: its Service's sessionAffinity timeout in seconds, written on the master entry (0: no session affinity)
+    affinity_timeout: int = 0
+    #: its Service's loadBalancerSourceRanges (normalised CIDRs): the agent writes them for every frontend of the Service,
+    #: whether its type checks them (its flags say) or not
+    source_ranges: tuple[str, ...] = ()
+    #: the ServiceFlags of its master and slot entries (lbcp.bpf.master_flags; printed by lbcp.bpf.flags_string)
+    flags: int = 0
     #: it wrote its address's wildcard entry (``<ip>:0/ANY``, 1.19+: datapath.SRC_WILDCARD), the first frontend of that address
     wildcard_in_map: bool = False
 
     @property
     def key(self) -> tuple[str, int, str]:
         return (self.ip, self.port, self.proto)
+
+    @property
+    def internal_key(self) -> tuple[str, int, str]:
+        return (self.ip, self.port, f"{self.proto}/i")
 
 
 

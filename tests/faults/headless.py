@@ -14,6 +14,6 @@ ROWS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = [
       "service.kubernetes.io/headless: *"]),
     ("headless-nodeport-programmed", ("headless",), "faults=Faults(headless_nodeport_programmed=True)",
      {HL + "test_a_nodeport_service_labelled_headless_gets_no_nodeport"},
-     ["*headless (NodePort): fake-* lists 2 frontends for kpr-suite-headless-*/hl-nodeport, a NodePort Service labelled "
+     ["*headless (NodePort): fake-* lists 1 frontend for kpr-suite-headless-*/hl-nodeport, a NodePort Service labelled "
       "service.kubernetes.io/headless: 0.0.0.0:3*/TCP NodePort*"]),
 ]

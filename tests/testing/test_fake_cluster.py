@@ -99,7 +99,8 @@ def test_a_selectorless_service_is_served_from_the_endpointslice_added_by_hand(f
     ({}, "active"),  # no conditions: ready (discovery/v1: nil is ready)
     ({"ready": True}, "active"),
     ({"ready": False, "serving": True, "terminating": True}, "terminating"),
-    ({"ready": False, "serving": False, "terminating": True}, None),  # kept in the maps, no slot
+    # in the service entry's inactive tail: a slot beyond the count (restore-terminating-backend.txtar@0725568c)
+    ({"ready": False, "serving": False, "terminating": True}, "terminating-not-serving"),
     ({"ready": False}, None),  # maintenance: no slot
 ])
 def test_an_added_endpoints_conditions_decide_whether_it_takes_a_slot(fake: FakeCluster, conditions: dict, state: str | None) -> None:

@@ -636,6 +636,8 @@ def convert_service(cfg: AgentConfig, body: dict[str, Any], node_labels: dict[st
                     fes.append(FrontendParams(L3n4(ip, int(p["port"]), proto_of(p), scope), "LoadBalancer", svc.name,
                                               str(p.get("name") or ""), int(p["port"])))
     if cfg.enable_external_ips:
+        # one scope only, whatever the traffic policies: conversions.go@bb5d8694 `// ExternalIP` ...
+        # `fe.Address.Scope = loadbalancer.ScopeExternal` (east-west traffic to it sees eTP=Local's local backends)
         for e in spec.get("externalIPs") or []:
             try:
                 ip = ip_of(str(e))

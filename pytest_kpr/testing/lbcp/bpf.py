@@ -15,7 +15,7 @@ The maps are printed as maps/test_utils.go DumpLBMaps prints them, sorted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable
+from typing import Callable, Hashable, Iterable
 
 from ...rules.datapath import source_ranges_applied, wildcard_class
 from .addr import ANY, IP, L3n4, SCOPE_INTERNAL
@@ -97,6 +97,52 @@ def flags_string(f: int) -> str:
     return "+".join(out)
 
 
+def forwarding_dsr(cfg: AgentConfig, fe: Frontend) -> bool:
+    """ToSVCForwardingMode(cfg.LBMode, proto): hybrid is DSR for TCP, SNAT otherwise; the Service's annotation wins
+    where bpf-lb-mode-annotation is on."""
+    mode = cfg.lb_mode
+    if mode == "hybrid":
+        mode = "dsr" if fe.address.proto == "TCP" else "snat"
+    if cfg.mode_annotation and fe.service.forwarding_mode:
+        mode = fe.service.forwarding_mode
+    return mode == "dsr"
+
+
+def source_ranges_enabled(cfg: AgentConfig, fe: Frontend, svc_type: str) -> bool:
+    """service.go GetSourceRangesEnabled, by the rule the judges use (rules.datapath.source_ranges_applied,
+    SRC_SOURCE_RANGES_TYPES): LoadBalancer (and, from 1.20, ExternalIPs) frontends, every type with
+    bpf-lb-source-range-all-types or before 1.19."""
+    if not fe.service.source_ranges:
+        return False
+    name = "ExternalIP" if svc_type == "ExternalIPs" else svc_type
+    return source_ranges_applied(name, "{}.{}.0".format(*cfg.cilium_minor), cfg.source_range_all_types)
+
+
+def master_flags(cfg: AgentConfig, fe: Frontend) -> int:
+    """The flags updateFrontend writes on a frontend's master and slot entries (ServiceFlags, NewSvcFlag): its type, the
+    traffic policies, session affinity, routable (not the zero address; a ClusterIP only with bpf-lb-external-clusterip),
+    the source-range check and its deny policy, DSR, loopback (a HostPort on a loopback address, proxy delegation)."""
+    svc, addr = fe.service, fe.address
+    svc_type = "LocalRedirect" if fe.redirect_to else fe.type
+    routable = not addr.unspecified and (svc_type != "ClusterIP" or cfg.external_clusterip)
+    check = source_ranges_enabled(cfg, fe, svc_type)
+    return svc_flags(svc_type, ext_local=svc.ext_policy == "Local", int_local=svc.int_policy == "Local",
+                     affinity=svc.session_affinity, routable=routable, check_source_range=check,
+                     source_range_deny=check and svc.source_ranges_policy() == "deny", dsr=forwarding_dsr(cfg, fe),
+                     loopback=svc.loopback_hostport or svc.proxy_delegation != "none")
+
+
+def slot_order(addr: L3n4, state: str, unhealthy: bool = False) -> tuple[bool, int, bytes, int]:
+    """sortedBackends' order of a frontend's slots: healthy first, then by state (active, terminating, ...), address, port."""
+    return (unhealthy, STATE_ORDER[state], addr.key[:20], addr.port)
+
+
+def maglev_line(rev_nat: int, counts: dict[int, int]) -> str:
+    """DumpLBMaps' line for a Maglev table: each backend ID with its slot count, most slots first, then by ID."""
+    ids = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return f"MAGLEV: ID={rev_nat} INNER=[{', '.join(f'{b}({n})' for b, n in ids)}]"
+
+
 @dataclass
 class SvcValue:
     rev_nat: int
@@ -108,16 +154,21 @@ class SvcValue:
     aff_timeout: int = 0
 
 
+#: the ID spaces: a service (RevNAT) ID is 16 bits, a backend ID 32 (0 is no ID)
+SERVICE_ID_LIMIT, BACKEND_ID_LIMIT = 0xFFFF, 0xFFFFFFFF
+
+
 class IdAllocator:
-    """id_allocator.go: acquireLocalID hands out the next ID not in use, from the last one handed out."""
+    """id_allocator.go: acquireLocalID hands out the next ID not in use, from the last one handed out. Keyed by address
+    (any hashable key: the fake's agents key by (ip, port, proto))."""
 
     def __init__(self, first: int, limit: int):
         self.first, self.limit = first, limit
         self.next = first
-        self.by_addr: dict[L3n4, int] = {}
-        self.by_id: dict[int, L3n4] = {}
+        self.by_addr: dict[Hashable, int] = {}
+        self.by_id: dict[int, Hashable] = {}
 
-    def acquire(self, addr: L3n4) -> int:
+    def acquire(self, addr: Hashable) -> int:
         if addr in self.by_addr:
             return self.by_addr[addr]
         start, rolled = self.next, False
@@ -133,13 +184,13 @@ class IdAllocator:
                 return i
             self.next += 1
 
-    def add(self, addr: L3n4, i: int) -> None:
+    def add(self, addr: Hashable, i: int) -> None:
         self.by_addr[addr], self.by_id[i] = i, addr
 
-    def lookup(self, addr: L3n4) -> int | None:
+    def lookup(self, addr: Hashable) -> int | None:
         return self.by_addr.get(addr)
 
-    def release(self, addr: L3n4) -> None:
+    def release(self, addr: Hashable) -> None:
         i = self.by_addr.pop(addr, None)
         if i is not None and self.by_id.get(i) == addr:
             del self.by_id[i]
@@ -206,8 +257,7 @@ class Maps:
             counts: dict[int, int] = {}
             for b in table:
                 counts[b] = counts.get(b, 0) + 1
-            ids = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-            out.append(f"MAGLEV: ID={rid} INNER=[{', '.join(f'{b}({n})' for b, n in ids)}]")
+            out.append(maglev_line(rid, counts))
         return sorted(out)
 
 
@@ -219,8 +269,8 @@ class BPFOps:
 
     def reset_and_restore(self) -> None:
         """ResetAndRestore: fresh allocators; the IDs in the maps are restored (reused for the same address)."""
-        self.svc_ids = IdAllocator(1, 0xFFFF)
-        self.be_ids = IdAllocator(1, 0xFFFFFFFF)
+        self.svc_ids = IdAllocator(1, SERVICE_ID_LIMIT)
+        self.be_ids = IdAllocator(1, BACKEND_ID_LIMIT)
         self.restored_svc: dict[L3n4, int] = {}
         self.restored_be: dict[L3n4, int] = {}
         self.backend_states: dict[L3n4, BackendState] = {}
@@ -346,25 +396,6 @@ class BPFOps:
             return "undef"
         return fe.service.lb_algorithm_annotation() or "undef"
 
-    def forwarding_dsr(self, fe: Frontend) -> bool:
-        """ToSVCForwardingMode(cfg.LBMode, proto): hybrid is DSR for TCP, SNAT otherwise; the Service's annotation wins
-        where bpf-lb-mode-annotation is on."""
-        mode = self.cfg.lb_mode
-        if mode == "hybrid":
-            mode = "dsr" if fe.address.proto == "TCP" else "snat"
-        if self.cfg.mode_annotation and fe.service.forwarding_mode:
-            mode = fe.service.forwarding_mode
-        return mode == "dsr"
-
-    def source_ranges_enabled(self, fe: Frontend, svc_type: str) -> bool:
-        """service.go GetSourceRangesEnabled, by the rule the judges use (rules.datapath.source_ranges_applied,
-        SRC_SOURCE_RANGES_TYPES): LoadBalancer (and, from 1.20, ExternalIPs) frontends, every type with
-        bpf-lb-source-range-all-types or before 1.19."""
-        if not fe.service.source_ranges:
-            return False
-        name = "ExternalIP" if svc_type == "ExternalIPs" else svc_type
-        return source_ranges_applied(name, "{}.{}.0".format(*self.cfg.cilium_minor), self.cfg.source_range_all_types)
-
     def wildcard_class(self, fe: Frontend) -> bool:
         return wildcard_class(fe.service.lb_class, self.cfg.default_lb_service_ipam)  # the rule the judges use
 
@@ -377,13 +408,7 @@ class BPFOps:
         else:
             fid = self.svc_ids.acquire(addr)
         fe.id = fid
-        svc_type = "LocalRedirect" if fe.redirect_to else fe.type
-        routable = not addr.unspecified and (svc_type != "ClusterIP" or self.cfg.external_clusterip)
-        check = self.source_ranges_enabled(fe, svc_type)
-        master = svc_flags(svc_type, ext_local=svc.ext_policy == "Local", int_local=svc.int_policy == "Local",
-                           affinity=svc.session_affinity, routable=routable, check_source_range=check,
-                           source_range_deny=check and svc.source_ranges_policy() == "deny", dsr=self.forwarding_dsr(fe),
-                           loopback=svc.loopback_hostport or svc.proxy_delegation != "none")
+        master = master_flags(self.cfg, fe)
         slot_flags = master
         ordered = self.sorted_backends(fe)
         addrs = {b.address for b in ordered}
@@ -525,7 +550,7 @@ class BPFOps:
                 if not self.restored_quarantine[fe.address]:
                     del self.restored_quarantine[fe.address]
             bes.append(b)
-        return sorted(bes, key=lambda b: (b.unhealthy, STATE_ORDER[b.state], b.address.key[:20], b.address.port))
+        return sorted(bes, key=lambda b: slot_order(b.address, b.state, b.unhealthy))
 
     def orphans(self, fe_addr: L3n4, keep: set[L3n4]) -> list[BackendState]:
         out = []
