@@ -3,6 +3,10 @@
 a drop's `timeout` verdict comes to the configured timeout.
 
     sudo .venv/bin/python scripts/bench_probes.py [--rounds 50]
+    .venv/bin/python scripts/bench_probes.py --import-only     # what a `kpr probe` process pays before its first packet
+
+The first lines: the import a raw-packet probe needs (pytest_kpr.traffic.probes._scapy, only the modules that define the
+layers it sends) beside ``import scapy.all``, each in fresh processes (median of 5).
 
 Builds its own client/node/server network namespaces (kprt-*), removes them at the end.
 """
@@ -11,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -36,7 +42,17 @@ table inet kprt_probe {
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=50)
+    ap.add_argument("--import-only", action="store_true", help="only the import times (no root, no namespaces)")
     args = ap.parse_args()
+    for what, code in (("probes' scapy import", "from pytest_kpr.traffic.probes import _scapy; _scapy()"), ("import scapy.all", "import scapy.all")):
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            times.append(time.perf_counter() - start)
+        print(f"{what:<34}{'':<18}{statistics.median(times) * 1000:>10.0f} ms (a fresh process, median of 5)")
+    if args.import_only:
+        return
     t = three_namespaces(Path("/tmp"))
     try:
         t.nft("server", RULES)

@@ -61,16 +61,25 @@ _scapy_ready = False
 
 
 def _scapy() -> Any:
-    """Import scapy quietly, once (it is slow to import and chatty)."""
+    """The scapy names the probes use, imported quietly, once: only the modules that define them. ``scapy.all`` loads
+    every layer, more than twice the time (scripts/bench_probes.py --import-only), which each ``kpr probe`` process paid
+    before its first packet, and a kernel cell under qemu's TCG tens of times over."""
     global _scapy_ready
     logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
     logging.getLogger("scapy.loading").setLevel(logging.ERROR)
-    import scapy.all as sc
+    from types import SimpleNamespace
+
+    from scapy.config import conf
+    from scapy.layers.inet import ICMP, IP, TCP, UDP, IPerror, UDPerror
+    from scapy.layers.inet6 import ICMPv6DestUnreach, ICMPv6Unknown, IPv6
+    from scapy.supersocket import L3RawSocket, L3RawSocket6
 
     if not _scapy_ready:
-        sc.conf.verb = 0
+        conf.verb = 0
         _scapy_ready = True
-    return sc
+    return SimpleNamespace(conf=conf, IP=IP, IPv6=IPv6, TCP=TCP, UDP=UDP, ICMP=ICMP, IPerror=IPerror, UDPerror=UDPerror,
+                           ICMPv6DestUnreach=ICMPv6DestUnreach, ICMPv6Unknown=ICMPv6Unknown, L3RawSocket=L3RawSocket,
+                           L3RawSocket6=L3RawSocket6)
 
 
 def syn_probe(dst: str, dport: int, timeout: float = 2.0, sport: int | None = None) -> ProbeResult:
