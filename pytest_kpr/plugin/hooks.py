@@ -15,6 +15,8 @@ import pytest
 from . import markers
 from ..evidence import results
 from ..core.errors import MarkerError, NodeShellDisabled, SettingsError
+from ..run.ownership import ForeignObject
+from ..run.run import EXIT_PROVISIONING
 from .keys import KNOWN_GAP, KPR_RUN_NAME, KPR_SESSION, REQUIREMENT, SUITE
 from .session import PLUGIN_NAME, KprSession
 from ..run.settings import ProviderName, add_options, new_run_name, resolve
@@ -413,6 +415,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     s = kpr_session(item.config)
     prop = item.stash[SUITE].property if SUITE in item.stash else _module_stem(item)
     _require_outside_view(report, call, s)
+    if report.failed and call.excinfo is not None and call.excinfo.errisinstance(ForeignObject) and s.refused is None:
+        # an object of the suite's name that is not this run's: the run stops here (it was left alone), exit 3
+        s.refused = str(call.excinfo.value)
+        item.session.shouldstop = f"pytest-kpr: {s.refused}"
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else "skipped" if report.skipped else report.outcome
         s.outcomes.setdefault(prop, []).append(outcome)
@@ -564,11 +570,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     s.exit_status = int(exitstatus)
     # the status the run ends with is settled once every outcome is in, just before results.json is written with it
     # (results.json is written once: never read back and patched)
-    s.settle_exit = lambda: _nothing_judged(session, s)
+    s.settle_exit = lambda: _refused(session, s) or _nothing_judged(session, s)
     s.stop()
     if session.config.pluginmanager.getplugin("dsession") is not None and getattr(session.config.option, "testrunuid", None):
         s.merge_workers(session.config.option.testrunuid)  # the xdist controller: after every worker finished
     s.settle_exit_status()  # a run that wrote no results.json
+
+
+def _refused(session: pytest.Session, s: KprSession) -> bool:
+    """A run that met an object of its own name that is not its own (run.ownership.ForeignObject) stopped there: one red
+    line, exit 3 (EXIT_PROVISIONING), whatever the tests before it found -- a set-up problem the gate must not read as a
+    regression."""
+    if s.refused is None or getattr(session.config, "workerinput", None) is not None:
+        return False
+    session.config.get_terminal_writer().line(f"pytest-kpr: stopped: {s.refused} (exit status {EXIT_PROVISIONING})", red=True)
+    session.exitstatus = EXIT_PROVISIONING
+    s.exit_status = EXIT_PROVISIONING
+    return True
 
 
 #: the exit status of a kpr run that judged no property (pytest's own "no tests ran")

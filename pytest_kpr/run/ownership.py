@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..core.errors import InfraError, KprError
+from ..core.errors import ApiError, InfraError, KprError
 from ..core.wait import Timeouts, WaitTimeout, eventually
 from ..k8s.api import KubeAPI
 from .settings import Settings
@@ -19,6 +19,12 @@ NAMESPACE_PREFIX = "kpr-"
 #: the test namespaces whose pods need Pod Security level privileged: the datapath probes (CAP_NET_RAW, a host-network
 #: probe) and the node shells (privileged, host network and PID); every other namespace of a run is baseline
 PRIVILEGED_NAMESPACES = frozenset({"datapath", "nodeshell"})
+
+
+class ForeignObject(KprError):
+    """The run was about to create over, change or delete an object that is not its own (a user's, or another run's):
+    refused, the object left as it is. The plugin ends the run with it (exit 3): a name collision is a set-up problem,
+    never a verdict on the datapath."""
 
 
 class Ownership:
@@ -50,6 +56,11 @@ class Ownership:
                                           s.pod_tolerations or (), s.pod_node_selector or ())
         self.kube = self.run_objects
         return self.run_objects  # type: ignore[return-value]
+
+    @property
+    def _raw(self) -> Any:
+        """The API under the gate: the clean-up below reads each object's labels itself before deleting it."""
+        return self.run_objects.inner if self.run_objects is not None else self.kube
 
     @property
     def fixed_namespace(self) -> str | None:
@@ -127,7 +138,7 @@ class Ownership:
             return
         if namespace in self.namespaces:
             self.namespaces.remove(namespace)
-            kube = self.kube
+            kube = self._raw
             if self._start_deleting(kube, [namespace]):
                 # what another suite could see is the namespace's Services (their frontends): those are waited for; the
                 # namespace itself (pods ending their grace periods) finishes meanwhile, and the run's end waits for it
@@ -139,7 +150,7 @@ class Ownership:
                 except WaitTimeout as e:
                     self.progress(str(e))
         elif self.fixed_namespace is not None and self.run_objects is not None:
-            self._delete_run_objects(self.kube, [m for m in made if m[2] == self.fixed_namespace])
+            self._delete_run_objects(self._raw, [m for m in made if m[2] == self.fixed_namespace])
 
     def _delete_run_objects(self, kube: KubeAPI, objects: list[tuple[str, str, str]] | None = None) -> None:
         """--kpr-namespace=NAME: the namespace is not ours; the objects this run created in it are (or ``objects`` of
@@ -201,11 +212,11 @@ class Ownership:
         if self.kube is None:
             return
         if self.cluster_objects:
-            self._delete_cluster_objects(self.kube)
+            self._delete_cluster_objects(self._raw)
         if self.namespaces or self.ending:
-            self._delete_namespaces(self.kube)
+            self._delete_namespaces(self._raw)
         if self.fixed_namespace is not None and self.run_objects is not None:
-            self._delete_run_objects(self.kube)
+            self._delete_run_objects(self._raw)
 
 
 class RunObjectsKube:
@@ -232,12 +243,51 @@ class RunObjectsKube:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
+    @property
+    def inner(self) -> Any:
+        """The API without the gate (the ownership's own clean-up, which checks the labels itself)."""
+        return self._inner
+
+    def _foreign(self, kind: str, name: str, namespace: str | None) -> dict[str, Any] | None:
+        """The live object when it exists and is not this run's (its run label is missing or another's), else None."""
+        cur = self._inner.get(kind, name, namespace) if namespace else self._inner.get(kind, name)
+        if cur is None or ((cur.get("metadata") or {}).get("labels") or {}).get(RUN_LABEL) == self._labels[RUN_LABEL]:
+            return None
+        return cur
+
+    def _refuse(self, verb: str, kind: str, name: str, namespace: str | None, cur: dict[str, Any]) -> ForeignObject:
+        other = ((cur.get("metadata") or {}).get("labels") or {}).get(RUN_LABEL)
+        whose = f"run {other}'s" if other else "not made by pytest-kpr"
+        where = f"{namespace}/{name}" if namespace else name
+        return ForeignObject(f"not {verb} {kind} {where}: it is not this run's ({whose}; this run is {self._labels[RUN_LABEL]}); "
+                             "rename or remove it, or give the run a namespace of its own (--kpr-namespace=PREFIX-)")
+
+    def delete(self, kind: str, name: str, namespace: str | None = None, grace_period_seconds: int | None = None) -> None:
+        """Deletes only an object that carries this run's label (checked on the live object first); another's is a
+        ForeignObject, and stays. An absent one is the API's answer, as before."""
+        cur = self._foreign(kind, name, namespace)
+        if cur is not None:
+            raise self._refuse("deleting", kind, name, namespace, cur)
+        if grace_period_seconds is None:
+            return self._inner.delete(kind, name, namespace)
+        return self._inner.delete(kind, name, namespace, grace_period_seconds=grace_period_seconds)
+
+    def patch(self, kind: str, name: str, namespace: str | None, patch: dict[str, Any]) -> Any:
+        """Patches only an object that carries this run's label, as :meth:`delete`."""
+        cur = self._foreign(kind, name, namespace)
+        if cur is not None:
+            raise self._refuse("changing", kind, name, namespace, cur)
+        return self._inner.patch(kind, name, namespace, patch)
+
     def create(self, obj: dict[str, Any]) -> Any:
+        """Every object the run creates carries its labels (so that the gate lets the run change and delete it); in the
+        run's namespaces it is also recorded and its pods get the run's pull secret, tolerations and node selector. A name
+        already taken by an object that is not this run's is a ForeignObject (the object is left as it is)."""
         meta = obj.setdefault("metadata", {})
         ns = str(meta.get("namespace") or "")
-        if not ns or not self._ours(ns):
-            return self._inner.create(obj)
         meta.setdefault("labels", {}).update(self._labels)
+        if not ns or not self._ours(ns):
+            return self._create(obj, ns)
         path = self.POD_TEMPLATES.get(obj.get("kind", ""))
         if path and len(path) > 1:  # the pods a controller makes carry the run's labels too (a selector is a subset: unchanged)
             obj.setdefault("spec", {}).setdefault("template", {}).setdefault("metadata", {}).setdefault("labels", {}).update(self._labels)
@@ -256,6 +306,18 @@ class RunObjectsKube:
 
             if self._node_selector and NODE_SHELL_LABEL not in (meta.get("labels") or {}):
                 spec.setdefault("nodeSelector", {}).update(self._node_selector)
-        out = self._inner.create(obj)
+        out = self._create(obj, ns)
         self.created.append((str(obj.get("kind")), str(meta.get("name")), ns))
         return out
+
+    def _create(self, obj: dict[str, Any], ns: str) -> Any:
+        try:
+            return self._inner.create(obj)
+        except ApiError as e:
+            if e.status != 409:
+                raise
+            kind, name = str(obj.get("kind")), str(obj["metadata"].get("name"))
+            cur = self._foreign(kind, name, ns or None)
+            if cur is not None:
+                raise self._refuse("creating", kind, name, ns or None, cur) from None
+            raise

@@ -138,6 +138,9 @@ class KprRun:
         #: settles exit_status from the run's outcomes (the plugin's rule: a run that judged nothing exits 5); called once,
         #: by settle_exit_status, before results.json is written with it
         self.settle_exit: Callable[[], None] | None = None
+        #: the one line of the first ForeignObject (the run met an object of the same name that is not its own): the run
+        #: stops there and exits EXIT_PROVISIONING, a set-up problem rather than a datapath verdict
+        self.refused: str | None = None
         #: "SIGTERM" when the run was ended by it (plugin._end_cleanly_on_sigterm); Ctrl-C shows as exit status 2
         self.interrupted_by: str | None = None
         self.provider: Provider | None = None

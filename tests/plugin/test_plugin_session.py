@@ -405,7 +405,8 @@ def test_node_shells_get_the_pull_secret_and_tolerations_but_no_node_selector() 
     assert {"key": "gpu", "operator": "Exists", "effect": "NoExecute"} in shell["spec"]["tolerations"]
     assert shell["metadata"]["labels"]["kpr.cilium.io/run"] == "r1"
     assert pod["spec"]["nodeSelector"] == {"pool": "ci"} and pod["metadata"]["labels"]["kpr.cilium.io/run"] == "r1"
-    assert other["spec"] == {} and "labels" not in other["metadata"]  # not in the run's namespaces: untouched
+    # not in the run's namespaces: its spec untouched; labelled as the run's (the gate lets the run delete it again)
+    assert other["spec"] == {} and other["metadata"]["labels"] == {"kpr.cilium.io/run": "r1"}
     assert kube.created == [("Pod", "node-shell-a", "ours"), ("Pod", "p", "ours")]
 
 
@@ -467,3 +468,32 @@ def test_the_fake_provider_answers_the_provider_hook_after_a_conftests_own(pytes
         pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "--kpr-cilium-version=1.19.8", "-p", "no:cacheprovider").assert_outcomes(passed=1)
         seen, registered = (pytester.path / "which.txt").read_text().split()
         assert registered == "True" and seen == (version or "1.19.8"), (answer, seen)
+
+
+FOREIGN_CONFTEST = NS_CONFTEST.replace('PROVIDER = FakeProvider(FAKE)', '''FAKE.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "term-a", "namespace": "team-a", "labels": {"app": "users"}},
+             "spec": {"containers": [{"name": "c", "image": "users:1"}]}})
+PROVIDER = FakeProvider(FAKE)''').replace('"team_a": sorted(', '"term_a": (FAKE.get("Pod", "term-a", "team-a") or {}).get("spec"),\n        "team_a": sorted(')
+
+
+def test_a_users_pod_named_like_a_suites_stops_the_run_before_anything_touches_it(pytester: pytest.Pytester) -> None:
+    """--kpr-namespace=team-a holds the user's pod term-a, the name the terminating suite gives its first backend: the
+    suite's create is refused in one line, the run stops there with exit 3 (a set-up problem, not a datapath verdict:
+    the gate never sees a FAIL), and the pod is still there as it was (the suite's clean-up did not delete it)."""
+    import shutil
+
+    from tests.test_suites_vs_fake import SUITES
+
+    pytester.makeconftest(FOREIGN_CONFTEST)
+    shutil.copytree(SUITES, pytester.path / "suites", ignore=shutil.ignore_patterns("__pycache__"))
+    result = pytester.runpytest("suites/test_terminating.py", "suites/test_nodeport.py", "-m", "kpr", "--kpr-provider=fake",
+                                "--kpr-artifacts=art", "--kpr-namespace=team-a", "-p", "no:cacheprovider", "--import-mode=importlib")
+    assert result.ret == 3, result.stdout.str()[-3000:]
+    # the create is refused; the suite's clean-up (a finally) then tries the delete, refused too, and that one is reported
+    result.stdout.fnmatch_lines(["pytest-kpr: stopped: not * Pod team-a/term-a: it is not this run's (not made by pytest-kpr; "
+                                 "this run is *); rename or remove it, or give the run a namespace of its own (--kpr-namespace=PREFIX-) "
+                                 "(exit status 3)"])
+    after = json.loads((pytester.path / "after.json").read_text())
+    assert after["term_a"]["containers"] == [{"name": "c", "image": "users:1"}]  # (the fake scheduled it)
+    assert not [line for line in result.stdout.lines if line.startswith("suites/test_nodeport.py") or "test_nodeport.py ." in line]
+    results = json.loads(next((pytester.path / "art").rglob("results.json")).read_text())
+    assert results["run"]["exit_status"] == 3 and results["run"]["complete"] is False

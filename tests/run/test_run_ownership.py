@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from pytest_kpr.core.errors import ApiError
 from pytest_kpr.core.wait import Timeouts
-from pytest_kpr.run.ownership import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, Ownership
+from pytest_kpr.run.ownership import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, ForeignObject, Ownership
 from pytest_kpr.run.settings import Settings
 
 
@@ -18,6 +19,7 @@ class DictKube:
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.deleted: list[tuple[str, str, str]] = []
+        self.patched: list[tuple[str, str, str]] = []
 
     def get(self, kind: str, name: str, namespace: str = "") -> dict[str, Any] | None:
         return self.objects.get((kind, name, namespace or ""))
@@ -27,7 +29,15 @@ class DictKube:
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         md = obj["metadata"]
+        if (obj["kind"], md["name"], md.get("namespace") or "") in self.objects:
+            raise ApiError(409, "AlreadyExists", f'{obj["kind"]} "{md["name"]}" already exists')
         self.objects[(obj["kind"], md["name"], md.get("namespace") or "")] = obj
+        return obj
+
+    def patch(self, kind: str, name: str, namespace: str | None, patch: dict[str, Any]) -> dict[str, Any]:
+        self.patched.append((kind, name, namespace or ""))
+        obj = self.objects[(kind, name, namespace or "")]
+        obj.setdefault("spec", {}).update(patch.get("spec") or {})
         return obj
 
     def delete(self, kind: str, name: str, namespace: str = "") -> None:
@@ -74,7 +84,8 @@ def test_objects_made_in_the_runs_namespace_are_labelled_and_recorded() -> None:
     own.kube.create({"kind": "ConfigMap", "metadata": {"name": "theirs", "namespace": "default"}})
     assert own.run_objects is not None and own.run_objects.created == [("Service", "web", ns)]
     assert kube.get("Service", "web", ns)["metadata"]["labels"][RUN_LABEL] == "r1"  # type: ignore[index]
-    assert "labels" not in kube.get("ConfigMap", "theirs", "default")["metadata"]  # type: ignore[index]
+    # made elsewhere: labelled (the gate lets the run delete it again), not recorded (no fixed-namespace clean-up)
+    assert kube.get("ConfigMap", "theirs", "default")["metadata"]["labels"][RUN_LABEL] == "r1"  # type: ignore[index]
 
 
 def test_a_suites_end_deletes_its_namespace_and_the_runs_end_waits_for_it() -> None:
@@ -123,3 +134,42 @@ def test_tracked_cluster_objects_go_at_the_end_while_they_carry_the_runs_label()
         own.track_cluster_object({"kind": "CiliumLoadBalancerIPPool", "metadata": {"name": name}})
     own.end()
     assert kube.deleted == [("CiliumLoadBalancerIPPool", "pool-a", "")] and "deleted CiliumLoadBalancerIPPool pool-a" in said
+
+
+@pytest.mark.parametrize("labels", [None, {}, {RUN_LABEL: "another-run"}, {OWNER_LABEL: OWNER_VALUE}],
+                         ids=["unlabelled", "no-labels", "another-run", "ours-without-run"])
+def test_a_foreign_object_named_like_a_suites_is_never_deleted_changed_or_created_over(labels: dict[str, str] | None) -> None:
+    """A user's pod in the fixed namespace, named as a suite names its own: creating over it, deleting it (a suite's
+    clean-up in a finally) and patching it are each one line, and it stays as it was."""
+    own, kube, _ = ownership(namespace="team-a")
+    kube.create({"kind": "Namespace", "metadata": {"name": "team-a"}})
+    own.create_namespace("terminating")
+    theirs = {"kind": "Pod", "metadata": {"name": "term-a", "namespace": "team-a", **({"labels": labels} if labels is not None else {})},
+              "spec": {"image": "users"}}
+    kube.create(theirs)
+    with pytest.raises(ForeignObject, match=r"^not creating Pod team-a/term-a: it is not this run's \(.*this run is r1\); rename"):
+        own.kube.create({"kind": "Pod", "metadata": {"name": "term-a", "namespace": "team-a"}, "spec": {"image": "probe"}})
+    with pytest.raises(ForeignObject, match=r"^not deleting Pod team-a/term-a: it is not this run's"):
+        own.kube.delete("Pod", "term-a", "team-a", grace_period_seconds=0)
+    with pytest.raises(ForeignObject, match=r"^not changing Pod team-a/term-a: it is not this run's"):
+        own.kube.patch("Pod", "term-a", "team-a", {"spec": {"image": "probe"}})
+    own.end_namespace("team-a", [("Pod", "term-a", "team-a")])
+    own.end()
+    assert kube.deleted == [] and kube.patched == [] and kube.get("Pod", "term-a", "team-a") is theirs
+    assert theirs["spec"] == {"image": "users"} and "\n" not in str(ForeignObject("x"))
+
+
+def test_the_runs_own_objects_pass_the_gate_and_an_absent_one_is_the_apis_answer() -> None:
+    own, kube, _ = ownership()
+    ns = own.create_namespace("suite-a")
+    own.kube.create({"kind": "Pod", "metadata": {"name": "term-a", "namespace": ns}, "spec": {}})
+    own.kube.patch("Pod", "term-a", ns, {"spec": {"image": "x"}})
+    own.kube.delete("Pod", "term-a", ns)
+    own.kube.delete("Pod", "never-made", ns)  # DictKube ignores it, as the client ignores a 404
+    own.kube.create({"kind": "ClusterRoleBinding", "metadata": {"name": "kpr-kube-proxy-r1"}})
+    own.kube.delete("ClusterRoleBinding", "kpr-kube-proxy-r1")
+    assert kube.patched == [("Pod", "term-a", ns)]
+    assert kube.deleted == [("Pod", "term-a", ns), ("Pod", "never-made", ns), ("ClusterRoleBinding", "kpr-kube-proxy-r1", "")]
+    kube.create({"kind": "ClusterRoleBinding", "metadata": {"name": "cluster-admin"}})
+    with pytest.raises(ForeignObject, match=r"^not deleting ClusterRoleBinding cluster-admin: it is not this run's \(not made by pytest-kpr"):
+        own.kube.delete("ClusterRoleBinding", "cluster-admin")
