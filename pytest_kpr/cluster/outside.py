@@ -100,13 +100,17 @@ class LocalOutside:
         lasts, as Cilium's own LB test on kind does (rules.datapath.SRC_VIA_NODE): ``ip route add <addr>/32 via <node>
         proto 233``. Yields None when every address is routed, else why not (one line), having added nothing. Only over a
         specific route to the node (never the default route), with CAP_NET_ADMIN, and never over a route someone else
-        holds: an address that already has a specific route is refused. The routes it added are removed on the way out,
+        holds: an address that already has a specific route is refused, and so is one not written as ipaddress writes it
+        (the check and the route must see the same address). Which addresses are the run's is the caller's check
+        (scenarios.vips.Vips.owned: its own pool). The routes it added are removed on the way out,
         also on a failure or Ctrl-C."""
         why = None
         if not self.reaches(node_ip):
             why = f"no specific route to the node {node_ip}"
         elif not has_capability(CAP_NET_ADMIN, self._status):
             why = "the runner lacks CAP_NET_ADMIN, needed to route a VIP through a node (ip route add)"
+        elif odd := [a for a in addresses if canonical(a) != a]:
+            why = f"{', '.join(odd)} is not an address in canonical form: not routing it (a run routes only the addresses it allocated)"
         else:
             taken = [a for a in addresses if specific_route(a) is not None]
             if taken:
@@ -152,6 +156,15 @@ class LocalOutside:
         if not self.reaches(ip):  # never through the default route
             raise ValueError(f"no specific route to {ip}: refusing to send a raw datagram through the default route")
         return udp_icmp_probe(ip, port, timeout, sport)
+
+
+def canonical(address: str) -> str | None:
+    """``address`` as ipaddress writes it, or None when it is not one address: ``0x0a.0.0.1``, ``012.0.0.1``, a prefix
+    or a name are not (a check on one spelling must not pass another spelling of a different address)."""
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:
+        return None
 
 
 def has_capability(bit: int, status_file: Path = Path("/proc/self/status")) -> bool:

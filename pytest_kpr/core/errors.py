@@ -79,3 +79,9 @@ class ApiError(KprError):
         self.reason = reason
         self.message = message
         super().__init__(f"API error {status} {reason}: {message}")
+
+
+class ForeignObject(KprError):
+    """The run was about to create over, change or delete an object that is not its own (a user's, or another run's), or
+    to route an address it did not allocate: refused, the object or route left as it is. The plugin ends the run with it
+    (exit 3): a collision is a set-up problem, never a verdict on the datapath."""

@@ -14,8 +14,7 @@ import pytest
 
 from . import markers
 from ..evidence import results
-from ..core.errors import MarkerError, NodeShellDisabled, SettingsError
-from ..run.ownership import ForeignObject
+from ..core.errors import ForeignObject, MarkerError, NodeShellDisabled, SettingsError
 from ..run.run import EXIT_PROVISIONING
 from .keys import KNOWN_GAP, KPR_RUN_NAME, KPR_SESSION, REQUIREMENT, SUITE
 from .session import PLUGIN_NAME, KprSession

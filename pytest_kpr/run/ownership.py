@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..core.errors import ApiError, InfraError, KprError
+from ..core.errors import ApiError, ForeignObject, InfraError, KprError
 from ..core.wait import Timeouts, WaitTimeout, eventually
 from ..k8s.api import KubeAPI
 from .settings import Settings
@@ -19,12 +19,6 @@ NAMESPACE_PREFIX = "kpr-"
 #: the test namespaces whose pods need Pod Security level privileged: the datapath probes (CAP_NET_RAW, a host-network
 #: probe) and the node shells (privileged, host network and PID); every other namespace of a run is baseline
 PRIVILEGED_NAMESPACES = frozenset({"datapath", "nodeshell"})
-
-
-class ForeignObject(KprError):
-    """The run was about to create over, change or delete an object that is not its own (a user's, or another run's):
-    refused, the object left as it is. The plugin ends the run with it (exit 3): a name collision is a set-up problem,
-    never a verdict on the datapath."""
 
 
 class Ownership:

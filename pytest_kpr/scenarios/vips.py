@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..core.errors import ForeignObject
 from ..core.tokens import token
 from ..core.wait import eventually
 from ..model.north_south import OutsideHttp
@@ -70,7 +71,26 @@ class Vips:
         ips = eventually(ingress, until=lambda ips: any(family_of(i) == (lab.family or "IPv4") for i in ips),
                          timeout=lab.t.DATAPATH_CONVERGENCE, what=f"LB-IPAM to give {service} an {lab.family or 'IPv4'} VIP from "
                          f"{start}-{stop}", describe=lambda ips: ", ".join(ips) or "none", progress=lab.progress).value or []
-        return lab.address_of(ips, f"Service {service}'s VIP")
+        return self.owned(lab.address_of(ips, f"Service {service}'s VIP"), f"Service {service}'s VIP")
+
+    def owned(self, ip: str, what: str) -> str:
+        """``ip`` when it is one of the run's own addresses (in its pool's block of that family, or its spare one), else
+        ForeignObject: the run routes only addresses it allocated. A cluster-wide pool of someone else's that handed
+        the Service a public address, or an address in another spelling, is refused in one line and nothing is routed."""
+        import ipaddress
+
+        try:
+            addr = ipaddress.ip_address(ip)
+        except ValueError:
+            addr = None
+        family = "IPv6" if ":" in ip else "IPv4"
+        start, stop = self.blocks.block(family)
+        if addr is not None and str(addr) == ip and (ip == self.blocks.spare(family) or
+                                                     ipaddress.ip_address(start) <= addr <= ipaddress.ip_address(stop)):
+            return ip
+        raise ForeignObject(f"not routing {ip}: {what} is not from this run's pool {self.name} ({start}-{stop}) nor its spare "
+                            f"address: another pool selects the run's Services (narrow that pool's serviceSelector to leave "
+                            f"namespaces named kpr-* alone)")
 
 
 def request(lab: Lab, outside: Any, ip: str, port: int, node: str, pods: list[str], timeout: float) -> OutsideHttp:

@@ -151,3 +151,31 @@ def test_an_address_with_a_route_already_is_not_taken_over(tmp_path: Path, monke
     with _outside(tmp_path, ip).via("172.18.0.3", ["198.18.21.10"]) as why:
         assert why == "198.18.21.10 already has a route on the runner: not replacing a route this run did not add"
     assert ip.calls == []
+
+
+@pytest.mark.parametrize("address", ["0x0a.0.0.1", "012.0.0.1", "10.0.0.1/32", "2001:2:0:0::15:10", "2001:2::15:A", "vip.example"])
+def test_an_address_in_another_spelling_is_refused_before_any_route(tmp_path: Path, address: str) -> None:
+    """The "already routed" check and the route itself must see one address: a form ipaddress does not write back
+    unchanged (hex, leading zeros, a prefix, an uncompressed or upper-case IPv6, a name) is refused, nothing added."""
+    ip = FakeIp()
+    with _outside(tmp_path, ip).via("172.18.0.3", ["198.18.21.10", address]) as why:
+        assert why == f"{address} is not an address in canonical form: not routing it (a run routes only the addresses it allocated)"
+    assert ip.calls == []
+
+
+@pytest.mark.parametrize(("ip", "owned"), [
+    ("198.18.21.10", True), ("198.18.21.19", True), ("198.18.21.30", True), ("2001:2::15:12", True),
+    ("198.18.21.20", False), ("203.0.113.1", False), ("8.8.8.8", False), ("2001:2::15:30", True), ("2001:2::16:10", False),
+    ("0xc6.18.21.10", False), ("198.018.21.10", False), ("2001:2:0::15:12", False),
+])
+def test_the_run_routes_only_addresses_from_its_own_pool(ip: str, owned: bool) -> None:
+    from pytest_kpr.core.errors import ForeignObject
+    from pytest_kpr.scenarios.vips import Blocks, Vips
+
+    vips = Vips(None, {}, lambda o: None, Blocks(("198.18.21.10", "198.18.21.19"), ("2001:2::15:10", "2001:2::15:19"), "198.18.21.30",
+                                                 "2001:2::15:30"), "kpr-ns-r1")  # type: ignore[arg-type]
+    if owned:
+        assert vips.owned(ip, "the VIP") == ip
+    else:
+        with pytest.raises(ForeignObject, match=rf"^not routing {ip}: the VIP is not from this run's pool kpr-ns-r1 \("):
+            vips.owned(ip, "the VIP")

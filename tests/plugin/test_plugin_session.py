@@ -497,3 +497,26 @@ def test_a_users_pod_named_like_a_suites_stops_the_run_before_anything_touches_i
     assert not [line for line in result.stdout.lines if line.startswith("suites/test_nodeport.py") or "test_nodeport.py ." in line]
     results = json.loads(next((pytester.path / "art").rglob("results.json")).read_text())
     assert results["run"]["exit_status"] == 3 and results["run"]["complete"] is False
+
+
+FOREIGN_POOL_CONFTEST = NS_CONFTEST.replace('PROVIDER = FakeProvider(FAKE)', '''FAKE.create({"apiVersion": "cilium.io/v2", "kind": "CiliumLoadBalancerIPPool", "metadata": {"name": "public"},
+             "spec": {"blocks": [{"cidr": "203.0.113.0/30"}]}})
+PROVIDER = FakeProvider(FAKE)''')
+
+
+def test_a_vip_from_another_pool_is_never_routed_and_the_run_stops_on_it(pytester: pytest.Pytester) -> None:
+    """A cluster-wide pool with no selector (someone else's, created before the run) hands the north-south suite's
+    Service a public address: the run routes nothing, says so in one line and stops with exit 3 (no FAIL for the gate)."""
+    import shutil
+
+    from tests.test_suites_vs_fake import SUITES
+
+    pytester.makeconftest(FOREIGN_POOL_CONFTEST)
+    shutil.copytree(SUITES, pytester.path / "suites", ignore=shutil.ignore_patterns("__pycache__"))
+    result = pytester.runpytest("suites/test_north_south.py", "-m", "kpr", "--kpr-provider=fake", "--kpr-artifacts=art",
+                                "-p", "no:cacheprovider", "--import-mode=importlib")
+    assert result.ret == 3, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(["pytest-kpr: stopped: not routing 203.0.113.*: Service ns-* VIP is not from this run's pool "
+                                 "* (198.18.21.10-198.18.21.19) nor its spare address: another pool selects the run's Services *"
+                                 "(exit status 3)"])
+    assert "FAILED" not in result.stdout.str()
