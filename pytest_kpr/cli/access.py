@@ -7,9 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from ..cluster.access import ManifestError, Need, load_needs, review, where
+from ..cluster.access import ManifestError, Need, load_needs, needed, review, where
 from ..core.errors import ApiError, InfraError, KprError, Unavailable
 from ..core.inputs import BadInput, one_line
+
+#: how long check-access waits for the API server's first answer (connect and read each)
+ANSWER_TIMEOUT = 15.0
 
 
 def register(sub: Any) -> None:
@@ -24,6 +27,8 @@ def register(sub: Any) -> None:
                                        "asked for any namespace). Default: kpr- (the run creates them)")
     p.add_argument("--cilium-namespace", default="kube-system", help="as --kpr-cilium-namespace (default: kube-system)")
     p.add_argument("--disruptive", action="store_true", help="also what the kpr_disruptive suites need")
+    p.add_argument("--timeout", type=float, default=ANSWER_TIMEOUT, help=f"seconds to wait for the API server's first answer "
+                                                                         f"(default: {ANSWER_TIMEOUT:g})")
     p.add_argument("--rbac", type=Path, help="the RBAC manifest (default: clusters/rbac.yaml, the rootdir's or the installed one)")
     p.set_defaults(func=run)
 
@@ -39,7 +44,14 @@ def _kube(args: argparse.Namespace) -> Any:
     why = kubeconfig_problem(Path(path), args.context)
     if why:
         raise BadInput(why)
-    return RealKube(Path(path), args.context)
+    kube = RealKube(Path(path), args.context)
+    timeout = float(getattr(args, "timeout", ANSWER_TIMEOUT))
+    try:  # one bounded question first: an API server that accepts and never answers is one line, not a wait for ever
+        kube.server_version(timeout=timeout)
+    except (ApiError, InfraError) as e:
+        raise Unavailable(f"the API server did not answer GET /version within {timeout:g} s ({one_line(str(e))})") from None
+    return kube
+
 
 
 def _manifest(args: argparse.Namespace) -> Path:
@@ -63,7 +75,7 @@ def run(args: argparse.Namespace, kube_factory: Callable[[argparse.Namespace], A
         except SettingsError as e:
             raise BadInput(f"--namespace: {e}") from None
     try:
-        needs = [n for n in load_needs(_manifest(args)) if n.when == "always" or args.disruptive]
+        needs = [n for n in load_needs(_manifest(args)) if (n.when == "always" or args.disruptive) and needed(n, args.namespace)]
     except ManifestError as e:
         raise BadInput(str(e)) from None
     try:

@@ -96,6 +96,15 @@ def review(kube: KubeAPI, need: Need, namespace: str) -> tuple[bool, str]:
     return bool(status.get("allowed")), str(status.get("reason") or status.get("evaluationError") or "")
 
 
+def needed(need: Need, run_namespace: str | None) -> bool:
+    """Whether a run with ``run_namespace`` (as --kpr-namespace: NAME, PREFIX- or None) needs ``need``: with a named
+    namespace the run creates and deletes no namespace (run.ownership: "a named namespace is used, never created"), so
+    the manifest's namespace create and delete are not asked -- else the narrow set-up the manifest's header describes
+    (pytest-kpr-workloads bound in NAME, no namespace rights) could never pass."""
+    fixed = bool(run_namespace) and not str(run_namespace).endswith("-")
+    return not (fixed and need.group == "" and need.resource == "namespaces" and need.verb in ("create", "delete"))
+
+
 def where(need: Need, run_namespace: str | None, cilium_namespace: str) -> str:
     """The namespace a need is asked in: none for cluster scope, the cilium namespace, or the named --kpr-namespace (any
     namespace when the run creates its own)."""

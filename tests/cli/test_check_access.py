@@ -157,3 +157,47 @@ def test_every_api_call_of_a_whole_fake_run_is_in_the_manifest(pytester: pytest.
     missing = sorted(a for a in asks if not _covered(a, needs, run_namespaces))
     assert not missing, f"API calls of a fake run that clusters/rbac.yaml does not grant: {missing}"
     assert {n.scope for n in needs} == set(SCOPES)
+
+
+@pytest.mark.parametrize(("namespace", "rc"), [("team-a", 0), ("ci-", 1), (None, 1)])
+def test_a_named_namespace_needs_no_namespace_create_or_delete(capsys: pytest.CaptureFixture[str], namespace: str | None, rc: int) -> None:
+    """The narrow set-up (pytest-kpr-workloads bound in the one namespace the run is given, no rights on namespaces but
+    get and list) passes; a run that creates its namespaces still needs both, and says so."""
+    fake = FakeCluster(FakeConfig(rbac_denied=("create namespaces", "delete namespaces")))
+    got, out, err = _check(fake, capsys, namespace=namespace)
+    assert got == rc, err
+    asked = {(ln.split()[1], ln.split()[2]) for ln in out.splitlines()}
+    assert (("create", "namespaces") in asked) is (rc == 1) and (("delete", "namespaces") in asked) is (rc == 1)
+    assert ("get", "namespaces") in asked
+    if rc:
+        assert err.startswith("kpr check-access: 2 of ") and "first: create namespaces (pytest-kpr-cluster" in err
+
+
+def test_an_api_server_that_never_answers_is_one_line_within_the_timeout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The real client's first question is GET /version with --timeout (connect and read): its InfraError is one line,
+    exit 1 -- before, check-access waited for ever on a server that accepted the connection and never answered."""
+    from pytest_kpr.cli import access
+    from pytest_kpr.cluster import existing
+    from pytest_kpr.core.errors import InfraError
+    from pytest_kpr.k8s import client
+
+    asked: list[float] = []
+
+    class Silent:
+        def __init__(self, path: Path, context: str | None) -> None:
+            pass
+
+        def server_version(self, timeout: float) -> str:
+            asked.append(timeout)
+            raise InfraError("API server https://10.0.0.1:6443 unreachable: read timed out")
+
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text("apiVersion: v1\n")
+    monkeypatch.setattr(client, "RealKube", Silent)
+    monkeypatch.setattr(existing, "kubeconfig_problem", lambda path, context: None)
+    rc = access.run(_args(kubeconfig=kubeconfig, timeout=2.5))
+    out, err = capsys.readouterr()
+    assert rc == 1 and asked == [2.5] and out == ""
+    assert err == ("kpr check-access: the API server did not answer GET /version within 2.5 s (API server https://10.0.0.1:6443 "
+                   "unreachable: read timed out)\n")
