@@ -832,15 +832,17 @@ def test_each_evidence_file_is_written_once(pytester: pytest.Pytester, monkeypat
     (docs/reference/evidence.md)."""
     from collections import Counter
 
+    from pytest_kpr.evidence import store
+
     writes: Counter[str] = Counter()
-    write_text = Path.write_text
+    write = store._write  # the one writer under put_text and put_bytes
 
-    def counting(self: Path, *args: object, **kwargs: object) -> int:
-        if "artifacts" in self.parts:
-            writes[str(self).split("/artifacts/", 1)[1]] += 1
-        return write_text(self, *args, **kwargs)  # type: ignore[arg-type]
+    def counting(path: Path, data: bytes, root: Path | None) -> Path:
+        if "artifacts" in path.parts:
+            writes[str(path).split("/artifacts/", 1)[1]] += 1
+        return write(path, data, root)
 
-    monkeypatch.setattr(Path, "write_text", counting)
+    monkeypatch.setattr(store, "_write", counting)
     result = run_suites(pytester, "faults=Faults(health_without_error=True)", "shared_vip", "socket_lb", "no_backend")
     assert result.ret == 1, "the fault fails a test: its bundle is among the files counted"
     assert any(f.startswith("fake/failures/") for f in writes) and "fake/report.txt" in writes and "fake/sharedvip.json" in writes, sorted(writes)

@@ -8,10 +8,13 @@ Files go to ``<artifacts>/<cluster>/``: ``iptables.json``, ``svc.json``, ``scale
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..core.errors import KprError
 
 
 #: report.txt keys, in the lab's order
@@ -21,19 +24,61 @@ REPORT_KEYS = (
 )
 
 
-def put_text(path: Path, text: str) -> Path:
+class EvidencePathError(KprError):
+    """An evidence file's path would leave its directory ('..' in a name a cluster or a recording gave) or go through a
+    symlink found under it: refused in one line, nothing written."""
+
+
+def safe_name(text: str) -> str:
+    """One file name from a name the cluster (or a recording) gives, a pod's or a node's: only ``[A-Za-z0-9_.-]``, runs of
+    anything else as one ``-``, never ``.`` or ``..`` (so never a path)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
+    return name if name.strip(".") else "-" * max(1, len(name))
+
+
+def _checked(path: Path, root: Path | None) -> Path:
+    """``path`` under ``root`` (default: its own directory): no ``..`` below the root, and no symlink from the root down,
+    the directories made as needed."""
+    root = root if root is not None else path.parent
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        raise EvidencePathError(f"not writing {path}: it is not under {root}") from None
+    if any(part in ("..", ".", "") for part in rel.parts) or not rel.parts:
+        raise EvidencePathError(f"not writing {path}: its name leaves {root}")
+    root.mkdir(parents=True, exist_ok=True)
+    here = root
+    for part in rel.parts[:-1]:
+        here = here / part
+        if here.is_symlink():
+            raise EvidencePathError(f"not writing {path}: {here} is a symlink (evidence never follows one)")
+        here.mkdir(exist_ok=True)
+    return path
+
+
+def _write(path: Path, data: bytes, root: Path | None) -> Path:
+    _checked(path, root)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    except OSError as e:
+        if path.is_symlink():
+            raise EvidencePathError(f"not writing {path}: it is a symlink (evidence never follows one)") from None
+        raise
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return path
+
+
+def put_text(path: Path, text: str, root: Path | None = None) -> Path:
     """The one writer of an evidence file (its directory made as needed): every file of a run's evidence is written here,
-    by :class:`Evidence` or by the diagnostics (tests/test_layers.py holds the rest of the package to it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
+    by :class:`Evidence` or by the diagnostics (tests/test_layers.py holds the rest of the package to it). Never outside
+    ``root`` (default: the file's directory) and never through a symlink under it (EvidencePathError)."""
+    return _write(path, text.encode(), root)
 
 
-def put_bytes(path: Path, data: bytes) -> Path:
+def put_bytes(path: Path, data: bytes, root: Path | None = None) -> Path:
     """:func:`put_text` for a binary evidence file (the run's compressed recording)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    return path
+    return _write(path, data, root)
 
 
 @dataclass
@@ -49,7 +94,7 @@ class Evidence:
 
     def write(self, name: str, data: dict[str, Any]) -> Path:
         """A JSON evidence file (cluster.json and results.json too: the run writes them here)."""
-        p = put_text(self.dir / name, json.dumps(data, indent=2) + "\n")
+        p = put_text(self.dir / name, json.dumps(data, indent=2) + "\n", root=self.dir)
         if name not in self.written:
             self.written.append(name)
         return p
@@ -87,4 +132,4 @@ def write_sections(dest: Path, sections: dict[str, str]) -> None:
     """A failure's snapshot's text (:class:`pytest_kpr.observe.diagnose.FailureSnapshot`), one file per section under ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
     for title, text in sections.items():
-        put_text(dest / (re.sub(r"[^A-Za-z0-9_.-]+", "-", title).strip("-") + ".txt"), text)
+        put_text(dest / (safe_name(title) + ".txt"), text, root=dest)

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from .agent import agent_pods, agents
 from ..cluster import agents as _where
 from ..cluster.provider import ClusterHandle
-from ..evidence.store import put_text
+from ..evidence.store import put_text, safe_name
 from ..k8s.api import KubeAPI, pod_ready
 
 #: lines of each Cilium pod's log kept (the end: the error is usually last)
@@ -27,7 +27,8 @@ LOG_LINES = 300
 
 
 def _write(dest: Path, name: str, text: str, files: list[Path]) -> None:
-    files.append(put_text(dest / name, text if text.endswith("\n") or not text else text + "\n"))
+    # ``name`` holds a pod's or a node's name (from the cluster, or a recording): one file name, never a path
+    files.append(put_text(dest / safe_name(name), text if text.endswith("\n") or not text else text + "\n", root=dest))
 
 
 def _tail(text: str, n: int = LOG_LINES) -> str:

@@ -119,15 +119,17 @@ def test_a_run_that_judged_nothing_records_exit_status_5(pytester: pytest.Pytest
     """results.json is written once, already with the status the run ends with (never read back and patched)."""
     from pathlib import Path
 
+    from pytest_kpr.evidence import store
+
     writes: list[str] = []
-    real = Path.write_text
+    real = store._write  # the one writer under put_text and put_bytes
 
-    def counting(self: Path, *args: object, **kwargs: object) -> int:
-        if self.name == "results.json":
-            writes.append(str(self))
-        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+    def counting(path: Path, data: bytes, root: Path | None) -> Path:
+        if path.name == "results.json":
+            writes.append(str(path))
+        return real(path, data, root)
 
-    monkeypatch.setattr(Path, "write_text", counting)
+    monkeypatch.setattr(store, "_write", counting)
     pytester.makepyfile(test_suite="import pytest\npytestmark = pytest.mark.kpr\n\ndef test_s(kpr_facts):\n    pytest.skip('no')\n")
     result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "-p", "no:cacheprovider")
     assert result.ret == 5
