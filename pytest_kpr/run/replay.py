@@ -21,7 +21,7 @@ from ..core.clock import VirtualClock
 from ..core.errors import ApiError, InfraError, KprError, Unavailable
 from ..k8s.api import ExecResult
 from ..parse.probe import parse_probe_json
-from .recording import clean, read_recording, recording_meta
+from .recording import TOTAL_CAP, clean, read_recording, recording_meta
 
 
 class ReplayDivergence(KprError):
@@ -44,14 +44,59 @@ def recording_file(directory: Path) -> Path:
     return found[0]
 
 
+#: a recording's bytes, inflated, at most: what a run writes (recording.TOTAL_CAP) and its cap line, with room to spare
+MAX_INFLATED = TOTAL_CAP + 1024 * 1024
+
+
+def _recording_bytes(path: Path) -> bytes:
+    """The file's bytes, re-compressed within :data:`MAX_INFLATED` once inflated: only a regular file is read (a FIFO or a
+    device would block or never end: refused before it is opened), and a gzip that inflates past the cap (a
+    "bomb") is refused before it fills the memory."""
+    import gzip
+    import stat
+    import zlib
+
+    if not stat.S_ISREG(path.stat().st_mode):  # asked before opening: opening a FIFO waits for a writer
+        raise ValueError("not a regular file")
+    with path.open("rb") as f:
+        raw = f.read(MAX_INFLATED + 1)
+    out: list[bytes] = []
+    size, rest = 0, raw
+    while rest:  # member by member (gzip allows several), each inflated a bounded piece at a time
+        z = zlib.decompressobj(wbits=31)
+        while True:
+            try:
+                chunk = z.decompress(rest, MAX_INFLATED + 1 - size)
+            except zlib.error as e:
+                raise ValueError(f"not gzip ({e})") from None
+            size += len(chunk)
+            out.append(chunk)
+            if size > MAX_INFLATED:
+                raise ValueError(f"it inflates past {MAX_INFLATED // (1024 * 1024)} MiB, more than a run records")
+            rest = z.unconsumed_tail
+            if z.eof or not rest:
+                break
+        if not z.eof:
+            out.append(z.flush())  # what zlib still holds: at most its window
+            if not z.eof:
+                raise EOFError("the gzip stream ends early")
+        rest = z.unused_data
+    return gzip.compress(b"".join(out), compresslevel=1)
+
+
 def load(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(meta, entries) of the recording in ``directory``; Unavailable, one line, when there is none or it is unreadable."""
+    """(meta, entries) of the recording in ``directory``; Unavailable, one line, when there is none or it is unreadable,
+    not a regular file, inflates past :data:`MAX_INFLATED`, or holds a line that is not an entry."""
     path = recording_file(directory)
     try:
-        data = path.read_bytes()
-        return recording_meta(data), read_recording(data)
-    except (OSError, ValueError, EOFError) as e:
-        raise Unavailable(f"--kpr-replay: {path} is not a readable recording: {e}") from None
+        data = _recording_bytes(path)
+        meta, entries = recording_meta(data), read_recording(data)
+    except (OSError, ValueError, EOFError, AttributeError, TypeError) as e:
+        raise Unavailable(f"--kpr-replay: {path} is not a readable recording: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    bad = next((i for i, e in enumerate(entries) if not isinstance(e, dict)), None)
+    if bad is not None:
+        raise Unavailable(f"--kpr-replay: {path} is not a readable recording: entry {bad + 1} is not an object")
+    return meta, entries
 
 
 def _shown(seam: str, op: str, args: Any) -> str:

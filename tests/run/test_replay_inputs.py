@@ -1,0 +1,59 @@
+"""What ``--kpr-replay`` refuses to read, each in one line (Unavailable: exit 3 from the plugin), never a hang, a
+traceback or memory filled: a FIFO, a gzip bomb, a truncated or foreign file, lines that are not entries."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_kpr.core.errors import Unavailable
+from pytest_kpr.run import replay
+
+META = json.dumps({"meta": {"run": "r1"}})
+ENTRY = json.dumps({"seam": "kube", "op": "get", "args": {}, "t": 1.0, "answer": None})
+
+
+def _rec(tmp_path: Path, data: bytes) -> Path:
+    p = tmp_path / "recording.jsonl.gz"
+    p.write_bytes(data)
+    return p
+
+
+def test_a_good_recording_reads_as_before_and_several_gzip_members_too(tmp_path: Path) -> None:
+    text = f"{META}\n{ENTRY}\n".encode()
+    meta, entries = replay.load(_rec(tmp_path, gzip.compress(text[:20]) + gzip.compress(text[20:])))
+    assert meta == {"run": "r1"} and entries == [json.loads(ENTRY)]
+
+
+@pytest.mark.parametrize(("data", "why"), [
+    (b"hello", "not gzip"),
+    (gzip.compress(f"{META}\n{ENTRY}\n".encode())[:-12], "the gzip stream ends early"),
+    (gzip.compress(f"{META}\n[1, 2]\n".encode()), "entry 1 is not an object"),
+    (gzip.compress(f"{META}\n7\n".encode()), "argument of type 'int' is not iterable"),
+    (gzip.compress(b"[1]\n"), "'list' object has no attribute 'get'"),
+    (gzip.compress(b"\xff\xfe\n"), "codec can't decode"),
+])
+def test_a_broken_recording_is_one_line(tmp_path: Path, data: bytes, why: str) -> None:
+    path = _rec(tmp_path, data)
+    with pytest.raises(Unavailable) as e:
+        replay.load(path)
+    assert str(e.value).startswith(f"--kpr-replay: {path} is not a readable recording: ") and why in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_a_gzip_bomb_is_refused_before_it_inflates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(replay, "MAX_INFLATED", 4096)
+    path = _rec(tmp_path, gzip.compress(b"\0" * 1_000_000))
+    with pytest.raises(Unavailable, match=r"is not a readable recording: it inflates past 0 MiB, more than a run records$"):
+        replay.load(path)
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "recording.jsonl.gz"
+    os.mkfifo(fifo)  # nobody writes to it: reading it would wait for ever
+    with pytest.raises(Unavailable, match=r"is not a readable recording: not a regular file$"):
+        replay.load(tmp_path)
