@@ -726,6 +726,11 @@ def resolve(
                                 f"({'+'.join(values['ip_families'])}; --kpr-ip-families)")
     if values["downgrade"] and not values["upgrade_to"]:
         raise SettingsError(f"{OPTIONS_BY_NAME['downgrade'].flag} needs --kpr-upgrade-to (it rolls back what the upgrade did)")
+    if values["upgrade_to"] and values["provider"] is ProviderName.EXISTING and not values["allow_disruptive"]:
+        # said here, before anything starts: the fixture's own check (a cluster the run did not create) comes after the
+        # cluster's readiness, and a typo must never look like a run of failures
+        raise SettingsError(f"{_where('upgrade_to', sources)} changes Cilium on a cluster this run did not create "
+                            "(--kpr-provider=existing); pass --kpr-allow-disruptive to do it")
     if values["upgrade_to"] and values["cilium_version"]:
         from ..rules.upgrade import version_refusal
 

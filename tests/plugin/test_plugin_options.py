@@ -42,6 +42,8 @@ def test_markers_are_registered_with_their_signatures(pytester: pytest.Pytester)
         (["--kpr-cilium-version=latest"], "--kpr-cilium-version: 'latest' is not a Cilium version*"),
         (["--kpr-if-unavailable=ignore"], "--kpr-if-unavailable: 'ignore' is not one of: fail, skip"),
         (["--kpr-context=ci"], "--kpr-context needs --kpr-provider=existing"),
+        (["--kpr-provider=existing", "--kpr-upgrade-to=1.19.8"],
+         "--kpr-upgrade-to changes Cilium on a cluster this run did not create (--kpr-provider=existing); pass --kpr-allow-disruptive to do it"),
         (["--kpr-helm-values=/nonexistent/values.yaml"], "--kpr-helm-values: no such file: /nonexistent/values.yaml"),
         (["--kpr-clusters-dir=/nonexistent/clusters"], "--kpr-clusters-dir: /nonexistent/clusters does not exist or is not a directory"),
         (["--kpr-clusters-dir=."], "--kpr-clusters-dir: . has no versions.yaml (it must look like the checkout's clusters/)"),
