@@ -52,3 +52,48 @@ def test_the_outside_view_routes_a_vip_through_a_node_and_removes_the_route(tmp_
         assert t.exec("client", "ip", "-6" if v6 else "-4", "route", "show", "proto", "233").stdout.strip() == ""
     finally:
         t.close()
+
+
+FOREIGN = """
+import json, sys
+from pytest_kpr.cluster.outside import LocalOutside
+from pytest_kpr.core.errors import ForeignObject
+from pytest_kpr.scenarios.vips import Blocks, Vips
+node = sys.argv[1]
+vips = Vips(None, {}, lambda o: None, Blocks(("198.18.21.10", "198.18.21.19"), ("2001:2::15:10", "2001:2::15:19"), "198.18.21.30",
+                                             "2001:2::15:30"), "kpr-ns-r1")
+out = {}
+for vip in ("203.0.113.7", "198.018.21.10"):
+    try:
+        owned = vips.owned(vip, "the VIP")
+    except ForeignObject as e:
+        out[vip] = str(e).split(":")[0]
+        continue
+    with LocalOutside().via(node, [owned]) as why:
+        out[vip] = why
+with LocalOutside().via(node, ["0xc6.18.21.10"]) as why:
+    out["0xc6.18.21.10"] = why
+print(json.dumps(out))
+"""
+
+
+def test_an_address_outside_the_runs_pool_is_never_routed_beside_a_wider_route(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The client namespace already routes 203.0.113.0/24 through the node (a route of someone else's, wider than a VIP):
+    a VIP LB-IPAM handed out from another pool (203.0.113.7), or one of the run's written another way, is refused before
+    any route; the wider route is left as it was and the run added none (nothing with proto 233)."""
+    reason = can_use_netns()
+    if reason:
+        pytest.skip(reason)
+    t = three_namespaces(tmp_path_factory.mktemp("via-foreign"))
+    try:
+        node = f"{t.subnets['left']}.2"
+        t.exec("client", "ip", "route", "add", "203.0.113.0/24", "via", node)
+        cp = t.exec("client", sys.executable, "-c", FOREIGN, node, timeout=60)
+        out = json.loads(cp.stdout.strip().splitlines()[-1])
+        assert out == {"203.0.113.7": "not routing 203.0.113.7", "198.018.21.10": "not routing 198.018.21.10",
+                       "0xc6.18.21.10": "0xc6.18.21.10 is not an address in canonical form: not routing it (a run routes only the "
+                                        "addresses it allocated)"}, (out, cp.stderr)
+        assert t.exec("client", "ip", "-4", "route", "show", "proto", "233").stdout.strip() == ""
+        assert t.exec("client", "ip", "-4", "route", "show", "203.0.113.0/24").stdout.split()[:3] == ["203.0.113.0/24", "via", node]
+    finally:
+        t.close()
