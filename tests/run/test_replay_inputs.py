@@ -29,14 +29,18 @@ def test_a_good_recording_reads_as_before_and_several_gzip_members_too(tmp_path:
     assert meta == {"run": "r1"} and entries == [json.loads(ENTRY)]
 
 
+def _gz(data: bytes) -> bytes:
+    return gzip.compress(data, mtime=0)  # the same bytes in every process: pytest-xdist's workers must collect one set
+
+
 @pytest.mark.parametrize(("data", "why"), [
     (b"hello", "not gzip"),
-    (gzip.compress(f"{META}\n{ENTRY}\n".encode())[:-12], "the gzip stream ends early"),
-    (gzip.compress(f"{META}\n[1, 2]\n".encode()), "entry 1 is not an object"),
-    (gzip.compress(f"{META}\n7\n".encode()), "argument of type 'int' is not iterable"),
-    (gzip.compress(b"[1]\n"), "'list' object has no attribute 'get'"),
-    (gzip.compress(b"\xff\xfe\n"), "codec can't decode"),
-])
+    (_gz(f"{META}\n{ENTRY}\n".encode())[:-12], "the gzip stream ends early"),
+    (_gz(f"{META}\n[1, 2]\n".encode()), "entry 1 is not an object"),
+    (_gz(f"{META}\n7\n".encode()), "argument of type 'int' is not iterable"),
+    (_gz(b"[1]\n"), "'list' object has no attribute 'get'"),
+    (_gz(b"\xff\xfe\n"), "codec can't decode"),
+], ids=["not-gzip", "truncated", "entry-a-list", "entry-a-number", "meta-a-list", "not-utf8"])
 def test_a_broken_recording_is_one_line(tmp_path: Path, data: bytes, why: str) -> None:
     path = _rec(tmp_path, data)
     with pytest.raises(Unavailable) as e:
