@@ -53,7 +53,6 @@ def _kube(args: argparse.Namespace) -> Any:
     return kube
 
 
-
 def _manifest(args: argparse.Namespace) -> Path:
     if args.rbac is not None:
         return Path(args.rbac)

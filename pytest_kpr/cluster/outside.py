@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from ..parse.addr import valid_ip
 from ..traffic.probes import ProbeResult, http_probe, route_source, syn_probe, udp_icmp_probe
 
 CAP_NET_RAW = 13
@@ -109,7 +110,7 @@ class LocalOutside:
             why = f"no specific route to the node {node_ip}"
         elif not has_capability(CAP_NET_ADMIN, self._status):
             why = "the runner lacks CAP_NET_ADMIN, needed to route a VIP through a node (ip route add)"
-        elif odd := [a for a in addresses if canonical(a) != a]:
+        elif odd := [a for a in addresses if valid_ip(a) != a]:
             why = f"{', '.join(odd)} is not an address in canonical form: not routing it (a run routes only the addresses it allocated)"
         else:
             taken = [a for a in addresses if specific_route(a) is not None]
@@ -156,15 +157,6 @@ class LocalOutside:
         if not self.reaches(ip):  # never through the default route
             raise ValueError(f"no specific route to {ip}: refusing to send a raw datagram through the default route")
         return udp_icmp_probe(ip, port, timeout, sport)
-
-
-def canonical(address: str) -> str | None:
-    """``address`` as ipaddress writes it, or None when it is not one address: ``0x0a.0.0.1``, ``012.0.0.1``, a prefix
-    or a name are not (a check on one spelling must not pass another spelling of a different address)."""
-    try:
-        return str(ipaddress.ip_address(address))
-    except ValueError:
-        return None
 
 
 def has_capability(bit: int, status_file: Path = Path("/proc/self/status")) -> bool:

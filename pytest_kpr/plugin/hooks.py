@@ -15,9 +15,8 @@ import pytest
 from . import markers
 from ..evidence import results
 from ..core.errors import ForeignObject, MarkerError, NodeShellDisabled, SettingsError
-from ..run.run import EXIT_PROVISIONING
 from .keys import KNOWN_GAP, KPR_RUN_NAME, KPR_SESSION, REQUIREMENT, SUITE
-from .session import PLUGIN_NAME, KprSession
+from .session import EXIT_PROVISIONING, PLUGIN_NAME, KprSession
 from ..run.settings import ProviderName, add_options, new_run_name, resolve
 
 pytest_plugins = ["pytest_kpr.plugin.fixtures"]

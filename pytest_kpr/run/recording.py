@@ -177,12 +177,26 @@ class Recorder:
 
 def read_recording(data: bytes) -> list[dict[str, Any]]:
     """A recording's entries (the cap's line, if any, last; the meta line left out: :func:`recording_meta`)."""
-    return [e for e in (json.loads(line) for line in gzip.decompress(data).decode().splitlines() if line.strip()) if "meta" not in e]
+    return _entries(gzip.decompress(data).decode())
 
 
 def recording_meta(data: bytes) -> dict[str, Any]:
     """The run's meta (the recording's first line)."""
-    first = gzip.decompress(data).decode().split("\n", 1)[0]
+    return _meta(gzip.decompress(data).decode())
+
+
+def parse_recording(inflated: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(meta, entries) of a recording already inflated (replay.load inflates it within a bound)."""
+    text = inflated.decode()
+    return _meta(text), _entries(text)
+
+
+def _entries(text: str) -> list[dict[str, Any]]:
+    return [e for e in (json.loads(line) for line in text.splitlines() if line.strip()) if "meta" not in e]
+
+
+def _meta(text: str) -> dict[str, Any]:
+    first = text.split("\n", 1)[0]
     return dict(json.loads(first).get("meta") or {}) if first.strip() else {}
 
 

@@ -21,7 +21,7 @@ from ..core.clock import VirtualClock
 from ..core.errors import ApiError, InfraError, KprError, Unavailable
 from ..k8s.api import ExecResult
 from ..parse.probe import parse_probe_json
-from .recording import TOTAL_CAP, clean, read_recording, recording_meta
+from .recording import TOTAL_CAP, clean, parse_recording
 
 
 class ReplayDivergence(KprError):
@@ -48,11 +48,10 @@ def recording_file(directory: Path) -> Path:
 MAX_INFLATED = TOTAL_CAP + 1024 * 1024
 
 
-def _recording_bytes(path: Path) -> bytes:
-    """The file's bytes, re-compressed within :data:`MAX_INFLATED` once inflated: only a regular file is read (a FIFO or a
+def _inflated(path: Path) -> bytes:
+    """The file's bytes inflated, at most :data:`MAX_INFLATED` of them: only a regular file is read (a FIFO or a
     device would block or never end: refused before it is opened), and a gzip that inflates past the cap (a
     "bomb") is refused before it fills the memory."""
-    import gzip
     import stat
     import zlib
 
@@ -81,7 +80,7 @@ def _recording_bytes(path: Path) -> bytes:
             if not z.eof:
                 raise EOFError("the gzip stream ends early")
         rest = z.unused_data
-    return gzip.compress(b"".join(out), compresslevel=1)
+    return b"".join(out)
 
 
 def load(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -89,8 +88,7 @@ def load(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     not a regular file, inflates past :data:`MAX_INFLATED`, or holds a line that is not an entry."""
     path = recording_file(directory)
     try:
-        data = _recording_bytes(path)
-        meta, entries = recording_meta(data), read_recording(data)
+        meta, entries = parse_recording(_inflated(path))
     except (OSError, ValueError, EOFError, AttributeError, TypeError) as e:
         raise Unavailable(f"--kpr-replay: {path} is not a readable recording: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     bad = next((i for i, e in enumerate(entries) if not isinstance(e, dict)), None)

@@ -22,7 +22,7 @@ from ..core.tokens import token
 from ..core.wait import eventually
 from ..model.north_south import OutsideHttp
 from ..observe.lab import Lab
-from ..parse.addr import family_of, hp
+from ..parse.addr import family_of, hp, valid_ip
 from ..parse.metrics import drops_that_rose
 
 
@@ -77,16 +77,11 @@ class Vips:
         """``ip`` when it is one of the run's own addresses (in its pool's block of that family, or its spare one), else
         ForeignObject: the run routes only addresses it allocated. A cluster-wide pool of someone else's that handed
         the Service a public address, or an address in another spelling, is refused in one line and nothing is routed."""
-        import ipaddress
+        from ipaddress import ip_address
 
-        try:
-            addr = ipaddress.ip_address(ip)
-        except ValueError:
-            addr = None
         family = "IPv6" if ":" in ip else "IPv4"
         start, stop = self.blocks.block(family)
-        if addr is not None and str(addr) == ip and (ip == self.blocks.spare(family) or
-                                                     ipaddress.ip_address(start) <= addr <= ipaddress.ip_address(stop)):
+        if valid_ip(ip) == ip and (ip == self.blocks.spare(family) or ip_address(start) <= ip_address(ip) <= ip_address(stop)):
             return ip
         raise ForeignObject(f"not routing {ip}: {what} is not from this run's pool {self.name} ({start}-{stop}) nor its spare "
                             f"address: another pool selects the run's Services (narrow that pool's serviceSelector to leave "
