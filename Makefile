@@ -78,6 +78,12 @@ kernel-deps:
 			echo "[kpr] missing for the real-kernel tier (not root, those tests will skip):$$missing"; \
 		fi; \
 	fi
+	@# the tier pins maps for bpftool under /sys/fs/bpf: a fresh machine may have none mounted yet (iproute2 mounts one
+	@# the first time a test attaches a program, mid-run, and a pin made before that fails), so one is mounted first
+	@if [ "$$(id -u)" = 0 ] && [ -d /sys/fs/bpf ] && [ "$$(stat -f -c %T /sys/fs/bpf)" != bpf_fs ]; then \
+		echo "[kpr] mounting a bpffs at /sys/fs/bpf (as iproute2 and Cilium do) for the real-kernel tier's map pins"; \
+		mount -t bpf bpf /sys/fs/bpf; \
+	fi
 
 # The timing tests (flow gaps measured in wall time) run after the rest, among themselves only: they mostly sleep, so
 # several at once do not starve each other, while the CPU-bound self-tests would. Only the files that mark tests

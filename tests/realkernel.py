@@ -234,8 +234,19 @@ def _own_bpf_programs() -> list[str]:
 BPFFS = Path("/sys/fs/bpf")
 
 
+def bpffs_mounted() -> bool:
+    """Whether the topmost mount at :data:`BPFFS` is a bpffs (on a fresh machine it is a plain sysfs directory until
+    someone mounts one: make test does, before the tests)."""
+    tops = [line.split(" - ", 1)[1].split()[0] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+            if line.split()[4] == str(BPFFS) and " - " in line]
+    return bool(tops) and tops[-1] == "bpf"
+
+
 def pin_path(owned_name: str) -> Path:
-    """Where to pin an object named by ownership.name: bpffs refuses a '.' in a name, so the owner's is written '_'."""
+    """Where to pin an object named by ownership.name: bpffs refuses a '.' in a name, so the owner's is written '_'.
+    Without a bpffs there the pin cannot be made: said in one line (make test mounts one)."""
+    if not bpffs_mounted():
+        raise RuntimeError(f"{BPFFS} is not a bpffs: `make test` mounts one as root (mount -t bpf bpf {BPFFS})")
     return BPFFS / owned_name.replace(".", "_", 1)
 
 

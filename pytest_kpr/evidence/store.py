@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import KprError
+from ..core.redact import clean, redact_text
 
 
 #: report.txt keys, in the lab's order
@@ -72,8 +73,9 @@ def _write(path: Path, data: bytes, root: Path | None) -> Path:
 def put_text(path: Path, text: str, root: Path | None = None) -> Path:
     """The one writer of an evidence file (its directory made as needed): every file of a run's evidence is written here,
     by :class:`Evidence` or by the diagnostics (tests/test_layers.py holds the rest of the package to it). Never outside
-    ``root`` (default: the file's directory) and never through a symlink under it (EvidencePathError)."""
-    return _write(path, text.encode(), root)
+    ``root`` (default: the file's directory) and never through a symlink under it (EvidencePathError). The text goes
+    through the recording's filter first (pytest_kpr.core.redact.redact_text): no credential reaches a file."""
+    return _write(path, redact_text(text).encode(), root)
 
 
 def put_bytes(path: Path, data: bytes, root: Path | None = None) -> Path:
@@ -93,8 +95,9 @@ class Evidence:
     report: dict[str, str] | None = None
 
     def write(self, name: str, data: dict[str, Any]) -> Path:
-        """A JSON evidence file (cluster.json and results.json too: the run writes them here)."""
-        p = put_text(self.dir / name, json.dumps(data, indent=2) + "\n", root=self.dir)
+        """A JSON evidence file (cluster.json and results.json too: the run writes them here), through the recording's
+        filter for objects (pytest_kpr.core.redact.clean) and then for text."""
+        p = put_text(self.dir / name, json.dumps(clean(data), indent=2) + "\n", root=self.dir)
         if name not in self.written:
             self.written.append(name)
         return p

@@ -4,7 +4,9 @@ Written under ``<evidence>/setup-failure/``: the provider's own view (kind: ``he
 cluster's logs come from the provider's ``collect_logs`` just before it deletes the cluster), the Cilium pods as the
 API shows them and their recent logs, the events of the Cilium namespace, each reachable agent's
 ``cilium-dbg status --verbose``, and ``cilium sysdump`` when the ``cilium`` CLI is on PATH (``--kpr-no-sysdump`` turns it
-off). Every piece is best effort: what cannot be collected is written down as such, never raised.
+off; never on an existing cluster: its archive is the CLI's, and would not go through the secret filter every other file
+goes through, pytest_kpr.evidence.store.put_text). Every piece is best effort: what cannot be collected is written down
+as such, never raised.
 """
 
 from __future__ import annotations
@@ -109,7 +111,10 @@ def setup_bundle(provider: Any, handle: Any, settings: Any, dest: Path, exec_tim
                 step()
             except Exception as e:  # noqa: BLE001
                 _write(dest, f"{name}-error.txt", f"could not collect the {name}: {e}\n", files)
-    if not getattr(settings, "no_sysdump", False):
+    if str(getattr(settings, "provider", "")) == "existing":
+        _write(dest, "cilium-sysdump.txt", "cilium sysdump not run: the cluster is not the run's own, and the archive would "
+                                           "not go through the evidence's secret filter (run it yourself if you need it)\n", files)
+    elif not getattr(settings, "no_sysdump", False):
         _sysdump(getattr(handle, "kubeconfig", None) or getattr(provider, "kubeconfig_path", None), dest, files, progress)
     return files
 

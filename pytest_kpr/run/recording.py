@@ -11,8 +11,9 @@ collects a failure's bundle is marked ``"diag": true``:
 
 Bounded: an answer over :data:`ANSWER_CAP` bytes (its JSON) keeps its head and says how long it was; after
 :data:`TOTAL_CAP` bytes the recording stops, and its last line says so (``{"cap": "total", ...}``). Redacted before it
-is kept (:func:`redact`): a Secret's data, tokens, passwords, client certificates and keys (a kubeconfig's and any PEM
-block), bearer credentials and JWTs never reach it. Written once, compressed, at the end of the run beside the evidence
+is kept (:func:`redact`, the filter of pytest_kpr.core.redact that every evidence file goes through too): a Secret's and a
+ConfigMap's data, env values and annotations outside Cilium's and the suites' own are never kept verbatim, and
+credentials in text (PEM, JWTs, Authorization headers, URL credentials, ``key: value`` pairs naming one) are replaced. Written once, compressed, at the end of the run beside the evidence
 (``recording.jsonl.gz``; a pytest-xdist worker's ``recording-<worker>.jsonl.gz``). Its first line is the run's meta
 (``{"meta": {"recording": 1, "run_id": ..., ...}}``), and the random tokens the suites put in their requests are
 recorded as requests of the ``run`` seam (core.tokens), so that a replay can ask exactly the same.
@@ -20,94 +21,25 @@ recorded as requests of the ``run`` seam (core.tokens), so that a replay can ask
 
 from __future__ import annotations
 
-import enum
 import gzip
 import json
-import re
 import secrets
 from contextlib import contextmanager
-from dataclasses import asdict, is_dataclass
 from typing import Any, Callable, Iterator, Sequence
+
+from ..core.redact import REDACTED, clean, redact_text
 
 #: an answer (its JSON) longer than this keeps its first ANSWER_HEAD characters
 ANSWER_CAP = 4 * 1024 * 1024
 ANSWER_HEAD = 64 * 1024
 #: the recording stops after this many bytes of JSON lines (before compression)
 TOTAL_CAP = 64 * 1024 * 1024
-REDACTED = "<redacted>"
-
-#: keys whose value is a secret wherever they appear (compared lower-cased): a kubeconfig's user credentials, tokens,
-#: passwords, an HTTP Authorization header
-SECRET_KEYS = frozenset({
-    "token", "id-token", "refresh-token", "access-token", "bearer-token", "password", "client-key-data", "client-key",
-    "client-certificate-data", "client-certificate", "authorization", "proxy-authorization", "auth", "secret",
-})
-_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]+-----.*?(?:-----END [A-Z0-9 ]+-----|\Z)", re.S)
-_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
-_BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}")
-#: a kubeconfig's credential lines in text (an exec's output, a log), ``client-key-data: LS0t...``
-_CRED_LINE = re.compile(r"(?im)^(\s*(?:client-key-data|client-certificate-data|token|password|id-token|refresh-token)\s*:\s*)\S.*$")
-
-
-#: a text without any of these holds nothing :func:`redact_text` replaces (checked first: most answers have none)
-_MARKERS = ("-----BEGIN", "eyJ", "earer", "EARER", "data:", "token", "password")
-
-
-def redact_text(text: str) -> str:
-    """PEM blocks, JWTs, bearer credentials and kubeconfig credential lines in free text, replaced."""
-    if not any(m in text for m in _MARKERS):
-        return text
-    text = _PEM.sub(REDACTED, text)
-    text = _JWT.sub(REDACTED, text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
-    return _CRED_LINE.sub(lambda m: m.group(1) + REDACTED, text)
 
 
 def redact(value: Any) -> Any:
-    """``value`` with every secret replaced: a Secret object's ``data`` and ``stringData`` values (the keys stay), the
-    value of any :data:`SECRET_KEYS` key, and in every string what :func:`redact_text` finds. A new object; ``value`` is
-    not changed. (The recording's walk: :func:`clean`, which also makes ``value`` plain JSON.)"""
+    """``value`` as a recording keeps it (:func:`pytest_kpr.core.redact.clean`: allow-listed free-form fields, credentials
+    replaced). A new object; ``value`` is not changed."""
     return clean(value)
-
-
-def plain(value: Any) -> Any:
-    """A JSON-able form of an answer: dataclasses (an ExecResult, a ProbeResult) as their fields, enums as their value."""
-    if hasattr(value, "to_json") and callable(value.to_json):
-        return value.to_json()
-    if is_dataclass(value) and not isinstance(value, type):
-        return {k: plain(v) for k, v in asdict(value).items()}
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [plain(v) for v in value]
-    if isinstance(value, enum.Enum):
-        return value.value
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return repr(value)
-
-
-def clean(value: Any) -> Any:
-    """``redact(plain(value))`` in one walk: what the recording keeps of an argument or an answer."""
-    if isinstance(value, str):
-        return redact_text(value)
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    if isinstance(value, dict):
-        secret_object = value.get("kind") == "Secret"
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            key = str(k)
-            if key.lower() in SECRET_KEYS and v not in (None, "", [], {}):
-                out[key] = REDACTED
-            elif secret_object and key in ("data", "stringData") and isinstance(v, dict):
-                out[key] = {name: REDACTED for name in v}
-            else:
-                out[key] = clean(v)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [clean(v) for v in value]
-    return clean(plain(value))
 
 
 class Recorder:

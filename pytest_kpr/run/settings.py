@@ -431,7 +431,8 @@ OPTIONS: tuple[Option, ...] = (
            "yes, no, or auto (yes when the CI variable is set and the run creates its cluster, kind or fake). Default: auto", "auto",
            metavar="auto|yes|no"),
     Option("no_sysdump", _bool, "Do not run `cilium sysdump` when the setup fails (it runs when the cilium CLI is on PATH, into the "
-           "run's setup-failure directory)", False, kind="flag"),
+           "run's setup-failure directory, on a cluster the run created: never with --kpr-provider=existing, whose sysdump "
+           "archive would not go through the evidence's secret filter)", False, kind="flag"),
     Option("allow_kube_proxy", _bool, "Accept kube-proxy running beside the replacement on purpose (Cilium documents co-existence; refusing it "
            "is pytest-kpr's policy): the kube-proxy checks are skipped with that reason, not failed", False, kind="flag"),
     Option("seed", _seed, "Seed of the shared-VIP suite's generated event sequence (printed; reuse it to replay a failure). Default: random", metavar="N"),

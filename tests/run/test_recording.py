@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import planted
 from pytest_kpr.k8s.api import ExecResult
 from pytest_kpr.run.recording import (REDACTED, Recorder, RecordingKube, RecordingNodes, RecordingOutside, read_recording, redact,
                                       redact_text)
@@ -38,7 +39,7 @@ PLANTED = ["ZG9ja2VyLWNvbmZpZy1zZWNyZXQ=", "hunter2-planted", CLIENT_KEY_DATA, "
     ({"users": [{"user": {"client-key-data": "x", "client-certificate-data": "y", "token": "z"}}]},
      {"users": [{"user": {"client-key-data": REDACTED, "client-certificate-data": REDACTED, "token": REDACTED}}]}),
     ({"headers": {"Authorization": "Bearer abc"}}, {"headers": {"Authorization": REDACTED}}),
-    ({"kind": "ConfigMap", "data": {"key": "value"}}, {"kind": "ConfigMap", "data": {"key": "value"}}),  # only a Secret's data
+    ({"kind": "ConfigMap", "data": {"key": "value"}}, {"kind": "ConfigMap", "data": {"key": REDACTED}}),  # keys, never values
     ({"token": ""}, {"token": ""}),  # nothing to hide
     (["a", {"password": "p"}], ["a", {"password": REDACTED}]),
 ])
@@ -50,7 +51,7 @@ def test_redact_objects(value: Any, want: Any) -> None:
     (KEY_PEM, "", "MIIEpA"),
     (f"before\n{KEY_PEM}\nafter", "before", "MIIEpA"),
     (f"token {JWT} end", "token ", "eyJhbGci"),
-    ("Authorization: Bearer bearer-secret-abcdef123", "Authorization: Bearer ", "bearer-secret"),
+    ("Authorization: Bearer bearer-secret-abcdef123", "Authorization: <redacted>", "bearer-secret"),
     (KUBECONFIG_TEXT, "client-key-data: <redacted>", CLIENT_KEY_DATA),
     (KUBECONFIG_TEXT, "    token: <redacted>", "plain-token-secret-1234"),
     ("REASON   DIRECTION   PACKETS\nService backend not found   INGRESS   3", "Service backend not found", "<redacted>"),
@@ -113,6 +114,54 @@ def test_no_planted_secret_reaches_the_recording() -> None:
     assert all(e["test"] == "suites/test_x.py::test_y" and e["t"] == 1.5 for e in entries)
     assert entries[3]["answer"]["stdout"].count(REDACTED) == 3 and entries[3]["answer"]["returncode"] == 0
     assert [e["seq"] for e in entries] == list(range(1, 8))
+
+
+class EveryForm:
+    """A cluster, a node and an outside caller that hand back every planted form (tests/planted.py) from every seam: objects
+    from get and list, text from exec (stdout and stderr), logs and node commands, a detail from the outside view, and
+    an error message from a call that fails."""
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        return {"kind": "List", "items": planted.ALL_OBJECTS}
+
+    def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[dict[str, Any]]:
+        return planted.ALL_OBJECTS
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return obj
+
+    def patch(self, kind: str, name: str, namespace: str | None, body: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError(f"admission webhook said no: {planted.ALL_TEXT}")
+
+    def exec(self, namespace: str, pod: str, argv: Any, container: str | None = None, timeout: float = 60.0) -> ExecResult:
+        return ExecResult(tuple(argv), 0, planted.ALL_TEXT, planted.ALL_TEXT, f"pod {pod}")
+
+    def logs(self, namespace: str, pod: str, container: str | None = None) -> str:
+        return planted.ALL_TEXT
+
+    def run(self, node: str, argv: Any, timeout: float = 60.0) -> ExecResult:
+        return ExecResult(tuple(argv), 1, planted.ALL_TEXT, planted.ALL_TEXT, f"node {node}")
+
+    def http(self, url: str, timeout: float, source_port: int | None = None) -> Answer:
+        return Answer(200, planted.ALL_TEXT)
+
+
+def test_every_planted_form_in_every_seam_stays_out_of_the_recording() -> None:
+    rec = Recorder(lambda: 1.0, lambda: None)
+    every = EveryForm()
+    kube, nodes, outside = RecordingKube(every, rec), RecordingNodes(every, rec), RecordingOutside(every, rec)
+    kube.get("Secret", "regcred", "creds")
+    kube.list("Pod", "kpr")
+    for obj in planted.ALL_OBJECTS:  # in the arguments too
+        kube.create(obj)
+    with pytest.raises(RuntimeError):
+        kube.patch("Service", "web", "kpr", {"metadata": {"annotations": {"example.com/x": "annotation-opaque-36"}}})
+    kube.exec("kube-system", "cilium-x", ["sh", "-c", "env; cat ~/.kube/config"])
+    kube.logs("kpr", "web")
+    nodes.run("node-1", ["cat", "/etc/kubernetes/admin.conf"])
+    outside.http("http://198.18.21.10/?kpr=ab12", 3.0)
+    assert planted.found(gzip.decompress(rec.dump())) == []
+    assert {e["op"] for e in read_recording(rec.dump())} == {"get", "list", "create", "patch", "exec", "logs", "run", "http"}
 
 
 def test_a_call_that_raises_is_recorded_with_its_error_and_raised() -> None:
