@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from ..cluster.access import ManifestError, Need, load_needs, needed, review, where
+from ..cluster.access import ManifestError, Need, creates_namespaces, load_needs, needed, review, where
 from ..core.errors import ApiError, InfraError, KprError, Unavailable
 from ..core.inputs import BadInput, one_line
 
@@ -18,9 +18,12 @@ ANSWER_TIMEOUT = 15.0
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "check-access", help="Ask the API server whether this kubeconfig may do what a run needs (creates nothing)",
-        description="For every rule of the RBAC manifest (clusters/rbac.yaml: the Roles and ClusterRoles a run needs), ask the API "
-                    "server with a SelfSubjectAccessReview, which creates nothing, whether the kubeconfig's user may do it; print a "
-                    "table. Exit status 0 when everything is allowed, 1 when something is denied or the server cannot be asked.")
+        description="For every rule of the RBAC manifest (clusters/rbac.yaml: the Roles and ClusterRoles a run needs) that the chosen "
+                    "mode needs, ask the API server with a SelfSubjectAccessReview, which creates nothing, whether the kubeconfig's "
+                    "user may do it; print a table. Modes: the run creates its namespaces (the default: namespace create and delete, "
+                    "and bind on pytest-kpr-workloads, which the run binds to itself in each) or --namespace NAME (pre-created: the "
+                    "workloads' rules in NAME). Exit status 0 when everything is allowed, 1 when something is denied or the server "
+                    "cannot be asked, 2 for bad input.")
     p.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, else ~/.kube/config)")
     p.add_argument("--context", help="context of the kubeconfig (default: its current-context)")
     p.add_argument("--namespace", help="as --kpr-namespace: NAME (asked in that namespace) or PREFIX- (the run creates namespaces: "
@@ -105,5 +108,7 @@ def run(args: argparse.Namespace, kube_factory: Callable[[argparse.Namespace], A
         print(f"kpr check-access: {len(denied)} of {len(rows)} denied, first: {n.verb} {n.what()}{f' in {ns}' if ns else ''} "
               f"({n.role} in the RBAC manifest)", file=sys.stderr)
         return 1
-    print(f"kpr check-access: all {len(rows)} allowed", file=sys.stderr)
+    mode = ("the run creates its namespaces and binds pytest-kpr-workloads to itself in each"
+            if creates_namespaces(args.namespace) else f"the run works in {args.namespace} only")
+    print(f"kpr check-access: all {len(rows)} allowed ({mode})", file=sys.stderr)
     return 0

@@ -16,6 +16,8 @@ from ..k8s.api import KubeAPI
 
 #: the manifest's scopes: where a role's needs are asked
 SCOPES = ("cluster", "run-namespaces", "cilium-namespace")
+#: the manifest's modes: which way of giving the run its namespaces needs a role (clusters/rbac.yaml's header)
+MODES = ("any", "creates-namespaces", "named-namespace")
 #: more than any RBAC manifest is
 MAX_MANIFEST_BYTES = 1024 * 1024
 
@@ -30,6 +32,7 @@ class Need:
     resource: str = ""  # "pods", "pods/exec"
     name: str = ""  # a resourceNames entry, if the rule has one
     url: str = ""  # a non-resource URL ("/version")
+    mode: str = "any"  # one of MODES
 
     def what(self) -> str:
         if self.url:
@@ -58,19 +61,21 @@ def load_needs(path: Path) -> list[Need]:
         notes = meta.get("annotations") or {}
         name = str(meta.get("name", "?"))
         scope, when = notes.get("kpr.cilium.io/scope"), notes.get("kpr.cilium.io/when", "always")
-        if scope not in SCOPES or when not in ("always", "disruptive"):
+        mode = notes.get("kpr.cilium.io/mode", "any")
+        if scope not in SCOPES or when not in ("always", "disruptive") or mode not in MODES:
             raise ManifestError(f"the RBAC manifest {path}: {doc.get('kind')} {name} needs the annotations kpr.cilium.io/scope "
-                                f"({', '.join(SCOPES)}) and kpr.cilium.io/when (always, disruptive)")
+                                f"({', '.join(SCOPES)}), kpr.cilium.io/when (always, disruptive) and kpr.cilium.io/mode "
+                                f"({', '.join(MODES)})")
         for rule in doc.get("rules") or []:
             if not isinstance(rule, dict):
                 raise ManifestError(f"the RBAC manifest {path}: a rule of {name} is not a mapping")
             verbs = [str(v) for v in rule.get("verbs") or []]
             for url in rule.get("nonResourceURLs") or []:
-                out += [Need(name, scope, when, v, url=str(url)) for v in verbs]
+                out += [Need(name, scope, when, v, url=str(url), mode=mode) for v in verbs]
             for group in rule.get("apiGroups") or []:
                 for resource in rule.get("resources") or []:
                     for rname in rule.get("resourceNames") or [""]:
-                        out += [Need(name, scope, when, v, str(group), str(resource), str(rname)) for v in verbs]
+                        out += [Need(name, scope, when, v, str(group), str(resource), str(rname), mode=mode) for v in verbs]
     if not out:
         raise ManifestError(f"the RBAC manifest {path} has no Role or ClusterRole rules")
     return out
@@ -96,13 +101,20 @@ def review(kube: KubeAPI, need: Need, namespace: str) -> tuple[bool, str]:
     return bool(status.get("allowed")), str(status.get("reason") or status.get("evaluationError") or "")
 
 
+def creates_namespaces(run_namespace: str | None) -> bool:
+    """Whether a run with ``run_namespace`` (as --kpr-namespace: NAME, PREFIX- or None) creates its namespaces."""
+    return not run_namespace or str(run_namespace).endswith("-")
+
+
 def needed(need: Need, run_namespace: str | None) -> bool:
-    """Whether a run with ``run_namespace`` (as --kpr-namespace: NAME, PREFIX- or None) needs ``need``: with a named
-    namespace the run creates and deletes no namespace (run.ownership: "a named namespace is used, never created"), so
-    the manifest's namespace create and delete are not asked -- else the narrow set-up the manifest's header describes
-    (pytest-kpr-workloads bound in NAME, no namespace rights) could never pass."""
-    fixed = bool(run_namespace) and not str(run_namespace).endswith("-")
-    return not (fixed and need.group == "" and need.resource == "namespaces" and need.verb in ("create", "delete"))
+    """Whether a run with ``run_namespace`` needs ``need`` of its user up front. With a named namespace the run creates,
+    deletes and binds no namespace (run.ownership: "a named namespace is used, never created"): the
+    ``creates-namespaces`` roles are not asked, the workloads' are, in that namespace. A run that creates its namespaces
+    binds the ``run-namespaces`` roles to itself in each (run.ownership ``_bind_self``): what is asked is that it may
+    (``bind`` on them, in pytest-kpr-namespaces), not the workloads' rules, which no namespace grants it before."""
+    if creates_namespaces(run_namespace):
+        return need.mode in ("any", "creates-namespaces") and need.scope != "run-namespaces"
+    return need.mode in ("any", "named-namespace")
 
 
 def where(need: Need, run_namespace: str | None, cilium_namespace: str) -> str:

@@ -28,8 +28,12 @@ API_VERSIONS: dict[str, str] = {
     "ServiceAccount": "v1",
     "Secret": "v1",
     "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
+    "ClusterRole": "rbac.authorization.k8s.io/v1",
+    "RoleBinding": "rbac.authorization.k8s.io/v1",
+    "Role": "rbac.authorization.k8s.io/v1",
     "Event": "v1",
     "SelfSubjectAccessReview": "authorization.k8s.io/v1",
+    "SelfSubjectReview": "authentication.k8s.io/v1",
 }
 
 

@@ -145,6 +145,9 @@ class Lab:
         workers = [n.name for n in facts.workers]
         self.client_node = workers[0]
         self.created: set[str] = set()
+        #: labels every Service this lab makes carries (a suite's LB-IPAM pool selects its own Services by them:
+        #: scenarios.vips; in a named --kpr-namespace every suite shares the namespace, so the namespace cannot tell them apart)
+        self.service_labels: dict[str, str] = {}
         #: the families the run tests (--kpr-ip-families): with more than one, the lab's Services ask for every family the
         #: cluster has (ipFamilyPolicy PreferDualStack)
         self.ip_families = ip_families
@@ -348,7 +351,8 @@ class Lab:
         if node_port is not None:
             port["nodePort"] = node_port
         spec: dict[str, Any] = {"type": type_, "selector": selector, "ports": [port], **self.family_policy()}
-        return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": self.ns}, "spec": spec}
+        md: dict[str, Any] = {"name": name, "namespace": self.ns, **({"labels": dict(self.service_labels)} if self.service_labels else {})}
+        return {"apiVersion": "v1", "kind": "Service", "metadata": md, "spec": spec}
 
     # -- jigs: a template, a tweak callback, a sanity check on create, and a wait until programmed ---------------------
 

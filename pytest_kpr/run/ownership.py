@@ -19,6 +19,10 @@ NAMESPACE_PREFIX = "kpr-"
 #: the test namespaces whose pods need Pod Security level privileged: the datapath probes (CAP_NET_RAW, a host-network
 #: probe) and the node shells (privileged, host network and PID); every other namespace of a run is baseline
 PRIVILEGED_NAMESPACES = frozenset({"datapath", "nodeshell"})
+#: the ClusterRoles of clusters/rbac.yaml a run binds itself to in each namespace it creates, when its user may not
+#: already work there (the manifest's "creates namespaces" mode: no cluster-wide binding grants pods, exec or Secrets)
+WORKLOADS_ROLE = "pytest-kpr-workloads"
+DISRUPTIVE_ROLE = "pytest-kpr-disruptive"
 
 
 class Ownership:
@@ -92,9 +96,47 @@ class Ownership:
                   RUN_LABEL: self.run_id}
         self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
         self.namespaces.append(name)
+        self._bind_self(name)
         if self.settings.image_pull_secret:
             self._copy_pull_secret(name)
         return name
+
+    def _may_create_pods(self, namespace: str) -> bool:
+        review = self.kube.create({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": {
+            "resourceAttributes": {"verb": "create", "group": "", "resource": "pods", "namespace": namespace}}})
+        return bool(((review or {}).get("status") or {}).get("allowed"))
+
+    def _bind_self(self, namespace: str) -> None:
+        """In a namespace the run just created: when its user may not create pods there (clusters/rbac.yaml's "creates
+        namespaces" mode), a RoleBinding there of :data:`WORKLOADS_ROLE` (and :data:`DISRUPTIVE_ROLE` with
+        --kpr-allow-disruptive) to the user the API server says it is (SelfSubjectReview), labelled as the run's and
+        gone with the namespace. The API server admits it only with ``bind`` on that ClusterRole; a user who still may
+        not create pods there is one line."""
+        if self._may_create_pods(namespace):
+            return
+        who = self.kube.create({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+        user = str((((who or {}).get("status") or {}).get("userInfo") or {}).get("username") or "")
+        if not user:
+            raise KprError(f"namespace {namespace}: the run may not create pods there, and the API server did not say who it is "
+                           "(SelfSubjectReview)")
+        roles = [WORKLOADS_ROLE, *([DISRUPTIVE_ROLE] if self.settings.allow_disruptive else [])]
+        for role in roles:
+            try:
+                self.kube.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                                  "metadata": {"name": f"{role}-{self.run_id}", "namespace": namespace},
+                                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                                  "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]})
+            except ApiError as e:
+                if e.status != 403:
+                    raise
+                raise KprError(f"namespace {namespace}: {user} may not create pods there, nor bind {role} there (clusters/rbac.yaml: "
+                               "pytest-kpr-namespaces grants that bind; `kpr check-access` says what is missing)") from None
+        try:  # RBAC reads bindings through a cache: a moment may pass before the server authorizes by the new one
+            eventually(lambda: self._may_create_pods(namespace), until=bool, timeout=self.timeouts.API_CALL,
+                       what=f"the RoleBinding of {WORKLOADS_ROLE} in {namespace} to take effect")
+        except WaitTimeout:
+            raise KprError(f"namespace {namespace}: {user} may not create pods there even after binding {WORKLOADS_ROLE} "
+                           "(is clusters/rbac.yaml applied? `kpr check-access` says what is missing)") from None
 
     def _copy_pull_secret(self, namespace: str) -> None:
         """--kpr-image-pull-secret: the Secret, copied into a namespace of this run (pods name it: :class:`PullSecretKube`)."""
@@ -133,16 +175,23 @@ class Ownership:
         if namespace in self.namespaces:
             self.namespaces.remove(namespace)
             kube = self._raw
-            if self._start_deleting(kube, [namespace]):
-                # what another suite could see is the namespace's Services (their frontends): those are waited for; the
-                # namespace itself (pods ending their grace periods) finishes meanwhile, and the run's end waits for it
-                self.ending.append(namespace)
+            if self._ours(kube, namespace):
+                # what another suite could see is the namespace's Services (their frontends): those are deleted and waited
+                # for first, while the run may still read them (its RoleBinding in the namespace goes with the namespace,
+                # in no particular order); the namespace itself (pods ending their grace periods) finishes meanwhile, and
+                # the run's end waits for it
                 try:
+                    for svc in kube.list("Service", namespace):
+                        kube.delete("Service", svc["metadata"]["name"], namespace)
                     eventually(lambda: kube.list("Service", namespace), until=lambda left: not left,
                                timeout=self.timeouts.NAMESPACE_DELETE, what=f"the Services of namespace {namespace} to be deleted",
                                describe=lambda left: f"{len(left)} left", progress=self.progress)
                 except WaitTimeout as e:
                     self.progress(str(e))
+                except KprError as e:
+                    self.progress(f"could not delete the Services of namespace {namespace}: {e}")
+            if self._start_deleting(kube, [namespace]):
+                self.ending.append(namespace)
         elif self.fixed_namespace is not None and self.run_objects is not None:
             self._delete_run_objects(self._raw, [m for m in made if m[2] == self.fixed_namespace])
 
@@ -180,6 +229,14 @@ class Ownership:
             )
         except WaitTimeout as e:
             self.progress(str(e))
+
+    def _ours(self, kube: KubeAPI, name: str) -> bool:
+        """Whether namespace ``name`` exists and carries this run's labels (an unreadable one is not taken for ours)."""
+        try:
+            labels = ((kube.get("Namespace", name) or {}).get("metadata") or {}).get("labels") or {}
+        except KprError:
+            return False
+        return labels.get(OWNER_LABEL) == OWNER_VALUE and labels.get(RUN_LABEL) == self.run_id
 
     def _start_deleting(self, kube: KubeAPI, names: list[str]) -> list[str]:
         """Delete each of ``names`` that carries this run's labels; those deleted (an absent one is skipped)."""

@@ -196,7 +196,8 @@ class SharedVip:
     def service(self, name: str, way: str, vip: str, ports: list[int], annotations: dict[str, str] | None = None) -> dict[str, Any]:
         svc: dict[str, Any] = {
             "apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": name, "namespace": self.lab.ns, "labels": {"kpr.cilium.io/run": self.run_id}, "annotations": dict(annotations or {})},
+            "metadata": {"name": name, "namespace": self.lab.ns, "labels": {"kpr.cilium.io/run": self.run_id, "kpr.cilium.io/pool": f"kpr-{self.run_id}"},
+                         "annotations": dict(annotations or {})},
             "spec": {"selector": {"app": BACKEND}, "ports": [{"name": f"p{p}", "port": p, "targetPort": WEB_TARGET, "protocol": "TCP"} for p in ports]},
         }
         if way == "cluster-ip":
@@ -218,7 +219,8 @@ class SharedVip:
                          # this run's Services of this suite's namespace only: another suite's LoadBalancer Services
                          # (their own pools) must not draw from it (rules.datapath.SRC_LBIPAM_SELECTOR)
                          "serviceSelector": {"matchLabels": {"kpr.cilium.io/run": self.run_id,
-                                                             "io.kubernetes.service.namespace": self.lab.ns}}}}
+                                                             "io.kubernetes.service.namespace": self.lab.ns,
+                                                             "kpr.cilium.io/pool": f"kpr-{self.run_id}"}}}}
 
     def ingress_ip(self, name: str) -> str | None:
         svc = self.lab.kube.get("Service", name, self.lab.ns) or {}

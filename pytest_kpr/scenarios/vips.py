@@ -26,6 +26,10 @@ from ..parse.addr import family_of, hp, valid_ip
 from ..parse.metrics import drops_that_rose
 
 
+#: the label by which a suite's LB-IPAM pool selects the suite's Services (its value: the pool's name)
+POOL_LABEL = "kpr.cilium.io/pool"
+
+
 @dataclass(frozen=True)
 class Blocks:
     """A suite's addresses: its pool's block per family (start, stop) and a spare address per family outside the pool
@@ -54,12 +58,16 @@ class Vips:
         return {"apiVersion": api, "kind": "CiliumLoadBalancerIPPool",
                 "metadata": {"name": self.name, "labels": self.labels},
                 "spec": {"blocks": [{"start": self.blocks.block(f)[0], "stop": self.blocks.block(f)[1]} for f in families],
-                         "serviceSelector": {"matchLabels": {**self.labels, "io.kubernetes.service.namespace": self.lab.ns}}}}
+                         "serviceSelector": {"matchLabels": {**self.labels, "io.kubernetes.service.namespace": self.lab.ns,
+                                                             POOL_LABEL: self.name}}}}
 
     def create_pool(self) -> None:
+        """The suite's pool; from here on the lab's Services carry its :data:`POOL_LABEL` (the pool selects only those:
+        in a named --kpr-namespace the suites share one namespace, and another suite's pool must not hand them VIPs)."""
         pool = self.pool()
         self.lab.kube.create(pool)
         self.track(pool)
+        self.lab.service_labels[POOL_LABEL] = self.name
 
     def vip(self, lab: Lab, service: str) -> str:
         """The VIP of ``lab``'s family LB-IPAM gave ``service`` (waited for)."""

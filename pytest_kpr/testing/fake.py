@@ -40,6 +40,7 @@ from .config import FakeConfig, Faults
 from .lb import LbState
 from .node import FakeNodeTools
 from .pods import FakeWorkloads
+from .rbac import FakeRbac, Request
 from .reach import curl_result, reach
 from .upgrade import FakeUpgrades
 from .view import Obj, pod_ip
@@ -110,6 +111,8 @@ class FakeCluster:
         #: (namespace, pod) -> (when its deletion started, when its process exits) for pods deleted with a grace period
         self.terminations: dict[tuple[str, str], tuple[float, float]] = {}
         self._objects: dict[str, dict[tuple[str | None, str], Obj]] = {}
+        #: RBAC over the Roles and bindings held here, for the user set by ``rbac.act_as`` (off until then: kind's admin)
+        self.rbac = FakeRbac(self._objects)
         self._uid = itertools.count(1)
         self._svc_ips = (str(ipaddress.ip_address("10.96.0.0") + i) for i in itertools.count(11))
         self._svc_ips6 = (str(ipaddress.ip_address("fd00:10:96::") + i) for i in itertools.count(0x11))
@@ -691,12 +694,14 @@ class FakeCluster:
 
     def server_version(self) -> str:
         self._advance("version")
+        self.rbac.check(Request("get", url="/version"))
         return self.cfg.kubernetes_version
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> Obj | None:
         self._advance("get", kind, namespace or "", name)
+        self.rbac.check_call("get", kind, namespace, name)
         if kind in ("EndpointSlice", "CiliumEndpoint"):
-            for s in self.list(kind, namespace):
+            for s in self._list(kind, namespace):
                 if s["metadata"]["name"] == name:
                     return s
             return None
@@ -706,6 +711,10 @@ class FakeCluster:
     def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
         api_version_of(kind)
         self._advance("list", kind, namespace or "", label_selector or "")
+        self.rbac.check_call("list", kind, namespace)
+        return self._list(kind, namespace, label_selector)
+
+    def _list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
         if kind == "EndpointSlice":
             items = self._all_endpointslices()
         elif kind == "CiliumEndpoint":
@@ -724,10 +733,15 @@ class FakeCluster:
         kind = obj["kind"]
         if kind == "SelfSubjectAccessReview":  # answered, never stored (as the API server does)
             return self._access_review(obj)
+        if kind == "SelfSubjectReview":  # who am I: answered, never stored
+            self._advance("create", kind, "", "")
+            return {**obj, "status": {"userInfo": self.rbac.who()}}
         api_version_of(kind)
         md = obj.setdefault("metadata", {})
         ns, name = md.get("namespace"), md.get("name")
         self._advance("create", kind, ns or "", name or "")
+        self.rbac.check_call("create", kind, ns, name or "")
+        self.rbac.admit_binding(obj)
         if kind != "Namespace" and kind != "Node" and ns is not None and (None, ns) not in self._objects.get("Namespace", {}):
             raise ApiError(404, "NotFound", f'namespaces "{ns}" not found')
         if (ns, name) in self._objects.get(kind, {}):
@@ -751,6 +765,7 @@ class FakeCluster:
 
     def patch(self, kind: str, name: str, namespace: str | None, patch: Obj) -> Obj:
         self._advance("patch", kind, namespace or "", name)
+        self.rbac.check_call("patch", kind, namespace, name)
         cur = self._objects.get(kind, {}).get((namespace, name))
         if cur is None:
             raise ApiError(404, "NotFound", f'{kind.lower()}s "{name}" not found')
@@ -765,6 +780,7 @@ class FakeCluster:
 
     def delete(self, kind: str, name: str, namespace: str | None = None, grace_period_seconds: int | None = None) -> None:
         self._advance("delete", kind, namespace or "", name)
+        self.rbac.check_call("delete", kind, namespace, name)
         pod = self._objects.get("Pod", {}).get((namespace, name)) if kind == "Pod" else None
         if pod is not None and self._terminate(pod, grace_period_seconds):
             return
@@ -824,6 +840,10 @@ class FakeCluster:
         spec = obj.get("spec") or {}
         res, url = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
         self._advance("create", "SelfSubjectAccessReview", "", "")
+        verdict = self.rbac.review(spec)
+        if verdict is not None:
+            obj["status"] = {"allowed": verdict, **({} if verdict else {"reason": "no RBAC rule of the fake's allows it"})}
+            return obj
         if res:
             what = res.get("resource", "") + (f"/{res['subresource']}" if res.get("subresource") else "")
             keys = {f"{res.get('verb')} {what}", f"{res.get('verb')} {what} in {res.get('namespace', '')}"}
@@ -835,6 +855,7 @@ class FakeCluster:
 
     def logs(self, namespace: str, pod: str, container: str | None = None) -> str:
         self._advance("logs", namespace, pod)
+        self.rbac.check(Request("get", "", "pods/log", namespace, pod))
         if (namespace, pod) not in self._objects.get("Pod", {}):
             raise ApiError(404, "NotFound", f'pods "{pod}" not found')
         return self.upgrades.log(namespace, pod) or self.workloads.pod_logs(namespace, pod)
@@ -843,6 +864,7 @@ class FakeCluster:
         self, namespace: str, pod: str, argv: Sequence[str], container: str | None = None, timeout: float = 60.0
     ) -> ExecResult:
         self._advance("exec", namespace, pod, *argv)
+        self.rbac.check(Request("create", "", "pods/exec", namespace, pod))
         obj = self._objects.get("Pod", {}).get((namespace, pod))
         where = f"pod {namespace}/{pod}"
         if obj is None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_kpr.cli.access import run
-from pytest_kpr.cluster.access import SCOPES, Need, load_needs
+from pytest_kpr.cluster.access import SCOPES, Need, load_needs, needed
 from pytest_kpr.k8s.api import API_VERSIONS
 from pytest_kpr.testing import FakeCluster, FakeConfig
 
@@ -36,16 +36,18 @@ def test_everything_allowed_is_exit_0_and_creates_nothing(capsys: pytest.Capture
     before = {k: dict(v) for k, v in fake._objects.items()}
     rc, out, err = _check(fake, capsys)
     assert rc == 0, err
-    needs = [n for n in load_needs(RBAC) if n.when == "always"]
+    needs = [n for n in load_needs(RBAC) if n.when == "always" and needed(n, None)]
     assert len(out.splitlines()) == len(needs) and all(line.startswith("allowed") for line in out.splitlines())
-    assert err == f"kpr check-access: all {len(needs)} allowed\n"
+    assert err == (f"kpr check-access: all {len(needs)} allowed (the run creates its namespaces and binds pytest-kpr-workloads to "
+                   "itself in each)\n")
     assert {k: dict(v) for k, v in fake._objects.items()} == before  # a review is answered, never stored
     assert any("get     /version" in line and "(cluster)" in line for line in out.splitlines())
 
 
 @pytest.mark.parametrize(("denied", "kw", "first"), [
     ("create pods/exec in kube-system", {}, "create pods/exec in kube-system (pytest-kpr-agents in the RBAC manifest)"),
-    ("create namespaces", {}, "create namespaces (pytest-kpr-cluster in the RBAC manifest)"),
+    ("create namespaces", {}, "create namespaces (pytest-kpr-namespaces in the RBAC manifest)"),
+    ("bind clusterroles", {}, "bind clusterroles.rbac.authorization.k8s.io pytest-kpr-workloads (pytest-kpr-namespaces in the RBAC manifest)"),
     ("get /version", {}, "get /version (pytest-kpr-cluster in the RBAC manifest)"),
     ("create services in team-a", {"namespace": "team-a"}, "create services in team-a (pytest-kpr-workloads in the RBAC manifest)"),
     ("create clusterrolebindings", {"disruptive": True}, "create clusterrolebindings.rbac.authorization.k8s.io (pytest-kpr-disruptive-cluster*"),
@@ -66,11 +68,18 @@ def test_the_disruptive_needs_are_asked_only_when_asked_for(capsys: pytest.Captu
     assert "clusterrolebindings" not in plain and "clusterrolebindings" in more
 
 
-def test_a_named_namespace_is_asked_there_and_a_prefix_anywhere(capsys: pytest.CaptureFixture[str]) -> None:
-    _, named, _ = _check(FakeCluster(FakeConfig()), capsys, namespace="team-a")
+def test_a_named_namespace_is_asked_there_and_a_run_that_creates_its_own_asks_to_bind(capsys: pytest.CaptureFixture[str]) -> None:
+    """The two modes of clusters/rbac.yaml: with --namespace NAME the workloads' rules are asked in NAME and nothing on
+    namespaces but get and list; a run that creates its namespaces is asked for namespace create and delete and for bind
+    on pytest-kpr-workloads (it binds that role to itself in each), never for the workloads' rules anywhere."""
+    _, named, named_err = _check(FakeCluster(FakeConfig()), capsys, namespace="team-a")
     _, prefix, _ = _check(FakeCluster(FakeConfig()), capsys, namespace="ci-")
     assert any("services" in ln and "team-a" in ln for ln in named.splitlines())
-    assert any("services" in ln and "(any namespace)" in ln for ln in prefix.splitlines())
+    assert not any("bind" in ln or "create  namespaces" in ln or "rolebindings" in ln for ln in named.splitlines())
+    assert named_err.endswith("(the run works in team-a only)\n")
+    assert not any(ln.split()[-1] == "pytest-kpr-workloads" for ln in prefix.splitlines())
+    assert any("bind" in ln and "pytest-kpr-workloads" in ln and ln.split()[-1] == "pytest-kpr-namespaces" for ln in prefix.splitlines())
+    assert any("create  rolebindings" in ln for ln in prefix.splitlines())
 
 
 @pytest.mark.parametrize(("text", "words"), [
@@ -95,8 +104,9 @@ def test_a_bad_manifest_is_one_line_exit_2(tmp_path: Path, text: str, words: str
 PLURALS = {"Namespace": "namespaces", "Node": "nodes", "Pod": "pods", "Service": "services", "ConfigMap": "configmaps",
            "Deployment": "deployments", "DaemonSet": "daemonsets", "EndpointSlice": "endpointslices", "CiliumEndpoint": "ciliumendpoints",
            "CiliumNode": "ciliumnodes", "CiliumLoadBalancerIPPool": "ciliumloadbalancerippools", "ServiceAccount": "serviceaccounts",
-           "Secret": "secrets", "ClusterRoleBinding": "clusterrolebindings", "Event": "events",
-           "SelfSubjectAccessReview": "selfsubjectaccessreviews"}
+           "Secret": "secrets", "ClusterRoleBinding": "clusterrolebindings", "Event": "events", "RoleBinding": "rolebindings",
+           "SelfSubjectAccessReview": "selfsubjectaccessreviews", "SelfSubjectReview": "selfsubjectreviews",
+           "CiliumLocalRedirectPolicy": "ciliumlocalredirectpolicies"}
 
 CALLS_CONFTEST = """
 import json, pathlib
@@ -170,7 +180,7 @@ def test_a_named_namespace_needs_no_namespace_create_or_delete(capsys: pytest.Ca
     assert (("create", "namespaces") in asked) is (rc == 1) and (("delete", "namespaces") in asked) is (rc == 1)
     assert ("get", "namespaces") in asked
     if rc:
-        assert err.startswith("kpr check-access: 2 of ") and "first: create namespaces (pytest-kpr-cluster" in err
+        assert err.startswith("kpr check-access: 2 of ") and "first: create namespaces (pytest-kpr-namespaces" in err
 
 
 def test_an_api_server_that_never_answers_is_one_line_within_the_timeout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
@@ -201,3 +211,134 @@ def test_an_api_server_that_never_answers_is_one_line_within_the_timeout(monkeyp
     assert rc == 1 and asked == [2.5] and out == ""
     assert err == ("kpr check-access: the API server did not answer GET /version within 2.5 s (API server https://10.0.0.1:6443 "
                    "unreachable: read timed out)\n")
+
+
+# -- a whole run as a user who holds exactly the manifest's permissions ----------------------------------------------------
+
+RBAC_CONFTEST = """
+import json, pathlib
+import pytest
+import yaml
+from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
+from pytest_kpr.testing.rbac import User
+
+FAKE = FakeCluster(FakeConfig())
+for f in {files!r}:
+    for doc in yaml.safe_load_all(pathlib.Path(f).read_text()):
+        if doc:
+            FAKE.create(doc)
+FAKE.rbac.act_as(User("ci-bot", ("pytest-kpr",)))  # from here on, every request of the run is authorized by RBAC
+PROVIDER = FakeProvider(FAKE, created=False)
+
+def pytest_kpr_provider(config, settings, timeouts, kube_factory):
+    return PROVIDER
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    FAKE.rbac.act_as(None)
+    pathlib.Path("bindings.json").write_text(json.dumps(sorted(
+        [k, ns or "", n, o["roleRef"]["name"]] for k in ("RoleBinding", "ClusterRoleBinding")
+        for (ns, n), o in FAKE._objects.get(k, {{}}).items())))
+    pathlib.Path("calls.json").write_text(json.dumps([list(c[:4]) for c in FAKE.calls]))
+"""
+
+CLUSTERS = REPO / "clusters"
+
+
+def _run_as_user(pytester: pytest.Pytester, files: list[Path], *args: str) -> tuple[pytest.RunResult, list[list[str]], list[list[str]]]:
+    import json
+
+    shutil.copytree(REPO / "suites", pytester.path / "suites")
+    pytester.makeconftest(RBAC_CONFTEST.format(files=[str(f) for f in files]))
+    result = pytester.runpytest("suites", "-m", "kpr", "--kpr-artifacts=art", "-p", "no:cacheprovider", "--import-mode=importlib",
+                                "--kpr-allow-disruptive", *args)
+    return (result, json.loads((pytester.path / "bindings.json").read_text()),
+            json.loads((pytester.path / "calls.json").read_text()))
+
+
+@pytest.mark.parametrize("mode", ["creates-namespaces", "named-namespace"])
+def test_every_suite_runs_as_a_user_with_exactly_the_manifests_permissions(pytester: pytest.Pytester, mode: str) -> None:
+    """The fake authorizes every request by RBAC (pytest_kpr.testing.rbac) for a user in the group the manifest binds:
+    every suite, the disruptive one included, passes in both modes, nothing is refused, and no binding grants the
+    workloads' rules beyond the run's namespaces. Where the run creates its namespaces it bound pytest-kpr-workloads
+    (and pytest-kpr-disruptive) to itself in each, and nowhere else; in a named namespace it bound nothing."""
+    files = [CLUSTERS / "rbac.yaml", CLUSTERS / "rbac-disruptive.yaml", CLUSTERS / f"rbac-{mode}.yaml"]
+    args = ("--kpr-namespace=kpr-ci",) if mode == "named-namespace" else ()
+    result, bindings, calls = _run_as_user(pytester, files, *args)
+    out = result.stdout.str()
+    assert result.ret == 0 and "Forbidden" not in out and "403" not in out, out[-3000:]
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 80 and not outcomes.get("failed") and not outcomes.get("error"), outcomes
+    made = {c[3] for c in calls if c[:2] == ["create", "Namespace"]}
+    own = sorted(b for b in bindings if b[0] == "RoleBinding" and b[1] != "kube-system" and b[1] != "kpr-ci")
+    assert not any(b[0] == "ClusterRoleBinding" and b[3] in ("pytest-kpr-workloads", "pytest-kpr-disruptive") for b in bindings)
+    if mode == "creates-namespaces":
+        bound = {c[2] for c in calls if c[:2] == ["create", "RoleBinding"]} - {"kube-system"}  # the manifest's own, applied first
+        assert made and bound == made, (made - bound, bound - made)
+        assert {(b[3]) for b in own} == {"pytest-kpr-workloads", "pytest-kpr-disruptive"} or not own  # gone with their namespaces
+    else:
+        assert made == {"kpr-ci"}  # the admin's, applied with the manifest: the run made none
+        assert [c[2] for c in calls if c[:2] == ["create", "RoleBinding"]] == ["kube-system", "kpr-ci", "kpr-ci"]  # the manifest's
+
+
+def test_a_run_that_may_not_bind_the_workloads_role_says_so_in_one_line(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """The creates-namespaces mode without its `bind` (the namespaces' ClusterRoleBinding applied, the bind rule taken
+    out): the run stops at its first namespace with one line naming the role and the manifest, not a run of 403s."""
+    text = (CLUSTERS / "rbac.yaml").read_text().replace("    resourceNames: [pytest-kpr-workloads]\n    verbs: [bind]",
+                                                         "    resourceNames: [pytest-kpr-workloads]\n    verbs: [get]")
+    assert "verbs: [get]" in text
+    (tmp_path / "rbac.yaml").write_text(text)
+    result, bindings, _ = _run_as_user(pytester, [tmp_path / "rbac.yaml", CLUSTERS / "rbac-creates-namespaces.yaml"],
+                                       "suites/test_nodeport.py")
+    out = result.stdout.str()
+    assert result.ret != 0
+    assert "may not create pods there, nor bind pytest-kpr-workloads there (clusters/rbac.yaml" in out, out[-3000:]
+    assert not [b for b in bindings if b[0] == "RoleBinding" and b[1] != "kube-system"]
+
+
+def _manifests(*names: str) -> list[dict[str, Any]]:
+    import yaml
+
+    return [d for n in names for d in yaml.safe_load_all((CLUSTERS / n).read_text()) if d]
+
+
+def test_no_cluster_wide_binding_grants_secret_reads_exec_or_pod_deletes() -> None:
+    """What a security team checks first: of every ClusterRoleBinding the manifests ship, no ClusterRole it binds lets
+    its subject read a Secret, exec into a pod or delete one, anywhere (those are only in pytest-kpr-workloads, bound
+    by a RoleBinding in the run's namespaces). A role that grants them all is also caught, so the check can fail."""
+    docs = _manifests("rbac.yaml", "rbac-creates-namespaces.yaml", "rbac-named-namespace.yaml", "rbac-disruptive.yaml")
+    roles = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ClusterRole"}
+    bound = [d["roleRef"]["name"] for d in docs if d["kind"] == "ClusterRoleBinding"]
+    from pytest_kpr.testing.rbac import Request, rule_covers
+
+    dangerous = [Request("get", "", "secrets"), Request("list", "", "secrets"), Request("create", "", "pods/exec"),
+                 Request("get", "", "pods/exec"), Request("delete", "", "pods")]
+
+    def grants(role: dict[str, Any]) -> list[str]:
+        return [r.says() for r in dangerous if any(rule_covers(rule, r) for rule in role.get("rules") or [])]
+
+    assert sorted(bound) == ["pytest-kpr-cluster", "pytest-kpr-disruptive-cluster", "pytest-kpr-namespaces", "pytest-kpr-namespaces-disruptive"]
+    assert {name: grants(roles[name]) for name in bound} == {name: [] for name in bound}
+    assert grants(roles["pytest-kpr-workloads"]) == ["get secrets", "create pods/exec", "get pods/exec", "delete pods"]
+    assert grants({"rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}) == [r.says() for r in dangerous]
+
+
+@pytest.mark.parametrize(("files", "namespace", "rc"), [
+    (["rbac.yaml", "rbac-creates-namespaces.yaml"], None, 0),
+    (["rbac.yaml", "rbac-named-namespace.yaml"], "kpr-ci", 0),
+    (["rbac.yaml", "rbac-named-namespace.yaml"], None, 1),  # no namespace rights: a run could not create its own
+    (["rbac.yaml", "rbac-creates-namespaces.yaml"], "kpr-ci", 1),  # nothing bound in kpr-ci
+    (["rbac.yaml"], None, 1),
+])
+def test_check_access_passes_in_each_mode_as_the_manifests_user(capsys: pytest.CaptureFixture[str], files: list[str],
+                                                                 namespace: str | None, rc: int) -> None:
+    """check-access against the fake's RBAC (a user holding exactly the applied manifests): each mode passes with its own
+    files, and each fails with the other's."""
+    from pytest_kpr.testing.rbac import User
+
+    fake = FakeCluster(FakeConfig())
+    for doc in _manifests(*files):
+        fake.create(doc)
+    fake.rbac.act_as(User("ci-bot", ("pytest-kpr",)))
+    got, out, err = _check(fake, capsys, namespace=namespace)
+    assert got == rc, out + err
