@@ -5,6 +5,24 @@ import pytest
 pytest_plugins = ["pytester", "ci_gate", "cpu_report"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The runner's route ledgers (pytest_kpr.cluster.routes) of the self-tests go to a directory of this session's, not
+    to the machine's /run/pytest-kpr, where a real run's `kpr cleanup --routes` would read them."""
+    import os
+    import tempfile
+
+    if not os.environ.get("KPR_STATE_DIR"):
+        os.environ["KPR_STATE_DIR"] = config._kpr_state_dir = tempfile.mkdtemp(prefix=f"kpr-state-{os.getpid()}-")  # type: ignore[attr-defined]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import shutil
+
+    made = getattr(config, "_kpr_state_dir", None)
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
+
+
 @pytest.fixture
 def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """pytester without the caller's PYTEST_ADDOPTS (as pytest-django does).

@@ -239,6 +239,7 @@ FILE_WRITERS_NOT_EVIDENCE = {
     "run/shared_run.py": "the xdist workers' shared state and parts (.kpr-xdist), removed when the run ends",
     "run/run.py": "the marker a worker leaves when one of its tests failed (.kpr-xdist)",
     "cli/probe_image.py": "the probe image's build context, a directory the user names",
+    "cluster/routes.py": "the ledger of the routes a run process added on the runner (its state directory, not the evidence)",
 }
 
 
@@ -297,6 +298,7 @@ FLAT_TESTS = {
     "test_ci_gate": "the CI gate of the self-tests", "test_cpu_report": "the self-tests' CPU figures",
     "test_netns_topology": "the real-kernel tier's namespaces",
     "test_netns_outside_route": "the outside view's route through a node, in namespaces (root)",
+    "test_netns_cleanup_routes": "kpr cleanup --routes after a killed run, in namespaces (root)",
     **{f"test_realkernel_{t}": "the real-kernel tier (root, namespaces, BPF; its own CI job)"
        for t in ("datapath", "flow", "icmp_error", "ipv6", "kernel_features", "probes", "sock_destroy", "udp")},
     "test_bpf_lb_maps": "the source-range check run by this kernel and its bpftool map dump (root; no namespace, nothing attached)",

@@ -24,16 +24,21 @@ def register(sub: Any) -> None:
                     "and bind on pytest-kpr-workloads, which the run binds to itself in each) or --namespace NAME (pre-created: the "
                     "workloads' rules in NAME). Exit status 0 when everything is allowed, 1 when something is denied or the server "
                     "cannot be asked, 2 for bad input.")
-    p.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, else ~/.kube/config)")
-    p.add_argument("--context", help="context of the kubeconfig (default: its current-context)")
+    kube_arguments(p)
     p.add_argument("--namespace", help="as --kpr-namespace: NAME (asked in that namespace) or PREFIX- (the run creates namespaces: "
                                        "asked for any namespace). Default: kpr- (the run creates them)")
     p.add_argument("--cilium-namespace", default="kube-system", help="as --kpr-cilium-namespace (default: kube-system)")
     p.add_argument("--disruptive", action="store_true", help="also what the kpr_disruptive suites need")
-    p.add_argument("--timeout", type=float, default=ANSWER_TIMEOUT, help=f"seconds to wait for the API server's first answer "
-                                                                         f"(default: {ANSWER_TIMEOUT:g})")
     p.add_argument("--rbac", type=Path, help="the RBAC manifest (default: clusters/rbac.yaml, the rootdir's or the installed one)")
     p.set_defaults(func=run)
+
+
+def kube_arguments(p: argparse.ArgumentParser) -> None:
+    """--kubeconfig, --context and --timeout, as every kpr command that asks the API server takes them (:func:`_kube`)."""
+    p.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, else ~/.kube/config)")
+    p.add_argument("--context", help="context of the kubeconfig (default: its current-context)")
+    p.add_argument("--timeout", type=float, default=ANSWER_TIMEOUT, help=f"seconds to wait for the API server's first answer "
+                                                                         f"(default: {ANSWER_TIMEOUT:g})")
 
 
 def _kube(args: argparse.Namespace) -> Any:

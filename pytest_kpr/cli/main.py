@@ -41,6 +41,7 @@ def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:  # type
     """Subcommands defined next to the code they expose (imported lazily: ``kpr version`` stays fast)."""
     from ..evidence.matrix import register as matrix
     from .access import register as check_access
+    from .cleanup import register as cleanup
     from ..parse.cli import register as parse
     from .lbmodel import register as lbmodel
     from .netraw import register as with_net_raw
@@ -48,7 +49,7 @@ def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:  # type
     from .probe_image import register as probe_image
     from .replay import register as replay
 
-    return [parse, probe, probe_image, lbmodel, matrix, check_access, with_net_raw, replay]
+    return [parse, probe, probe_image, lbmodel, matrix, check_access, cleanup, with_net_raw, replay]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from .routes import RouteLedger
 from ..parse.addr import valid_ip
 from ..traffic.probes import ProbeResult, http_probe, route_source, syn_probe, udp_icmp_probe
 
@@ -88,9 +89,12 @@ def _routes6(text: str) -> list[Route]:
 
 
 class LocalOutside:
-    def __init__(self, ip: IpRunner = run_ip, status_file: Path = Path("/proc/self/status")):
+    def __init__(self, ip: IpRunner = run_ip, status_file: Path = Path("/proc/self/status"), ledger: RouteLedger | None = None):
+        """``ledger``: where the routes :meth:`via` adds are written down while they exist (cluster.routes: `kpr cleanup
+        --routes` removes a killed run's); the run sets its ``run_id``."""
         self._ip = ip
         self._status = status_file
+        self.ledger = ledger if ledger is not None else RouteLedger()
 
     def reaches(self, ip: str) -> bool:
         return specific_route(ip) is not None
@@ -121,18 +125,31 @@ class LocalOutside:
             if why is None:
                 for a in addresses:
                     route = [f"{a}/{128 if ':' in a else 32}", "via", node_ip, "proto", str(ROUTE_PROTO)]
+                    try:  # written down before it exists: a run killed outright leaves a ledger naming it
+                        self.ledger.adding(route)
+                    except OSError as e:
+                        why = f"cannot write down the route in {self.ledger.path} ({e.strerror}): not routing"
+                        break
                     rc, err = self._ip(["route", "add", *route])
                     if rc != 0:
+                        self.ledger.removed(route)
                         why = f"ip route add {' '.join(route)} failed: {err or f'exit {rc}'}"
                         break
                     added.append(route)
                 if why is not None:  # all or none
                     while added:
-                        self._ip(["route", "del", *added.pop()])
+                        self._del(added.pop())
             yield why
         finally:
             for route in reversed(added):
-                self._ip(["route", "del", *route])
+                self._del(route)
+
+    def _del(self, route: list[str]) -> None:
+        self._ip(["route", "del", *route])
+        try:
+            self.ledger.removed(route)
+        except OSError:
+            pass
 
     def http(self, url: str, timeout: float, source_port: int | None = None) -> ProbeResult:
         return http_probe(url, timeout, source_port=source_port)

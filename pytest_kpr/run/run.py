@@ -296,6 +296,9 @@ class KprRun:
             if hasattr(provider, "on_phase"):
                 provider.on_phase = self._phase  # type: ignore[attr-defined]  # kind: "install" before its helm install
             handle = self._provision_or_attach(provider)
+            ledger = getattr(handle.outside, "ledger", None)
+            if ledger is not None:  # the routes it adds are written down with the run's id (kpr cleanup --run ID --routes)
+                ledger.run_id = self.run_id
             if self.replayed is not None:  # the suites' tokens are the recorded run's
                 tokens.install(self.replayed.token)
             if self.recorder is not None:  # what the run asks of the cluster from here on, and the answers (run.recording)

@@ -26,6 +26,7 @@ import json
 import re
 import secrets
 from dataclasses import replace
+from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
 from ..core.clock import VirtualClock
@@ -286,6 +287,8 @@ class FakeCluster:
         md.setdefault("uid", f"uid-{next(self._uid)}")
         md.setdefault("labels", md.get("labels") or {})
         md.setdefault("creationTick", self.tick)
+        # the API server's stamp, in wall time as a real one's (what `kpr cleanup --older-than` reads)
+        md.setdefault("creationTimestamp", datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
         self._objects.setdefault(kind, {})[(md.get("namespace"), md["name"])] = obj
         return obj
 
