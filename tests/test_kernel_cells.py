@@ -148,7 +148,7 @@ def test_every_kernel_comes_from_debians_archive_verified_with_debians_keyring(t
 #: netns tests that test pytest-kpr, not the kernel: make test runs them on the host, the kernel cells do not
 #: test_bpf_lb_maps.py: an LPM trie, BPF_PROG_TEST_RUN and an LRU hash dumped by bpftool, alike on every kernel the project supports
 NOT_KERNEL_DEPENDENT = {"test_bpf_lb_maps.py", "test_ci_gate.py", "test_kernel_cells.py", "test_netns_outside_route.py",
-                        "test_netns_cleanup_routes.py",
+                        "test_netns_cleanup_routes.py", "test_netns_silent_apiserver.py",
                         "test_netns_topology.py", "test_runs_isolated.py"}
 
 

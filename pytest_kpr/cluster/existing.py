@@ -75,6 +75,9 @@ def api_refusal(kubeconfig: Path, context: str | None, e: ApiError) -> str:
     return f"the server of {where} is not a Kubernetes API: {what}; check the cluster's server URL"
 
 
+#: how long the preflight waits for the API server's first answer (GET /version: connect and read each), seconds
+PREFLIGHT_TIMEOUT = 15.0
+
 class ExistingProvider:
     name = "existing"
 
@@ -99,10 +102,11 @@ class ExistingProvider:
         if why:
             raise Unavailable(why)
         self.kube = self.kube_factory(self.kubeconfig, self.settings.context)
-        try:
-            self.kube.server_version()
+        try:  # one bounded question first: a server that accepts and never answers is one line within the bound
+            self.kube.server_version(timeout=PREFLIGHT_TIMEOUT)
         except InfraError as e:
-            raise Unavailable(f"the API server of {self.kubeconfig} does not answer: {e}") from None
+            raise Unavailable(f"the API server of {self.kubeconfig} does not answer GET /version (waited at most {PREFLIGHT_TIMEOUT:g} s): "
+                              f"{e}") from None
         except ApiError as e:
             raise Unavailable(api_refusal(self.kubeconfig, self.settings.context, e)) from None
 

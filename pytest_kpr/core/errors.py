@@ -81,7 +81,14 @@ class ApiError(KprError):
         super().__init__(f"API error {status} {reason}: {message}")
 
 
-class ForeignObject(KprError):
+class SetupRefused(KprError):
+    """The run cannot go on in this cluster as it was set up for it: a named namespace that does not exist, a pull Secret
+    that is not there, a permission the run's user lacks, an object that is not the run's (:class:`ForeignObject`). The
+    plugin stops the run at the first (exit 3, one line): a set-up problem, never a verdict on the datapath, so the gate
+    does not read it as a regression."""
+
+
+class ForeignObject(SetupRefused):
     """The run was about to create over, change or delete an object that is not its own (a user's, or another run's), or
     to route an address it did not allocate: refused, the object or route left as it is. The plugin ends the run with it
     (exit 3): a collision is a set-up problem, never a verdict on the datapath."""

@@ -37,10 +37,31 @@ def safe_name(text: str) -> str:
     return name if name.strip(".") else "-" * max(1, len(name))
 
 
+#: the runs' artifacts directories (``--kpr-artifacts``, or ``kpr-artifacts/<stamp>``): a file under one is checked from
+#: there down, whatever narrower root its writer names (a ``failures`` or ``setup-failure`` that is a symlink is refused)
+_ROOTS: list[Path] = []
+
+
+def register_root(artifacts: Path) -> None:
+    """Every evidence file under ``artifacts`` is checked for symlinks from ``artifacts`` down (the run calls it)."""
+    root = Path(artifacts).absolute()
+    if root not in _ROOTS:
+        _ROOTS.append(root)
+
+
+def _widest(path: Path, root: Path | None) -> tuple[Path, Path]:
+    """(path, root) made absolute, the root widened to the registered artifacts directory that holds the path."""
+    path = Path(path).absolute()  # (not normalised: a ".." in it is refused by _checked, never resolved away)
+    for r in _ROOTS:
+        if path.is_relative_to(r):
+            return path, r
+    return path, Path(root).absolute() if root is not None else path.parent
+
+
 def _checked(path: Path, root: Path | None) -> Path:
-    """``path`` under ``root`` (default: its own directory): no ``..`` below the root, and no symlink from the root down,
-    the directories made as needed."""
-    root = root if root is not None else path.parent
+    """``path`` under ``root`` (default: its own directory; widened to the run's artifacts directory that holds it): no
+    ``..`` below the root, and no symlink from the root down, the directories made as needed."""
+    path, root = _widest(path, root)
     try:
         rel = path.relative_to(root)
     except ValueError:
@@ -55,6 +76,15 @@ def _checked(path: Path, root: Path | None) -> Path:
             raise EvidencePathError(f"not writing {path}: {here} is a symlink (evidence never follows one)")
         here.mkdir(exist_ok=True)
     return path
+
+
+def writable_here(path: Path, root: Path | None = None) -> None:
+    """EvidencePathError when ``path`` could not be written as evidence (a symlink on its way from the root, a name that
+    leaves it); nothing is written, the directories are made."""
+    path, root = _widest(path, root)
+    _checked(path, root)
+    if path.is_symlink():
+        raise EvidencePathError(f"not writing {path}: it is a symlink (evidence never follows one)")
 
 
 def _write(path: Path, data: bytes, root: Path | None) -> Path:
@@ -133,6 +163,5 @@ def family_file(name: str, family: str) -> str:
 
 def write_sections(dest: Path, sections: dict[str, str]) -> None:
     """A failure's snapshot's text (:class:`pytest_kpr.observe.diagnose.FailureSnapshot`), one file per section under ``dest``."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for title, text in sections.items():
+    for title, text in sections.items():  # (put_text makes the directories, refusing a symlink on the way)
         put_text(dest / (safe_name(title) + ".txt"), text, root=dest)

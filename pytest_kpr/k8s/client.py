@@ -22,6 +22,9 @@ from .api import ExecResult, api_version_of
 
 # Status codes that mean "the API server or the network is in trouble": retryable, never a verdict.
 _TRANSIENT_HTTP = {429, 500, 502, 503, 504}
+#: every request's bound (connect, and each read), seconds: an API server that accepts a connection and never answers
+#: is an InfraError ("no answer within the timeout"), never a wait for ever; exec streams have their own (``timeout``)
+REQUEST_TIMEOUT = 30.0
 
 
 def transport_reason(e: BaseException) -> str:
@@ -95,7 +98,7 @@ def bound_exec_plugins() -> None:
 
 
 class RealKube:
-    def __init__(self, kubeconfig: Path | None, context: str | None = None):
+    def __init__(self, kubeconfig: Path | None, context: str | None = None, request_timeout: float = REQUEST_TIMEOUT):
         from kubernetes import config as kconfig
         from kubernetes.config.config_exception import ConfigException
 
@@ -109,6 +112,7 @@ class RealKube:
         except (ConfigException, OSError) as e:
             where = kubeconfig or "the default kubeconfig"
             raise Unavailable(f"cannot load {where}{f' context {context}' if context else ''}: {e}") from None
+        self._bound(request_timeout)
         self._dynamic: Any = None
         # The dynamic client caches discovery in a file, by default shared in /tmp across runs and
         # clusters (stale after a cluster is recreated with other CRD versions): keep ours private.
@@ -116,6 +120,16 @@ class RealKube:
         weakref.finalize(self, shutil.rmtree, self._cache_dir, True)
 
     # -- plumbing ---------------------------------------------------------------------------------
+
+    def _bound(self, seconds: float) -> None:
+        """Every request of this client (discovery, get, list, create, patch, delete, logs) without a timeout of its own
+        gets ``seconds`` for connecting and for each read (the generated client's default is none: wait for ever)."""
+        call_api = self.api_client.call_api
+
+        def bounded(*args: Any, _request_timeout: Any = None, **kwargs: Any) -> Any:
+            return call_api(*args, _request_timeout=_request_timeout if _request_timeout is not None else (seconds, seconds), **kwargs)
+
+        self.api_client.call_api = bounded  # type: ignore[method-assign]
 
     @property
     def dynamic(self) -> Any:

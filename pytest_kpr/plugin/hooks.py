@@ -14,7 +14,7 @@ import pytest
 
 from . import markers
 from ..evidence import results
-from ..core.errors import ForeignObject, MarkerError, NodeShellDisabled, SettingsError
+from ..core.errors import ApiError, MarkerError, NodeShellDisabled, SettingsError, SetupRefused
 from .keys import KNOWN_GAP, KPR_RUN_NAME, KPR_SESSION, REQUIREMENT, SUITE
 from .session import EXIT_PROVISIONING, PLUGIN_NAME, KprSession
 from ..run.settings import ProviderName, add_options, new_run_name, resolve
@@ -413,8 +413,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     s = kpr_session(item.config)
     prop = item.stash[SUITE].property if SUITE in item.stash else _module_stem(item)
     _require_outside_view(report, call, s)
-    if report.failed and call.excinfo is not None and call.excinfo.errisinstance(ForeignObject) and s.refused is None:
-        # an object of the suite's name that is not this run's: the run stops here (it was left alone), exit 3
+    if report.failed and call.excinfo is not None and s.refused is None and (
+            call.excinfo.errisinstance(SetupRefused) or (call.excinfo.errisinstance(ApiError) and call.excinfo.value.status == 403)):
+        # a set-up problem (an object of the suite's name that is not this run's, a namespace or pull Secret that is not
+        # there, a permission the run's user lacks): the run stops here, exit 3, never a run of failures the gate would read
         s.refused = str(call.excinfo.value)
         item.session.shouldstop = f"pytest-kpr: {s.refused}"
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
@@ -576,9 +578,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _refused(session: pytest.Session, s: KprSession) -> bool:
-    """A run that met an object of its own name that is not its own (run.ownership.ForeignObject) stopped there: one red
-    line, exit 3 (EXIT_PROVISIONING), whatever the tests before it found -- a set-up problem the gate must not read as a
-    regression."""
+    """A run that met a set-up problem (core.errors.SetupRefused: an object of its own name that is not its own, a missing
+    namespace or pull Secret, a permission its user lacks; or the API server's 403) stopped there: one red line, exit 3
+    (EXIT_PROVISIONING), whatever the tests before it found -- a set-up problem the gate must not read as a regression."""
     if s.refused is None or getattr(session.config, "workerinput", None) is not None:
         return False
     session.config.get_terminal_writer().line(f"pytest-kpr: stopped: {s.refused} (exit status {EXIT_PROVISIONING})", red=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..core.errors import ApiError, ForeignObject, InfraError, KprError
+from ..core.errors import ApiError, ForeignObject, InfraError, KprError, SetupRefused
 from ..core.wait import Timeouts, WaitTimeout, eventually
 from ..k8s.api import KubeAPI
 from .settings import Settings
@@ -80,7 +80,7 @@ class Ownership:
         if fixed is not None:
             if not self._fixed_checked:
                 if self.kube.get("Namespace", fixed) is None:
-                    raise KprError(f"--kpr-namespace {fixed}: no such namespace (a named namespace is used, never created: create it "
+                    raise SetupRefused(f"--kpr-namespace {fixed}: no such namespace (a named namespace is used, never created: create it "
                                    "with the Pod Security level the suites need, see docs/guides/existing-cluster.md)")
                 self._fixed_checked = True
                 if self.settings.image_pull_secret:
@@ -117,7 +117,7 @@ class Ownership:
         who = self.kube.create({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
         user = str((((who or {}).get("status") or {}).get("userInfo") or {}).get("username") or "")
         if not user:
-            raise KprError(f"namespace {namespace}: the run may not create pods there, and the API server did not say who it is "
+            raise SetupRefused(f"namespace {namespace}: the run may not create pods there, and the API server did not say who it is "
                            "(SelfSubjectReview)")
         roles = [WORKLOADS_ROLE, *([DISRUPTIVE_ROLE] if self.settings.allow_disruptive else [])]
         for role in roles:
@@ -129,13 +129,13 @@ class Ownership:
             except ApiError as e:
                 if e.status != 403:
                     raise
-                raise KprError(f"namespace {namespace}: {user} may not create pods there, nor bind {role} there (clusters/rbac.yaml: "
+                raise SetupRefused(f"namespace {namespace}: {user} may not create pods there, nor bind {role} there (clusters/rbac.yaml: "
                                "pytest-kpr-namespaces grants that bind; `kpr check-access` says what is missing)") from None
         try:  # RBAC reads bindings through a cache: a moment may pass before the server authorizes by the new one
             eventually(lambda: self._may_create_pods(namespace), until=bool, timeout=self.timeouts.API_CALL,
                        what=f"the RoleBinding of {WORKLOADS_ROLE} in {namespace} to take effect")
         except WaitTimeout:
-            raise KprError(f"namespace {namespace}: {user} may not create pods there even after binding {WORKLOADS_ROLE} "
+            raise SetupRefused(f"namespace {namespace}: {user} may not create pods there even after binding {WORKLOADS_ROLE} "
                            "(is clusters/rbac.yaml applied? `kpr check-access` says what is missing)") from None
 
     def _copy_pull_secret(self, namespace: str) -> None:
@@ -146,7 +146,7 @@ class Ownership:
             return  # already there (a fixed --kpr-namespace that holds it): never overwritten, never deleted
         secret = self.kube.get("Secret", src, src_ns)
         if secret is None:
-            raise KprError(f"--kpr-image-pull-secret: no Secret {src_ns}/{src}")
+            raise SetupRefused(f"--kpr-image-pull-secret: no Secret {src_ns}/{src}")
         self.kube.create({"apiVersion": "v1", "kind": "Secret", "type": secret.get("type", "kubernetes.io/dockerconfigjson"),
                                  "metadata": {"name": src, "namespace": namespace, "labels": {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: self.run_id}},
                                  "data": secret.get("data") or {}})

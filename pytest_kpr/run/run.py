@@ -119,6 +119,9 @@ class KprRun:
         if settings.provider is ProviderName.REPLAY and settings.replay is not None:
             settings = self._adopt_recording(settings)
         self.settings = settings
+        from ..evidence.store import register_root
+
+        register_root(settings.artifacts)  # every evidence file under it is checked for symlinks from there down
         self.timeouts = Timeouts().scaled(settings.timeout_scale)
         self.run_id = str(self.replayed.meta["run_id"]) if self.replayed is not None and self.replayed.meta.get("run_id") \
             else secrets.token_hex(4)
@@ -276,6 +279,7 @@ class KprRun:
         self.clock_kind = clock.current().kind
         self.record.begin("preflight")
         try:
+            self._refuse_an_unsafe_evidence_dir()
             provider.preflight()
         except Unavailable as e:
             self.record.end(str(e))
@@ -472,6 +476,16 @@ class KprRun:
 
         return self._evidence if self._evidence is not None and self._evidence.dir == d else Evidence(d)
 
+    def _refuse_an_unsafe_evidence_dir(self) -> None:
+        """Unavailable (one line, exit 4) when the evidence directory cannot be written safely: a symlink from the
+        artifacts directory down to it (evidence never follows one), before anything is asked of any cluster."""
+        from ..evidence.store import EvidencePathError, writable_here
+
+        try:
+            writable_here(self.evidence_dir / "cluster.json")
+        except EvidencePathError as e:
+            raise Unavailable(f"--kpr-artifacts: {e}") from None
+
     def _write_record(self) -> None:
         """cluster.json before the facts are known: the run record, the provider and the requested versions (kpr matrix
         shows such a column by what was asked for). Never raises: the record must not break the run it records."""
@@ -485,7 +499,7 @@ class KprRun:
             self._sink(d).write("cluster.json", {"provider": getattr(self.provider, "name", str(s.provider)),
                                                  "cilium_version": s.cilium_version, "profile": s.profile, "nodes": [],
                                                  **self.record.to_json()})
-        except OSError as e:
+        except (OSError, KprError) as e:  # (an EvidencePathError: refused at preflight, said there)
             self.progress(f"could not write cluster.json: {e}")
         return None
 

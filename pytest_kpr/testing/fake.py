@@ -695,7 +695,8 @@ class FakeCluster:
 
     # -- KubeAPI --------------------------------------------------------------------------------------
 
-    def server_version(self) -> str:
+    def server_version(self, timeout: float | None = None) -> str:
+        """``timeout``: as the real client's (it answers at once)."""
         self._advance("version")
         self.rbac.check(Request("get", url="/version"))
         return self.cfg.kubernetes_version

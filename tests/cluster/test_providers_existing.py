@@ -48,7 +48,7 @@ def test_unreachable_api_server_is_one_clear_line(pytester: pytest.Pytester) -> 
     pytester.makepyfile(SUITE)
     result = pytester.runpytest("-m", "kpr", "--kpr-provider=existing", f"--kpr-kubeconfig={cfg}")
     assert result.ret == 4
-    result.stdout.fnmatch_lines(["[[]kpr[]]   - the API server of * does not answer: API server https://127.0.0.1:1 unreachable*"])
+    result.stdout.fnmatch_lines(["[[]kpr[]]   - the API server of * does not answer GET /version (waited at most 15 s): API server https://127.0.0.1:1 unreachable*"])
     assert "Traceback" not in result.stdout.str()
 
 
@@ -204,7 +204,7 @@ def test_a_crash_in_the_plugin_is_exit_70_never_a_setup_failure(pytester: pytest
     cfg.write_text(KUBECONFIG)
     pytester.makeconftest("""
 class Broken:
-    def server_version(self):
+    def server_version(self, timeout=None):
         raise RuntimeError("a bug in the client wrapper")
 
 def pytest_kpr_kube_client(config, kubeconfig, context):

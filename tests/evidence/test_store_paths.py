@@ -59,3 +59,30 @@ def test_a_failure_bundle_names_a_pods_log_by_one_file_name(tmp_path: Path) -> N
     _write(dest, "agent-status-../x.txt", "y", files)
     assert [p.parent for p in files] == [dest, dest] and not (tmp_path / "pwned.txt").exists()
     assert sorted(p.name for p in dest.iterdir()) == ["agent-status-..-x.txt", "log-..-..-..-..-pwned.txt"]
+
+
+@pytest.mark.parametrize(("link", "fault", "rc", "words"), [
+    ("fake", None, 4, "--kpr-artifacts: not writing */art/fake/cluster.json: */art/fake is a symlink (evidence never follows one)"),
+    ("fake/failures", "nodeport_wrong_port", 1, "could not collect the failure bundle: not writing */art/fake/failures/* is a symlink*"),
+    ("fake/setup-failure", "helm_install_fails", 3, "*could not collect the diagnostics of the failed install: *setup-failure is a symlink*"),
+])
+def test_a_symlink_in_the_artifacts_directory_leaves_nothing_outside_it(pytester: pytest.Pytester, link: str, fault: str | None,
+                                                                          rc: int, words: str) -> None:
+    """A symlink planted where the run writes (the cluster's evidence directory, the failure bundles', setup-failure/)
+    is never followed: nothing lands where it points, and the run says so in a line (its verdicts stand: a real failure
+    is still a failure; an evidence directory that cannot be written at all is exit 4 before any cluster is asked)."""
+    import shutil
+
+    repo = Path(__file__).resolve().parents[2]
+    shutil.copy(repo / "suites" / "test_nodeport.py", pytester.path / "test_nodeport.py")
+    outside = pytester.path / "outside"
+    outside.mkdir()
+    target = pytester.path / "art" / link
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.symlink_to(outside)
+    result = pytester.runpytest("test_nodeport.py", "-m", "kpr", "--kpr-provider=fake", "--kpr-artifacts=art", "-p", "no:cacheprovider",
+                                *([f"--kpr-fake-faults={fault}"] if fault else []))
+    assert result.ret == rc, result.stdout.str()[-2000:]
+    result.stdout.fnmatch_lines([f"*{words}"])
+    assert "INTERNALERROR" not in result.stdout.str()
+    assert list(outside.iterdir()) == []
