@@ -272,13 +272,13 @@ class KprRun:
         if self._started:
             return
         self._started = True
-        provider = self._make_provider()
-        self.provider = provider
-        # the fake cluster's time is virtual: the run's waits share it (a real cluster keeps the real clock)
-        clock.install(getattr(provider, "clock", None) or clock.REAL)
-        self.clock_kind = clock.current().kind
         self.record.begin("preflight")
         try:
+            provider = self._make_provider()  # (--kpr-replay naming no readable recording: Unavailable, one line)
+            self.provider = provider
+            # the fake cluster's time is virtual: the run's waits share it (a real cluster keeps the real clock)
+            clock.install(getattr(provider, "clock", None) or clock.REAL)
+            self.clock_kind = clock.current().kind
             self._refuse_an_unsafe_evidence_dir()
             provider.preflight()
         except Unavailable as e:

@@ -1,4 +1,4 @@
-"""What ``--kpr-replay`` refuses to read, each in one line (Unavailable: exit 3 from the plugin), never a hang, a
+"""What ``--kpr-replay`` refuses to read, each in one line (Unavailable: exit 4 from the plugin, with the other inputs its preflight refuses), never a hang, a
 traceback or memory filled: a FIFO, a gzip bomb, a truncated or foreign file, lines that are not entries."""
 
 from __future__ import annotations
@@ -61,3 +61,21 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(fifo)  # nobody writes to it: reading it would wait for ever
     with pytest.raises(Unavailable, match=r"is not a readable recording: not a regular file$"):
         replay.load(tmp_path)
+
+
+@pytest.mark.parametrize("what", ["not-gzip", "fifo", "missing"])
+def test_the_plugin_says_a_bad_replay_input_in_one_line_and_exits_4(pytester: pytest.Pytester, what: str) -> None:
+    """Through the plugin (``pytest --kpr-provider=replay --kpr-replay=X``): one problem line, exit 4, no INTERNALERROR and
+    no wait on a FIFO (before, a recording that could not be read was a traceback from the provider's construction)."""
+    import shutil
+
+    shutil.copy(Path(__file__).resolve().parents[2] / "suites" / "test_nodeport.py", pytester.path / "test_nodeport.py")
+    target = pytester.path / "recording.jsonl.gz"
+    if what == "not-gzip":
+        target.write_bytes(b"not gzip")
+    elif what == "fifo":
+        os.mkfifo(target)
+    result = pytester.runpytest("test_nodeport.py", "-m", "kpr", "--kpr-provider=replay", f"--kpr-replay={target}", "-p", "no:cacheprovider")
+    out = result.stdout.str()
+    assert result.ret == 4 and "INTERNALERROR" not in out, out[-2000:]
+    assert len([ln for ln in out.splitlines() if ln.startswith("[kpr]   - --kpr-replay: ")]) == 1, out[-2000:]
