@@ -28,7 +28,7 @@ from pytest_kpr.suite import (ClusterHandle, Evidence, family_file, holds, KprSe
 from pytest_kpr.judge.north_south import etp_local_problems, health_problems, served_problems
 from pytest_kpr.model.north_south import NorthSouthObservation, OutsideHttp
 from pytest_kpr.rules.datapath import local_endpoint_count
-from pytest_kpr.scenarios.vips import Blocks, Vips, request
+from pytest_kpr.scenarios.vips import Vips, request, suite_blocks
 
 pytestmark = [
     pytest.mark.kpr(property="north-south", evidence="north-south.json", plane="per-packet",
@@ -37,14 +37,16 @@ pytestmark = [
     pytest.mark.kpr_requires("nodeport"),
 ]
 #: the suite's addresses: its pool's blocks and the externalIPs address, per family (benchmarking ranges: scenarios.vips)
-BLOCKS = Blocks(("198.18.21.10", "198.18.21.19"), ("2001:2::15:10", "2001:2::15:19"), "198.18.21.30", "2001:2::15:30")
+#: this suite's addresses: the first of --kpr-outside-vip-base's blocks (scenarios.vips.suite_blocks)
+BLOCK_INDEX = 0
 TIMEOUT = 3.0
 
 
 @pytest.fixture(scope="module")
 def ns_workloads(lab: Lab, kpr_session: KprSession) -> Vips:
     """The pool, the backends and the three Services, created once for every family."""
-    vips = Vips(lab, {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id}, kpr_session.track_cluster_object, BLOCKS,
+    vips = Vips(lab, {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id}, kpr_session.track_cluster_object,
+                suite_blocks(kpr_session.settings.outside_vip_base, BLOCK_INDEX),
                 f"kpr-ns-{kpr_session.run_id}")
     vips.create_pool()
     lab.create_deployment("ns-web", 2)
@@ -52,7 +54,7 @@ def ns_workloads(lab: Lab, kpr_session: KprSession) -> Vips:
     lab.create_service("ns-lb", {"app": "ns-web"}, "LoadBalancer")
     lab.create_service("ns-local", {"app": "ns-local-backend"}, "LoadBalancer",
                        tweak=lambda svc: svc["spec"].update(externalTrafficPolicy="Local"))
-    eips = [BLOCKS.spare(f) for f in lab.ip_families]
+    eips = [vips.blocks.spare(f) for f in lab.ip_families]
     lab.create_service("ns-eip", {"app": "ns-web"}, tweak=lambda svc: svc["spec"].update(externalIPs=eips))
     lab.wait_ready_endpoints("ns-lb", 2)
     lab.wait_ready_endpoints("ns-local", 1)
@@ -64,7 +66,7 @@ def seen(ns_workloads: Vips, family_lab: Lab, evidence: Evidence, kpr_property: 
          kpr_cluster: ClusterHandle) -> NorthSouthObservation:
     lab, vips = family_lab, ns_workloads
     nodes = [n.name for n in lab.facts.nodes]
-    vip, local_vip, eip = vips.vip(lab, "ns-lb"), vips.vip(lab, "ns-local"), BLOCKS.spare(kpr_family)
+    vip, local_vip, eip = vips.vip(lab, "ns-lb"), vips.vip(lab, "ns-local"), vips.blocks.spare(kpr_family)
     for i, node in enumerate(nodes):  # this family's frontends, on every node the requests go through
         for ip in (vip, local_vip, eip):
             lab.wait_programmed(node, L3n4(ip, 80, "TCP"), f"the agent on {node} to program {ip}:80", first_look=i == 0 and ip == vip)

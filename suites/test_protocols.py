@@ -21,14 +21,15 @@ from pytest_kpr.suite import ClusterHandle, Evidence, family_file, holds, hp, Kp
     RUN_LABEL
 from pytest_kpr.judge.protocols import ProtocolsObservation, both_protocols_problems, wildcard_drop_problems
 from pytest_kpr.rules.datapath import DEFAULT_LB_IPAM_FILE, WILDCARD_ENTRIES_FILE, wildcard_entry
-from pytest_kpr.scenarios.vips import Blocks, Vips, drops_during, request
+from pytest_kpr.scenarios.vips import Vips, drops_during, request, suite_blocks
 
 pytestmark = [
     pytest.mark.kpr(property="protocols on a port", evidence="protocols.json", plane=["socket", "per-packet"],
                     sources=["SRC_MULTI_PROTOCOL", "SRC_WILDCARD", "SRC_WILDCARD_DROP", "SRC_VIA_NODE"]),
     pytest.mark.kpr_requires("socket-lb-pods", "nodeport"),
 ]
-BLOCKS = Blocks(("198.18.23.10", "198.18.23.19"), ("2001:2::17:10", "2001:2::17:19"), "198.18.23.30", "2001:2::17:30")
+#: this suite's addresses: the third of --kpr-outside-vip-base's blocks (scenarios.vips.suite_blocks)
+BLOCK_INDEX = 2
 PORT, UNKNOWN_PORT, TIMEOUT = 7000, 7001, 3.0
 
 
@@ -48,7 +49,8 @@ def _both_ports(svc: dict[str, Any]) -> None:
 @pytest.fixture(scope="module")
 def mp_workloads(lab: Lab, probe: Lab, kpr_session: KprSession) -> Iterator[Vips]:
     """The pool, the echo pods and mp-dual, created once for every family."""
-    vips = Vips(lab, {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id}, kpr_session.track_cluster_object, BLOCKS,
+    vips = Vips(lab, {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id}, kpr_session.track_cluster_object,
+                suite_blocks(kpr_session.settings.outside_vip_base, BLOCK_INDEX),
                 f"kpr-mp-{kpr_session.run_id}")
     vips.create_pool()
     lab.create(_echo_pods(lab))

@@ -31,7 +31,7 @@ from pytest_kpr.suite import (ClusterFacts, ClusterHandle, Evidence, family_file
 from pytest_kpr.judge.source_ranges import drop_reason_problems, inside_problems, range_problems
 from pytest_kpr.model.source_ranges import RangeCase, SourceRangesObservation
 from pytest_kpr.rules.datapath import SOURCE_RANGE_ALL_TYPES_FILE, SRC_RANGES_POLICY, source_ranges_checked
-from pytest_kpr.scenarios.vips import Blocks, Vips, drops_during, request
+from pytest_kpr.scenarios.vips import Vips, drops_during, request, suite_blocks
 
 pytestmark = [
     pytest.mark.kpr(property="source ranges", evidence="source-ranges.json", plane=["per-packet", "socket"],
@@ -39,7 +39,8 @@ pytestmark = [
                              "SRC_SOURCE_RANGES_TYPES", "SRC_VIA_NODE"]),
     pytest.mark.kpr_requires("nodeport"),
 ]
-BLOCKS = Blocks(("198.18.22.10", "198.18.22.19"), ("2001:2::16:10", "2001:2::16:19"), "198.18.22.30", "2001:2::16:30")
+#: this suite's addresses: the second of --kpr-outside-vip-base's blocks (scenarios.vips.suite_blocks)
+BLOCK_INDEX = 1
 #: ranges the runner is never in (the documentation blocks)
 ELSEWHERE = ("192.0.2.0/24", "2001:db8::/64")
 #: Service -> (its ranges hold the runner, deny list)
@@ -64,14 +65,15 @@ def runner(lab: Lab, kpr_cluster: ClusterHandle) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def sr_workloads(lab: Lab, probe: Lab, kpr_session: KprSession, runner: dict[str, str]) -> Iterator[Vips]:
     """The pool, the backends and the four Services (ranges with the runner's addresses), created once for every family."""
-    vips = Vips(lab, {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id}, kpr_session.track_cluster_object, BLOCKS,
+    vips = Vips(lab, {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id}, kpr_session.track_cluster_object,
+                suite_blocks(kpr_session.settings.outside_vip_base, BLOCK_INDEX),
                 f"kpr-sr-{kpr_session.run_id}")
     vips.create_pool()
     lab.create_deployment("sr-web", 2)
     mine = [f"{a}/{128 if ':' in a else 32}" for a in runner.values()] or ["192.0.2.1/32"]
     # the ranges on the Service's other frontends: sr-allow-out also answers on an externalIPs address of each family (outside
     # the pool) and, like every LoadBalancer Service, on its NodePort (SRC_SOURCE_RANGES_TYPES)
-    spares = [BLOCKS.spare(f) for f in lab.ip_families if f in ("IPv4", "IPv6")]
+    spares = [vips.blocks.spare(f) for f in lab.ip_families if f in ("IPv4", "IPv6")]
     for name, (holds_runner, deny) in CASES.items():
         ranges = mine if holds_runner else list(ELSEWHERE)
 
@@ -100,7 +102,7 @@ def seen(sr_workloads: Vips, family_lab: Lab, evidence: Evidence, kpr_property: 
     no_view = None if outside is not None and client else f"the runner has no route to {node} over {kpr_family}"
     cases: list[RangeCase] = []
     other = lab.kube.get("Service", OTHER_FRONTENDS, lab.ns) or {}
-    eip = BLOCKS.spare(kpr_family)
+    eip = sr_workloads.blocks.spare(kpr_family)
     node_port = int(other["spec"]["ports"][0]["nodePort"])
     all_types = lab.agent(node).config_file(SOURCE_RANGE_ALL_TYPES_FILE) == "true"
     if no_view is None:

@@ -849,3 +849,13 @@ def test_each_evidence_file_is_written_once(pytester: pytest.Pytester, monkeypat
     again = {f: n for f, n in writes.items() if n > 1 and f != "fake/cluster.json"}
     assert again == {}, f"evidence files written more than once: {again}"
     assert writes["fake/results.json"] == 1 and writes["fake/cluster.json"] >= 5, writes  # one write per phase, at least
+
+
+def test_the_outside_suites_take_their_vips_from_the_moved_base(pytester: pytest.Pytester) -> None:
+    """--kpr-outside-vip-base moves the three outside suites' pools: each VIP they route and judge is from its block of
+    the new base (and the fake's LB-IPAM hands out nothing from the default ones)."""
+    result = run_suites(pytester, "", "north_south", "source_ranges", "protocols", args=("--kpr-outside-vip-base=10.99.0.0,fd00:99::",))
+    out = result.stdout.str()
+    assert result.ret == 0, out[-3000:]
+    assert "VIP 10.99.0.10 served" in out and "10.99.2.10:7001" in out, out[-3000:]
+    assert "198.18.2" not in out

@@ -51,7 +51,7 @@ class Ownership:
         s = self.settings
         self.run_objects = RunObjectsKube(kube, self.owns_namespace, {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: self.run_id},
                                           s.image_pull_secret.split("/", 1)[1] if s.image_pull_secret else None,
-                                          s.pod_tolerations or (), s.pod_node_selector or ())
+                                          s.pod_tolerations or (), s.pod_node_selector or (), shared=self.fixed_namespace)
         self.kube = self.run_objects
         return self.run_objects  # type: ignore[return-value]
 
@@ -280,9 +280,12 @@ class RunObjectsKube:
                      "Job": ("spec", "template", "spec")}
 
     def __init__(self, inner: Any, ours: Callable[[str], bool], labels: dict[str, str], secret: str | None = None,
-                 tolerations: tuple[tuple[str, str, str], ...] = (), node_selector: tuple[tuple[str, str], ...] = ()):
+                 tolerations: tuple[tuple[str, str, str], ...] = (), node_selector: tuple[tuple[str, str], ...] = (),
+                 shared: str | None = None):
+        """``shared``: a named --kpr-namespace, which the run shares with whatever the user keeps there."""
         self._inner = inner
         self._ours = ours
+        self._shared = shared
         self._labels = labels
         self._secret = secret
         self._tolerations = [{"key": k, "operator": "Equal", "value": v, "effect": e} if v else {"key": k, "operator": "Exists", "effect": e}
@@ -339,6 +342,10 @@ class RunObjectsKube:
         meta.setdefault("labels", {}).update(self._labels)
         if not ns or not self._ours(ns):
             return self._create(obj, ns)
+        if ns == self._shared and obj.get("kind") == "Service" and (obj.get("spec") or {}).get("selector"):
+            # in a namespace it shares, a Service of the run selects the run's pods only (every pod it makes carries its
+            # labels), never a user's that happens to carry the same app label
+            obj["spec"]["selector"][RUN_LABEL] = self._labels[RUN_LABEL]
         path = self.POD_TEMPLATES.get(obj.get("kind", ""))
         if path and len(path) > 1:  # the pods a controller makes carry the run's labels too (a selector is a subset: unchanged)
             obj.setdefault("spec", {}).setdefault("template", {}).setdefault("metadata", {}).setdefault("labels", {}).update(self._labels)

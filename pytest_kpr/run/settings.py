@@ -318,6 +318,28 @@ def _image(text: str) -> str:
     return t
 
 
+def _vip_base(text: str) -> str:
+    """``IPV4,IPV6``: where the outside suites' LB-IPAM blocks start (pytest_kpr.scenarios.vips.suite_blocks: suite k takes
+    base + k*256 + 10..19 and + 30 for IPv4, base + k*0x10000 + 0x10..0x19 and + 0x30 for IPv6)."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        v4, v6 = (ipaddress.ip_address(p) for p in parts) if len(parts) == 2 else (None, None)
+    except ValueError:
+        v4 = v6 = None
+    if v4 is None or v6 is None or v4.version != 4 or v6.version != 6:
+        raise SettingsError(f"{text!r} is not IPV4,IPV6 (two addresses, IPv4 first), e.g. 198.18.21.0,2001:2::15:0")
+    for a, last in ((v4, int(v4) + 2 * 256 + 30), (v6, int(v6) + 2 * 0x10000 + 0x30)):
+        try:
+            top = ipaddress.ip_address(last) if a.version == 6 else ipaddress.IPv4Address(last)
+        except ValueError:
+            raise SettingsError(f"{text!r}: {a} leaves no room for the three suites' blocks after it") from None
+        for end in (a, top):
+            why = _special(end)
+            if why:
+                raise SettingsError(f"{text!r}: the blocks from {a} reach {end}, which is {why}; LB-IPAM cannot give it to a Service")
+    return f"{v4},{v6}"
+
+
 def _ip_range(text: str) -> str:
     """``START-STOP``, two addresses of one family, START not after STOP (a CiliumLoadBalancerIPPool block)."""
     start, sep, stop = text.strip().partition("-")
@@ -411,6 +433,10 @@ OPTIONS: tuple[Option, ...] = (
            f"or {SHARED_VIP6} when the run tests no IPv4", "198.18.10.80", metavar="IP"),
     Option("lbipam_block", _ip_range, "start-stop of the CiliumLoadBalancerIPPool the shared-VIP suite creates. Default: 198.18.20.10-198.18.20.20, "
            f"or {LBIPAM_BLOCK6} when the run tests no IPv4", "198.18.20.10-198.18.20.20", metavar="RANGE"),
+    Option("outside_vip_base", _vip_base, "IPV4,IPV6 where the LB-IPAM pools of the north-south, source-range and protocol suites "
+           "start (suite k of the three: base + k*256, its block .10-.19 and its spare .30; for IPv6 base + k*0x10000, ::10-::19 "
+           "and ::30). Default: 198.18.21.0,2001:2::15:0 (198.18.21-23.x, 2001:2::15-17:x: benchmarking ranges no cluster routes)",
+           "198.18.21.0,2001:2::15:0", metavar="IPV4,IPV6"),
     Option("settle", _positive_float, "Seconds the shared-VIP suite keeps watching after Cilium's load-balancer reflector has provably processed the owner's deletion (10 of its 500 ms batching windows). Default: 5", "5", metavar="SECONDS"),
     Option("profile", _nonempty, "Cluster profile: a Helm values overlay under clusters/profiles/ (default, hostns-only, drop, maglev, dsr, "
            "small-maps, dual-stack, ipv6), recorded in cluster.json. The suites read what the agent reports, never the profile's name. Default: default",
@@ -492,6 +518,7 @@ class Settings:
     nodeport: int = 30780
     shared_vip: str = "198.18.10.80"
     lbipam_block: str = "198.18.20.10-198.18.20.20"
+    outside_vip_base: str = "198.18.21.0,2001:2::15:0"
     seed: int | None = None
     profile: str = "default"
     #: the families the family-dependent suites run for (--kpr-ip-families; by default the profile's)

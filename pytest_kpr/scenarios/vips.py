@@ -46,6 +46,16 @@ class Blocks:
         return self.spare6 if family == "IPv6" else self.spare4
 
 
+def suite_blocks(base: str, k: int) -> Blocks:
+    """The addresses of outside suite ``k`` (0 north-south, 1 source ranges, 2 protocols) from --kpr-outside-vip-base
+    ``IPV4,IPV6``: IPv4 base + k*256 + 10..19 and + 30, IPv6 base + k*0x10000 + 0x10..0x19 and + 0x30."""
+    from ipaddress import ip_address
+
+    b4, b6 = (ip_address(x.strip()) for x in base.split(","))
+    four, six = b4 + k * 256, b6 + k * 0x10000
+    return Blocks((str(four + 10), str(four + 19)), (str(six + 0x10), str(six + 0x19)), str(four + 30), str(six + 0x30))
+
+
 class Vips:
     def __init__(self, lab: Lab, labels: dict[str, str], track: Callable[[dict[str, Any]], None], blocks: Blocks, name: str):
         """``labels``: the run's (its pool carries them and selects its Services by them); ``track``: deletes the pool at

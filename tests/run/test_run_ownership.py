@@ -175,3 +175,31 @@ def test_the_runs_own_objects_pass_the_gate_and_an_absent_one_is_the_apis_answer
     kube.create({"kind": "ClusterRoleBinding", "metadata": {"name": "cluster-admin"}})
     with pytest.raises(ForeignObject, match=r"^not deleting ClusterRoleBinding cluster-admin: it is not this run's \(not made by pytest-kpr"):
         own.kube.delete("ClusterRoleBinding", "cluster-admin")
+
+
+def test_in_a_shared_namespace_the_runs_service_selects_only_the_runs_pods() -> None:
+    """A user's pod in the named --kpr-namespace carrying the suites' app label is never a backend of the run's Service
+    (the selector gets the run's label; every pod the run makes carries it); in the run's own namespaces selectors are
+    left as written."""
+    from pytest_kpr.testing import FakeCluster, FakeConfig
+
+    fake = FakeCluster(FakeConfig(pod_ready_ticks=1))
+    fake.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
+    own = Ownership(Settings(namespace="team-a"), "r1", Timeouts(), lambda line: None)
+    own.bind(fake)  # type: ignore[arg-type]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "", "namespace": "team-a", "labels": {"app": "web"}},
+           "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 8080}]}]}}
+    fake.create({**pod, "metadata": {**pod["metadata"], "name": "users-web"}})  # the user's, not through the run
+    own.kube.create({**pod, "metadata": {**pod["metadata"], "name": "runs-web", "labels": {"app": "web"}}})
+    svc = own.kube.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "team-a"},
+                           "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}})
+    assert svc["spec"]["selector"] == {"app": "web", RUN_LABEL: "r1"}
+    for _ in range(3):
+        fake.list("Pod", "team-a")  # the fake's pods become ready as its clock ticks
+    backends = {ep["targetRef"]["name"] for s in fake.list("EndpointSlice", "team-a") for ep in s.get("endpoints") or []}
+    assert backends == {"runs-web"}
+    own2, _, _ = ownership()
+    ns = own2.create_namespace("suite-x")
+    made = own2.kube.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": ns},
+                             "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+    assert made["spec"]["selector"] == {"app": "web"}

@@ -165,3 +165,29 @@ def test_an_unknown_family_is_refused_naming_the_choices(text: str) -> None:
 
     with pytest.raises(SettingsError, match="--kpr-ip-families.*name IPv4, IPv6 or IPv4,IPv6"):
         resolve({"kpr_ip_families": text}, lambda key: None, REPO)
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    (None, "198.18.21.0,2001:2::15:0"),
+    ("10.99.0.0, fd00:99::", "10.99.0.0,fd00:99::"),
+    ("10.99.0.0", "not IPV4,IPV6"),
+    ("2001:2::15:0,198.18.21.0", "not IPV4,IPV6"),
+    ("198.18.21.0,nope", "not IPV4,IPV6"),
+    ("255.255.255.0,2001:2::15:0", "leaves no room"),
+    ("224.0.0.0,2001:2::15:0", "which is"),
+])
+def test_the_outside_vip_base_is_two_addresses_with_room_for_three_blocks(text: str | None, want: str) -> None:
+    """--kpr-outside-vip-base moves the north-south, source-range and protocol suites' pools together
+    (scenarios.vips.suite_blocks); a value that is not IPV4,IPV6 or whose blocks would run out of the family or into an
+    address LB-IPAM cannot hand out is refused in one line."""
+    from pytest_kpr.scenarios.vips import suite_blocks
+
+    cli = {"outside_vip_base": text} if text is not None else {}
+    if "," in want and "not" not in want:
+        s = _resolve(cli)
+        assert s.outside_vip_base == want
+        assert [suite_blocks(want, k).block("IPv4")[0] for k in range(3)] == (
+            ["198.18.21.10", "198.18.22.10", "198.18.23.10"] if text is None else ["10.99.0.10", "10.99.1.10", "10.99.2.10"])
+    else:
+        with pytest.raises(SettingsError, match=f"--kpr-outside-vip-base.*{want}"):
+            _resolve(cli)
