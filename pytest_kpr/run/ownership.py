@@ -193,7 +193,8 @@ class Ownership:
             if self._start_deleting(kube, [namespace]):
                 self.ending.append(namespace)
         elif self.fixed_namespace is not None and self.run_objects is not None:
-            self._delete_run_objects(self._raw, [m for m in made if m[2] == self.fixed_namespace])
+            objs = self.run_objects
+            self._delete_run_objects(self._raw, [(k, objs.real_name(k, n, ns), ns) for k, n, ns in made if ns == self.fixed_namespace])
 
     def _delete_run_objects(self, kube: KubeAPI, objects: list[tuple[str, str, str]] | None = None) -> None:
         """--kpr-namespace=NAME: the namespace is not ours; the objects this run created in it are (or ``objects`` of
@@ -291,11 +292,59 @@ class RunObjectsKube:
         self._tolerations = [{"key": k, "operator": "Equal", "value": v, "effect": e} if v else {"key": k, "operator": "Exists", "effect": e}
                              for k, v, e in tolerations]
         self._node_selector = dict(node_selector)
+        #: the names the suites gave the pods the run made in the shared namespace (their real names carry the run id)
+        self._pods: set[str] = set()
         #: (kind, name, namespace) of each object created in the run's namespaces, in order
         self.created: list[tuple[str, str, str]] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+    # -- in a namespace the run shares, the pods it names carry its run id: `term-a` is `term-a-<run>` there -----------
+    # (the suites keep asking for `term-a`: the name is mapped on the way in and back on the way out, so a user's pod of
+    # that name is never touched, and never even collides; objects a suite names that other components name too --
+    # Services, whose names the agents report -- keep their names, and a collision is refused: ForeignObject)
+
+    def _pod(self, name: str, namespace: str | None) -> str:
+        """The real name of a pod the run named ``name`` in the shared namespace; ``name`` otherwise."""
+        return f"{name}-{self._labels[RUN_LABEL]}" if self._shared and namespace == self._shared and name in self._pods else name
+
+    def _shown(self, obj: Any) -> Any:
+        """An answer with the run's pod names in the shared namespace as the suites wrote them."""
+        if not self._pods or not isinstance(obj, dict):
+            return obj
+        suffix = f"-{self._labels[RUN_LABEL]}"
+
+        def back(name: Any) -> Any:
+            return name[: -len(suffix)] if isinstance(name, str) and name.endswith(suffix) and name[: -len(suffix)] in self._pods else name
+
+        md = obj.get("metadata") or {}
+        if md.get("namespace") == self._shared and obj.get("kind") in ("Pod", "CiliumEndpoint") and "name" in md:
+            obj = {**obj, "metadata": {**md, "name": back(md["name"])}}
+        if obj.get("kind") == "EndpointSlice" and md.get("namespace") == self._shared:
+            obj = {**obj, "endpoints": [{**ep, "targetRef": {**ep["targetRef"], "name": back(ep["targetRef"].get("name"))}}
+                                        if isinstance(ep.get("targetRef"), dict) else ep for ep in obj.get("endpoints") or []]}
+        return obj
+
+    def real_name(self, kind: str, name: str, namespace: str | None) -> str:
+        """The name the API knows an object by that the suites call ``name`` (a pod's CiliumEndpoint is named as the pod)."""
+        return self._pod(name, namespace) if kind in ("Pod", "CiliumEndpoint") else name
+
+    # (each call is passed on as it was made, arguments and all: a recording holds the calls as the suites make them)
+
+    def get(self, kind: str, name: str, *args: Any, **kwargs: Any) -> Any:
+        namespace = args[0] if args else kwargs.get("namespace")
+        return self._shown(self._inner.get(kind, self.real_name(kind, name, namespace), *args, **kwargs))
+
+    def list(self, kind: str, *args: Any, **kwargs: Any) -> Any:
+        items = self._inner.list(kind, *args, **kwargs)
+        return [self._shown(o) for o in items] if self._pods else items
+
+    def exec(self, namespace: str, pod: str, argv: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._inner.exec(namespace, self._pod(pod, namespace), argv, *args, **kwargs)
+
+    def logs(self, namespace: str, pod: str, *args: Any, **kwargs: Any) -> Any:
+        return self._inner.logs(namespace, self._pod(pod, namespace), *args, **kwargs)
 
     @property
     def inner(self) -> Any:
@@ -319,6 +368,7 @@ class RunObjectsKube:
     def delete(self, kind: str, name: str, namespace: str | None = None, grace_period_seconds: int | None = None) -> None:
         """Deletes only an object that carries this run's label (checked on the live object first); another's is a
         ForeignObject, and stays. An absent one is the API's answer, as before."""
+        name = self.real_name(kind, name, namespace)
         cur = self._foreign(kind, name, namespace)
         if cur is not None:
             raise self._refuse("deleting", kind, name, namespace, cur)
@@ -328,10 +378,11 @@ class RunObjectsKube:
 
     def patch(self, kind: str, name: str, namespace: str | None, patch: dict[str, Any]) -> Any:
         """Patches only an object that carries this run's label, as :meth:`delete`."""
+        name = self.real_name(kind, name, namespace)
         cur = self._foreign(kind, name, namespace)
         if cur is not None:
             raise self._refuse("changing", kind, name, namespace, cur)
-        return self._inner.patch(kind, name, namespace, patch)
+        return self._shown(self._inner.patch(kind, name, namespace, patch))
 
     def create(self, obj: dict[str, Any]) -> Any:
         """Every object the run creates carries its labels (so that the gate lets the run change and delete it); in the
@@ -342,6 +393,10 @@ class RunObjectsKube:
         meta.setdefault("labels", {}).update(self._labels)
         if not ns or not self._ours(ns):
             return self._create(obj, ns)
+        if ns == self._shared and obj.get("kind") == "Pod" and meta.get("name"):
+            self._pods.add(str(meta["name"]))
+            obj = {**obj, "metadata": {**meta, "name": self._pod(str(meta["name"]), ns)}}
+            meta = obj["metadata"]
         if ns == self._shared and obj.get("kind") == "Service" and (obj.get("spec") or {}).get("selector"):
             # in a namespace it shares, a Service of the run selects the run's pods only (every pod it makes carries its
             # labels), never a user's that happens to carry the same app label
@@ -366,7 +421,7 @@ class RunObjectsKube:
                 spec.setdefault("nodeSelector", {}).update(self._node_selector)
         out = self._create(obj, ns)
         self.created.append((str(obj.get("kind")), str(meta.get("name")), ns))
-        return out
+        return self._shown(out)
 
     def _create(self, obj: dict[str, Any], ns: str) -> Any:
         try:

@@ -472,28 +472,48 @@ def test_the_fake_provider_answers_the_provider_hook_after_a_conftests_own(pytes
 
 FOREIGN_CONFTEST = NS_CONFTEST.replace('PROVIDER = FakeProvider(FAKE)', '''FAKE.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "term-a", "namespace": "team-a", "labels": {"app": "users"}},
              "spec": {"containers": [{"name": "c", "image": "users:1"}]}})
-PROVIDER = FakeProvider(FAKE)''').replace('"team_a": sorted(', '"term_a": (FAKE.get("Pod", "term-a", "team-a") or {}).get("spec"),\n        "team_a": sorted(')
+FAKE.create({"apiVersion": "v1", "kind": "KIND", "metadata": {"name": "NAME", "namespace": "team-a", "labels": {"app": "users"}},
+             "spec": {"ports": [{"port": 80}]}} if "KIND" == "Service" else {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": "unused", "namespace": "team-a"}, "data": {}})
+PROVIDER = FakeProvider(FAKE)''').replace('"team_a": sorted(', '"term_a": (FAKE.get("Pod", "term-a", "team-a") or {}).get("spec"),\n        "svc": (FAKE.get("Service", "term", "team-a") or {}).get("spec"),\n        "team_a": sorted(')
 
 
-def test_a_users_pod_named_like_a_suites_stops_the_run_before_anything_touches_it(pytester: pytest.Pytester) -> None:
+def test_a_users_pod_named_like_a_suites_is_never_touched_the_runs_carries_the_run_id(pytester: pytest.Pytester) -> None:
     """--kpr-namespace=team-a holds the user's pod term-a, the name the terminating suite gives its first backend: the
-    suite's create is refused in one line, the run stops there with exit 3 (a set-up problem, not a datapath verdict:
-    the gate never sees a FAIL), and the pod is still there as it was (the suite's clean-up did not delete it)."""
+    run's pod is term-a-<run id> in the API (the suite still calls it term-a), the suites pass, and the user's pod is
+    still there as it was -- never read as the suite's, never deleted by its clean-up."""
     import shutil
 
     from tests.test_suites_vs_fake import SUITES
 
-    pytester.makeconftest(FOREIGN_CONFTEST)
+    pytester.makeconftest(FOREIGN_CONFTEST.replace("KIND", "ConfigMap").replace("NAME", "unused"))
+    shutil.copytree(SUITES, pytester.path / "suites", ignore=shutil.ignore_patterns("__pycache__"))
+    result = pytester.runpytest("suites/test_terminating.py", "suites/test_nodeport.py", "-m", "kpr", "--kpr-provider=fake",
+                                "--kpr-artifacts=art", "--kpr-namespace=team-a", "-p", "no:cacheprovider", "--import-mode=importlib")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    after = json.loads((pytester.path / "after.json").read_text())
+    assert after["term_a"]["containers"] == [{"name": "c", "image": "users:1"}]  # (the fake scheduled it)
+    assert "Pod/term-a" in after["team_a"] and not [o for o in after["team_a"] if o.startswith("Pod/term-a-")]  # the run's went
+
+
+def test_a_users_service_named_like_a_suites_stops_the_run_before_anything_touches_it(pytester: pytest.Pytester) -> None:
+    """A Service keeps its name in a shared namespace (the agents report Services by name): the user's Service `term`,
+    the terminating suite's name, makes the suite's create refused in one line, the run stops there with exit 3 (a set-up
+    problem, not a datapath verdict: the gate never sees a FAIL), and the Service is still there as it was."""
+    import shutil
+
+    from tests.test_suites_vs_fake import SUITES
+
+    pytester.makeconftest(FOREIGN_CONFTEST.replace("KIND", "Service").replace("NAME", "term"))
     shutil.copytree(SUITES, pytester.path / "suites", ignore=shutil.ignore_patterns("__pycache__"))
     result = pytester.runpytest("suites/test_terminating.py", "suites/test_nodeport.py", "-m", "kpr", "--kpr-provider=fake",
                                 "--kpr-artifacts=art", "--kpr-namespace=team-a", "-p", "no:cacheprovider", "--import-mode=importlib")
     assert result.ret == 3, result.stdout.str()[-3000:]
-    # the create is refused; the suite's clean-up (a finally) then tries the delete, refused too, and that one is reported
-    result.stdout.fnmatch_lines(["pytest-kpr: stopped: not * Pod team-a/term-a: it is not this run's (not made by pytest-kpr; "
+    result.stdout.fnmatch_lines(["pytest-kpr: stopped: not * Service team-a/term: it is not this run's (not made by pytest-kpr; "
                                  "this run is *); rename or remove it, or give the run a namespace of its own (--kpr-namespace=PREFIX-) "
                                  "(exit status 3)"])
     after = json.loads((pytester.path / "after.json").read_text())
-    assert after["term_a"]["containers"] == [{"name": "c", "image": "users:1"}]  # (the fake scheduled it)
+    assert after["svc"]["ports"][0]["port"] == 80 and "selector" not in after["svc"]  # as the user made it
     assert not [line for line in result.stdout.lines if line.startswith("suites/test_nodeport.py") or "test_nodeport.py ." in line]
     results = json.loads(next((pytester.path / "art").rglob("results.json")).read_text())
     assert results["run"]["exit_status"] == 3 and results["run"]["complete"] is False

@@ -42,7 +42,7 @@ class DictKube:
         obj.setdefault("spec", {}).update(patch.get("spec") or {})
         return obj
 
-    def delete(self, kind: str, name: str, namespace: str = "") -> None:
+    def delete(self, kind: str, name: str, namespace: str = "", grace_period_seconds: int | None = None) -> None:
         self.deleted.append((kind, name, namespace or ""))
         self.objects.pop((kind, name, namespace or ""), None)
         if kind == "Namespace":
@@ -115,12 +115,12 @@ def test_in_a_fixed_namespace_only_the_runs_own_labelled_objects_go() -> None:
     own.kube.create({"kind": "Service", "metadata": {"name": "web", "namespace": "team-a"}})
     own.kube.create({"kind": "Pod", "metadata": {"name": "probe", "namespace": "team-a"}})
     kube.create({"kind": "Service", "metadata": {"name": "users", "namespace": "team-a"}})  # the user's, unlabelled
-    kube.objects[("Pod", "probe", "team-a")]["metadata"]["labels"][RUN_LABEL] = "another-run"  # relabelled since
+    kube.objects[("Pod", "probe-r1", "team-a")]["metadata"]["labels"][RUN_LABEL] = "another-run"  # relabelled since
     own.end_namespace("team-a", [("Service", "web", "team-a")])
     assert kube.deleted == [("Service", "web", "team-a")]
     own.end()
     assert kube.deleted == [("Service", "web", "team-a")] and kube.get("Namespace", "team-a") is not None
-    assert kube.get("Service", "users", "team-a") is not None and kube.get("Pod", "probe", "team-a") is not None
+    assert kube.get("Service", "users", "team-a") is not None and kube.get("Pod", "probe-r1", "team-a") is not None
 
 
 def test_a_missing_fixed_namespace_is_one_line() -> None:
@@ -141,24 +141,48 @@ def test_tracked_cluster_objects_go_at_the_end_while_they_carry_the_runs_label()
 @pytest.mark.parametrize("labels", [None, {}, {RUN_LABEL: "another-run"}, {OWNER_LABEL: OWNER_VALUE}],
                          ids=["unlabelled", "no-labels", "another-run", "ours-without-run"])
 def test_a_foreign_object_named_like_a_suites_is_never_deleted_changed_or_created_over(labels: dict[str, str] | None) -> None:
-    """A user's pod in the fixed namespace, named as a suite names its own: creating over it, deleting it (a suite's
-    clean-up in a finally) and patching it are each one line, and it stays as it was."""
+    """A user's Service in the fixed namespace, named as a suite names its own (a Service keeps its name there: the agents
+    report it by name): creating over it, deleting it (a suite's clean-up in a finally) and patching it are each one
+    line, and it stays as it was."""
     own, kube, _ = ownership(namespace="team-a")
     kube.create({"kind": "Namespace", "metadata": {"name": "team-a"}})
     own.create_namespace("terminating")
-    theirs = {"kind": "Pod", "metadata": {"name": "term-a", "namespace": "team-a", **({"labels": labels} if labels is not None else {})},
-              "spec": {"image": "users"}}
+    theirs = {"kind": "Service", "metadata": {"name": "web", "namespace": "team-a", **({"labels": labels} if labels is not None else {})},
+              "spec": {"type": "users"}}
     kube.create(theirs)
-    with pytest.raises(ForeignObject, match=r"^not creating Pod team-a/term-a: it is not this run's \(.*this run is r1\); rename"):
-        own.kube.create({"kind": "Pod", "metadata": {"name": "term-a", "namespace": "team-a"}, "spec": {"image": "probe"}})
-    with pytest.raises(ForeignObject, match=r"^not deleting Pod team-a/term-a: it is not this run's"):
-        own.kube.delete("Pod", "term-a", "team-a", grace_period_seconds=0)
-    with pytest.raises(ForeignObject, match=r"^not changing Pod team-a/term-a: it is not this run's"):
-        own.kube.patch("Pod", "term-a", "team-a", {"spec": {"image": "probe"}})
+    with pytest.raises(ForeignObject, match=r"^not creating Service team-a/web: it is not this run's \(.*this run is r1\); rename"):
+        own.kube.create({"kind": "Service", "metadata": {"name": "web", "namespace": "team-a"}, "spec": {"type": "probe"}})
+    with pytest.raises(ForeignObject, match=r"^not deleting Service team-a/web: it is not this run's"):
+        own.kube.delete("Service", "web", "team-a", grace_period_seconds=0)
+    with pytest.raises(ForeignObject, match=r"^not changing Service team-a/web: it is not this run's"):
+        own.kube.patch("Service", "web", "team-a", {"spec": {"type": "probe"}})
+    own.end_namespace("team-a", [("Service", "web", "team-a")])
+    own.end()
+    assert kube.deleted == [] and kube.patched == [] and kube.get("Service", "web", "team-a") is theirs
+    assert theirs["spec"] == {"type": "users"} and "\n" not in str(ForeignObject("x"))
+
+
+def test_in_a_shared_namespace_the_pods_the_run_names_carry_its_run_id() -> None:
+    """A user's pod `term-a` in the named namespace and the terminating suite's `term-a`: the run's is `term-a-r1` in the
+    API, `term-a` to the suite (get, exec, logs, patch and delete map the name; answers show it back), so the two never
+    meet -- the user's is neither read, changed nor deleted, and the run's goes at the suite's end."""
+    own, kube, _ = ownership(namespace="team-a")
+    kube.create({"kind": "Namespace", "metadata": {"name": "team-a"}})
+    own.create_namespace("terminating")
+    theirs = {"kind": "Pod", "metadata": {"name": "term-a", "namespace": "team-a"}, "spec": {"image": "users"}}
+    kube.create(theirs)
+    made = own.kube.create({"kind": "Pod", "metadata": {"name": "term-a", "namespace": "team-a"}, "spec": {"image": "probe"}})
+    assert made["metadata"]["name"] == "term-a" and kube.get("Pod", "term-a-r1", "team-a")["spec"] == {"image": "probe"}
+    assert own.kube.get("Pod", "term-a", "team-a")["spec"] == {"image": "probe"}
+    assert [p["metadata"]["name"] for p in own.kube.list("Pod", "team-a")] == ["term-a", "term-a"]  # the user's, and ours as named
+    own.kube.patch("Pod", "term-a", "team-a", {"spec": {"image": "x"}})
+    own.kube.delete("Pod", "term-a", "team-a", grace_period_seconds=0)
+    assert kube.patched == [("Pod", "term-a-r1", "team-a")] and kube.deleted == [("Pod", "term-a-r1", "team-a")]
+    own.kube.create({"kind": "Pod", "metadata": {"name": "term-a", "namespace": "team-a"}, "spec": {}})
     own.end_namespace("team-a", [("Pod", "term-a", "team-a")])
     own.end()
-    assert kube.deleted == [] and kube.patched == [] and kube.get("Pod", "term-a", "team-a") is theirs
-    assert theirs["spec"] == {"image": "users"} and "\n" not in str(ForeignObject("x"))
+    assert kube.deleted[-1] == ("Pod", "term-a-r1", "team-a") and kube.get("Pod", "term-a", "team-a") is theirs
+    assert theirs["spec"] == {"image": "users"}
 
 
 def test_the_runs_own_objects_pass_the_gate_and_an_absent_one_is_the_apis_answer() -> None:
@@ -197,7 +221,8 @@ def test_in_a_shared_namespace_the_runs_service_selects_only_the_runs_pods() -> 
     for _ in range(3):
         fake.list("Pod", "team-a")  # the fake's pods become ready as its clock ticks
     backends = {ep["targetRef"]["name"] for s in fake.list("EndpointSlice", "team-a") for ep in s.get("endpoints") or []}
-    assert backends == {"runs-web"}
+    assert backends == {"runs-web-r1"}  # the API's name; the suite sees the name it gave
+    assert {ep["targetRef"]["name"] for s in own.kube.list("EndpointSlice", "team-a") for ep in s.get("endpoints") or []} == {"runs-web"}
     own2, _, _ = ownership()
     ns = own2.create_namespace("suite-x")
     made = own2.kube.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": ns},
