@@ -222,7 +222,7 @@ import yaml
 from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider
 from pytest_kpr.testing.rbac import User
 
-FAKE = FakeCluster(FakeConfig())
+FAKE = FakeCluster(FakeConfig({config}))
 for f in {files!r}:
     for doc in yaml.safe_load_all(pathlib.Path(f).read_text()):
         if doc:
@@ -245,11 +245,11 @@ def pytest_sessionfinish(session):
 CLUSTERS = REPO / "clusters"
 
 
-def _run_as_user(pytester: pytest.Pytester, files: list[Path], *args: str) -> tuple[pytest.RunResult, list[list[str]], list[list[str]]]:
+def _run_as_user(pytester: pytest.Pytester, files: list[Path], *args: str, config: str = "") -> tuple[pytest.RunResult, list[list[str]], list[list[str]]]:
     import json
 
     shutil.copytree(REPO / "suites", pytester.path / "suites")
-    pytester.makeconftest(RBAC_CONFTEST.format(files=[str(f) for f in files]))
+    pytester.makeconftest(RBAC_CONFTEST.format(files=[str(f) for f in files], config=config))
     result = pytester.runpytest("suites", "-m", "kpr", "--kpr-artifacts=art", "-p", "no:cacheprovider", "--import-mode=importlib",
                                 "--kpr-allow-disruptive", *args)
     return (result, json.loads((pytester.path / "bindings.json").read_text()),
@@ -310,3 +310,72 @@ def test_a_permission_the_manifest_lacks_stops_the_run_with_exit_3(pytester: pyt
     stopped = [ln for ln in out.splitlines() if ln.startswith("pytest-kpr: stopped: ")]
     assert len(stopped) == 1 and 'user "ci-bot" cannot get pods/log' in stopped[0], stopped
     assert result.parseoutcomes().get("failed", 0) + result.parseoutcomes().get("errors", 0) == 1
+
+
+def _request_of(call: list[str]) -> Any:
+    """The authorization request an API call of the fake's log makes (None: a node command, a review, a who-am-I)."""
+    from pytest_kpr.testing.rbac import Request, plural
+
+    verb = call[0]
+    if verb == "version":
+        return Request("get", url="/version")
+    if verb in ("exec", "logs"):
+        return Request("create" if verb == "exec" else "get", "", "pods/exec" if verb == "exec" else "pods/log", call[1], call[2])
+    if verb in ("create", "get", "list", "patch", "delete") and len(call) >= 3 and call[1] in API_VERSIONS:
+        if call[1] == "SelfSubjectAccessReview":
+            return None
+        return Request(verb, API_VERSIONS[call[1]].rpartition("/")[0], plural(call[1]), call[2], call[3] if verb != "list" else "")
+    return None
+
+
+#: rules no request of a run makes, and why they are there: `kpr cleanup` lists what a killed run left; exec is a GET
+#: that upgrades to a WebSocket, authorized as get by API servers before the WebSocket exec authorization (the fake
+#: authorizes exec as create, as newer servers do)
+NOT_A_RUNS = {("list", "namespaces"), ("list", "ciliumloadbalancerippools"), ("list", "clusterrolebindings"), ("get", "pods/exec")}
+
+
+def test_every_rule_of_the_manifest_is_used_by_a_whole_run(pytester: pytest.Pytester) -> None:
+    """Least privilege, checked the other way round: every rule of clusters/rbac.yaml is needed by some request of a whole
+    run (every suite, the disruptive one included) in one mode or the other, or, for `bind`, by a RoleBinding the run
+    made -- a rule no request needs fails here, naming it, and goes."""
+    import json
+
+    from pytest_kpr.testing.rbac import Request, rule_covers
+
+    used: set[tuple[str, str, str, str, str, str]] = set()
+    needs = load_needs(RBAC)
+    pull = pytester.path / "pull-secret.yaml"  # the user's own: the pull Secret and the Role that lets the run read it
+    pull.write_text(textwrap.dedent("""
+        {apiVersion: v1, kind: Namespace, metadata: {name: creds}}
+        ---
+        {apiVersion: v1, kind: Secret, type: kubernetes.io/dockerconfigjson, metadata: {name: regcred, namespace: creds}, data: {}}
+        ---
+        {apiVersion: rbac.authorization.k8s.io/v1, kind: Role, metadata: {name: read-regcred, namespace: creds},
+         rules: [{apiGroups: [""], resources: [secrets], resourceNames: [regcred], verbs: [get]}]}
+        ---
+        {apiVersion: rbac.authorization.k8s.io/v1, kind: RoleBinding, metadata: {name: read-regcred, namespace: creds},
+         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: read-regcred},
+         subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: pytest-kpr}]}
+    """))
+    for mode, args in (("creates-namespaces", ()), ("named-namespace", ("--kpr-namespace=kpr-ci",))):
+        files = [CLUSTERS / "rbac.yaml", CLUSTERS / "rbac-disruptive.yaml", CLUSTERS / f"rbac-{mode}.yaml", pull]
+        result, bindings, calls = _run_as_user(pytester, files, *args, "--kpr-image-pull-secret=creds/regcred",
+                                               config="local_redirect_policy=True")
+        assert result.ret == 0, result.stdout.str()[-2000:]
+        shutil.rmtree(pytester.path / "suites")  # (the next mode's run copies them again)
+        reqs = [r for c in calls if (r := _request_of(c)) is not None]
+        bound = {b[3] for b in bindings if b[0] == "RoleBinding"}
+        for n in needs:
+            key = (n.role, n.verb, n.group, n.resource, n.name, n.url)
+            if n.verb == "bind":  # an escalation check on a binding the run created (kube-proxy's: a ClusterRoleBinding)
+                if n.name in bound or (n.name == "system:node-proxier" and any(c[:2] == ["create", "ClusterRoleBinding"] for c in calls)):
+                    used.add(key)
+                continue
+            rule = {"verbs": [n.verb], "apiGroups": [n.group], "resources": [n.resource], **({"resourceNames": [n.name]} if n.name else {}),
+                    **({"nonResourceURLs": [n.url]} if n.url else {})}
+            if any(rule_covers(rule, Request(r.verb, r.group, r.resource, r.namespace, r.name if n.name else "", r.url)) for r in reqs):
+                used.add(key)
+    unused = sorted(f"{k[0]}: {k[1]} {k[5] or k[3] + ('.' + k[2] if k[2] else '') + (' ' + k[4] if k[4] else '')}"
+                    for n in needs if (k := (n.role, n.verb, n.group, n.resource, n.name, n.url)) not in used
+                    and (n.verb, n.resource) not in NOT_A_RUNS)
+    assert unused == [], "rules of clusters/rbac.yaml no request of a whole run needs: " + json.dumps(unused, indent=1)
