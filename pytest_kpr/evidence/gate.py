@@ -221,17 +221,41 @@ def _judge(base: list[Run], n: Run) -> list[str]:
 class Verdict:
     failures: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    #: NEW cells whose every earlier run judged nothing (setup failed, incomplete, no results): nothing to compare with,
+    #: which is not "no regression" (exit 3)
+    uncomparable: list[str] = field(default_factory=list)
+
+
+def judged_nothing(run: Run) -> str | None:
+    """Why a run of a cell cannot be a baseline, or None: its setup failed, it did not complete (interrupted,
+    cancelled), or it left no results -- a run that judged nothing says nothing passed, so nothing could regress."""
+    if SETUP in run.col.cells:
+        return f"its setup failed ({safe(run.col.cells[SETUP]['figure'])})"
+    if not run.col.complete:
+        return f"it did not complete ({safe(run.col.ended)})"
+    if not run.col.cells:
+        return "it left no results"
+    return None
 
 
 def compare_runs(old: list[Run], new: list[Run], older: list[list[Run]] = ()) -> Verdict:  # type: ignore[assignment]
     v = Verdict()
-    pairs, lonely, left = pair(old, new)
-    for runs in older:  # a NEW cell OLD did not run: the last run in which it did
+    passed_over: dict[tuple[Any, ...], list[str]] = {}  # a NEW cell's group -> why its runs could not be baselines
+
+    def usable(runs: list[Run]) -> list[Run]:
+        for r in runs:
+            why = judged_nothing(r)
+            if why is not None:
+                passed_over.setdefault(r.group, []).append(f"{safe(r.root.name)}: {why}")
+        return [r for r in runs if judged_nothing(r) is None]
+
+    pairs, lonely, left = pair(usable(old), new)
+    for runs in older:  # a NEW cell OLD did not run, or ran without judging it: the last run in which it was judged
         if not lonely:
             break
-        more, lonely, _ = pair(runs, lonely)
+        more, lonely, _ = pair(usable(runs), lonely)
         for base, n, notes in more:
-            notes.insert(0, f"{n.key}: baseline from an older run ({safe(base[0].root.name)}), the last one in which this cell ran")
+            notes.insert(0, f"{n.key}: baseline from an older run ({safe(base[0].root.name)}), the last one in which this cell was judged")
         pairs += more
     for n in new:
         if SETUP in n.col.cells:
@@ -251,7 +275,10 @@ def compare_runs(old: list[Run], new: list[Run], older: list[list[Run]] = ()) ->
         if id(n) in judged:
             v.failures += _judge(base, n)
     for n in lonely:
-        v.notices.append(f"{n.key}: no baseline (a new cell, or its last run's artifacts expired): nothing to compare")
+        if n.group in passed_over:
+            v.uncomparable.append(f"{n.key}: could not compare: no earlier run judged this cell ({'; '.join(passed_over[n.group])})")
+        else:
+            v.notices.append(f"{n.key}: no baseline (a new cell, or its last run's artifacts expired): nothing to compare")
     for o in left:
         v.notices.append(f"{o.key}: not in this run (the cell left the matrix): nothing to compare")
     return v

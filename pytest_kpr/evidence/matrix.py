@@ -242,8 +242,9 @@ def register(sub: Any) -> None:
                                    "With --compare OLD NEW: the regression gate -- each NEW cell against its baseline in OLD (or, with --older, the last "
                                    "earlier run in which the cell ran); exit 1, one line each, for a test or address family that passed there and "
                                    "fails, is skipped, is only an xfail or is missing now, and for a NEW run that failed before its suites, did not "
-                                   "complete or contradicts itself. A kernel or Cilium patch change, a cell that left or joined the matrix and a "
-                                   "missing baseline are notices.",
+                                   "complete or contradicts itself; exit 3 (could not compare) for a NEW cell whose every earlier run judged nothing "
+                                   "(setup failed, incomplete, no results: never a baseline). A kernel or Cilium patch change, a cell that left or "
+                                   "joined the matrix and a missing baseline are notices.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dirs", nargs="*", type=Path, metavar="DIR", help="artifact directories (as --kpr-artifacts names them)")
     p.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"), help="the regression gate between two runs")
@@ -269,11 +270,16 @@ def _run(args: Any) -> int:
         verdict = compare_runs(old, new, [read_runs(d) for d in args.older or []])
         for line in verdict.failures:
             print(f"REGRESSION {line}")
+        for line in verdict.uncomparable:
+            print(f"COULD NOT COMPARE {line}")
         for line in verdict.notices:
             print(f"notice: {line}")
-        if not verdict.failures:
-            print(f"no regression: every test that passed in the baseline of each cell passes in {safe(args.compare[1])}")
-        return 1 if verdict.failures else 0
+        if verdict.failures:
+            return 1
+        if verdict.uncomparable:  # never "no regression": a baseline that judged nothing cannot show one
+            return 3
+        print(f"no regression: every test that passed in the baseline of each cell passes in {safe(args.compare[1])}")
+        return 0
     if args.older:
         raise BadInput("--older is for --compare")
     if not args.dirs:

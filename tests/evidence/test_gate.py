@@ -180,6 +180,36 @@ def test_a_real_regression_inside_a_cell_fails_the_gate(tmp_path: Path, capsys: 
     assert not out[-1].startswith("no regression")
 
 
+# -- a baseline that judged nothing is never a baseline ------------------------------------------------------------------
+
+FAILING_CELL = {"c": run(outcomes={TESTS["iptables"][0]: "failed"})}
+UNJUDGED = {
+    "its setup failed": {"c": run(setup_failed="helm install of Cilium failed")},
+    "it did not complete (interrupted)": {"c": run(run_record={"complete": False, "interrupted_by": "SIGTERM"})},
+    "it did not complete (cancelled: no results)": {"c": run(results=False)},
+}
+
+
+@pytest.mark.parametrize("old", list(UNJUDGED.values()), ids=list(UNJUDGED))
+def test_a_baseline_that_judged_nothing_is_could_not_compare_never_no_regression(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                                 old: dict) -> None:
+    """The same failing run against a baseline whose setup failed, that was interrupted or left no results: exit 3 with a
+    COULD NOT COMPARE line naming why, never "no regression" (which would make the failing run the next baseline)."""
+    rc, out = gate(tmp_path, capsys, old, FAILING_CELL)
+    assert rc == 3, out
+    assert [ln for ln in out if ln.startswith("COULD NOT COMPARE ")] and not [ln for ln in out if ln.startswith("no regression")], out
+    assert any("no earlier run judged this cell" in ln for ln in out), out
+
+
+@pytest.mark.parametrize("old", list(UNJUDGED.values()), ids=list(UNJUDGED))
+def test_the_gate_walks_back_past_a_run_that_judged_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str], old: dict) -> None:
+    """An older run that judged the cell is the baseline instead: the regression is found (exit 1)."""
+    rc, out = gate(tmp_path, capsys, old, FAILING_CELL, {"c": run()})
+    assert rc == 1, out
+    assert any(ln.startswith("REGRESSION iptables: passed in OLD") for ln in out), out
+    assert any("baseline from an older run (older-0), the last one in which this cell was judged" in ln for ln in out), out
+
+
 # -- names and escaping -------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("name", "cell"), [
@@ -227,8 +257,13 @@ def gate_script(tmp_path: Path, runs: dict[int, dict], new: dict, *, fail: str =
     import subprocess
     import sys
 
-    for rid, cells in runs.items():
+    for rid, cells in runs.items():  # (cells, "EVENT CONCLUSION") for a run that was not a successful push
+        meta = None
+        if isinstance(cells, tuple):
+            cells, meta = cells
         write(tmp_path / "gh" / "kpr-kind.yml" / str(rid), cells)
+        if meta:
+            (tmp_path / "gh" / "kpr-kind.yml" / str(rid) / ".meta").write_text(meta + "\n")
     (tmp_path / "gh").mkdir(exist_ok=True)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -246,6 +281,7 @@ def gate_script(tmp_path: Path, runs: dict[int, dict], new: dict, *, fail: str =
 
 
 FAILING = {**KIND, "kpr-cilium-1.20.5": run("1.20.5", outcomes={TESTS["iptables"][0]: "failed"})}
+UNJUDGED_KIND = {**KIND, "kpr-cilium-1.20.5": run("1.20.5", setup_failed="helm install of Cilium failed")}
 
 
 @pytest.mark.parametrize(("runs", "new", "fail", "rc", "says", "downloads"), [
@@ -253,14 +289,30 @@ FAILING = {**KIND, "kpr-cilium-1.20.5": run("1.20.5", outcomes={TESTS["iptables"
     ({7: KIND}, FAILING, "", 1, ["REGRESSION iptables: passed in OLD kpr-cilium-1.20.5: *", "::error::regression gate: a regression*"], ["7"]),
     # a run that failed (any conclusion) is a baseline too; a run whose artifacts expired is passed over
     ({9: {}, 8: KIND}, FAILING, "", 1, ["*run 9 has no kpr-* artifacts (expired*passed over", "REGRESSION iptables*"], ["9", "8"]),
-    # the newest run lacks a cell: the last run in which it ran is its baseline; downloads stop once every cell has one
+    # the newest run lacks a cell: the last run in which it ran is its baseline (every listed run is downloaded: which
+    # one judged a cell is kpr's to say)
     ({8: {k: v for k, v in KIND.items() if k != "kpr-cilium-1.20.5"}, 7: KIND, 6: KIND}, FAILING, "", 1,
-     ["REGRESSION iptables: passed in OLD kpr-cilium-1.20.5*", "notice: *baseline from an older run (01-run-7)*"], ["8", "7"]),
+     ["REGRESSION iptables: passed in OLD kpr-cilium-1.20.5*", "notice: *baseline from an older run (01-run-7)*"], ["8", "7", "6"]),
+    # a run that judged nothing is never a baseline: the gate walks back past it, or says it could not compare
+    ({8: UNJUDGED_KIND, 7: KIND}, FAILING, "", 1, ["REGRESSION iptables: passed in OLD kpr-cilium-1.20.5*",
+                                                   "notice: *kpr-cilium-1.20.5*older run (01-run-7), the last one in which this cell was judged*"],
+     ["8", "7"]),
+    ({8: UNJUDGED_KIND}, FAILING, "", 3, ["COULD NOT COMPARE *kpr-cilium-1.20.5*: could not compare: no earlier run judged this cell*",
+                                          "::error::regression gate: could not compare: no earlier run on main judged a cell*"], ["8"]),
+    # a pull request's run (a fork's branch named main) and a cancelled run are never listed as baselines
+    ({9: (KIND, "pull_request success"), 8: (KIND, "push cancelled"), 7: KIND}, FAILING, "", 1,
+     ["regression gate: run 9 is a pull request's (pull_request): never a baseline", "regression gate: run 8 was cancelled: never a baseline",
+      "regression gate: baseline run 7 of kpr-kind.yml on main", "REGRESSION iptables*"], ["7"]),
+    # a provider: fake dispatch on main: its cells pair with no kind cell; the kind run before it is the baseline
+    ({8: {k: run(v["facts"]["cilium_version"], provider="fake", profile=v["facts"]["profile"]) for k, v in KIND.items()}, 7: KIND},
+     FAILING, "", 1, ["REGRESSION iptables: passed in OLD kpr-cilium-1.20.5*"], ["8", "7"]),
     ({}, FAILING, "", 0, ["::notice::no completed kpr-kind.yml run on main with kpr-* artifacts yet*"], []),
     ({9: {}}, KIND, "", 0, ["::notice::no completed kpr-kind.yml run on main*"], ["9"]),
     ({7: KIND}, KIND, "list", 3, ["::error::regression gate: could not compare: gh run list failed: HTTP 502*"], []),
     ({7: KIND}, KIND, "download", 3, ["::error::regression gate: could not compare: gh run download 7 failed: *401*"], ["7"]),
-], ids=["no regression", "a regression", "an expired run passed over", "a cell's baseline from an older run", "no run yet",
+], ids=["no regression", "a regression", "an expired run passed over", "a cell's baseline from an older run",
+        "a baseline that judged nothing passed over", "no run judged the cell", "a pull request and a cancelled run",
+        "a fake dispatch", "no run yet",
         "every run expired", "gh run list fails", "gh run download fails"])
 def test_the_workflows_gate_takes_each_cells_last_run_on_main(tmp_path: Path, runs: dict, new: dict, fail: str, rc: int, says: list[str],
                                                               downloads: list[str]) -> None:
