@@ -78,6 +78,15 @@ kernel-deps:
 			echo "[kpr] missing for the real-kernel tier (not root, those tests will skip):$$missing"; \
 		fi; \
 	fi
+	@# Ubuntu 24.04's bpftool is a wrapper (linux-tools-common) that runs only the linux-tools of the running kernel
+	@# (actions/runner-images#14203): where the one on PATH does not run, a linux-tools package is installed -- the
+	@# running kernel's, else the generic one's (tests/realkernel.py bpftool finds either: any kernel's bpftool works)
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! bpftool version >/dev/null 2>&1; then \
+		echo "[kpr] bpftool does not run on kernel $$(uname -r) here: installing linux-tools-$$(uname -r) (or linux-tools-generic)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "linux-tools-$$(uname -r)" >/dev/null 2>&1 || \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-tools-generic >/dev/null 2>&1 || \
+		echo "[kpr] no linux-tools package for this kernel: the tests that dump a map with bpftool will say so"; \
+	fi
 	@# the tier pins maps for bpftool under /sys/fs/bpf: a fresh machine may have none mounted yet (iproute2 mounts one
 	@# the first time a test attaches a program, mid-run, and a pin made before that fails), so one is mounted first
 	@if [ "$$(id -u)" = 0 ] && [ -d /sys/fs/bpf ] && [ "$$(stat -f -c %T /sys/fs/bpf)" != bpf_fs ]; then \

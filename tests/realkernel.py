@@ -230,6 +230,28 @@ def _own_bpf_programs() -> list[str]:
     return found
 
 
+def bpftool(path: str | None = None, roots: tuple[str, ...] = ("/usr/lib",)) -> str | None:
+    """A bpftool that runs here, or None: the one on PATH when ``bpftool version`` works (Debian's package), else one of
+    the linux-tools packages' (``<root>/linux-tools*/<kernel>/bpftool``, any kernel's: bpftool reaches the running kernel
+    through the bpf syscall, whichever kernel it was packaged beside). On Ubuntu 24.04 the ``bpftool`` on PATH is a wrapper
+    (linux-tools-common) that exits "bpftool not found for kernel ..." unless linux-tools-$(uname -r) is installed:
+    make test installs that, or linux-tools-generic, and this finds either (actions/runner-images#14203)."""
+    import glob
+    import shutil
+
+    found = shutil.which("bpftool", path=path)
+    candidates = [found] if found else []
+    for root in roots:
+        candidates += sorted(glob.glob(f"{root}/linux-tools*/*/bpftool"), reverse=True) + sorted(glob.glob(f"{root}/linux-tools-*/bpftool"), reverse=True)
+    for c in candidates:
+        try:
+            if subprocess.run([c, "version"], capture_output=True, timeout=20).returncode == 0:
+                return c
+        except (OSError, subprocess.SubprocessError):
+            continue
+    return None
+
+
 #: where the tier pins maps for bpftool to read (named by ownership.name, removed right after)
 BPFFS = Path("/sys/fs/bpf")
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ctypes
 import ipaddress
 import os
-import shutil
 import socket
 import struct
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Iterator
 
 import pytest
 import ownership
-from realkernel import libbpf, load_object, need_clang, pin_path
+from realkernel import bpftool, libbpf, load_object, need_clang, pin_path
 from netns import sh
 
 from pytest_kpr.rules.datapath import source_range_allows, source_ranges
@@ -223,7 +222,7 @@ def kernel_written_dump(p: TcProgram, client: str, vip: str, last_used: int, rev
     pin = pin_path(ownership.name("pin", f"aff{6 if v6 else 4}"))  # a dead run's pin is removed by realkernel.remove_stale
     try:
         p.pin("kprt_aff6" if v6 else "kprt_aff4", pin)
-        return sh("bpftool", "map", "dump", "pinned", str(pin), "-j").stdout
+        return sh(bpftool() or "bpftool", "map", "dump", "pinned", str(pin), "-j").stdout
     finally:
         pin.unlink(missing_ok=True)
 
@@ -238,8 +237,8 @@ def test_the_affinity_entry_the_kernel_writes_is_what_the_fake_renders_and_the_p
     from pytest_kpr.parse.bpftool_map import AffinityEntry, affinity_entries, parse_map_dump_json
     from pytest_kpr.testing.render import affinity_entry, map_dump_json
 
-    if shutil.which("bpftool") is None:
-        pytest.skip("needs bpftool")
+    if bpftool() is None:
+        pytest.skip("needs a bpftool that runs on this kernel (make test installs one: Debian's bpftool, or Ubuntu's linux-tools)")
     dumped = kernel_written_dump(affinity_prog, client, vip, 16_000_000_000)
     assert dumped.strip() == map_dump_json([affinity_entry(client, 7, 3, 16_000_000_000)])
     assert affinity_entries(parse_map_dump_json(dumped), family) == [AffinityEntry(client, 7, False, 3, 16_000_000_000)]
@@ -248,6 +247,63 @@ def test_the_affinity_entry_the_kernel_writes_is_what_the_fake_renders_and_the_p
 def test_the_recorded_affinity_dump_is_what_this_kernel_writes(affinity_prog: TcProgram) -> None:
     """tests/data/bpftool/map-dump-lru-hash-16-16.json (PROVENANCE.md) is made by this procedure: client 172.18.0.1, rev
     NAT ID 7, backend 3, last_used 16. Made again here, the bytes are the same."""
-    if shutil.which("bpftool") is None:
-        pytest.skip("needs bpftool")
+    if bpftool() is None:
+        pytest.skip("needs a bpftool that runs on this kernel (make test installs one: Debian's bpftool, or Ubuntu's linux-tools)")
     assert kernel_written_dump(affinity_prog, CLIENT4, VIP4, 16).strip() == AFFINITY_SAMPLE.read_text().strip()
+
+
+@pytest.mark.parametrize(("on_path", "packaged", "want"), [
+    ("wrapper", True, "packaged"),  # Ubuntu 24.04: the wrapper on PATH, linux-tools-<another kernel> installed
+    ("wrapper", False, None),       # the wrapper alone: no bpftool, and the tests say so (a failure under KPR_REQUIRE_NETNS)
+    ("real", True, "path"),         # Debian's package: the one on PATH
+    (None, True, "packaged"),
+])
+def test_a_bpftool_that_runs_here_is_found_past_ubuntus_wrapper(tmp_path: Path, on_path: str | None, packaged: bool, want: str | None) -> None:
+    """realkernel.bpftool: Ubuntu's `bpftool` (linux-tools-common) is a wrapper that exits "bpftool not found for kernel
+    ...-azure" on a GitHub runner (actions/runner-images#14203); a linux-tools package's bpftool is used instead, and none
+    is None. The stand-ins are scripts; nothing is installed."""
+    from realkernel import bpftool
+
+    bin_dir, lib = tmp_path / "bin", tmp_path / "usr" / "lib"
+    bin_dir.mkdir()
+    if on_path:
+        script = ("echo 'WARNING: bpftool not found for kernel 6.8.0-1021-azure' >&2; exit 2" if on_path == "wrapper"
+                  else "echo 'bpftool v7.4.0'")
+        (bin_dir / "bpftool").write_text(f"#!/bin/sh\n{script}\n")
+        (bin_dir / "bpftool").chmod(0o755)
+    if packaged:
+        tool = lib / "linux-tools" / "6.8.0-50-generic" / "bpftool"
+        tool.parent.mkdir(parents=True)
+        tool.write_text("#!/bin/sh\necho 'bpftool v7.4.0'\n")
+        tool.chmod(0o755)
+    got = bpftool(path=str(bin_dir), roots=(str(lib),))
+    expected = {"packaged": str(lib / "linux-tools" / "6.8.0-50-generic" / "bpftool"), "path": str(bin_dir / "bpftool"), None: None}[want]
+    assert got == expected
+
+
+def test_make_installs_the_linux_tools_where_the_bpftool_on_path_is_ubuntus_wrapper(tmp_path: Path) -> None:
+    """make kernel-deps with a stand-in for Ubuntu's wrapper on PATH (it exits "bpftool not found for kernel ...") asks
+    apt-get for linux-tools-$(uname -r) (a stand-in records the call; nothing is installed); with a bpftool that runs it
+    asks for nothing."""
+    import os
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("make kernel-deps installs only as root")
+    repo = Path(__file__).resolve().parents[1]
+    for case, script in (("wrapper", "echo 'WARNING: bpftool not found for kernel 6.8.0-1021-azure' >&2; exit 2"),
+                         ("real", "echo 'bpftool v7.4.0'")):
+        bin_dir = tmp_path / case
+        bin_dir.mkdir()
+        (bin_dir / "bpftool").write_text(f"#!/bin/sh\n{script}\n")
+        (bin_dir / "apt-get").write_text(f"#!/bin/sh\necho \"$@\" >> {bin_dir}/apt.log\n")
+        for f in ("bpftool", "apt-get"):
+            (bin_dir / f).chmod(0o755)
+        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+        p = subprocess.run(["make", "--no-print-directory", "-C", str(repo), "kernel-deps"], env=env, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+        asked = (bin_dir / "apt.log").read_text() if (bin_dir / "apt.log").exists() else ""
+        if case == "wrapper":
+            assert f"linux-tools-{os.uname().release}" in asked and "bpftool does not run on kernel" in p.stdout, (asked, p.stdout)
+        else:
+            assert asked == "", asked

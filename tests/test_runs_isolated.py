@@ -114,12 +114,10 @@ def test_stale_cleanup_removes_a_dead_runs_objects_and_keeps_a_live_runs(tmp_pat
 def test_stale_cleanup_removes_a_dead_runs_bpf_pins_and_keeps_a_live_runs() -> None:
     """A map the tier pinned for bpftool (realkernel.pin_path) and a SIGKILLed run left behind is removed by the next run;
     a live run's pin is neither removed nor counted as this run's leak."""
-    import shutil
-
     from netns import sh
-    from realkernel import leftovers, pin_path, remove_stale
+    from realkernel import bpftool, leftovers, pin_path, remove_stale
 
-    if os.geteuid() != 0 or shutil.which("bpftool") is None or not Path("/sys/fs/bpf").is_dir():
+    if os.geteuid() != 0 or bpftool() is None or not Path("/sys/fs/bpf").is_dir():
         pytest.skip("needs root, bpftool and a bpffs at /sys/fs/bpf")
     suffix = secrets.token_hex(3)
     live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
@@ -127,7 +125,7 @@ def test_stale_cleanup_removes_a_dead_runs_bpf_pins_and_keeps_a_live_runs() -> N
     live_pin = pin_path(f"kprt-{ownership.owner_tag(live.pid)}-pin-{suffix}")
     try:
         for pin in (dead_pin, live_pin):
-            sh("bpftool", "map", "create", str(pin), "type", "hash", "key", "4", "value", "4", "entries", "1", "name", "kprt_stale")
+            sh(bpftool() or "bpftool", "map", "create", str(pin), "type", "hash", "key", "4", "value", "4", "entries", "1", "name", "kprt_stale")
         assert not any(suffix in item for item in leftovers()), "another owner's pins are not this run's leak"
         removed = remove_stale()
         assert f"bpf pin {live_pin}" not in removed
