@@ -61,9 +61,14 @@ def pytest_configure(config: pytest.Config) -> None:
     worker = getattr(config, "workerinput", None)
     run_name = (worker or {}).get("kpr_run_name") or (new_run_name() if worker is None and _selects_kpr(config) else None)
     config.stash[KPR_RUN_NAME] = run_name
+    _show_skip_reasons(config)
     try:
         _refuse_pytest_kind_options(config)
-        settings = resolve(cli, config.getini, config.rootpath, run_name)
+        # without an ini file pytest takes the rootdir from the command line's paths, a space-separated option value
+        # included (`--kpr-kubeconfig ~/.kube/config` made it ~ and put the evidence in ~/.kube's parent): the evidence
+        # then goes where pytest was started
+        base = config.rootpath if config.inipath is not None else config.invocation_params.dir
+        settings = resolve(cli, config.getini, config.rootpath, run_name, artifacts_base=base)
     except SettingsError as e:
         raise pytest.UsageError(f"pytest-kpr: {e}") from None
     if settings.fake_faults:  # the fake's fault names are the fake's to check (the options table only parses them)
@@ -128,6 +133,18 @@ class ExitTrailer:
 
 
 @pytest.hookimpl(optionalhook=True)
+def _show_skip_reasons(config: pytest.Config) -> None:
+    """A kpr run always shows why each skipped test was skipped (and each xfail why): a suite skipped for a missing
+    feature, a profile or a privilege says so in its reason, which pytest prints only with ``-rs``. What ``-r`` already
+    asks for stays; ``-rN`` (none) is respected."""
+    if not _selects_kpr(config):
+        return
+    chars = getattr(config.option, "reportchars", "") or ""
+    if "N" in chars or "a" in chars or "A" in chars:
+        return
+    config.option.reportchars = chars + "".join(c for c in "sx" if c not in chars)
+
+
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist controller: every worker writes under the controller's run directory, not one of its own."""
     name = node.config.stash.get(KPR_RUN_NAME, None)

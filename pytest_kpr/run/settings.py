@@ -649,9 +649,11 @@ def resolve(
     ini: Callable[[str], Any],
     rootdir: Path,
     run_name: str | None = None,
+    artifacts_base: Path | None = None,
 ) -> Settings:
     """Build :class:`Settings` from CLI values (None = not given) and an ini getter. ``run_name``: the run's own directory
     under the default artifacts directory (None: the default directory itself, as before runs were kept apart).
+    ``artifacts_base``: what a relative --kpr-artifacts is under (default: ``rootdir``).
 
     Raises :class:`SettingsError` naming the option and the reason.
     """
@@ -781,7 +783,7 @@ def resolve(
     for p in values["helm_values"]:
         if not p.is_file():
             raise SettingsError(f"{OPTIONS_BY_NAME['helm_values'].flag}: no such file: {p}")
-    values["artifacts"] = values["artifacts"] if values["artifacts"].is_absolute() else rootdir / values["artifacts"]
+    values["artifacts"] = values["artifacts"] if values["artifacts"].is_absolute() else (artifacts_base or rootdir) / values["artifacts"]
     if sources["artifacts"] == "default" and run_name:
         values["artifacts"] = values["artifacts"] / run_name
     if sources["artifacts"] != "default":

@@ -540,3 +540,39 @@ def test_a_vip_from_another_pool_is_never_routed_and_the_run_stops_on_it(pyteste
                                  "* (198.18.21.10-198.18.21.19) nor its spare address: another pool selects the run's Services *"
                                  "(exit status 3)"])
     assert "FAILED" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(("args", "shown"), [((), True), (("-rN",), False), (("-rf",), True)])
+def test_a_kpr_run_shows_why_each_test_was_skipped(pytester: pytest.Pytester, args: tuple[str, ...], shown: bool) -> None:
+    """From the wheel there is no project -ra: the plugin asks pytest for the skip (and xfail) reasons of a kpr run
+    itself, adding to what -r asks for; -rN (none) is respected."""
+    pytester.makepyfile(test_skips=textwrap.dedent("""
+        import pytest
+        pytestmark = pytest.mark.kpr(property="skips")
+
+        def test_needs_a_feature(kpr_facts):
+            pytest.skip("needs the feature X of Cilium 1.21")
+    """))
+    result = pytester.runpytest("-m", "kpr", "--kpr-provider=fake", "-p", "no:cacheprovider", "--kpr-allow-all-skipped", *args)
+    out = result.stdout.str()
+    assert ("SKIPPED [1] test_skips.py:5: needs the feature X of Cilium 1.21" in out) is shown, out[-2000:]
+
+
+def test_a_space_separated_kubeconfig_keeps_the_evidence_where_pytest_started(tmp_path: Path) -> None:
+    """`--kpr-kubeconfig ~/.kube/config` (a space, not `=`) in a project without an ini file: pytest takes the rootdir
+    from the command line's paths, the kubeconfig's included, so it moved to their common parent and the evidence with
+    it. The evidence stays under the directory pytest was started in."""
+    import subprocess
+    import sys
+
+    proj, kube = tmp_path / "proj", tmp_path / "home" / ".kube"
+    proj.mkdir()
+    kube.mkdir(parents=True)
+    (kube / "config").write_text("apiVersion: v1\n")
+    (proj / "test_a.py").write_text("import pytest\npytestmark = pytest.mark.kpr\ndef test_x():\n    pass\n")
+    p = subprocess.run([sys.executable, "-m", "pytest", "test_a.py", "--kpr-kubeconfig", str(kube / "config"), "-m", "kpr",
+                        "--kpr-provider=existing", "--kpr-suites=none", "-p", "no:cacheprovider"], cwd=proj, capture_output=True,
+                       text=True, timeout=120, env={**__import__("os").environ, "PYTEST_ADDOPTS": ""})
+    header = next(line for line in p.stdout.splitlines() if line.startswith("kpr: provider existing"))
+    assert f"artifacts {proj}/kpr-artifacts/" in header, p.stdout[-2000:]
+    assert not (tmp_path / "kpr-artifacts").exists()
