@@ -299,6 +299,7 @@ FLAT_TESTS = {
     "test_netns_topology": "the real-kernel tier's namespaces",
     "test_netns_outside_route": "the outside view's route through a node, in namespaces (root)",
     "test_netns_cleanup_routes": "kpr cleanup --routes after a killed run, in namespaces (root)",
+    "test_anonymous_pull": "scripts/anonymous_pull.py, publish.yml's check of the probe image's visibility",
     "test_netns_silent_apiserver": "the real client against an API server that never answers, in namespaces (root)",
     **{f"test_realkernel_{t}": "the real-kernel tier (root, namespaces, BPF; its own CI job)"
        for t in ("datapath", "flow", "icmp_error", "ipv6", "kernel_features", "probes", "sock_destroy", "udp")},

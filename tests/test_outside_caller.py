@@ -2,7 +2,7 @@
 
 A fresh repository whose only workflow is the guide's example (docs/guides/github-actions.md), changed in two ways
 only -- ``provider: fake`` and ``pytest-kpr:`` the wheel built from this checkout -- runs under act; act maps
-``OWNER/pytest-kpr/.github/workflows/kpr.yml@v0.1.0`` to a snapshot of this checkout and every action to its stand-in
+``OWNER/pytest-kpr/.github/workflows/kpr.yml@COMMIT`` to a snapshot of this checkout and every action to its stand-in
 (tests/workflows/). Both of its jobs must pass, each upload its own artifact (the default names differ), and each
 artifact hold a complete run against the fake cluster. ``make test-workflows`` runs this (marker ``workflows``); it
 needs act from the test extra and takes about a minute."""
@@ -36,10 +36,10 @@ def the_guides_example() -> str:
 
 def as_a_dry_run(example: str, wheel: Path) -> str:
     """The example with ``provider: fake`` and ``pytest-kpr: <wheel>`` in each job's ``with:`` -- nothing else changed
-    (its comments and layout stay; a ``provider:`` it had is replaced)."""
+    (its comments and layout stay; a ``provider:`` or ``pytest-kpr:`` it had is replaced)."""
     out = []
     for line in example.splitlines():
-        if line.startswith("      provider:"):
+        if line.startswith(("      provider:", "      pytest-kpr:")):
             continue
         out.append(line)
         if line == "    with:":

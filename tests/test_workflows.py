@@ -214,7 +214,9 @@ def test_the_docs_show_a_caller_of_about_ten_lines_that_the_reusable_workflow_ac
     lines = block.group(1).strip().splitlines()
     header = lines[: lines.index("jobs:") + 1]
     jobs = re.split(r"\n(?=  \S)", "\n".join(lines[len(header):]))  # one chunk per job
-    assert len(header) + max(len(j.splitlines()) for j in jobs) <= 13, "a caller with one job: about ten lines"
+    # about ten lines, plus two issue 58 asks for: the pinned install until the first release is on PyPI, and the probe
+    # image an existing cluster's job must name
+    assert len(header) + max(len(j.splitlines()) for j in jobs) <= 15, "a caller with one job: about ten lines"
     caller = yaml.safe_load(block.group(1))
     declared = on(load("kpr.yml"))["workflow_call"]
     for job in caller["jobs"].values():

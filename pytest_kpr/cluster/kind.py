@@ -54,6 +54,21 @@ def _kind_cluster_class() -> type:
     return SafeKindCluster
 
 
+
+def probe_image_problem(image: str, pull_error: str | None) -> str:
+    """Why the probe image is not there, in one line, with the step to take: a published image (pinned by digest) that
+    could not be pulled is most often a private GHCR package (a new one is private until made public) or a registry that
+    wants a login; a local image is built with `kpr probe-image build` (from the installed package: no checkout needed)."""
+    if pull_error is None:
+        return (f"probe image {image} is not in the local Docker: build it with `kpr probe-image build` (or `make probe-image` "
+                "in a checkout), or pass --kpr-probe-image")
+    said = " ".join(pull_error.split())[:200]
+    low = said.lower()
+    if any(w in low for w in ("unauthorized", "denied", "forbidden", "authentication required", "403", "401")):
+        return (f"probe image {image} cannot be pulled anonymously ({said}): its registry package is private -- make it public "
+                "(GitHub: the package's settings, Change visibility) or `docker login` to that registry before the run")
+    return f"probe image {image} could not be pulled ({said}): check the runner's network and the reference, or pass --kpr-probe-image"
+
 class DockerNodeRunner:
     """Node commands on kind: ``docker exec <node container> argv``."""
 
@@ -133,13 +148,11 @@ class KindProvider:
                 problems.insert(0, str(e))
         if "docker" in self._tools and not any(p.startswith("no Docker daemon") for p in problems):
             r = self._tools["docker"].run(["image", "inspect", "--format", "{{.Id}}", s.probe_image], timeout=30)
+            pulled = None
             if not r.ok and "@sha256:" in s.probe_image:  # a published image, pinned by digest: pull this node's platform only
-                r = self._tools["docker"].run(["pull", "--platform", node_platform(), s.probe_image], timeout=600)
+                pulled = r = self._tools["docker"].run(["pull", "--platform", node_platform(), s.probe_image], timeout=600)
             if not r.ok:
-                problems.append(
-                    f"probe image {s.probe_image} is not in the local Docker: build it with `make probe-image` "
-                    "(or pass --kpr-probe-image)"
-                )
+                problems.append(probe_image_problem(s.probe_image, (pulled.stderr or pulled.stdout) if pulled is not None else None))
         if not s.kind_config.is_file():
             problems.append(f"kind config {s.kind_config} not found (pass --kpr-kind-config)")
         if not s.cilium_version:

@@ -219,7 +219,7 @@ def test_a_missing_probe_image_is_one_clear_line_before_any_cluster_is_made(pyte
     (stubbed / "no-probe-image").touch()
     result = run_offline(pytester, "--kpr-cluster-name=kpr-stub")
     assert result.ret == 4
-    result.stdout.fnmatch_lines(["*probe image pytest-kpr-probe:* is not in the local Docker: build it with `make probe-image`*"])
+    result.stdout.fnmatch_lines(["*probe image pytest-kpr-probe:* is not in the local Docker: build it with `kpr probe-image build`*"])
     assert not calls(stubbed, "kind")
 
 
@@ -301,3 +301,18 @@ def test_sigterm_while_kind_creates_the_cluster_ends_kind_and_deletes_the_half_m
     (record,) = (pytester.path / "art").rglob("cluster.json")
     phases = json.loads(record.read_text())["phases"]
     assert any("interrupted" in (p.get("error") or "") for p in phases), phases
+
+
+@pytest.mark.parametrize(("pull_error", "words"), [
+    (None, "is not in the local Docker: build it with `kpr probe-image build`"),
+    ('Error response from daemon: Head "https://ghcr.io/v2/o/p/manifests/sha256:ab": unauthorized', "cannot be pulled anonymously"),
+    ("Error response from daemon: denied: requested access to the resource is denied", "its registry package is private"),
+    ("Error response from daemon: Get \"https://ghcr.io/v2/\": dial tcp: lookup ghcr.io: no such host", "could not be pulled"),
+])
+def test_a_probe_image_that_cannot_be_had_says_which_step_to_take(pull_error: str | None, words: str) -> None:
+    """A caller without a checkout cannot run `make probe-image`: a published image that could not be pulled says whether
+    it is the package's visibility (or a login) or the network; a local one names `kpr probe-image build`."""
+    from pytest_kpr.cluster.kind import probe_image_problem
+
+    said = probe_image_problem("ghcr.io/o/pytest-kpr-probe@sha256:ab" if pull_error else "pytest-kpr-probe:0.1.0", pull_error)
+    assert words in said and "\n" not in said and "make probe-image`" not in said.replace("(or `make probe-image` in a checkout)", "")

@@ -205,7 +205,9 @@ def run_act(plan: Plan, work: Path, source: Path, env: dict[str, str], actions: 
     for k, v in {"KPR_ACT_SOURCE": str(source), "KPR_ACT_ARTIFACTS": str(run_dir / "artifacts"), "KPR_ACT_STANDINS": str(STANDINS),
                  "KPR_ACT_RECORD": str(run_dir / "record.tsv"), "KPR_ACT_HOST_PATH": env["PATH"], "KPR_GH_RUNS": str(gh_runs),
                  "KPR_GH_LOG": str(run_dir / "gh.log"), "GH_TOKEN": "stand-in",
-                 "KPR_ACT_LB_TXTAR": str(LB_TXTAR)}.items():
+                 "KPR_ACT_LB_TXTAR": str(LB_TXTAR),
+                 # publish.yml's anonymous pull check (scripts/anonymous_pull.py) asks these canned answers, not ghcr.io
+                 "KPR_REGISTRY_ANSWERS": str(STANDINS / "registry-public.json")}.items():
         argv += ["--env", f"{k}={v}"]
     for k, v in plan.inputs.items():
         argv += ["--input", f"{k}={v}"]
