@@ -285,10 +285,65 @@ def readme(suites_dir: Path = REPO / "suites") -> str:
     return text
 
 
+def home(suites_page_text: str | None = None) -> str:
+    """The home page with its property count ("N properties, one suite each") set to the suites page's properties."""
+    import re
+
+    n = sum(1 for line in (suites_page_text or suites_page()).splitlines() if line.startswith("## "))
+    text, found = re.subn(r"^\S+ properties, one suite each", f"{n} properties, one suite each", (DOCS / "index.md").read_text(),
+                          count=1, flags=re.M)
+    assert found == 1, "docs/index.md no longer says how many properties there are ('N properties, one suite each')"
+    return text
+
+
+NEEDS_MARK = "<!-- generated below from each suite's kpr_requires markers: scripts/gen_docs.py -->"
+
+
+def _requires_args(call: "ast.Call") -> str:
+    """A kpr_requires call's arguments as the table shows them: the features, then cilium >= and kernel >=."""
+    import ast
+
+    parts = [f"`{a.value}`" for a in call.args if isinstance(a, ast.Constant)]
+    parts += [f"{k.arg} >= {k.value.value}" for k in call.keywords if isinstance(k.value, ast.Constant)]
+    return ", ".join(parts)
+
+
+def _is_requires(node: "ast.AST") -> bool:
+    import ast
+
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "kpr_requires"
+
+
+def needs_page(suites_dir: Path = REPO / "suites") -> str:
+    """docs/reference/needs.md: its hand-written table (the nuances: nodes, kernels, what the runner needs) and, below the
+    mark, a table generated from every suite's kpr_requires markers -- the whole suite's, and each test's own -- so every
+    suite is listed and none by hand."""
+    import ast
+
+    head = (DOCS / "reference" / "needs.md").read_text().split(NEEDS_MARK, 1)[0].rstrip("\n")
+    rows = []
+    for path in sorted(suites_dir.glob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        whole, per_test = [], []
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+                marks = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+                whole += [_requires_args(m) for m in marks if _is_requires(m)]
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                per_test += [f"{node.name}: {_requires_args(d)}" for d in node.decorator_list if _is_requires(d)]
+        rows.append(f"| `{path.name}` | {'; '.join(whole) or '-'} | {'<br>'.join(per_test) or '-'} |")
+    return (f"{head}\n\n{NEEDS_MARK}\n\n## What each suite declares\n\nEvery suite, with the features (and Cilium or kernel "
+            "floors) its `kpr_requires` markers declare: for the whole suite, and for single tests. A test whose needs the "
+            "cluster does not meet is skipped, saying which.\n\n| suite | the whole suite | single tests |\n|---|---|---|\n"
+            + "\n".join(rows) + "\n")
+
+
 def pages() -> dict[str, str]:
-    """Every generated file, relative to docs/, with its content (the README's suite count too)."""
-    return {"reference/suites.md": suites_page(), "reference/options.md": options_page(), "reference/cli.md": cli_page(),
-            "../README.md": readme(), **schema_files()}
+    """Every generated file, relative to docs/, with its content (the README's suite count and the home page's property
+    count too)."""
+    suites = suites_page()
+    return {"reference/suites.md": suites, "reference/options.md": options_page(), "reference/cli.md": cli_page(),
+            "../README.md": readme(), "index.md": home(suites), "reference/needs.md": needs_page(), **schema_files()}
 
 
 def main(argv: list[str]) -> int:

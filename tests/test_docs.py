@@ -192,3 +192,20 @@ def test_the_readmes_suite_count_is_the_number_of_suites() -> None:
     n = len(list((REPO / "suites").glob("test_*.py")))
     said = re.search(r"runs (\d+) suites", " ".join((REPO / "README.md").read_text().split()))
     assert said and int(said.group(1)) == n, (said and said.group(0), n)
+
+
+def test_every_count_and_list_the_docs_give_follows_the_code() -> None:
+    """What a new user counted against each other (issue 58): the home page's properties, the README's suites, the
+    options page's profiles and the needs page's suites are generated from the code (scripts/gen_docs.py), so they agree."""
+    import re
+
+    suites = sorted(p.name for p in (REPO / "suites").glob("test_*.py"))
+    needs = (REPO / "docs" / "reference" / "needs.md").read_text()
+    assert [s for s in suites if f"| `{s}` |" not in needs] == []
+    props = sum(1 for line in (REPO / "docs" / "reference" / "suites.md").read_text().splitlines() if line.startswith("## "))
+    assert re.search(rf"^{props} properties, one suite each", (REPO / "docs" / "index.md").read_text(), re.M)
+    assert f"runs {len(suites)} suites" in (REPO / "README.md").read_text()
+    profiles = sorted(p.stem for p in (REPO / "clusters" / "profiles").glob("*.yaml"))
+    line = next(ln for ln in (REPO / "docs" / "reference" / "options.md").read_text().splitlines() if ln.startswith("| `--kpr-profile`"))
+    listed = re.search(r"clusters/profiles/ \(([^)]*)\)", line)
+    assert listed and sorted(listed.group(1).split(", ")) == profiles

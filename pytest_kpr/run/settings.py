@@ -318,6 +318,16 @@ def _image(text: str) -> str:
     return t
 
 
+def _packaged_profiles() -> list[str]:
+    """The profiles the plugin ships (clusters/profiles/*.yaml of the checkout, or the installed package's), default
+    first: the option's help lists them from the directory, so a new profile is listed without editing the help."""
+    here = Path(__file__).resolve().parents[2] / "clusters" / "profiles"
+    installed = Path(__file__).resolve().parents[1] / "clusters" / "profiles"
+    d = here if here.is_dir() else installed
+    names = sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+    return (["default"] if "default" in names else []) + [n for n in names if n != "default"]
+
+
 def _vip_base(text: str) -> str:
     """``IPV4,IPV6``: where the outside suites' LB-IPAM blocks start (pytest_kpr.scenarios.vips.suite_blocks: suite k takes
     base + k*256 + 10..19 and + 30 for IPv4, base + k*0x10000 + 0x10..0x19 and + 0x30 for IPv6)."""
@@ -438,8 +448,8 @@ OPTIONS: tuple[Option, ...] = (
            "and ::30). Default: 198.18.21.0,2001:2::15:0 (198.18.21-23.x, 2001:2::15-17:x: benchmarking ranges no cluster routes)",
            "198.18.21.0,2001:2::15:0", metavar="IPV4,IPV6"),
     Option("settle", _positive_float, "Seconds the shared-VIP suite keeps watching after Cilium's load-balancer reflector has provably processed the owner's deletion (10 of its 500 ms batching windows). Default: 5", "5", metavar="SECONDS"),
-    Option("profile", _nonempty, "Cluster profile: a Helm values overlay under clusters/profiles/ (default, hostns-only, drop, maglev, dsr, "
-           "small-maps, dual-stack, ipv6), recorded in cluster.json. The suites read what the agent reports, never the profile's name. Default: default",
+    Option("profile", _nonempty, f"Cluster profile: a Helm values overlay under clusters/profiles/ ({', '.join(_packaged_profiles())}), "
+           "recorded in cluster.json. The suites read what the agent reports, never the profile's name. Default: default",
            "default", metavar="NAME"),
     Option("ip_families", _families, "The address families the family-dependent suites (socket LB, no backend, UDP, NodePort, eTP, DSR/SNAT, affinity, iTP, hostPort, terminating, Maglev, map pressure, backend slots, upgrade) run for, each "
            "once: IPv4, IPv6 or IPv4,IPv6; a family the agents do not serve is skipped, naming it. Default: the profile's "
