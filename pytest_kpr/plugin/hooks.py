@@ -132,7 +132,6 @@ class ExitTrailer:
             tr._keyboardinterrupt_memo = None  # pytest's private field: without it the trailer is printed as before
 
 
-@pytest.hookimpl(optionalhook=True)
 def _show_skip_reasons(config: pytest.Config) -> None:
     """A kpr run always shows why each skipped test was skipped (and each xfail why): a suite skipped for a missing
     feature, a profile or a privilege says so in its reason, which pytest prints only with ``-rs``. What ``-r`` already
@@ -145,6 +144,7 @@ def _show_skip_reasons(config: pytest.Config) -> None:
     config.option.reportchars = chars + "".join(c for c in "sx" if c not in chars)
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist controller: every worker writes under the controller's run directory, not one of its own."""
     name = node.config.stash.get(KPR_RUN_NAME, None)
