@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Whether a published image can be pulled with no credentials, as every caller's cluster will pull it.
 
-    scripts/anonymous_pull.py REGISTRY/NAME@sha256:DIGEST
+    scripts/anonymous_pull.py REGISTRY/NAME[:TAG]@sha256:DIGEST
 
 The registry's anonymous pull token (``GET https://REGISTRY/token?scope=repository:NAME:pull``), then the manifest
 (``HEAD https://REGISTRY/v2/NAME/manifests/DIGEST``), as a container runtime asks them (the OCI distribution spec's
@@ -23,7 +23,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-IMAGE = re.compile(r"^(?P<registry>[a-z0-9.-]+(?::\d+)?)/(?P<name>[a-z0-9._/-]+)@(?P<digest>sha256:[0-9a-f]{64})$")
+#: REGISTRY/NAME[:TAG]@sha256:DIGEST (probe-image.yml gives the tag and the digest; the digest is what is pulled)
+IMAGE = re.compile(r"^(?P<registry>[a-z0-9.-]+(?::\d+)?)/(?P<name>[a-z0-9._/-]+?)(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+                   r"@(?P<digest>sha256:[0-9a-f]{64})$")
 ACCEPT = ", ".join(["application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json",
                     "application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json"])
 
@@ -49,7 +51,7 @@ def check(image: str) -> str | None:
     """None when ``image`` can be pulled anonymously, else the one line saying why not and what to do."""
     m = IMAGE.match(image)
     if not m:
-        raise ValueError(f"{image!r} is not REGISTRY/NAME@sha256:DIGEST")
+        raise ValueError(f"{image!r} is not REGISTRY/NAME[:TAG]@sha256:DIGEST")
     registry, name, digest = m["registry"], m["name"], m["digest"]
     scope = urllib.parse.quote(f"repository:{name}:pull", safe=":/")
     status, body = ask(f"https://{registry}/token?scope={scope}&service={registry}")
@@ -74,7 +76,7 @@ def check(image: str) -> str | None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: scripts/anonymous_pull.py REGISTRY/NAME@sha256:DIGEST", file=sys.stderr)
+        print("usage: scripts/anonymous_pull.py REGISTRY/NAME[:TAG]@sha256:DIGEST", file=sys.stderr)
         return 2
     try:
         why = check(argv[0])

@@ -14,6 +14,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGE = "ghcr.io/example-org/pytest-kpr-probe@sha256:" + "ab" * 32
+#: as probe-image.yml gives it to publish.yml: the tag and the digest
+TAGGED = "ghcr.io/pytest-kpr/pytest-kpr/probe:0.1.0@sha256:" + "cd" * 32
 
 
 @pytest.mark.parametrize(("answers", "rc", "words"), [
@@ -44,3 +46,13 @@ def test_publish_checks_the_pull_before_it_builds_the_wheel() -> None:
     names = [s.get("name", "") for s in steps]
     check = next(i for i, n in enumerate(names) if n.startswith("the probe image can be pulled anonymously"))
     assert check < names.index("build and check") and 'scripts/anonymous_pull.py "$IMAGE"' in steps[check]["run"]
+
+
+def test_a_tagged_reference_is_checked_by_its_digest(tmp_path: Path) -> None:
+    """probe-image.yml's output is REGISTRY/NAME:TAG@sha256:DIGEST: the name without the tag is asked for, the digest pulled."""
+    canned = tmp_path / "answers.json"
+    canned.write_text(json.dumps({"https://ghcr.io/token?scope=repository:pytest-kpr/pytest-kpr/probe:pull*": [200, '{"token": "t"}'],
+                                  "https://ghcr.io/v2/pytest-kpr/pytest-kpr/probe/manifests/sha256:" + "cd" * 32: [200, ""]}))
+    p = subprocess.run([sys.executable, str(REPO / "scripts" / "anonymous_pull.py"), TAGGED], capture_output=True, text=True,
+                       env={**os.environ, "KPR_REGISTRY_ANSWERS": str(canned)}, timeout=60)
+    assert p.returncode == 0 and "can be pulled anonymously" in p.stdout, (p.stdout, p.stderr)
