@@ -15,11 +15,10 @@ from typing import Any, Callable
 
 from ..core.errors import ApiError, InfraError, KprError
 from ..core.inputs import BadInput, one_line
+from .access import _kube, kube_arguments
 
 
 def register(sub: Any) -> None:
-    from .access import kube_arguments
-
     p = sub.add_parser(
         "cleanup", help="List, then with --yes remove, what a killed run left: its labelled cluster objects and its routes",
         description="List what runs left -- namespaces, LB-IPAM pools and ClusterRoleBindings labelled "
@@ -38,12 +37,6 @@ def register(sub: Any) -> None:
     p.add_argument("--namespace", metavar="NAME", help="a named --kpr-namespace the runs used: their objects there too")
     kube_arguments(p)
     p.set_defaults(func=run)
-
-
-def _kube(args: argparse.Namespace) -> Any:
-    from .access import _kube as kube
-
-    return kube(args)
 
 
 def _cluster(args: argparse.Namespace, kube_factory: Callable[[argparse.Namespace], Any], older: float | None) -> int:

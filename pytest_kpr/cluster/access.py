@@ -124,4 +124,4 @@ def where(need: Need, run_namespace: str | None, cilium_namespace: str) -> str:
         return ""
     if need.scope == "cilium-namespace":
         return cilium_namespace
-    return run_namespace if run_namespace and not run_namespace.endswith("-") else ""
+    return "" if creates_namespaces(run_namespace) else str(run_namespace)

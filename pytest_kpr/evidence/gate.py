@@ -243,11 +243,14 @@ def compare_runs(old: list[Run], new: list[Run], older: list[list[Run]] = ()) ->
     passed_over: dict[tuple[Any, ...], list[str]] = {}  # a NEW cell's group -> why its runs could not be baselines
 
     def usable(runs: list[Run]) -> list[Run]:
+        out = []
         for r in runs:
             why = judged_nothing(r)
-            if why is not None:
+            if why is None:
+                out.append(r)
+            else:
                 passed_over.setdefault(r.group, []).append(f"{safe(r.root.name)}: {why}")
-        return [r for r in runs if judged_nothing(r) is None]
+        return out
 
     pairs, lonely, left = pair(usable(old), new)
     for runs in older:  # a NEW cell OLD did not run, or ran without judging it: the last run in which it was judged
@@ -266,7 +269,7 @@ def compare_runs(old: list[Run], new: list[Run], older: list[list[Run]] = ()) ->
             v.failures.append(f"{n.key}: no results (no results.json, no JUnit XML): nothing compared")
         elif n.contradictions:
             v.failures.append(f"{n.key}: its record contradicts itself ({'; '.join(n.contradictions)}): not trusted")
-    judged = {id(n) for n in new if SETUP not in n.col.cells and n.col.complete and n.col.cells and not n.contradictions}
+    judged = {id(n) for n in new if judged_nothing(n) is None and not n.contradictions}
     for base, n, notes in pairs:
         v.notices += notes
         for b in base:

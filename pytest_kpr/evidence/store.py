@@ -81,8 +81,7 @@ def _checked(path: Path, root: Path | None) -> Path:
 def writable_here(path: Path, root: Path | None = None) -> None:
     """EvidencePathError when ``path`` could not be written as evidence (a symlink on its way from the root, a name that
     leaves it); nothing is written, the directories are made."""
-    path, root = _widest(path, root)
-    _checked(path, root)
+    path = _checked(path, root)
     if path.is_symlink():
         raise EvidencePathError(f"not writing {path}: it is a symlink (evidence never follows one)")
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from ..core.errors import KprError
 from ..k8s.api import KubeAPI
-from .ownership import OWNER_LABEL, OWNER_VALUE, RUN_LABEL
+from .ownership import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, carries_run
 
 #: cluster-scoped kinds a run creates
 CLUSTER_KINDS = ("Namespace", "CiliumLoadBalancerIPPool", "ClusterRoleBinding")
@@ -84,11 +84,10 @@ def remove(kube: KubeAPI, items: list[Leftover], say: Callable[[str], None]) -> 
     for item in items:
         try:
             cur = kube.get(item.kind, item.name, item.namespace or None)
-            labels = ((cur or {}).get("metadata") or {}).get("labels") or {}
             if cur is None:
                 say(f"gone already: {item.what()}")
                 continue
-            if labels.get(OWNER_LABEL) != OWNER_VALUE or labels.get(RUN_LABEL) != item.run_id:
+            if not carries_run(cur, item.run_id):
                 say(f"not deleting {item.what()}: its labels changed since it was listed")
                 continue
             kube.delete(item.kind, item.name, item.namespace or None)

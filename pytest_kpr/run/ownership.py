@@ -25,6 +25,12 @@ WORKLOADS_ROLE = "pytest-kpr-workloads"
 DISRUPTIVE_ROLE = "pytest-kpr-disruptive"
 
 
+def carries_run(obj: dict[str, Any] | None, run_id: str) -> bool:
+    """Whether ``obj`` carries pytest-kpr's owner label and run ``run_id``'s label (the test before any delete)."""
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    return labels.get(OWNER_LABEL) == OWNER_VALUE and labels.get(RUN_LABEL) == run_id
+
+
 class Ownership:
     """One run's objects in one cluster. :meth:`bind` hands it the cluster's API (wrapped so that what the run creates
     in its namespaces is labelled and recorded); before that nothing can be created and nothing is deleted."""
@@ -234,10 +240,9 @@ class Ownership:
     def _ours(self, kube: KubeAPI, name: str) -> bool:
         """Whether namespace ``name`` exists and carries this run's labels (an unreadable one is not taken for ours)."""
         try:
-            labels = ((kube.get("Namespace", name) or {}).get("metadata") or {}).get("labels") or {}
+            return carries_run(kube.get("Namespace", name), self.run_id)
         except KprError:
             return False
-        return labels.get(OWNER_LABEL) == OWNER_VALUE and labels.get(RUN_LABEL) == self.run_id
 
     def _start_deleting(self, kube: KubeAPI, names: list[str]) -> list[str]:
         """Delete each of ``names`` that carries this run's labels; those deleted (an absent one is skipped)."""
@@ -248,10 +253,9 @@ class Ownership:
             except InfraError as e:
                 self.progress(f"cannot check namespace {name} before deleting it: {e}")
                 continue
-            labels = (ns or {}).get("metadata", {}).get("labels") or {}
             if ns is None:
                 continue
-            if labels.get(OWNER_LABEL) != OWNER_VALUE or labels.get(RUN_LABEL) != self.run_id:
+            if not carries_run(ns, self.run_id):
                 self.progress(f"not deleting namespace {name}: it does not carry this run's labels")
                 continue
             kube.delete("Namespace", name)

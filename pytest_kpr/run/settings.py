@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..core import inputs
 from ..core.errors import SettingsError
-from .resources import Pins, find_clusters_dir
+from .resources import Pins, find_clusters_dir, packaged_dir
 
 if TYPE_CHECKING:
     from ..cluster.provider import ProviderConfig
@@ -321,10 +321,8 @@ def _image(text: str) -> str:
 def _packaged_profiles() -> list[str]:
     """The profiles the plugin ships (clusters/profiles/*.yaml of the checkout, or the installed package's), default
     first: the option's help lists them from the directory, so a new profile is listed without editing the help."""
-    here = Path(__file__).resolve().parents[2] / "clusters" / "profiles"
-    installed = Path(__file__).resolve().parents[1] / "clusters" / "profiles"
-    d = here if here.is_dir() else installed
-    names = sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+    clusters = packaged_dir("clusters")
+    names = sorted(p.stem for p in (clusters / "profiles").glob("*.yaml")) if clusters is not None else []
     return (["default"] if "default" in names else []) + [n for n in names if n != "default"]
 
 
