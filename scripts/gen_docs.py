@@ -338,12 +338,37 @@ def needs_page(suites_dir: Path = REPO / "suites") -> str:
             + "\n".join(rows) + "\n")
 
 
+EXIT_MARK = "<!-- generated below from each kpr command's declared exit statuses: scripts/gen_docs.py -->"
+
+
+def _commands(parser: argparse.ArgumentParser, path: str = "kpr") -> list[tuple[str, argparse.ArgumentParser]]:
+    """Every kpr command that runs something (a group's own parser is left out when it has subcommands)."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [(path, parser)]
+    return [c for s in subs for name, sub in s.choices.items() for c in _commands(sub, f"{path} {name}")]
+
+
+def exit_status_page() -> str:
+    """docs/reference/exit-status.md: its hand-written part and, below the mark, every kpr command's exit statuses as the
+    command declares them (pytest_kpr.core.exits: the same words as its --help), none written by hand."""
+    from pytest_kpr.cli.main import build_parser
+    from pytest_kpr.core.exits import exit_statuses
+
+    head = (DOCS / "reference" / "exit-status.md").read_text().split(EXIT_MARK, 1)[0].rstrip("\n")
+    rows = [f"| `{path}` | " + "; ".join(f"**{code}** {_cell(meaning)}" for code, meaning in exit_statuses(p).items()) + " |"
+            for path, p in _commands(build_parser())]
+    return (f"{head}\n\n{EXIT_MARK}\n\n## Each kpr command\n\nAs each command declares them (its `--help` says the same); "
+            "a command that declares none has the general statuses.\n\n| command | exit status |\n|---|---|\n" + "\n".join(rows) + "\n")
+
+
 def pages() -> dict[str, str]:
     """Every generated file, relative to docs/, with its content (the README's suite count and the home page's property
     count too)."""
     suites = suites_page()
     return {"reference/suites.md": suites, "reference/options.md": options_page(), "reference/cli.md": cli_page(),
-            "../README.md": readme(), "index.md": home(suites), "reference/needs.md": needs_page(), **schema_files()}
+            "../README.md": readme(), "index.md": home(suites), "reference/needs.md": needs_page(),
+            "reference/exit-status.md": exit_status_page(), **schema_files()}
 
 
 def main(argv: list[str]) -> int:

@@ -209,3 +209,29 @@ def test_every_count_and_list_the_docs_give_follows_the_code() -> None:
     line = next(ln for ln in (REPO / "docs" / "reference" / "options.md").read_text().splitlines() if ln.startswith("| `--kpr-profile`"))
     listed = re.search(r"clusters/profiles/ \(([^)]*)\)", line)
     assert listed and sorted(listed.group(1).split(", ")) == profiles
+
+
+def test_every_kpr_commands_exit_statuses_come_from_its_declaration_and_no_page_contradicts_them() -> None:
+    """The exit-status page's table of kpr commands is generated from each command's declared statuses (the words its
+    --help prints); and wherever a hand-written page says `kpr COMMAND ... exits N`, N is one COMMAND declares (the pages
+    disagreed on check-access's statuses: issue 58)."""
+    from pytest_kpr.cli.main import build_parser
+    from pytest_kpr.core.exits import exit_statuses
+
+    commands = dict(gen_docs._commands(build_parser()))
+    page = (DOCS / "reference" / "exit-status.md").read_text()
+    for path, parser in commands.items():
+        row = next(ln for ln in page.splitlines() if ln.startswith(f"| `{path}` |"))
+        assert all(f"**{code}**" in row for code in exit_statuses(parser)), row
+        assert (parser.description or "").count("Exit status") <= 1, f"{path}: its statuses stated once"
+    said = []
+    for md in sorted(DOCS.rglob("*.md")):
+        if md.relative_to(DOCS).as_posix() in ("reference/cli.md",):
+            continue
+        text = " ".join(md.read_text().split())
+        for m in re.finditer(r"`(kpr [a-z-]+(?: [a-z-]+)?)[^`]*`(?:(?!`kpr )[^.|])*?\bexits? (?:status )?(\d+)", text):
+            name = next((c for c in sorted(commands, key=len, reverse=True) if m[1].startswith(c)), None)
+            if name:
+                said.append((md.name, name, int(m[2])))
+                assert int(m[2]) in exit_statuses(commands[name]), (md.name, m[0])
+    assert ("reading-a-failure.md", "kpr matrix", 1) in said  # the check reads the pages' sentences

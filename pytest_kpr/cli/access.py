@@ -7,12 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from ..core.exits import declare_exit
 from ..cluster.access import ManifestError, Need, creates_namespaces, load_needs, needed, review, where
 from ..core.errors import ApiError, InfraError, KprError, Unavailable
 from ..core.inputs import BadInput, one_line
 
 #: how long check-access waits for the API server's first answer (connect and read each)
 ANSWER_TIMEOUT = 15.0
+EXIT = {0: "when everything is allowed", 1: "when something is denied or the API server cannot be asked (no answer to its "
+        "first question within --timeout)", 2: "for bad input"}
 
 
 def register(sub: Any) -> None:
@@ -22,8 +25,8 @@ def register(sub: Any) -> None:
                     "mode needs, ask the API server with a SelfSubjectAccessReview, which creates nothing, whether the kubeconfig's "
                     "user may do it; print a table. Modes: the run creates its namespaces (the default: namespace create and delete, "
                     "and bind on pytest-kpr-workloads, which the run binds to itself in each) or --namespace NAME (pre-created: the "
-                    "workloads' rules in NAME). Exit status 0 when everything is allowed, 1 when something is denied or the server "
-                    "cannot be asked, 2 for bad input.")
+                    "workloads' rules in NAME).")
+    p.description += " " + declare_exit(p, EXIT)
     kube_arguments(p)
     p.add_argument("--namespace", help="as --kpr-namespace: NAME (asked in that namespace) or PREFIX- (the run creates namespaces: "
                                        "asked for any namespace). Default: kpr- (the run creates them)")

@@ -9,11 +9,7 @@ from typing import Any, Callable, NoReturn
 
 Handler = Callable[[argparse.Namespace], int]
 
-EXIT_CODES = """exit status:
-  0    done (for probe: a verdict was reached, whichever it is)
-  1    the command ran and failed (e.g. probe hold could not connect)
-  2    bad input: usage, an option's value, a file that cannot be read or is not the format
-  130  interrupted (Ctrl-C)"""
+from ..core.exits import EXIT_CODES, GENERAL_EXIT, declare_exit, exit_statuses  # noqa: F401  (the commands' statuses)
 
 
 class KprParser(argparse.ArgumentParser):

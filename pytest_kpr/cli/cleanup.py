@@ -13,6 +13,7 @@ import argparse
 import sys
 from typing import Any, Callable
 
+from ..core.exits import declare_exit
 from ..core.errors import ApiError, InfraError, KprError
 from ..core.inputs import BadInput, one_line
 from .access import _kube, kube_arguments
@@ -24,9 +25,9 @@ def register(sub: Any) -> None:
         description="List what runs left -- namespaces, LB-IPAM pools and ClusterRoleBindings labelled "
                     "app.kubernetes.io/managed-by=pytest-kpr with the run's kpr.cilium.io/run id, the run's objects in a named "
                     "--namespace, and with --routes the routes (proto 233) the ledgers of dead run processes on this runner name "
-                    "-- and remove them with --yes (each object read again first: removed only while it still carries the labels). "
-                    "Exit status 0 when nothing is left (or all was removed), 1 when something is left or could not be removed, "
-                    "2 for bad input.")
+                    "-- and remove them with --yes (each object read again first: removed only while it still carries the labels).")
+    p.description += " " + declare_exit(p, {0: "when nothing is left (or all was removed)",
+                                            1: "when something is left or could not be removed", 2: "for bad input"})
     which = p.add_mutually_exclusive_group()
     which.add_argument("--run", metavar="ID", help="one run's objects and routes (the suffix of its namespaces, its results.json's run id)")
     which.add_argument("--older-than", metavar="DURATION", help="every run's objects created at least this long ago (30m, 2h, 1d); "

@@ -21,6 +21,7 @@ import pwd
 import shutil
 from typing import Mapping, Sequence
 
+from ..core.exits import declare_exit
 from ..core.inputs import BadInput
 
 CAPS = ("--inh-caps", "+net_raw,+net_admin", "--ambient-caps", "+net_raw,+net_admin")
@@ -56,5 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("with-net-raw", help="Run a command as you, with CAP_NET_RAW and CAP_NET_ADMIN added (the outside view: raw "
                        "probes, a VIP routed through a node)",
                        description=" ".join(__doc__.split("\n\n")[0].split()) + " Uses sudo unless run as root; KPR_AS_USER names another user.")
+    p.description += " " + declare_exit(p, {2: "for bad input (no command named, no such KPR_AS_USER, setpriv or sudo not on "
+                                            "PATH); any other status is the command's own (it replaces this process)"})
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND [ARG...]", help="the command and its arguments")
     p.set_defaults(func=_run)

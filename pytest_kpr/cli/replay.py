@@ -3,9 +3,8 @@
 DIR is a run's evidence directory: its ``results.json`` holds the verdicts the run reached, its ``recording.jsonl.gz``
 the cluster's answers (pytest_kpr.run.recording). ``pytest -m kpr --kpr-provider=replay`` runs in a process of its own
 against that recording (with the recording's address families and profile, evidence in a fresh directory); then each
-test's recorded verdict is printed beside today's, the changed ones first. Exit status 1 when a verdict changed or a
-test is on one side only, 0 when none did, 2 when DIR is not a recorded run: a rule change can be checked against every
-recording the project keeps. The suites are the packaged ones the recorded run ran; extra arguments go to pytest instead
+test's recorded verdict is printed beside today's, the changed ones first (the exit status says whether one changed):
+a rule change can be checked against every recording the project keeps. The suites are the packaged ones the recorded run ran; extra arguments go to pytest instead
 (the paths of a user's own suites, ``-k``). With ``--blind-spots`` the same suites also run against the fake, and each kind
 of answer the recording holds in a shape the fake never gave is listed (pytest_kpr.run.shapes).
 """
@@ -20,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from ..core.exits import declare_exit
 from ..core.inputs import BadInput
 
 
@@ -125,7 +125,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("replay", help="Re-judge a recorded run offline with today's suites; exit 1 when a verdict changed",
-                       description=" ".join(__doc__.split("\n\n")[0].split()) + " Exit 1 when a verdict changed, 0 when none did.")
+                       description=" ".join(__doc__.split("\n\n")[0].split()))
+    p.description += " " + declare_exit(p, {0: "when no verdict changed", 1: "when a verdict changed or a test is on one "
+                                            "side only", 2: "when DIR is not a recorded run, or the replay wrote no results"})
     p.add_argument("--blind-spots", action="store_true", help="also run the same suites against the fake and list each kind of answer "
                    "the recording holds in a shape the fake never gave (fields, formats, orders): where the fake is wrong")
     p.add_argument("dir", metavar="DIR", help="a run's evidence directory (results.json and recording.jsonl.gz)")

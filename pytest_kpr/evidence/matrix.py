@@ -236,16 +236,20 @@ def _umask() -> int:
 def register(sub: Any) -> None:
     import argparse
 
+    from ..core.exits import declare_exit
+
     p = sub.add_parser("matrix", help="Put many runs' results side by side (Markdown, JSON, HTML); --compare OLD NEW is the regression gate",
                        description="Read artifact directories of kpr runs and write a conformance matrix: one row per property, one "
                                    "column per (Cilium version, kernel, profile), each cell pass/fail/skip/xfail with its key figure. "
                                    "With --compare OLD NEW: the regression gate -- each NEW cell against its baseline in OLD (or, with --older, the last "
-                                   "earlier run in which the cell ran); exit 1, one line each, for a test or address family that passed there and "
-                                   "fails, is skipped, is only an xfail or is missing now, and for a NEW run that failed before its suites, did not "
-                                   "complete or contradicts itself; exit 3 (could not compare) for a NEW cell whose every earlier run judged nothing "
-                                   "(setup failed, incomplete, no results: never a baseline). A kernel or Cilium patch change, a cell that left or "
-                                   "joined the matrix and a missing baseline are notices.",
+                                   "earlier run in which the cell ran); one line for each regression. A kernel or Cilium patch change, a cell "
+                                   "that left or joined the matrix and a missing baseline are notices.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.description += " " + declare_exit(p, {
+        0: "when the matrix was written, or (--compare) no regression", 1: "(--compare) for a test or address family that "
+        "passed in the baseline and fails, is skipped, is only an xfail or is missing now, and for a NEW run that failed "
+        "before its suites, did not complete or contradicts itself", 2: "for bad input", 3: "(--compare) could not compare: "
+        "a NEW cell whose every earlier run judged nothing (setup failed, incomplete, no results: never a baseline)"})
     p.add_argument("dirs", nargs="*", type=Path, metavar="DIR", help="artifact directories (as --kpr-artifacts names them)")
     p.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"), help="the regression gate between two runs")
     p.add_argument("--older", action="append", type=Path, metavar="DIR",

@@ -549,7 +549,7 @@ def _require_outside_view(report: pytest.TestReport, call: pytest.CallInfo[None]
         report.outcome = "failed"
         report.longrepr = (f"{call.excinfo.value.msg} -- the outside view is required here (--kpr-require-outside="
                            f"{s.settings.require_outside}; auto requires it under CI on a cluster this run creates): give the "
-                           "runner a route to the nodes and CAP_NET_RAW (scripts/with-net-raw), or pass --kpr-require-outside=no")
+                           "runner a route to the nodes and CAP_NET_RAW (kpr with-net-raw), or pass --kpr-require-outside=no")
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -567,7 +567,7 @@ class Settings:
     def outside_required(self, env: Mapping[str, str] = os.environ) -> bool:
         """Whether a missing outside view fails the tests that need it (--kpr-require-outside). ``auto``: under CI on a
         cluster this run creates -- kind puts the runner on the nodes' network, so the view exists unless the runner
-        lacks CAP_NET_RAW, which a CI job must grant (scripts/with-net-raw) rather than silently skip."""
+        lacks CAP_NET_RAW, which a CI job must grant (kpr with-net-raw) rather than silently skip."""
         if self.require_outside is not RequireOutside.AUTO:
             return self.require_outside is RequireOutside.YES
         ci = env.get("CI", "").strip().lower() not in ("", "0", "false", "no")
