@@ -19,7 +19,7 @@ TEST_WORKERS ?= 3
 TIMING_WORKERS ?= 4
 
 # Debian packages the real-kernel tier uses (installed by `make test` when root and missing).
-KERNEL_DEBS := iproute2 iptables nftables conntrack clang libbpf-dev bpftool libpcap0.8 curl util-linux
+KERNEL_DEBS := iproute2 iptables nftables conntrack clang libbpf-dev bpftool curl util-linux
 
 PROBE_IMAGE ?= pytest-kpr-probe:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
@@ -67,6 +67,19 @@ kpr: $(KPR_STAMP)
 		helm repo add cilium https://helm.cilium.io >/dev/null && helm repo update cilium >/dev/null; \
 	fi
 	$(BIN)/pytest -m kpr $(KPR_ARGS)
+
+# $(call install_when_missing,CHECK,PACKAGES,WHAT FOR): when the shell test CHECK fails, root installs PACKAGES with
+# apt-get; anyone else is stopped with WHAT FOR (no commas inside the arguments: they separate them)
+define install_when_missing
+	@if ! $(1); then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "[kpr] installing $(2): $(3)"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(2) >/dev/null; \
+		else \
+			echo "[kpr] make $@ needs root to install $(2): $(3)"; exit 2; \
+		fi; \
+	fi
+endef
 
 kernel-deps:
 	@missing=""; for p in $(KERNEL_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -138,14 +151,7 @@ qemu-deps:
 # and missing); the site's screenshot is kept in kpr-artifacts/browser/. The browser runs in a network namespace of its
 # own (nftables: kernel-deps installs it, as a fresh runner may lack it).
 test-browser: $(STAMP) kernel-deps
-	@if ! command -v chromium >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			echo "[kpr] installing Debian's chromium for the browser check"; \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
-		else \
-			echo "[kpr] make test-browser needs chromium (root installs it)"; exit 2; \
-		fi; \
-	fi
+	$(call install_when_missing,{ command -v chromium || command -v google-chrome; } >/dev/null 2>&1,chromium,Debian's chromium for the browser check)
 	KPR_REQUIRE_NETNS=0 KPR_REQUIRE_BROWSER=1 $(BIN)/pytest -p no:cacheprovider -m browser tests/evidence/test_matrix.py tests/test_docs_browser.py
 
 # The real-kernel tier on Debian's 5.10 (bullseye), 6.1 and 6.12 kernels under qemu, and on the host's kernel: a table of cells.
@@ -156,6 +162,7 @@ test-kernels: $(STAMP) kernel-deps qemu-deps
 # (tests/workflows/run.py; the kind, upgrade and kernel cells with provider fake). WORKFLOWS_ARGS="--only kpr-kind.yml"
 # runs one; --list prints the plan and the jobs that cannot run here, with the reason.
 test-workflows: $(STAMP)
+	$(call install_when_missing,command -v sudo >/dev/null 2>&1,sudo,the act tier's jobs run as a user that is not root and use sudo as on GitHub (tests/workflows/runner_image.py))
 	$(BIN)/python tests/workflows/run.py $(WORKFLOWS_ARGS)
 	$(BIN)/pytest -p no:cacheprovider -m workflows tests/test_outside_caller.py
 

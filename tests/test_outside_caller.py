@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -56,7 +58,17 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return whl
 
 
-def test_a_repository_calling_the_reusable_workflow_as_the_guide_shows_gets_the_evidence(tmp_path: Path, wheel: Path) -> None:
+def test_a_repository_calling_the_reusable_workflow_as_the_guide_shows_gets_the_evidence(wheel: Path) -> None:
+    # the runner user (not root, as on GitHub) must reach everything: a directory of this run under /tmp, not pytest's
+    base = Path(tempfile.mkdtemp(prefix=f"kpr-act-{os.getpid()}-"))
+    try:
+        with harness.runner_image.runner_user(base) as runner:
+            its_evidence(base, Path(shutil.copy2(wheel, base / wheel.name)), runner)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def its_evidence(tmp_path: Path, wheel: Path, runner: object) -> None:
     example = the_guides_example()
     caller_yaml = as_a_dry_run(example, wheel)
     before, after = yaml.safe_load(example), yaml.safe_load(caller_yaml)
@@ -78,7 +90,8 @@ def test_a_repository_calling_the_reusable_workflow_as_the_guide_shows_gets_the_
     actions = {**harness.action_map(), f"{owner_repo}@{at}": library}
     work = tmp_path / "act"
     (work).mkdir()
-    rc, results, log = harness.run_act(plan, work, caller, env, actions, gh_runs=tmp_path / "no-gh",
+    runner.own(tmp_path)  # type: ignore[attr-defined]
+    rc, results, log = harness.run_act(plan, work, caller, env, actions, gh_runs=tmp_path / "no-gh", runner=runner,
                                      workflows=caller / ".github" / "workflows", log_name="outside-caller",
                                      # one job at a time: both jobs call the reusable workflow, and act 0.2.89 crashed
                                      # ("fatal error: concurrent map read and map write" in LocalRepositoryCache.GetTarArchive)

@@ -8,8 +8,10 @@ the project's GitHub remote), which the checkout stand-in copies into each job's
 kernel cells run with ``provider: fake`` (a workflow_dispatch input, a feature of those workflows); the report jobs run
 the regression gate against the gh stand-in, which serves the artifacts of an earlier run made here first.
 
-A job that cannot run here is listed in ``CANNOT`` with the reason, and the run fails if a job is neither run nor
-listed. Everything lives under one directory named after this process (``/tmp/kpr-act-<pid>-*``), removed at the end,
+act and every step run as a user that is not root, with a sudo as a GitHub runner's, and every ``apt-get install``
+name is checked against Ubuntu 24.04's recorded names first (runner_image.py beside this file); the summary names what
+the tier does not exercise (``NOT_EXERCISED``). A job that cannot run here is listed in ``CANNOT`` with the reason,
+and the run fails if a job is neither run nor listed. Everything lives under one directory named after this process (``/tmp/kpr-act-<pid>-*``), removed at the end,
 also on failure and Ctrl-C; directories of dead earlier runs are removed first. Each workflow's log is kept in
 kpr-artifacts/workflows/.
 
@@ -35,6 +37,9 @@ from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import runner_image  # noqa: E402  (beside this file: the runner user and Ubuntu's package names)
+
 REPO = Path(__file__).resolve().parents[2]
 STANDINS = Path(__file__).resolve().parent / "standins"
 #: Cilium's load-balancer test scripts on this machine (the checkout stand-in serves them for cilium/cilium's testdata):
@@ -54,6 +59,16 @@ STEPS_NOT_RUN = {
         "provider fake the job runs the VM's script (.github/lvh/kpr-in-vm.sh) on the runner instead",
     ("kpr.yml", "kpr", "kind and kubectl / the Cilium chart repository / the probe image"):
         "provider kind only: no kind node image or chart can be pulled here; the cells run with provider fake",
+}
+#: what a GitHub-hosted ubuntu-24.04 runner has that this tier does not exercise, and what stands in for it
+NOT_EXERCISED = {
+    "Ubuntu 24.04's packages": "the jobs install Debian's; each apt-get name is checked against "
+                               "tests/workflows/ubuntu-24.04-packages.yaml instead",
+    "the runner's kernel (an -azure build) and its bpftool wrapper": "this machine's kernel and Debian's bpftool; "
+                                                                     "the wrapper is a stand-in in tests/test_bpf_lb_maps.py",
+    "the runner image's preinstalled software (google-chrome, docker group, toolcache Pythons)": "this machine's",
+    "gh against GitHub's API (baseline selection)": "the gh stand-in serves runs made here (tests/workflows/standins/bin/gh)",
+    "GHCR (the probe image's anonymous pull)": "canned registry answers (tests/workflows/standins/registry-public.json)",
 }
 
 
@@ -189,16 +204,18 @@ STEP = re.compile(r"^\[(?P<label>[^\]]+)\]\s+⭐ Run Main (?P<step>.+)$")
 
 
 def run_act(plan: Plan, work: Path, source: Path, env: dict[str, str], actions: dict[str, Path], *, gh_runs: Path,
-            workflows: Path = WORKFLOWS, log_name: str = "", concurrent_jobs: int = 2) -> tuple[int, dict[str, str], Path]:
+            runner: runner_image.Runner, workflows: Path = WORKFLOWS, log_name: str = "",
+            concurrent_jobs: int = 2) -> tuple[int, dict[str, str], Path]:
     """One act invocation of ``workflows/<plan.workflow>`` in the repository ``source`` (what the checkout stand-in
-    copies); its exit status, {job label: succeeded|failed} and its log. ``concurrent_jobs``: act's
-    ``--concurrent-jobs``."""
+    copies), run as the ``runner`` user (act and every step: root only through its sudo); its exit status,
+    {job label: succeeded|failed} and its log. ``concurrent_jobs``: act's ``--concurrent-jobs``."""
     name = log_name or plan.workflow.removesuffix(".yml")
     run_dir = work / name
     (run_dir / "artifacts").mkdir(parents=True, exist_ok=True)
     event = run_dir / "event.json"
     event.write_text(json.dumps({**plan.payload, **({"inputs": plan.inputs} if plan.inputs else {})}))
-    act_env = {**env, "PATH": f"{STANDINS / 'bin'}:{env['PATH']}"}
+    runner.own(run_dir)
+    act_env = runner.env({**env, "PATH": f"{STANDINS / 'bin'}:{env['PATH']}"})
     argv = [act_binary(), plan.event, "-W", str(workflows / plan.workflow),
             "-e", str(event), "-P", "ubuntu-24.04=-self-hosted", "--action-offline-mode", "--no-cache-server",
             "--action-cache-path", str(run_dir / "act-cache"), "--defaultbranch", "main", "--concurrent-jobs", str(concurrent_jobs)]
@@ -231,7 +248,8 @@ def run_act(plan: Plan, work: Path, source: Path, env: dict[str, str], actions: 
     threading.Thread(target=heartbeat, daemon=True).start()
     with open(log, "w", buffering=1) as out:  # line-buffered: the log can be followed while a long job runs
         p = subprocess.Popen(argv, cwd=source, env=act_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             errors="replace", start_new_session=True)
+                             errors="replace", start_new_session=True, user=runner.uid, group=runner.gid,
+                             extra_groups=[])
         try:
             assert p.stdout is not None
             for line in p.stdout:
@@ -305,6 +323,22 @@ def ran(job: str, labels: dict[str, str]) -> list[str]:
     return [lbl for lbl in labels if own.match(lbl.strip()) or call.match(lbl.strip())]
 
 
+#: act's own error lines (not a step's output: those are "[job]   | ...")
+ACT_ERROR = re.compile(r"^(?:\[[^\]]+\] )?Error\b")
+#: act removing a job's workspace as the runner user and meeting files a `sudo` step wrote there
+CLEANUP_DENIED = re.compile(r"^(?:\[[^\]]+\] )?Error(?: while stop job container| occurred running finally)?:.* unlinkat (?P<path>/\S+): "
+                            r"permission denied(?: \(original error: <nil>\))*$")
+
+
+def root_files_left_only(text: str, work: Path) -> bool:
+    """Whether act's only errors are its removal, as the runner user, of files a ``sudo`` step wrote in the job's own
+    workspace (under ``work``): every job succeeded, and the tier removes the work directory as root. A GitHub-hosted
+    runner discards its VM instead; a self-hosted one would meet the same files at the next checkout."""
+    errors = [ln for ln in text.splitlines() if ACT_ERROR.match(ln)]
+    matched = [CLEANUP_DENIED.match(ln) for ln in errors]
+    return bool(errors) and all(m and Path(m["path"]).is_relative_to(work) for m in matched)
+
+
 def check(plan: Plan, rc: int, results: dict[str, str], log: Path, work: Path) -> list[str]:
     """What went wrong with one workflow: a job that neither ran nor is listed in CANNOT, a job that failed, a report job
     whose gate did not fetch its baseline."""
@@ -322,7 +356,7 @@ def check(plan: Plan, rc: int, results: dict[str, str], log: Path, work: Path) -
         unpaired = [ln for ln in log.read_text(errors="replace").splitlines() if f"notice: {artifact}: " in ln and "no baseline" in ln]
         if unpaired:
             failed.append(f"{plan.workflow} report: the gate found no baseline for {artifact}, which run {BASELINE[plan.workflow]} has")
-    if rc != 0 and not failed:
+    if rc != 0 and not failed and not root_files_left_only(log.read_text(errors="replace"), work):
         failed.append(f"{plan.workflow}: act exited {rc} (log: {log})")
     if plan.workflow in seeds() and "report" in (plan.jobs or all_jobs(plan.workflow)):
         gh_log = work / plan.workflow.removesuffix(".yml") / "gh.log"
@@ -331,6 +365,14 @@ def check(plan: Plan, rc: int, results: dict[str, str], log: Path, work: Path) -
             failed.append(f"{plan.workflow} report: the gate did not fetch the baseline run {BASELINE[plan.workflow]} "
                           f"(gh calls: {calls.strip() or 'none'})")
     return failed
+
+
+def not_exercised(apt: runner_image.AptCheck) -> list[str]:
+    """The summary's lines on what a GitHub-hosted runner has that this tier did not exercise."""
+    lines = [f"not exercised here: {what}: {instead}" for what, instead in NOT_EXERCISED.items()]
+    lines.append(f"apt-get names: {apt.checked} checked against Ubuntu 24.04's names as read on {apt.read}; "
+                 f"{len(apt.unverified)} unverified (no source read shows them): {', '.join(sorted(apt.unverified))}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -357,7 +399,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cannot run here: {w} {j}: {why}")
         for (w, j, step), why in STEPS_NOT_RUN.items():
             print(f"steps not run here: {w} {j} '{step}': {why}")
+        for line in not_exercised(runner_image.apt_check()):
+            print(line)
         return 0
+    apt = runner_image.apt_check()
+    if apt.problems():
+        for p in apt.problems():
+            print(f"[workflows] FAILED {p}", file=sys.stderr)
+        return 1
     actions = action_map()
     base = Path(tempfile.gettempdir())
     remove_dead_runs(base)
@@ -366,20 +415,24 @@ def main(argv: list[str] | None = None) -> int:
     def on_sigterm(*_: object) -> None:
         raise KeyboardInterrupt
 
+    stack = contextlib.ExitStack()
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C, even where a shell started us ignoring it
     failed: list[str] = []
     t_all = time.monotonic()
     try:
+        runner = stack.enter_context(runner_image.runner_user(work))
         source = work / "src"
         source.mkdir()
         sha = snapshot(REPO, source)
         gh_runs = work / "gh-runs"
         gh_runs.mkdir()
         version = subprocess.run([act_binary(), "--version"], capture_output=True, text=True).stdout.split()[-1]
-        print(f"[workflows] act {version}, snapshot {sha[:12]} of {REPO}; work directory {work}", flush=True)
+        print(f"[workflows] act {version}, snapshot {sha[:12]} of {REPO}; work directory {work}; the jobs run as "
+              f"{runner.name} (uid {runner.uid}, sudo as a runner's)", flush=True)
         print("[workflows] earlier runs for the report jobs' gates: a fake run per gated workflow", flush=True)
         seed(gh_runs, work, env)
+        runner.own(source, gh_runs)
         for plan in todo:
             t0 = time.monotonic()
             inputs = "".join(f", {k}={v}" for k, v in plan.inputs.items())
@@ -387,11 +440,11 @@ def main(argv: list[str] | None = None) -> int:
             if plan.jobs:  # act takes one -j: each job on its own (a job's needs are not among these)
                 for job in plan.jobs:
                     one = Plan(plan.workflow, plan.event, plan.payload, plan.inputs, [job])
-                    rc, results, log = run_act(one, work, source, env, actions, gh_runs=gh_runs,
+                    rc, results, log = run_act(one, work, source, env, actions, gh_runs=gh_runs, runner=runner,
                                                log_name=f"{plan.workflow.removesuffix('.yml')}-{job}")
                     failed += check(one, rc, results, log, work)
             else:
-                rc, results, log = run_act(plan, work, source, env, actions, gh_runs=gh_runs)
+                rc, results, log = run_act(plan, work, source, env, actions, gh_runs=gh_runs, runner=runner)
                 failed += check(plan, rc, results, log, work)
             for job, why in plan.skipped.items():
                 print(f"[workflows]   {job}: not run this time: {why}", flush=True)
@@ -400,12 +453,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[workflows] cannot run here: {w} {j}: {why}")
         for (w, j, step), why in STEPS_NOT_RUN.items():
             print(f"[workflows] steps not run here: {w} {j} '{step}': {why}")
+        for line in not_exercised(apt):
+            print(f"[workflows] {line}")
     except KeyboardInterrupt:
         print("[workflows] interrupted: cleaning up", file=sys.stderr)
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
+        stack.close()  # the runner user and its sudoers drop-in
         if args.keep:
             print(f"[workflows] kept {work}")
         else:
