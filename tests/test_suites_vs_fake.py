@@ -543,6 +543,31 @@ def test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_
     assert not (pytester.path / "artifacts" / ".kpr-xdist").exists() or not any((pytester.path / "artifacts" / ".kpr-xdist").iterdir())
 
 
+def test_a_run_with_xdist_writes_the_results_a_run_without_it_writes(pytester: pytest.Pytester) -> None:
+    """The reporter sums the test reports wherever the run is summed up (pytest_kpr.plugin.reporter): with -n 2 and
+    without, results.json holds the same kpr tests with the same outcomes and reasons, the same verdicts and counts,
+    and a figure for the same properties; and the cost of every test is in cluster.json either way."""
+    shutil.copytree(SUITES, pytester.path / "suites", ignore=shutil.ignore_patterns("__pycache__"))
+    files = [f"suites/test_{m}.py" for m in XDIST_SUITES]
+    runs = {}
+    for name, extra in (("one", []), ("two", ["-n", "2"])):
+        r = pytester.runpytest_subprocess(*files, "-m", "kpr", "--kpr-provider=fake", *extra, f"--kpr-artifacts={name}",
+                                          "-p", "no:cacheprovider")
+        assert r.ret == 0, r.stdout.str()[-3000:]
+        runs[name] = (json.loads((pytester.path / name / "fake" / "results.json").read_text()),
+                      json.loads((pytester.path / name / "fake" / "cluster.json").read_text()))
+    (one, one_cluster), (two, two_cluster) = runs["one"], runs["two"]
+
+    def tests(res: dict) -> list[dict]:
+        return sorted(({k: v for k, v in t.items() if k != "evidence"} for t in res["tests"]), key=lambda t: t["test"])
+
+    assert tests(one) == tests(two) and len(tests(one)) >= 30
+    assert {p: (v["verdict"], v["counts"]) for p, v in one["properties"].items()} == \
+        {p: (v["verdict"], v["counts"]) for p, v in two["properties"].items()}
+    assert {p for p, v in one["properties"].items() if v["figure"]} == {p for p, v in two["properties"].items() if v["figure"]} != set()
+    assert one_cluster["cost"]["tests"] == two_cluster["cost"]["tests"] == len(tests(one))
+
+
 @pytest.mark.parametrize(("config", "suite", "why"), [
     ("runner_net_raw=False", "no_backend", "the runner lacks CAP_NET_RAW"),
     ("runner_reaches_nodes=False", "nodeport", "the test runner has no specific route to 172.18.0.*"),

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from . import markers
+from . import markers, reporter
 from ..evidence import results
 from ..core.errors import ApiError, MarkerError, NodeShellDisabled, SettingsError, SetupRefused
 from .keys import KNOWN_GAP, KPR_RUN_NAME, KPR_SESSION, REQUIREMENT, SUITE
@@ -96,6 +96,8 @@ def pytest_configure(config: pytest.Config) -> None:
             link_latest(settings.artifacts)
     config.stash[KPR_SESSION] = session = KprSession(config, settings)
     config.pluginmanager.register(session, PLUGIN_NAME)  # the run's own hooks (plugin.session)
+    if getattr(config, "workerinput", None) is None:  # where the run is summed up: the xdist controller, or the one process
+        config.pluginmanager.register(reporter.Reporter(session.sums), "kpr-reporter")
     config.pluginmanager.register(ExitTrailer(config), "kpr-exit-trailer")
     if settings.provider is ProviderName.FAKE:  # the fake cluster is a provider like any other: it answers the hook
         config.pluginmanager.register(FakeProviderPlugin(), "kpr-fake-provider")
@@ -438,22 +440,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         item.session.shouldstop = f"pytest-kpr: {s.refused}"
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else "skipped" if report.skipped else report.outcome
-        s.outcomes.setdefault(prop, []).append(outcome)
         if outcome == "failed":
             s.note_failure()
         family = getattr(item, "callspec", None) and item.callspec.params.get("kpr_family")  # type: ignore[attr-defined]
         why = _reason(report, call, outcome)
-        s.test_results.append({"test": item.nodeid, "property": prop, "outcome": outcome, **({"family": family} if family else {}),
-                               **({"message": why} if why else {})})
+        reporter.carry(report, result={"test": item.nodeid, "property": prop, "outcome": outcome,
+                                       **({"family": family} if family else {}), **({"message": why} if why else {})})
     if report.failed and s.handle is not None:  # setup, call or teardown: each failure is explained the same way
         where, text = _failure_evidence(item, call, s)
         report.sections.append(("kpr: evidence", text))
         item.user_properties.append(("kpr_evidence", str(where)))
-        for t in reversed(s.test_results):  # the failure's bundle, relative to the run's evidence (results.json's place)
-            if t["test"] == item.nodeid:
-                if where.is_relative_to(s.evidence_dir):
-                    t["evidence"] = str(where.relative_to(s.evidence_dir))
-                break
+        if where.is_relative_to(s.evidence_dir):  # the failure's bundle, relative to the run's evidence (results.json's place)
+            reporter.carry(report, evidence=str(where.relative_to(s.evidence_dir)))
+    reporter.carry(report, figures=s.new_figures(), cost=s.cost.minus(s.test_cost_start) if report.when == "teardown" else None)
     if report.failed and call.excinfo is not None and not isinstance(report.longrepr, str) and item.config.get_verbosity() < 2:
         report.longrepr = short_failure(item, call.excinfo)
     return report
@@ -560,7 +559,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line("pytest-kpr: no tests here; the conformance suites that come with the plugin run with: pytest -m kpr")
     if s.outcomes:
         terminalreporter.write_sep("=", "kpr properties")
-        figures = s.merged_figures if s.merged_figures is not None else s.evidence.figures if s._evidence is not None else {}
+        figures = s.sums.figures
         for prop, outcomes in s.outcomes.items():
             verdict = {"fail": "FAIL", "xfail": "skip"}.get(results.verdict(outcomes), results.verdict(outcomes))
             counts = ", ".join(f"{outcomes.count(o)} {o}" for o in ("passed", "failed", "xfailed", "skipped") if outcomes.count(o))

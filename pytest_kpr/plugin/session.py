@@ -86,6 +86,13 @@ class PytestHost:
         return self.config.hook.pytest_kpr_provider(  # type: ignore[no-any-return]
             config=self.config, settings=settings, timeouts=timeouts, kube_factory=kube_factory)
 
+    def hand_over(self, part: dict[str, Any]) -> None:
+        """On a pytest-xdist worker: the part goes to the controller with the worker's ``workeroutput``
+        (pytest_kpr.plugin.reporter reads it in ``pytest_testnodedown``)."""
+        output = getattr(self.config, "workeroutput", None)
+        if output is not None:
+            output["kpr_part"] = part
+
 
 class KprSession(KprRun):
     """The run with pytest as its host, and the plugin object ``kpr-session``: the hooks below are the run's own."""
@@ -96,17 +103,16 @@ class KprSession(KprRun):
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[Any]:
-        """What each kpr test cost the cluster (setup, call and teardown), for the summary and cluster.json; and the test
-        the recording charges each request to."""
+        """Where each kpr test's cost to the cluster starts (setup, call and teardown: its teardown report carries it, for
+        the summary and cluster.json); and the test the recording charges each request to."""
         if item.get_closest_marker(markers.KPR) is None:
             return (yield)
-        before = self.cost.copy()
+        self.test_cost_start = self.cost.copy()  # its teardown report carries the difference (hooks: reporter.carry)
         self.current_test = item.nodeid  # what the recording charges each request to
         try:
             return (yield)
         finally:
             self.current_test = None
-            self.cost_per_test[item.nodeid] = self.cost.minus(before)
 
     def pytest_report_collectionfinish(self, config: pytest.Config, items: list[pytest.Item]) -> list[str]:
         """The cluster's facts under pytest's collection line (or why there is no cluster)."""

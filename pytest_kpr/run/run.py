@@ -21,7 +21,8 @@ from ..core.errors import KprError, ProvisioningError, SettingsError, Unavailabl
 from ..k8s.api import KubeAPI
 from .settings import IfUnavailable, ProviderName, Settings
 from ..evidence.runrecord import SETUP_PHASES, RunRecord
-from .shared_run import SharedRun, read_parts, run_dir
+from .shared_run import SharedRun, by_worker, run_dir
+from .sums import Sums
 from ..core.wait import Timeouts
 from ..core import clock, tokens
 from ..core.inputs import path_component
@@ -67,6 +68,9 @@ class RunHost(Protocol):
                  kube_factory: Callable[[Path | None, str | None], KubeAPI]) -> Provider | None:
         """Another plugin's provider (hookspecs.pytest_kpr_provider; the fake is one), or None for the named built-in one."""
 
+    def hand_over(self, part: dict[str, Any]) -> None:
+        """A pytest-xdist worker's part, for the controller (pytest-xdist's ``workeroutput``)."""
+
 
 class RunEnded(Exception):
     """The run ended itself under a :class:`PlainHost`: its last word and exit status."""
@@ -107,6 +111,9 @@ class PlainHost:
     def provider(self, settings: Settings, timeouts: Timeouts,
                  kube_factory: Callable[[Path | None, str | None], KubeAPI]) -> Provider | None:
         return self._provider
+
+    def hand_over(self, part: dict[str, Any]) -> None:
+        self.part = part  # no controller here: kept, for a test to read
 
 
 class KprRun:
@@ -156,14 +163,20 @@ class KprRun:
         self.collection_failed = False
         #: called at the end while the cluster still exists (report.txt reads the current state)
         self.before_cleanup: list[Callable[[], None]] = []
+        #: what the run's tests came to, summed from their reports where the run is summed up (pytest_kpr.run.sums)
+        self.sums = Sums()
         #: per property: outcomes of its tests (for the terminal summary)
-        self.outcomes: dict[str, list[str]] = {}
+        self.outcomes = self.sums.outcomes
         self._evidence: Any = None
         self._started = False
         self._stopped = False
         #: what the run cost the cluster (pytest_kpr.run.cost), in total and per test node id
         self.cost = Cost()
-        self.cost_per_test: dict[str, Cost] = {}
+        self.cost_per_test = self.sums.cost_per_test
+        #: the run's cost when the current kpr test began (its own cost is the difference at its teardown)
+        self.test_cost_start = Cost()
+        #: the figures the reports carried so far (:meth:`new_figures`)
+        self._carried_figures: dict[str, str] = {}
         #: the test being run (set by the host around each kpr test; None between tests): what a recorded request is charged to
         self.current_test: str | None = None
         #: while a failure's bundle is collected (:meth:`diagnostics`): such requests are marked in the recording, and a replay
@@ -174,15 +187,14 @@ class KprRun:
         if self.replayed is not None:
             self.replayed.player.diagnosing = lambda: self.diagnosing
         #: every kpr test's outcome with its property, for results.json
-        self.test_results: list[dict[str, str]] = []
+        self.test_results = self.sums.tests
         #: a pytest-xdist worker shares one cluster with the run's other workers (pytest_kpr.run.shared_run)
         self.shared: SharedRun | None = None
         self.joined: str | None = None  # "provisioned" or "attached"
         wi = host.workerinput
         if wi is not None and wi.get("testrunuid"):
             self.shared = SharedRun(run_dir(settings.artifacts, wi["testrunuid"]), wi["workerid"], int(wi["workercount"]))
-        #: on the xdist controller: the merged figures and evidence dir of the workers (merge_workers)
-        self.merged_figures: dict[str, str] | None = None
+        #: on the xdist controller: the workers' evidence dir (merge_workers)
         self.merged_evidence_dir: Path | None = None
         #: what ran and how far it got, phase by phase: cluster.json from the first moment (pytest_kpr.evidence.runrecord)
         self.record = RunRecord(self._run_meta())
@@ -545,13 +557,13 @@ class KprRun:
             self.progress(f"cleanup failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
         self._write_recording()
         if self.shared is not None and self.joined is not None:
-            self._write_part()  # the controller writes cluster.json, report.txt and the summary for the run
+            self._hand_over()  # the controller writes cluster.json, report.txt and the summary for the run
             self.shared.leave(self._teardown)  # the last worker out tears down
             return
         if self.facts is not None:  # the run's whole cost, cleanup included (the summary line shows the same)
             try:
                 self._write_cluster_json()
-                self._write_results(self.evidence_dir, self.outcomes, self._evidence.figures if self._evidence else {}, self.test_results)
+                self._write_results(self.evidence_dir, self.outcomes, self.sums.figures, self.test_results)
             except OSError as e:
                 self.progress(f"could not write cluster.json with the run's cost: {e}")
         self._teardown()
@@ -592,6 +604,16 @@ class KprRun:
                 # pytest's 0 (passed), 1 (a test failed) and 5 (nothing judged) are runs that ended on their own
                 "complete": self.exit_status in (0, 1, 5) and self.interrupted_by is None,
                 "interrupted_by": self.interrupted_by or ("Ctrl-C" if self.exit_status == 2 else None)}
+
+    def new_figures(self) -> dict[str, str]:
+        """The figures this process's evidence gained or changed since the last call: what the next report carries
+        (pytest_kpr.plugin.reporter)."""
+        if self._evidence is None:
+            return {}
+        now = dict(self._evidence.figures)
+        new = {p: t for p, t in now.items() if self._carried_figures.get(p) != t}
+        self._carried_figures = now
+        return new
 
     def settle_exit_status(self) -> None:
         """The run's exit status decided from its outcomes, once (:attr:`settle_exit`)."""
@@ -642,35 +664,28 @@ class KprRun:
             except KprError as e:
                 self.progress(f"teardown failed: {e}")
 
-    def _write_part(self) -> None:
+    def _hand_over(self) -> None:
+        """A pytest-xdist worker's part, handed to the controller as the worker ends (its tests' outcomes, figures and
+        costs went on their reports): what is the worker's and no test's."""
         assert self.shared is not None
         ev = self._evidence
-        self.shared.write_part({
+        self.host.hand_over({
             "worker": self.shared.worker, "joined": self.joined, "evidence_dir": str(self.evidence_dir), "record": self.record.to_json(),
             "facts": self.facts.to_json() if self.facts is not None else None,
-            "outcomes": self.outcomes, "figures": dict(ev.figures) if ev is not None else {}, "tests": self.test_results,
-            "report": ev.report if ev is not None and ev.report is not None else None,
-            "cost": self.cost.to_json(), "cost_per_test": {k: v.to_json() for k, v in self.cost_per_test.items()},
+            "report": ev.report if ev is not None and ev.report is not None else None, "cost": self.cost.to_json(),
         })
 
     def merge_workers(self, testrunuid: str) -> None:
-        """On the xdist controller, after the workers finished: one summary, one report.txt and one
-        cluster.json from every worker's part; a teardown the last worker did not do (it died) is done here."""
+        """On the xdist controller, after the workers finished: one report.txt and one cluster.json from the parts the
+        workers handed over (their tests' results came on the reports: self.sums); a teardown the last worker did not do
+        (it died) is done here."""
         d = run_dir(self.settings.artifacts, testrunuid)
-        if not d.is_dir():
-            return
-        parts = read_parts(d)
-        state = SharedRun(d, "controller", 0).read() or {}
+        parts = by_worker(self.sums.parts)
+        state = (SharedRun(d, "controller", 0).read() or {}) if d.is_dir() else {}
         for part in parts:
-            for prop, outs in part["outcomes"].items():
-                self.outcomes.setdefault(prop, []).extend(outs)
-            self.test_results.extend(part.get("tests", []))
-            self.merged_figures = {**(self.merged_figures or {}), **part["figures"]}
             for k, v in part["cost"].items():
                 if k != "commands":
                     setattr(self.cost, k, getattr(self.cost, k) + v)
-            for test, c in part["cost_per_test"].items():
-                self.cost_per_test[test] = Cost(**{k: v for k, v in c.items() if k != "commands"})
         with_facts = [p for p in parts if p["facts"] is not None]
         if with_facts:
             self.merged_evidence_dir = Path(with_facts[0]["evidence_dir"])
@@ -685,7 +700,7 @@ class KprRun:
                 "xdist": {"workers": [p["worker"] for p in parts], "provisioned_by": state.get("provisioned_by"),
                           "torn_down_by": state.get("torn_down_by")}}
             self._sink(self.merged_evidence_dir).write("cluster.json", data)
-            self._write_results(self.merged_evidence_dir, self.outcomes, self.merged_figures or {}, self.test_results, with_facts[0]["facts"])
+            self._write_results(self.merged_evidence_dir, self.outcomes, self.sums.figures, self.test_results, with_facts[0]["facts"])
         if "shared" in state and not state.get("torn_down", True):
             self._teardown_for_dead_worker(state)
         shutil.rmtree(d, ignore_errors=True)

@@ -7,11 +7,12 @@ Each worker uses namespaces of its own. The state file lists who joined and who 
 leaves last (all ``workercount`` joined and left) tears down what the run created. If a worker died
 without leaving, the controller does it after the workers have finished (:func:`finish_on_controller`).
 
-Each worker also writes what the controller needs for the run's single summary: the outcomes and figures
-of its properties, its cost, its report.txt values (:meth:`SharedRun.write_part`); the controller merges
-them into one terminal summary, one report.txt and one cluster.json.
+What the controller needs for the run's single summary does not go through files: each test's outcome, figures and
+cost ride on its report (pytest_kpr.plugin.reporter), and each worker hands over its facts, cost and report.txt values
+as it ends (pytest-xdist's ``workeroutput``); the controller writes one report.txt and one cluster.json from them.
 
-Layout, under ``<artifacts>/.kpr-xdist/<testrunuid>/``: ``lock``, ``state.json``, ``<workerid>.json``.
+Layout, under ``<artifacts>/.kpr-xdist/<testrunuid>/``: ``lock``, ``state.json`` (and ``failed-<worker>`` markers: a
+worker saw a failure, so the one that tears down collects the cluster's logs).
 """
 
 from __future__ import annotations
@@ -101,21 +102,16 @@ class SharedRun:
             self._write(st)
             return last
 
-    # -- what the controller merges ------------------------------------------------------------------
-
-    def write_part(self, part: dict[str, Any]) -> None:
-        tmp = self.dir / f".{self.worker}.json.tmp"
-        tmp.write_text(json.dumps(part, indent=1) + "\n")
-        tmp.replace(self.dir / f"{self.worker}.json")
 
 
-def read_parts(directory: Path) -> list[dict[str, Any]]:
-    """Every worker's part, in worker order (gw0, gw1, ...)."""
-    def order(p: Path) -> tuple[int, str]:
-        digits = "".join(c for c in p.stem if c.isdigit())
-        return (int(digits) if digits else 0, p.stem)
+def by_worker(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The workers' parts in worker order (gw0, gw1, ..., gw10), whatever order they ended in."""
+    def order(part: dict[str, Any]) -> tuple[int, str]:
+        name = str(part.get("worker", ""))
+        digits = "".join(c for c in name if c.isdigit())
+        return (int(digits) if digits else 0, name)
 
-    return [json.loads(p.read_text()) for p in sorted(directory.glob("gw*.json"), key=order)]
+    return sorted(parts, key=order)
 
 
 def merge_report(parts: list[dict[str, str]]) -> dict[str, str]:
