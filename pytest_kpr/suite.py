@@ -3,8 +3,10 @@ framework only from here, and beside it only their property's own modules (``pyt
 observation type; ``pytest_kpr.judge.<property>``; the ``pytest_kpr.rules`` their expectations cite; a
 ``pytest_kpr.scenarios`` driver). tests/test_layers.py holds them to it.
 
-- the cluster and the run: :class:`ClusterHandle`, :class:`ClusterFacts`, :class:`KprSession` and its labels
-- the lab: :class:`Lab` (the suite's view: its own namespace, the shared workloads), its constants and helpers
+- the cluster and the run: :class:`ClusterHandle`, :class:`ClusterFacts`, :class:`Settings` (the ``kpr_settings``
+  fixture); :class:`KprSession` and its labels stay exported for a user's own suites, the packaged ones never take it
+- the lab: :class:`Lab` (the suite's view: its own namespace, the shared workloads; the run's id, the labels that mark an
+  object as the run's, and ``track_cluster_object`` for a cluster-scoped one), its constants and helpers
 - judging: :func:`holds` (the one assertion), :class:`Evidence` and :func:`family_file`, :func:`no_outside_view`
 - waiting: :func:`eventually`, :func:`eventually_or_now`, :class:`Observation`, :class:`WaitTimeout`, ``clock``
 - a random token for a request (``?kpr=<token>``): :func:`token` (recorded with the run, so a replay hands out the same)
@@ -33,10 +35,11 @@ from .plugin.markers import load_known_gaps
 from .plugin.outcomes import no_outside_view
 from .plugin.session import KprSession
 from .run.ownership import OWNER_LABEL, OWNER_VALUE, RUN_LABEL
+from .run.settings import Settings
 
 __all__ = [
     "ClusterFacts", "ClusterHandle", "clock", "Observation", "WaitTimeout", "eventually", "eventually_or_now", "Evidence",
     "family_file", "holds", "WEB_PORT", "WEB_TARGET", "Ghost", "Lab", "Tweak", "holder_ct", "holder_program", "same_address",
     "NodeRules", "probe_pod", "L3n4", "RuleDump", "hp", "split_host_port", "parse_netstat", "ProbeResult", "load_known_gaps",
-    "no_outside_view", "OWNER_LABEL", "OWNER_VALUE", "RUN_LABEL", "KprSession", "token", "ApiError",
+    "no_outside_view", "OWNER_LABEL", "OWNER_VALUE", "RUN_LABEL", "KprSession", "Settings", "token", "ApiError",
 ]

@@ -54,9 +54,9 @@ def test_every_node_can_be_read_in_each_rule_view(rules: Dumps) -> None:
     holds(problems, "iptables: the rule views are not all readable, so the emptiness checks would be blind")
 
 
-def test_no_node_has_kube_proxy_service_rules(rules: Dumps, kpr_session: Any) -> None:
+def test_no_node_has_kube_proxy_service_rules(rules: Dumps, kpr_settings: Any) -> None:
     problems = kube_proxy_rule_problems(rules)
-    reason = kube_proxy_accepted(problems, kpr_session.settings.allow_kube_proxy)
+    reason = kube_proxy_accepted(problems, kpr_settings.allow_kube_proxy)
     if reason:
         pytest.skip(reason)
     holds(problems, "iptables: kube-proxy's service rules are on the nodes (expected none of its chains or its nft table in any view)",

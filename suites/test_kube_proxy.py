@@ -48,21 +48,21 @@ def seen(lab: Lab, node_rules: dict[str, NodeRules], evidence: Evidence, kpr_pro
     return k
 
 
-def _accepted(problems: list[str], kpr_session: Any) -> None:
+def _accepted(problems: list[str], kpr_settings: Any) -> None:
     """With --kpr-allow-kube-proxy a kube-proxy beside the replacement is accepted on purpose: skipped, with what was found."""
-    reason = kube_proxy_accepted(problems, kpr_session.settings.allow_kube_proxy)
+    reason = kube_proxy_accepted(problems, kpr_settings.allow_kube_proxy)
     if reason:
         pytest.skip(reason)
 
 
-def test_no_kube_proxy_daemonset_runs_beside_the_replacement(seen: KubeProxyObservation, kpr_session: Any) -> None:
+def test_no_kube_proxy_daemonset_runs_beside_the_replacement(seen: KubeProxyObservation, kpr_settings: Any) -> None:
     problems = kube_proxy_daemonset_problems(seen.daemonsets)
-    _accepted(problems, kpr_session)
+    _accepted(problems, kpr_settings)
     holds(problems, "kube-proxy: a second authority for Services", then=f" ({KUBE_PROXY_POLICY})")
 
 
-def test_no_node_has_ipvs_services(seen: KubeProxyObservation, kpr_session: Any) -> None:
+def test_no_node_has_ipvs_services(seen: KubeProxyObservation, kpr_settings: Any) -> None:
     problems = ipvs_problems(seen)
-    _accepted(problems, kpr_session)
+    _accepted(problems, kpr_settings)
     holds(problems, "kube-proxy: a second authority for Services, IPVS virtual services on the nodes (kube-proxy's IPVS mode or its leftovers)",
           then=f"; remove kube-proxy ({KUBE_PROXY_REMOVAL}) and clear IPVS (ipvsadm --clear) ({KUBE_PROXY_POLICY})")

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.suite import (ClusterFacts, eventually, eventually_or_now, Evidence, holds, KprSession, Lab,
-                              OWNER_LABEL, OWNER_VALUE, RUN_LABEL)
+from pytest_kpr.suite import ClusterFacts, eventually, eventually_or_now, Evidence, holds, Lab
 from pytest_kpr.judge.iptables import kube_proxy_rule_problems
 from pytest_kpr.judge.kube_proxy import (
     daemonset_summary,
@@ -72,16 +71,16 @@ def _rules(lab: Lab, nodes: list[str]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def installed(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts, kpr_session: KprSession) -> KubeProxyInstalled:
+def installed(lab: Lab, evidence: Evidence, kpr_property: str, kpr_facts: ClusterFacts) -> KubeProxyInstalled:
     nodes = [n.name for n in kpr_facts.nodes]
     image = f"registry.k8s.io/kube-proxy:{kpr_facts.kubernetes_version}"
     account = "kpr-kube-proxy"
     binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-               "metadata": {"name": f"kpr-kube-proxy-{kpr_session.run_id}", "labels": {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id}},
+               "metadata": {"name": f"kpr-kube-proxy-{lab.run_id}", "labels": lab.run_labels},
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node-proxier"},
                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": lab.ns}]}
     lab.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": lab.ns}})
-    kpr_session.track_cluster_object(binding)
+    lab.track_cluster_object(binding)
     lab.kube.create(binding)
     status: dict[str, Any] = {}
     found_problems: list[str] = []

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_kpr.judge.node_exposure import ExposureObservation, exposure_problems
 from pytest_kpr.rules.datapath import NODE_EXPOSURE, NODE_SELECTOR_EXPOSURE, service_exposed_on
-from pytest_kpr.suite import Evidence, holds, hp, KprSession, Lab, Tweak
+from pytest_kpr.suite import Evidence, holds, hp, Lab, Tweak
 
 pytestmark = [
     pytest.mark.kpr(property="node exposure", evidence="node-exposure.json", plane="control plane", sources=["SRC_NODE_EXPOSURE"]),
@@ -29,10 +29,10 @@ def _annotated(annotations: dict[str, str]) -> Tweak:
 
 
 @pytest.fixture(scope="module")
-def annotated(lab: Lab, probe: Lab, kpr_session: KprSession) -> dict[str, dict[str, str]]:
+def annotated(lab: Lab, probe: Lab) -> dict[str, dict[str, str]]:
     """The Services (created once) and their annotations."""
     wanted = {"nx-here": {NODE_SELECTOR_EXPOSURE: f"kubernetes.io/hostname={lab.client_node}"},
-              "nx-nowhere": {NODE_EXPOSURE: f"kpr-{kpr_session.run_id}"}}
+              "nx-nowhere": {NODE_EXPOSURE: f"kpr-{lab.run_id}"}}
     lab.create_web_pod("nx-web", {"app": "nx"}, lab.client_node)
     for name, annotations in wanted.items():
         lab.create_service(name, {"app": "nx"}, tweak=_annotated(annotations))

@@ -23,8 +23,7 @@ from typing import Any
 
 import pytest
 
-from pytest_kpr.suite import (ClusterHandle, Evidence, family_file, holds, KprSession, L3n4, Lab, no_outside_view, OWNER_LABEL,
-                              OWNER_VALUE, RUN_LABEL)
+from pytest_kpr.suite import ClusterHandle, Evidence, family_file, holds, L3n4, Lab, no_outside_view, Settings
 from pytest_kpr.judge.north_south import etp_local_problems, health_problems, served_problems
 from pytest_kpr.model.north_south import NorthSouthObservation, OutsideHttp
 from pytest_kpr.rules.datapath import local_endpoint_count
@@ -43,11 +42,11 @@ TIMEOUT = 3.0
 
 
 @pytest.fixture(scope="module")
-def ns_workloads(lab: Lab, kpr_session: KprSession) -> Vips:
+def ns_workloads(lab: Lab, kpr_settings: Settings) -> Vips:
     """The pool, the backends and the three Services, created once for every family."""
-    vips = Vips(lab, {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id}, kpr_session.track_cluster_object,
-                suite_blocks(kpr_session.settings.outside_vip_base, BLOCK_INDEX),
-                f"kpr-ns-{kpr_session.run_id}")
+    vips = Vips(lab, lab.run_labels, lab.track_cluster_object,
+                suite_blocks(kpr_settings.outside_vip_base, BLOCK_INDEX),
+                f"kpr-ns-{lab.run_id}")
     vips.create_pool()
     lab.create_deployment("ns-web", 2)
     lab.create_web_pod("ns-local-backend", {"app": "ns-local-backend"}, lab.remote_node())

@@ -17,8 +17,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from pytest_kpr.suite import ClusterHandle, Evidence, family_file, holds, hp, KprSession, Lab, no_outside_view, OWNER_LABEL, OWNER_VALUE, \
-    RUN_LABEL
+from pytest_kpr.suite import ClusterHandle, Evidence, family_file, holds, hp, Lab, no_outside_view, Settings
 from pytest_kpr.judge.protocols import ProtocolsObservation, both_protocols_problems, wildcard_drop_problems
 from pytest_kpr.rules.datapath import DEFAULT_LB_IPAM_FILE, WILDCARD_ENTRIES_FILE, wildcard_entry
 from pytest_kpr.scenarios.vips import Vips, drops_during, request, suite_blocks
@@ -47,11 +46,11 @@ def _both_ports(svc: dict[str, Any]) -> None:
 
 
 @pytest.fixture(scope="module")
-def mp_workloads(lab: Lab, probe: Lab, kpr_session: KprSession) -> Iterator[Vips]:
+def mp_workloads(lab: Lab, probe: Lab, kpr_settings: Settings) -> Iterator[Vips]:
     """The pool, the echo pods and mp-dual, created once for every family."""
-    vips = Vips(lab, {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id}, kpr_session.track_cluster_object,
-                suite_blocks(kpr_session.settings.outside_vip_base, BLOCK_INDEX),
-                f"kpr-mp-{kpr_session.run_id}")
+    vips = Vips(lab, lab.run_labels, lab.track_cluster_object,
+                suite_blocks(kpr_settings.outside_vip_base, BLOCK_INDEX),
+                f"kpr-mp-{lab.run_id}")
     vips.create_pool()
     lab.create(_echo_pods(lab))
     lab.create_service("mp-dual", {"app": "mp-echo"}, "LoadBalancer", tweak=_both_ports)

@@ -25,7 +25,7 @@ from typing import Iterator
 
 import pytest
 
-from pytest_kpr.suite import eventually, Evidence, holds, KprSession, Lab, load_known_gaps, WaitTimeout
+from pytest_kpr.suite import ClusterFacts, eventually, Evidence, holds, Lab, load_known_gaps, Settings, WaitTimeout
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 
@@ -45,8 +45,8 @@ GAP = "frontend-conflict-requeue"
 
 
 @pytest.fixture(scope="module")
-def shared(lab: Lab, probe: Lab, kpr_session: KprSession) -> SharedVip:
-    vip = SharedVip(lab, kpr_session.settings, kpr_session.run_id, kpr_session.track_cluster_object)
+def shared(lab: Lab, probe: Lab, kpr_settings: Settings) -> SharedVip:
+    vip = SharedVip(lab, kpr_settings, lab.run_id, lab.track_cluster_object)
     vip.deploy_backends()
     return vip
 
@@ -120,23 +120,22 @@ def test_the_owner_keeps_serving_during_the_conflict(scenario: Record) -> None:
     holds(owner_serving_problems(scenario.claim, scenario.vip), f"shared VIP ({scenario.way})")
 
 
-def model_variant(kpr_session: KprSession, cilium_version: str) -> Variant:
+def model_variant(kpr_settings: Settings, cilium_version: str) -> Variant:
     """What the cluster should do: Cilium 1.18's behaviour where the known gap applies, a fixed one otherwise."""
-    assert kpr_session.settings.clusters_dir is not None
-    gap = load_known_gaps(kpr_session.settings.clusters_dir / "known-gaps.yaml")[GAP]
+    assert kpr_settings.clusters_dir is not None
+    gap = load_known_gaps(kpr_settings.clusters_dir / "known-gaps.yaml")[GAP]
     return Variant.CILIUM_1_18 if gap.applies(cilium_version) else Variant.REQUEUE
 
 
-def test_claim_before_release_in_one_window_ends_as_the_model_predicts(shared: SharedVip, kpr_session: KprSession, report: SharedVipEvidence) -> None:
-    assert kpr_session.facts is not None
-    report.ordering = shared.claim_before_release(model_variant(kpr_session, kpr_session.facts.cilium_version))
+def test_claim_before_release_in_one_window_ends_as_the_model_predicts(shared: SharedVip, kpr_settings: Settings, kpr_facts: ClusterFacts,
+                                                                      report: SharedVipEvidence) -> None:
+    report.ordering = shared.claim_before_release(model_variant(kpr_settings, kpr_facts.cilium_version))
     holds(ordering_problems(report.ordering), "shared VIP ordering")
 
 
 @pytest.fixture(scope="module")
-def port_swap(shared: SharedVip, kpr_session: KprSession, report: SharedVipEvidence) -> PortSwap:
-    assert kpr_session.facts is not None
-    report.port_swap = shared.port_swap(model_variant(kpr_session, kpr_session.facts.cilium_version))
+def port_swap(shared: SharedVip, kpr_settings: Settings, kpr_facts: ClusterFacts, report: SharedVipEvidence) -> PortSwap:
+    report.port_swap = shared.port_swap(model_variant(kpr_settings, kpr_facts.cilium_version))
     return report.port_swap
 
 
@@ -187,13 +186,13 @@ def interesting(events: list[tuple[str, str, list[int]]]) -> bool:
     return False
 
 
-def test_generated_upserts_and_deletes_end_as_the_model_predicts(shared: SharedVip, kpr_session: KprSession, report: SharedVipEvidence) -> None:
+def test_generated_upserts_and_deletes_end_as_the_model_predicts(shared: SharedVip, kpr_settings: Settings, kpr_facts: ClusterFacts,
+                                                                 report: SharedVipEvidence) -> None:
     """A Hypothesis-generated sequence (seeded by --kpr-seed, printed, replayable) that contains a rejected
     claim whose owner is later deleted. Each event is applied, then the agent is polled until it matches
     the model's prediction for the sequence so far (which also keeps events in separate windows)."""
-    lab, s = shared.lab, kpr_session.settings
-    assert kpr_session.facts is not None
-    variant = model_variant(kpr_session, kpr_session.facts.cilium_version)
+    lab, s = shared.lab, kpr_settings
+    variant = model_variant(kpr_settings, kpr_facts.cilium_version)
     vip = s.shared_vip
     addrs = [frontend_key(vip, p) for p in PORTS]
     events = find(st.lists(event_strategy, min_size=4, max_size=8), interesting,

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kpr.suite import (ClusterFacts, Evidence, family_file, holder_ct, holder_program, holds, KprSession, Lab,
-                              parse_netstat, split_host_port)
+from pytest_kpr.suite import (ClusterFacts, Evidence, family_file, holder_ct, holder_program, holds, Lab, parse_netstat,
+                              Settings, split_host_port)
 from pytest_kpr.judge.socket_lb import (
     SocketLBObservation,
     attach_mode_kernel_problems,
@@ -87,11 +87,11 @@ def test_holder_endpoint_runs_cilium_program_on_its_host_veth(holder: Lab, evide
     holds(problems, "socket LB", then=f" ({prog})")
 
 
-def test_the_reported_attach_mode_is_possible_on_the_nodes_kernels(kpr_facts: ClusterFacts, kpr_session: KprSession) -> None:
+def test_the_reported_attach_mode_is_possible_on_the_nodes_kernels(kpr_facts: ClusterFacts, kpr_settings: Settings) -> None:
     """Kernel-aware: what the agent reports (tcx or tc) against what each node's kernel has (clusters/kernels.yaml)."""
     from pytest_kpr.rules.kernels import KernelTable
 
-    assert kpr_session.settings.clusters_dir is not None
-    table = KernelTable.load(kpr_session.settings.clusters_dir / "kernels.yaml")
+    assert kpr_settings.clusters_dir is not None
+    table = KernelTable.load(kpr_settings.clusters_dir / "kernels.yaml")
     problems = attach_mode_kernel_problems(kpr_facts.attach_mode, {n.name: n.kernel for n in kpr_facts.nodes}, table.features["tcx"].kernel)
     holds(problems, "socket LB")

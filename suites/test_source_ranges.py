@@ -26,8 +26,7 @@ from typing import Iterator
 
 import pytest
 
-from pytest_kpr.suite import (ClusterFacts, ClusterHandle, Evidence, family_file, holds, hp, KprSession, L3n4, Lab, no_outside_view, OWNER_LABEL,
-                              OWNER_VALUE, RUN_LABEL)
+from pytest_kpr.suite import ClusterFacts, ClusterHandle, Evidence, family_file, holds, hp, L3n4, Lab, no_outside_view, Settings
 from pytest_kpr.judge.source_ranges import drop_reason_problems, inside_problems, range_problems
 from pytest_kpr.model.source_ranges import RangeCase, SourceRangesObservation
 from pytest_kpr.rules.datapath import SOURCE_RANGE_ALL_TYPES_FILE, SRC_RANGES_POLICY, source_ranges_checked
@@ -63,11 +62,11 @@ def runner(lab: Lab, kpr_cluster: ClusterHandle) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def sr_workloads(lab: Lab, probe: Lab, kpr_session: KprSession, runner: dict[str, str]) -> Iterator[Vips]:
+def sr_workloads(lab: Lab, probe: Lab, kpr_settings: Settings, runner: dict[str, str]) -> Iterator[Vips]:
     """The pool, the backends and the four Services (ranges with the runner's addresses), created once for every family."""
-    vips = Vips(lab, {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id}, kpr_session.track_cluster_object,
-                suite_blocks(kpr_session.settings.outside_vip_base, BLOCK_INDEX),
-                f"kpr-sr-{kpr_session.run_id}")
+    vips = Vips(lab, lab.run_labels, lab.track_cluster_object,
+                suite_blocks(kpr_settings.outside_vip_base, BLOCK_INDEX),
+                f"kpr-sr-{lab.run_id}")
     vips.create_pool()
     lab.create_deployment("sr-web", 2)
     mine = [f"{a}/{128 if ':' in a else 32}" for a in runner.values()] or ["192.0.2.1/32"]

@@ -140,14 +140,14 @@ def _term_echo(name: str, lab: Lab, node: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def termination(lab: Lab, probe: Lab, evidence: Evidence, family_views: dict[str, Lab], kpr_facts: ClusterFacts,
-                kpr_session: Any) -> Iterator[dict[str, UdpTermination]]:
+                kpr_settings: Any) -> Iterator[dict[str, UdpTermination]]:
     """The termination scenario, run once: family -> what was seen (skipped, naming the setting or the kernel, where the
     agent does not terminate pods' sockets)."""
     from pytest_kpr.rules.kernels import KernelTable
 
     client, other = lab.client_node, lab.remote_node()
     node = kpr_facts.node(client)
-    table = KernelTable.load(kpr_session.settings.clusters_dir / "kernels.yaml")
+    table = KernelTable.load(kpr_settings.clusters_dir / "kernels.yaml")
     if node is not None and node.kernel and not table.expects("udp_sock_destroy_netlink", node.kernel):
         pytest.skip(f"the client node's kernel {node.kernel} cannot destroy a UDP socket from outside (clusters/kernels.yaml "
                     f"udp_sock_destroy_netlink: from {table.features['udp_sock_destroy_netlink'].kernel}), so the agent cannot terminate it")

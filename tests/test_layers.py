@@ -326,3 +326,12 @@ def test_the_tests_mirror_the_package() -> None:
     assert all((TESTS / d / "__init__.py").is_file() for d in mirrored), "a test package needs its __init__.py (unique module names)"
     missing = sorted(packages - dirs - set(TESTED_ELSEWHERE))
     assert missing == [], f"packages without tests of their own in tests/<package>/: {missing}"
+
+
+def test_no_suite_takes_the_run_itself() -> None:
+    """Suites reach the run through their lab (its id, the labels that mark an object as the run's, track_cluster_object)
+    and the kpr_settings and kpr_facts fixtures: no test or fixture of a packaged suite takes ``kpr_session``."""
+    taking = sorted(f"{p.name}::{node.name}" for p in (PKG.parent / "suites").glob("test_*.py")
+                    for node in ast.walk(ast.parse(p.read_text())) if isinstance(node, ast.FunctionDef)
+                    and any(a.arg == "kpr_session" for a in node.args.args + node.args.kwonlyargs))
+    assert taking == []

@@ -131,8 +131,15 @@ class _Recording:
 class Lab:
     def __init__(self, handle: ClusterHandle, facts: ClusterFacts, timeouts: Timeouts, namespace: str, *,
                  image: str, node_port: int = 30780, progress: Callable[[str], None] | None = None,
-                 ip_families: tuple[str, ...] = ("IPv4",)):
+                 ip_families: tuple[str, ...] = ("IPv4",), run_id: str = "", run_labels: dict[str, str] | None = None,
+                 track: Callable[[dict[str, Any]], None] | None = None):
         self.handle = handle
+        #: the run this lab is part of: its id (in the names of what it makes outside a namespace), the labels that mark an
+        #: object as the run's, and ``track_cluster_object``, which makes a cluster-scoped object the run's to delete at its
+        #: end (a suite reaches the run through its lab: pytest_kpr.plugin.fixtures kpr_lab gives them)
+        self.run_id = run_id
+        self.run_labels = dict(run_labels or {})
+        self.track_cluster_object: Callable[[dict[str, Any]], None] = track or (lambda obj: None)
         self.kube = handle.kube
         self.facts = facts
         self.t = timeouts

@@ -20,7 +20,7 @@ from ..evidence import Evidence
 from ..observe.node import NodeRules
 from ..observe.lab import Convergence, Ghost, Lab, report_values
 from .keys import KPR_SESSION
-from .session import KprSession
+from .session import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, KprSession
 from ..run.settings import Settings
 from ..core.wait import Observation, Timeouts
 from ..model.upgrade import UpgradeRecord
@@ -129,7 +129,9 @@ def kpr_lab(kpr_cluster: ClusterHandle, kpr_session: KprSession, evidence: Evide
     s = kpr_session.settings
     assert kpr_session.facts is not None
     lab = Lab(kpr_cluster, kpr_session.facts, kpr_session.timeouts, kpr_session.create_namespace("datapath"),
-              image=s.probe_image, node_port=s.nodeport, progress=kpr_session.progress, ip_families=s.ip_families)
+              image=s.probe_image, node_port=s.nodeport, progress=kpr_session.progress, ip_families=s.ip_families,
+              run_id=kpr_session.run_id, run_labels={OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id},
+              track=kpr_session.track_cluster_object)
     kpr_session.before_cleanup.append(lambda: evidence.write_report(report_values(lab)))
     return lab
 
