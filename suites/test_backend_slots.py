@@ -56,6 +56,7 @@ def at_two(web: Any, family_views: dict[str, Lab], evidence: Evidence) -> dict[s
             "backends": list(mine.backends),
             "backend_pods": [v.pod_by_ip(b.rsplit(":", 1)[0].strip("[]")) for b in mine.backends],
         })
+        evidence.report_value("web_backends", len(mine.backends))  # report.txt: web at 2 replicas, the first family's
         out[f] = SlotsListed(conv, fe, agent.node, svc, mine)
     return out
 

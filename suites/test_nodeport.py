@@ -46,6 +46,7 @@ def nodeport(web_np: int, family_lab: Lab, evidence: Evidence, kpr_property: str
                             tuple(services), svc.id if svc else None)
     data = n.to_json()
     evidence.write(family_file("nodeport.json", kpr_family), data)
+    evidence.report_value("nodeport_iptables_lines", data["iptables_lines"])  # report.txt: the first family's
     evidence.figure(kpr_property, f"HTTP {data['http_code']} on {target}, {data['listen_sockets']} listeners, "
                                   f"{data['iptables_lines']} iptables lines", kpr_family)
     return n

@@ -43,6 +43,7 @@ def seen(family_lab: Lab, holder: Lab, evidence: Evidence, kpr_property: str, kp
     event = lab.holder_event()
     socket_peer = lab.holder_socket_peer()
     backend, svc_entries = holder_ct(lab)
+    evidence.report_value("holder_backend", backend)  # report.txt: the first family's
     coverage = (lab.agent(lab.holder_pod()["spec"]["nodeName"]).status_text().kpr_details or object()).socket_lb_coverage  # type: ignore[union-attr]
     obs = SocketLBObservation(
         service=lab.frontend("web").host_port(), client=event.local, app_peer=event.app_peer, socket_peer=socket_peer,
@@ -83,6 +84,7 @@ def test_backend_sees_the_holder_pod_address(seen: tuple[SocketLBObservation, st
 def test_holder_endpoint_runs_cilium_program_on_its_host_veth(holder: Lab, evidence: Evidence, kpr_facts: ClusterFacts) -> None:
     prog = holder_program(holder)
     evidence.write("prog.json", prog)
+    evidence.report_value("holder_program", prog.get("program"))
     problems = program_problems(prog, kpr_facts.attach_mode, kpr_facts.datapath_mode)
     holds(problems, "socket LB", then=f" ({prog})")
 

@@ -316,7 +316,7 @@ def test_evidence_files_carry_the_labs_fields_with_numbers_as_numbers(pytester: 
     report = dict(line.split("=", 1) for line in (art / "report.txt").read_text().splitlines())
     assert list(report) == ["kube_proxy_replacement", "socket_lb_coverage", "web_backends", "holder_backend", "holder_program",
                             "nodeport_iptables_lines", "ghost_no_backend_response"]
-    assert report["web_backends"] == "2", "read from the current state (scaled back to 2), not copied from scale.json"
+    assert report["web_backends"] == "2", "as the backend-slots suite saw web at 2 replicas (carried on its test's report)"
     assert report["holder_program"] == "cil_from_container" and report["ghost_no_backend_response"] == "reject"
 
 
@@ -535,7 +535,7 @@ def test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_
     assert sorted(p.name for p in art.iterdir() if p.is_file()) == \
         sorted(declared | {"cluster.json", "report.txt", "results.json", "recording-gw0.jsonl.gz", "recording-gw1.jsonl.gz"})
     report = dict(line.split("=", 1) for line in (art / "report.txt").read_text().splitlines())
-    assert not [k for k, v in report.items() if v.startswith("n/a")], f"every value was read by some worker: {report}"
+    assert not [k for k, v in report.items() if v.startswith("n/a")], f"every value came from some worker's reports: {report}"
     cluster = json.loads((art / "cluster.json").read_text())
     assert sorted(cluster["xdist"]["workers"]) == ["gw0", "gw1"] and cluster["xdist"]["provisioned_by"] == provisioner
     workers = cluster["cost"]["workers"]
@@ -546,7 +546,8 @@ def test_with_xdist_one_worker_provisions_the_others_attach_and_the_run_reports_
 def test_a_run_with_xdist_writes_the_results_a_run_without_it_writes(pytester: pytest.Pytester) -> None:
     """The reporter sums the test reports wherever the run is summed up (pytest_kpr.plugin.reporter): with -n 2 and
     without, results.json holds the same kpr tests with the same outcomes and reasons, the same verdicts and counts,
-    and a figure for the same properties; and the cost of every test is in cluster.json either way."""
+    and a figure for the same properties; the cost of every test is in cluster.json either way, and report.txt (whose
+    values the suites' test reports carry) is the same file."""
     shutil.copytree(SUITES, pytester.path / "suites", ignore=shutil.ignore_patterns("__pycache__"))
     files = [f"suites/test_{m}.py" for m in XDIST_SUITES]
     runs = {}
@@ -566,6 +567,12 @@ def test_a_run_with_xdist_writes_the_results_a_run_without_it_writes(pytester: p
         {p: (v["verdict"], v["counts"]) for p, v in two["properties"].items()}
     assert {p for p, v in one["properties"].items() if v["figure"]} == {p for p, v in two["properties"].items() if v["figure"]} != set()
     assert one_cluster["cost"]["tests"] == two_cluster["cost"]["tests"] == len(tests(one))
+    report = {name: dict(ln.split("=", 1) for ln in (pytester.path / name / "fake" / "report.txt").read_text().splitlines())
+              for name in runs}
+    assert not [v for r in report.values() for v in r.values() if v.startswith("n/a")], report
+    # the same values, but the holder's backend: the web pod its connection was balanced to (either one, either run)
+    assert {k: v for k, v in report["one"].items() if k != "holder_backend"} == {k: v for k, v in report["two"].items() if k != "holder_backend"}
+    assert all(r["holder_backend"].endswith(":8080") for r in report.values()), report
 
 
 @pytest.mark.parametrize(("config", "suite", "why"), [

@@ -18,11 +18,36 @@ from ..core.errors import KprError
 from ..core.redact import clean, redact_text
 
 
-#: report.txt keys, in the lab's order
+#: report.txt keys, in its order: three from the cluster's facts (report_from_facts), the rest as the suite that
+#: observes each gave it (Evidence.report_value: the backend-slots, socket-LB and NodePort suites)
 REPORT_KEYS = (
     "kube_proxy_replacement", "socket_lb_coverage", "web_backends", "holder_backend", "holder_program",
     "nodeport_iptables_lines", "ghost_no_backend_response",
 )
+#: the keys a suite gives, and which suite: a key whose suite did not run is ``n/a`` with that said
+REPORT_SUITES = {"web_backends": "backend slots", "holder_backend": "socket LB", "holder_program": "socket LB",
+                 "nodeport_iptables_lines": "NodePort"}
+
+
+def report_from_facts(facts: dict[str, Any]) -> dict[str, str]:
+    """report.txt's values that are the cluster's facts (read at the start, and again after an upgrade)."""
+    out = {}
+    if "kube_proxy_replacement" in facts:
+        out["kube_proxy_replacement"] = str(facts["kube_proxy_replacement"])
+    if facts.get("socket_lb_coverage"):
+        out["socket_lb_coverage"] = str(facts["socket_lb_coverage"])
+    if facts.get("no_backend_response"):
+        out["ghost_no_backend_response"] = str(facts["no_backend_response"])
+    return out
+
+
+def report_text(values: dict[str, Any]) -> str:
+    """report.txt: every key in its order, ``n/a`` (saying why) for a value no suite of the run gave."""
+    def value(k: str) -> str:
+        if k in values:
+            return str(values[k])
+        return f"n/a ({REPORT_SUITES[k]} did not run)" if k in REPORT_SUITES else "n/a (not in the cluster's facts)"
+    return "".join(f"{k}={value(k)}\n" for k in REPORT_KEYS)
 
 
 class EvidencePathError(KprError):
@@ -119,9 +144,8 @@ class Evidence:
     #: property -> family -> figure, for the family-dependent suites
     by_family: dict[str, dict[str, str]] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
-    #: a pytest-xdist worker keeps report.txt's values for the controller instead of writing the file
-    defer_report: bool = False
-    report: dict[str, str] | None = None
+    #: report.txt's values the suites gave (report_value): they ride on the test reports to the run's reporter
+    report: dict[str, str] = field(default_factory=dict)
 
     def write(self, name: str, data: dict[str, Any]) -> Path:
         """A JSON evidence file (cluster.json and results.json too: the run writes them here), through the recording's
@@ -145,13 +169,14 @@ class Evidence:
         mine[family] = text
         self.figures[prop] = text if list(mine) == ["IPv4"] else "; ".join(f"{f} {t}" for f, t in sorted(mine.items()))
 
-    def write_report(self, values: dict[str, Any]) -> Path | None:
-        """report.txt; on a pytest-xdist worker (``defer_report``) the values are only kept, for the controller
-        to merge with the other workers' (pytest_kpr.run.shared_run)."""
-        self.report = {k: str(values.get(k, "n/a")) for k in REPORT_KEYS}
-        if self.defer_report:
-            return None
-        return put_text(self.dir / "report.txt", "".join(f"{k}={self.report[k]}\n" for k in REPORT_KEYS))
+    def report_value(self, key: str, value: Any) -> None:
+        """One of report.txt's values, as the suite that observes it saw it (the first it gives: the run's first family's)."""
+        assert key in REPORT_SUITES, f"report.txt has no key {key!r} a suite gives"
+        self.report.setdefault(key, str(value))
+
+    def write_report(self, values: dict[str, Any]) -> Path:
+        """report.txt from the values the run's reporter summed (and the facts)."""
+        return put_text(self.dir / "report.txt", report_text(values), root=self.dir)
 
 
 def family_file(name: str, family: str) -> str:

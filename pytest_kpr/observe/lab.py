@@ -733,47 +733,6 @@ def elapsed_since(start: float) -> float:
     return round(clock.monotonic() - start, 3)
 
 
-def report_values(lab: Lab) -> dict[str, str]:
-    """report.txt: each value read from the cluster now, never copied from the earlier files. A value
-    whose workload was not created (its suite did not run) is ``n/a``."""
-    out: dict[str, str] = {}
-    agent = lab.agent(lab.client_node)
-
-    def attempt(key: str, fn: Callable[[], Any]) -> None:
-        try:
-            out[key] = str(fn())
-        except Exception as e:  # noqa: BLE001 - one unreadable value must not lose the others
-            out[key] = f"n/a ({str(e).splitlines()[0][:120]})"
-
-    # the client agent's views in one exec; if it fails, each value that needs it says why
-    views: dict[str, Any] = {}
-    why = ""
-    try:
-        views = dict(zip(("status", "text", "dump", "config"), agent.read("status_json", "status_verbose", "maps_dump", "config"), strict=True))
-    except Exception as e:  # noqa: BLE001 - reported per value below
-        why = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
-
-    def view(name: str) -> Any:
-        return views[name] if name in views else _none(why)
-
-    attempt("kube_proxy_replacement", lambda: view("status").kpr.mode)
-    attempt("socket_lb_coverage", lambda: (view("text").kpr_details or _none("no KPR details")).socket_lb_coverage)
-    if "Deployment/web" in lab.created:
-        attempt("web_backends", lambda: len(active_slots(agent.node, view("dump"), lab.frontend("web")).backends))
-    if "Pod/holder" in lab.created:
-        attempt("holder_backend", lambda: holder_ct(lab)[0])
-        attempt("holder_program", lambda: holder_program(lab)["program"])
-    if "Service/web-np" in lab.created:
-        attempt("nodeport_iptables_lines", lambda: iptables_lines(lab.node(lab.client_node), str(lab.node_port)))
-    if "Service/ghost" in lab.created:
-        attempt("ghost_no_backend_response", lambda: view("config").service_no_backend_response)
-    return out
-
-
-def _none(reason: str) -> Any:
-    raise LabError(reason)
-
-
 def holder_ct(lab: Lab) -> tuple[str, int]:
     """(backend ip:port of the holder's OUT conntrack entry, number of TCP SVC entries from :40404)."""
     pod = lab.holder_pod()
@@ -816,8 +775,3 @@ def holder_program(lab: Lab) -> dict[str, Any]:
         "policy_map": want_map if want_map in maps else next((m for m in sorted(maps) if m.endswith(f"_{eid:05d}") and "policy" in m), None),
         "tc_filter_lines": len(filters),
     }
-
-
-def iptables_lines(node: Node, token: str) -> int:
-    """Lines naming ``token`` across every view of the node's rules (iptables-nft, iptables-legacy, nft)."""
-    return sum(d.count_token(token) for d in node.rule_dumps().values() if d is not None)

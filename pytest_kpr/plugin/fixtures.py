@@ -18,7 +18,7 @@ from ..cluster.facts import ClusterFacts
 from ..cluster.provider import ClusterHandle
 from ..evidence import Evidence
 from ..observe.node import NodeRules
-from ..observe.lab import Convergence, Ghost, Lab, report_values
+from ..observe.lab import Convergence, Ghost, Lab
 from .keys import KPR_SESSION
 from .session import OWNER_LABEL, OWNER_VALUE, RUN_LABEL, KprSession
 from ..run.settings import Settings
@@ -132,7 +132,6 @@ def kpr_lab(kpr_cluster: ClusterHandle, kpr_session: KprSession, evidence: Evide
               image=s.probe_image, node_port=s.nodeport, progress=kpr_session.progress, ip_families=s.ip_families,
               run_id=kpr_session.run_id, run_labels={OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id},
               track=kpr_session.track_cluster_object)
-    kpr_session.before_cleanup.append(lambda: evidence.write_report(report_values(lab)))
     return lab
 
 

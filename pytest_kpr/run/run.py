@@ -161,7 +161,7 @@ class KprRun:
         self.deselected_kpr = 0
         self.selected_kpr = 0
         self.collection_failed = False
-        #: called at the end while the cluster still exists (report.txt reads the current state)
+        #: called at the end while the cluster still exists (end-of-run evidence)
         self.before_cleanup: list[Callable[[], None]] = []
         #: what the run's tests came to, summed from their reports where the run is summed up (pytest_kpr.run.sums)
         self.sums = Sums()
@@ -177,6 +177,7 @@ class KprRun:
         self.test_cost_start = Cost()
         #: the figures the reports carried so far (:meth:`new_figures`)
         self._carried_figures: dict[str, str] = {}
+        self._carried_report: dict[str, str] = {}
         #: the test being run (set by the host around each kpr test; None between tests): what a recorded request is charged to
         self.current_test: str | None = None
         #: while a failure's bundle is collected (:meth:`diagnostics`): such requests are marked in the recording, and a replay
@@ -478,7 +479,7 @@ class KprRun:
         if self._evidence is None:
             from ..evidence import Evidence
 
-            self._evidence = Evidence(self.evidence_dir, defer_report=self.shared is not None)
+            self._evidence = Evidence(self.evidence_dir)
         return self._evidence
 
     def _sink(self, d: Path) -> Any:
@@ -563,6 +564,7 @@ class KprRun:
         if self.facts is not None:  # the run's whole cost, cleanup included (the summary line shows the same)
             try:
                 self._write_cluster_json()
+                self._write_report(self.evidence_dir, self.facts.to_json())
                 self._write_results(self.evidence_dir, self.outcomes, self.sums.figures, self.test_results)
             except OSError as e:
                 self.progress(f"could not write cluster.json with the run's cost: {e}")
@@ -614,6 +616,20 @@ class KprRun:
         new = {p: t for p, t in now.items() if self._carried_figures.get(p) != t}
         self._carried_figures = now
         return new
+
+    def new_report_values(self) -> dict[str, str]:
+        """report.txt's values this process's suites gave since the last call: what the next report carries."""
+        if self._evidence is None:
+            return {}
+        new = {k: v for k, v in self._evidence.report.items() if k not in self._carried_report}
+        self._carried_report.update(new)
+        return new
+
+    def _write_report(self, d: Path, facts: dict[str, Any]) -> None:
+        """report.txt: the facts' values and the ones the suites gave (summed from the test reports)."""
+        from ..evidence.store import report_from_facts
+
+        self._sink(d).write_report({**report_from_facts(facts), **self.sums.report})
 
     def settle_exit_status(self) -> None:
         """The run's exit status decided from its outcomes, once (:attr:`settle_exit`)."""
@@ -668,11 +684,9 @@ class KprRun:
         """A pytest-xdist worker's part, handed to the controller as the worker ends (its tests' outcomes, figures and
         costs went on their reports): what is the worker's and no test's."""
         assert self.shared is not None
-        ev = self._evidence
         self.host.hand_over({
             "worker": self.shared.worker, "joined": self.joined, "evidence_dir": str(self.evidence_dir), "record": self.record.to_json(),
-            "facts": self.facts.to_json() if self.facts is not None else None,
-            "report": ev.report if ev is not None and ev.report is not None else None, "cost": self.cost.to_json(),
+            "facts": self.facts.to_json() if self.facts is not None else None, "cost": self.cost.to_json(),
         })
 
     def merge_workers(self, testrunuid: str) -> None:
@@ -689,11 +703,7 @@ class KprRun:
         with_facts = [p for p in parts if p["facts"] is not None]
         if with_facts:
             self.merged_evidence_dir = Path(with_facts[0]["evidence_dir"])
-            from .shared_run import merge_report
-
-            reports = [p["report"] for p in parts if p["report"] is not None]
-            if reports:
-                self._sink(self.merged_evidence_dir).write_report(merge_report(reports))
+            self._write_report(self.merged_evidence_dir, with_facts[0]["facts"])
             provisioner = next((p for p in parts if p.get("joined") == "provisioned"), with_facts[0])
             data = {**with_facts[0]["facts"], "profile": self.settings.profile, **(provisioner.get("record") or {}), "cost": {
                 **self._cost_record(), "workers": {p["worker"]: p["cost"] for p in parts}},

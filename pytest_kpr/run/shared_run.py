@@ -8,8 +8,9 @@ leaves last (all ``workercount`` joined and left) tears down what the run create
 without leaving, the controller does it after the workers have finished (:func:`finish_on_controller`).
 
 What the controller needs for the run's single summary does not go through files: each test's outcome, figures and
-cost ride on its report (pytest_kpr.plugin.reporter), and each worker hands over its facts, cost and report.txt values
-as it ends (pytest-xdist's ``workeroutput``); the controller writes one report.txt and one cluster.json from them.
+cost (and the report.txt values its suite gave) ride on its report (pytest_kpr.plugin.reporter), and each worker hands
+over its facts and cost as it ends (pytest-xdist's ``workeroutput``); the controller writes one report.txt and one
+cluster.json from them.
 
 Layout, under ``<artifacts>/.kpr-xdist/<testrunuid>/``: ``lock``, ``state.json`` (and ``failed-<worker>`` markers: a
 worker saw a failure, so the one that tears down collects the cluster's logs).
@@ -112,14 +113,3 @@ def by_worker(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return (int(digits) if digits else 0, name)
 
     return sorted(parts, key=order)
-
-
-def merge_report(parts: list[dict[str, str]]) -> dict[str, str]:
-    """report.txt from every worker's values: per key the first value that was read (not ``n/a``), else the
-    first ``n/a`` with its reason."""
-    out: dict[str, str] = {}
-    for values in parts:
-        for k, v in values.items():
-            if k not in out or (out[k].startswith("n/a") and not v.startswith("n/a")):
-                out[k] = v
-    return out

@@ -19,6 +19,8 @@ class Sums:
     outcomes: dict[str, list[str]] = field(default_factory=dict)
     tests: list[dict[str, str]] = field(default_factory=list)
     figures: dict[str, str] = field(default_factory=dict)
+    #: report.txt's values the suites gave (each key by the suite that observes it)
+    report: dict[str, str] = field(default_factory=dict)
     cost_per_test: dict[str, Cost] = field(default_factory=dict)
     parts: list[dict[str, Any]] = field(default_factory=list)
 

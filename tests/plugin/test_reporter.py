@@ -60,6 +60,18 @@ def test_what_a_report_carries_survives_xdists_serialisation() -> None:
     assert sums.cost_per_test["s.py::b"].pod_execs == 1
 
 
+def test_report_txt_values_come_from_the_suites_reports_the_first_given_kept() -> None:
+    from pytest_kpr.evidence.store import report_text
+
+    sums = summed(report("s.py::a", report_values={"web_backends": "2"}), report("s.py::b", report_values={"web_backends": "4"}),
+                  report("s.py::c", report_values={"holder_program": "cil_from_container"}))
+    assert sums.report == {"web_backends": "2", "holder_program": "cil_from_container"}
+    text = report_text({"kube_proxy_replacement": "True", **sums.report})
+    assert "web_backends=2\n" in text and "kube_proxy_replacement=True\n" in text
+    assert "nodeport_iptables_lines=n/a (NodePort did not run)\n" in text
+    assert "socket_lb_coverage=n/a (not in the cluster's facts)\n" in text
+
+
 @pytest.mark.parametrize(("output", "parts"), [
     ({"kpr_part": {"worker": "gw1"}}, [{"worker": "gw1"}]),
     ({}, []),  # a worker that handed nothing over (it never ran a kpr test, or it died)

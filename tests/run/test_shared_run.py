@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_kpr.core.errors import ProvisioningError
-from pytest_kpr.run.shared_run import SharedRun, by_worker, merge_report
+from pytest_kpr.run.shared_run import SharedRun, by_worker
 
 
 def test_one_worker_provisions_while_the_others_wait_then_attach_to_what_it_shared(tmp_path: Path) -> None:
@@ -90,16 +90,6 @@ def test_a_failed_provisioning_stops_the_other_workers_with_its_reason(tmp_path:
 
 def test_parts_come_back_in_worker_order_whatever_order_the_workers_ended_in() -> None:
     assert [p["worker"] for p in by_worker([{"worker": f"gw{i}"} for i in (10, 2, 0)])] == ["gw0", "gw2", "gw10"]
-
-
-@pytest.mark.parametrize(("parts", "merged"), [
-    ([{"a": "1"}, {"a": "2"}], {"a": "1"}),  # both read it: the first worker's
-    ([{"a": "n/a (no web here)"}, {"a": "2"}], {"a": "2"}),  # only the worker that made the workload could read it
-    ([{"a": "n/a (x)"}, {"a": "n/a (y)"}], {"a": "n/a (x)"}),  # nobody could: the first reason
-    ([{"a": "1"}, {"b": "n/a (z)"}], {"a": "1", "b": "n/a (z)"}),
-])
-def test_report_values_merge_to_what_some_worker_read(parts: list[dict[str, str]], merged: dict[str, str]) -> None:
-    assert merge_report(parts) == merged
 
 
 def test_the_controller_tears_down_what_a_dead_worker_left_behind(pytester: pytest.Pytester) -> None:
