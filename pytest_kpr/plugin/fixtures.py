@@ -72,9 +72,9 @@ def _module_stem(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="module")
 def kpr_namespace(kpr_cluster: ClusterHandle, kpr_session: KprSession, request: pytest.FixtureRequest) -> Iterator[str]:
     """A namespace for this test module, labelled as the plugin's (Pod Security baseline); deleted when the module ends."""
-    ns = kpr_session.create_namespace(_module_stem(request))
+    ns = kpr_session.ownership.create_namespace(_module_stem(request))
     yield ns
-    kpr_session.end_namespace(ns, [])
+    kpr_session.ownership.end_namespace(ns, [])
 
 
 # -- the lab's workloads (the conformance suites' shared fixtures) ------------------------------------------------
@@ -128,10 +128,10 @@ def kpr_lab(kpr_cluster: ClusterHandle, kpr_session: KprSession, evidence: Evide
     # first requested after it, so the suites judge the upgraded cluster by its own facts
     s = kpr_session.settings
     assert kpr_session.facts is not None
-    lab = Lab(kpr_cluster, kpr_session.facts, kpr_session.timeouts, kpr_session.create_namespace("datapath"),
+    lab = Lab(kpr_cluster, kpr_session.facts, kpr_session.timeouts, kpr_session.ownership.create_namespace("datapath"),
               image=s.probe_image, node_port=s.nodeport, progress=kpr_session.progress, ip_families=s.ip_families,
               run_id=kpr_session.run_id, run_labels={OWNER_LABEL: OWNER_VALUE, RUN_LABEL: kpr_session.run_id},
-              track=kpr_session.track_cluster_object)
+              track=kpr_session.ownership.track_cluster_object)
     return lab
 
 
@@ -141,10 +141,10 @@ def lab(kpr_lab: Lab, kpr_session: KprSession, request: pytest.FixtureRequest) -
     (``kpr-suite-<module>-<run id>``, Pod Security privileged: its pods are the datapath's probes and servers), which is
     deleted when the suite ends -- its Services are gone before the next suite starts, the namespace is waited for at the
     run's end -- so no later suite sees its Services or their frontends; the shared workloads are the session's."""
-    view = kpr_lab.for_suite(kpr_session.create_namespace(f"suite-{_module_stem(request)}", privileged=True))
+    view = kpr_lab.for_suite(kpr_session.ownership.create_namespace(f"suite-{_module_stem(request)}", privileged=True))
     yield view
     kpr_session.progress(f"{_module_stem(request)}: deleting what the suite made (namespace {view.ns})")
-    kpr_session.end_namespace(view.ns, view.made)
+    kpr_session.ownership.end_namespace(view.ns, view.made)
 
 
 @pytest.fixture(scope="session")

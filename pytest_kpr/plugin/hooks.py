@@ -16,7 +16,7 @@ from . import markers, reporter
 from ..evidence import results
 from ..core.errors import ApiError, MarkerError, NodeShellDisabled, SettingsError, SetupRefused
 from .keys import KNOWN_GAP, KPR_RUN_NAME, KPR_SESSION, REQUIREMENT, SUITE
-from .session import EXIT_PROVISIONING, PLUGIN_NAME, KprSession
+from .session import EXIT_PROVISIONING, PLUGIN_NAME, KprSession, header_lines
 from ..run.settings import ProviderName, add_options, new_run_name, resolve
 
 pytest_plugins = ["pytest_kpr.plugin.fixtures"]
@@ -243,7 +243,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """The kpr banner, only in a run that selects kpr tests: any other run looks as it would without the plugin."""
-    return kpr_session(config).header() if _selects_kpr(config) else []
+    return header_lines(kpr_session(config).settings) if _selects_kpr(config) else []
 
 
 def _selects_kpr(config: pytest.Config) -> bool:
@@ -526,7 +526,7 @@ def _failure_evidence(item: pytest.Item, call: pytest.CallInfo[None], s: KprSess
     dest = s.evidence_dir / "failures" / re.sub(r"[^A-Za-z0-9_.-]+", "-", item.nodeid).strip("-")
     try:
         with s.diagnostics():  # marked in the recording: a replay neither needs nor misses a bundle (pytest_kpr.run.replay)
-            snap = failure_snapshot(s.handle, s.namespaces, s.timeouts.EXEC)
+            snap = failure_snapshot(s.handle, s.ownership.namespaces, s.timeouts.EXEC)
         write_sections(dest, snap.sections)
         files = sorted(p.name for p in dest.iterdir()) if dest.is_dir() else []
         summary = f"saved under {dest}: {len(files)} files ({', '.join(files[:6])}{', ...' if len(files) > 6 else ''})"

@@ -20,11 +20,11 @@ from ..core.wait import Timeouts
 from ..k8s.api import KubeAPI
 from ..run.ownership import NAMESPACE_PREFIX, OWNER_LABEL, OWNER_VALUE, PRIVILEGED_NAMESPACES, RUN_LABEL, RunObjectsKube
 from ..run.run import EXIT_INTERNAL, EXIT_PROVISIONING, EXIT_UNAVAILABLE, KprRun
-from ..run.settings import Settings
+from ..run.settings import ProviderName, Settings
 from . import markers
 
 __all__ = ["EXIT_INTERNAL", "EXIT_PROVISIONING", "EXIT_UNAVAILABLE", "KprSession", "NAMESPACE_PREFIX", "OWNER_LABEL", "OWNER_VALUE",
-           "PLUGIN_NAME", "PRIVILEGED_NAMESPACES", "PytestHost", "RUN_LABEL", "RunObjectsKube"]
+           "PLUGIN_NAME", "PRIVILEGED_NAMESPACES", "PytestHost", "RUN_LABEL", "RunObjectsKube", "header_lines"]
 
 #: the name the run is registered under: ``config.pluginmanager.get_plugin("kpr-session")`` is another plugin's way to it
 PLUGIN_NAME = "kpr-session"
@@ -126,3 +126,22 @@ class KprSession(KprRun):
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """pytest-xdist controller: the workers collected (and deselected), so the 'not selected' hint comes from them."""
         self.deselected_kpr = max(self.deselected_kpr, int(getattr(node, "workeroutput", {}).get("kpr_deselected", 0)))
+
+
+def header_lines(s: Settings) -> list[str]:
+    """pytest's header lines for a kpr run: the provider, the Cilium version, the profile, the families, the artifacts."""
+    src = " (pinned in clusters/versions.yaml)" if s.sources.get("cilium_version") == "pins" else ""
+    if s.provider is ProviderName.FAKE:
+        faults = ", ".join(f"{n}={v!r}" if v is not True else n for n, v in s.fake_faults) or "none"
+        return [f"kpr: provider fake (an in-memory cluster), Cilium {s.cilium_version}, profile {s.profile}{_families(s)}, "
+                f"faults: {faults}, artifacts {s.artifacts}",
+                "kpr: THIS IS A DRY RUN: the fake cluster answers from pytest-kpr's own rules; nothing about a real datapath is tested"]
+    where = f"kubeconfig {s.kubeconfig or '$KUBECONFIG'}" if s.provider is ProviderName.EXISTING else f"kind cluster {s.cluster_name}"
+    cilium = "" if s.provider is ProviderName.EXISTING else f", Cilium {s.cilium_version}{src}"
+    return [f"kpr: provider {s.provider} ({where}){cilium}, profile {s.profile}{_families(s)}, artifacts {s.artifacts}"]
+
+
+def _families(s: Settings) -> str:
+    """The header's word on the families the family-dependent suites run for, when it is more than IPv4."""
+    fams = s.ip_families
+    return "" if tuple(fams) == ("IPv4",) else f", families {'+'.join(fams)}"

@@ -26,7 +26,7 @@ from .sums import Sums
 from ..core.wait import Timeouts
 from ..core import clock, tokens
 from ..core.inputs import path_component
-from .ownership import Ownership, RunObjectsKube
+from .ownership import Ownership
 
 __all__ = ["EXIT_INTERNAL", "EXIT_PROVISIONING", "EXIT_UNAVAILABLE", "KprRun", "PlainHost", "RunEnded", "RunHost"]
 
@@ -271,7 +271,7 @@ class KprRun:
         if self.settings.provider is ProviderName.EXISTING:
             from ..cluster.existing import ExistingProvider
 
-            return ExistingProvider(self.settings.provider_config(), self._kube_factory(), self.create_namespace)
+            return ExistingProvider(self.settings.provider_config(), self._kube_factory(), self.ownership.create_namespace)
         from ..cluster.kind import KindProvider
 
         return KindProvider(self.settings.provider_config(), self.timeouts, self._kube_factory())
@@ -337,8 +337,8 @@ class KprRun:
                 handle.nodes = NoNodeShell()  # type: ignore[assignment]
             handle.nodes = CountingNodes(handle.nodes, self.cost)  # type: ignore[assignment]
             self.handle = handle
-            if self.fixed_namespace is not None:  # named, so it must exist: checked before any wait, in one line
-                self.create_namespace("check")
+            if self.ownership.fixed_namespace is not None:  # named, so it must exist: checked before any wait, in one line
+                self.ownership.create_namespace("check")
             from ..observe.agent import locate_agents
 
             self._phase("readiness")
@@ -730,51 +730,3 @@ class KprRun:
                 provider.teardown(self.progress)
         except (KprError, Unavailable) as e:
             self.progress(f"teardown failed: {e}")
-
-    # -- the run's objects (pytest_kpr.run.ownership) -----------------------------------------------
-
-    @property
-    def namespaces(self) -> list[str]:
-        return self.ownership.namespaces
-
-    @property
-    def run_objects(self) -> RunObjectsKube | None:
-        return self.ownership.run_objects
-
-    @property
-    def fixed_namespace(self) -> str | None:
-        return self.ownership.fixed_namespace
-
-    def owns_namespace(self, name: str) -> bool:
-        return self.ownership.owns_namespace(name)
-
-    def create_namespace(self, purpose: str, privileged: bool = False) -> str:
-        return self.ownership.create_namespace(purpose, privileged)
-
-    def track_cluster_object(self, obj: dict[str, Any]) -> None:
-        self.ownership.track_cluster_object(obj)
-
-    def end_namespace(self, namespace: str, made: list[tuple[str, str, str]]) -> None:
-        self.ownership.end_namespace(namespace, made)
-
-    # -- for the report -----------------------------------------------------------------------------
-
-    def header(self) -> list[str]:
-        s = self.settings
-        src = " (pinned in clusters/versions.yaml)" if s.sources.get("cilium_version") == "pins" else ""
-        if s.provider is ProviderName.FAKE:
-            faults = ", ".join(f"{n}={v!r}" if v is not True else n for n, v in s.fake_faults) or "none"
-            return [f"kpr: provider fake (an in-memory cluster), Cilium {s.cilium_version}, profile {s.profile}{self._families()}, "
-                    f"faults: {faults}, artifacts {s.artifacts}",
-                    "kpr: THIS IS A DRY RUN: the fake cluster answers from pytest-kpr's own rules; nothing about a real datapath is tested"]
-        where = f"kubeconfig {s.kubeconfig or '$KUBECONFIG'}" if s.provider is ProviderName.EXISTING else f"kind cluster {s.cluster_name}"
-        cilium = "" if s.provider is ProviderName.EXISTING else f", Cilium {s.cilium_version}{src}"
-        return [f"kpr: provider {s.provider} ({where}){cilium}, profile {s.profile}{self._families()}, artifacts {s.artifacts}"]
-
-    def _families(self) -> str:
-        """The header's word on the families the family-dependent suites run for, when it is more than IPv4."""
-        fams = self.settings.ip_families
-        return "" if tuple(fams) == ("IPv4",) else f", families {'+'.join(fams)}"
-
-    def describe(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "namespaces": list(self.namespaces)}

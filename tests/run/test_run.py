@@ -38,8 +38,8 @@ def test_a_run_provisions_reads_the_facts_and_cleans_up_without_pytest(tmp_path:
     run.start()
     try:
         assert run.facts is not None and run.handle is not None
-        ns = run.create_namespace("practice")
-        assert run.handle.kube.get("Namespace", ns) is not None and ns in run.namespaces
+        ns = run.ownership.create_namespace("practice")
+        assert run.handle.kube.get("Namespace", ns) is not None and ns in run.ownership.namespaces
         record = json.loads((run.evidence_dir / "cluster.json").read_text())
         assert record["run"]["arguments"] == ["-m", "kpr"] and record["cilium_version"] == run.facts.cilium_version
         assert any("waiting for the Cilium datapath" in line for line in host.lines), host.lines
