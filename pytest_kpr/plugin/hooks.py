@@ -452,7 +452,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         item.user_properties.append(("kpr_evidence", str(where)))
         if where.is_relative_to(s.evidence_dir):  # the failure's bundle, relative to the run's evidence (results.json's place)
             reporter.carry(report, evidence=str(where.relative_to(s.evidence_dir)))
-    reporter.carry(report, figures=s.new_figures(), report_values=s.new_report_values(),
+    reporter.carry(report, figures=s.summary.new_figures(), report_values=s.summary.new_report_values(),
                    cost=s.cost.minus(s.test_cost_start) if report.when == "teardown" else None)
     if report.failed and call.excinfo is not None and not isinstance(report.longrepr, str) and item.config.get_verbosity() < 2:
         report.longrepr = short_failure(item, call.excinfo)
@@ -591,7 +591,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     s.stop()
     if session.config.pluginmanager.getplugin("dsession") is not None and getattr(session.config.option, "testrunuid", None):
         s.merge_workers(session.config.option.testrunuid)  # the xdist controller: after every worker finished
-    s.settle_exit_status()  # a run that wrote no results.json
+    s.summary.settle_exit_status()  # a run that wrote no results.json
 
 
 def _refused(session: pytest.Session, s: KprSession) -> bool:

@@ -21,8 +21,9 @@ from ..core.errors import KprError, ProvisioningError, SettingsError, Unavailabl
 from ..k8s.api import KubeAPI
 from .settings import IfUnavailable, ProviderName, Settings
 from ..evidence.runrecord import SETUP_PHASES, RunRecord
-from .shared_run import SharedRun, by_worker, run_dir
+from .shared_run import SharedRun, run_dir
 from .sums import Sums
+from .summary import RunSummary
 from ..core.wait import Timeouts
 from ..core import clock, tokens
 from ..core.inputs import path_component
@@ -124,7 +125,7 @@ class KprRun:
         self.host = host
         self.replayed: Any = None  # --kpr-provider=replay: the provider, read first (the run takes the recording's id and seed)
         if settings.provider is ProviderName.REPLAY and settings.replay is not None:
-            settings = self._adopt_recording(settings)
+            settings, self.replayed = adopt_recording(settings)
         self.settings = settings
         from ..evidence.store import register_root
 
@@ -146,7 +147,7 @@ class KprRun:
         self.exit_status: int | None = None
         self.results_file: Path | None = None
         #: settles exit_status from the run's outcomes (the plugin's rule: a run that judged nothing exits 5); called once,
-        #: by settle_exit_status, before results.json is written with it
+        #: by summary.settle_exit_status, before results.json is written with it
         self.settle_exit: Callable[[], None] | None = None
         #: the one line of the first ForeignObject (the run met an object of the same name that is not its own): the run
         #: stops there and exits EXIT_PROVISIONING, a set-up problem rather than a datapath verdict
@@ -165,6 +166,8 @@ class KprRun:
         self.before_cleanup: list[Callable[[], None]] = []
         #: what the run's tests came to, summed from their reports where the run is summed up (pytest_kpr.run.sums)
         self.sums = Sums()
+        #: the run summed up in its evidence: results.json, report.txt, cluster.json's cost, the recording, a worker's part
+        self.summary = RunSummary(self)
         #: per property: outcomes of its tests (for the terminal summary)
         self.outcomes = self.sums.outcomes
         self._evidence: Any = None
@@ -175,9 +178,6 @@ class KprRun:
         self.cost_per_test = self.sums.cost_per_test
         #: the run's cost when the current kpr test began (its own cost is the difference at its teardown)
         self.test_cost_start = Cost()
-        #: the figures the reports carried so far (:meth:`new_figures`)
-        self._carried_figures: dict[str, str] = {}
-        self._carried_report: dict[str, str] = {}
         #: the test being run (set by the host around each kpr test; None between tests): what a recorded request is charged to
         self.current_test: str | None = None
         #: while a failure's bundle is collected (:meth:`diagnostics`): such requests are marked in the recording, and a replay
@@ -198,19 +198,9 @@ class KprRun:
         #: on the xdist controller: the workers' evidence dir (merge_workers)
         self.merged_evidence_dir: Path | None = None
         #: what ran and how far it got, phase by phase: cluster.json from the first moment (pytest_kpr.evidence.runrecord)
-        self.record = RunRecord(self._run_meta())
+        self.record = RunRecord(run_meta(settings, host, self.run_id))
         #: whose cluster objects are this run's, and their removal (pytest-free: pytest_kpr.run.ownership)
         self.ownership = Ownership(settings, self.run_id, self.timeouts, self.progress)
-
-    def _run_meta(self) -> dict[str, Any]:
-        from .. import __version__
-        from ..evidence.runrecord import git_sha
-
-        s = self.settings
-        return {"id": self.run_id, "plugin_version": __version__, "git_sha": git_sha(self.host.rootpath),
-                "arguments": list(self.host.arguments), "provider": str(s.provider),
-                "requested": {"cilium_version": s.cilium_version, "profile": s.profile, "node_image": s.node_image or None,
-                              "upgrade_to": s.upgrade_to}}
 
     # -- output -------------------------------------------------------------------------------------
 
@@ -229,53 +219,6 @@ class KprRun:
         finally:
             self.diagnosing = False
 
-    def _adopt_recording(self, settings: Settings) -> Settings:
-        """Under replay: the recording's seed; its address families and profile must be the run's (one line if not)."""
-        from dataclasses import replace
-
-        from .replay import ReplayProvider
-
-        try:
-            self.replayed = ReplayProvider(settings.replay)  # type: ignore[arg-type]
-        except Unavailable:
-            return settings  # preflight says it, in one line
-        meta = self.replayed.meta
-        for name, flag in (("ip_families", "--kpr-ip-families"), ("profile", "--kpr-profile")):
-            recorded = tuple(meta[name]) if name == "ip_families" and name in meta else meta.get(name)
-            if recorded is not None and recorded != getattr(settings, name):
-                shown = ",".join(recorded) if isinstance(recorded, tuple) else recorded
-                raise SettingsError(f"--kpr-replay: the recording was made with {flag}={shown}; replay it with the same")
-        return replace(settings, seed=meta.get("seed", settings.seed))
-
-    def _kube_factory(self) -> Callable[[Path | None, str | None], KubeAPI]:
-        def factory(kubeconfig: Path | None, context: str | None) -> KubeAPI:
-            custom = self.host.kube_client(kubeconfig, context)
-            if custom is not None:
-                return custom  # type: ignore[no-any-return]
-            from ..k8s.client import RealKube
-
-            return RealKube(kubeconfig, context)
-
-        return factory
-
-    def _make_provider(self) -> Provider:
-        if self.settings.provider is ProviderName.REPLAY:  # asked for by name: before any plugin's provider
-            from .replay import ReplayProvider
-
-            return self.replayed if self.replayed is not None else ReplayProvider(self.settings.replay)  # type: ignore[arg-type]
-        custom = self.host.provider(self.settings, self.timeouts, self._kube_factory())
-        if custom is not None:
-            return custom  # type: ignore[no-any-return]
-        if self.settings.provider is ProviderName.FAKE:  # hooks.FakeProviderPlugin answers the hook above
-            raise KprError("--kpr-provider=fake: nothing answers for the fake cluster (the plugin registers it, by pytest_configure)")
-        if self.settings.provider is ProviderName.EXISTING:
-            from ..cluster.existing import ExistingProvider
-
-            return ExistingProvider(self.settings.provider_config(), self._kube_factory(), self.ownership.create_namespace)
-        from ..cluster.kind import KindProvider
-
-        return KindProvider(self.settings.provider_config(), self.timeouts, self._kube_factory())
-
     def start(self) -> None:
         """Provision (or attach), wait for the datapath, read the facts. Idempotent.
 
@@ -287,16 +230,16 @@ class KprRun:
         self._started = True
         self.record.begin("preflight")
         try:
-            provider = self._make_provider()  # (--kpr-replay naming no readable recording: Unavailable, one line)
+            provider = make_provider(self)  # (--kpr-replay naming no readable recording: Unavailable, one line)
             self.provider = provider
             # the fake cluster's time is virtual: the run's waits share it (a real cluster keeps the real clock)
             clock.install(getattr(provider, "clock", None) or clock.REAL)
             self.clock_kind = clock.current().kind
-            self._refuse_an_unsafe_evidence_dir()
+            self.summary.refuse_an_unsafe_evidence_dir()
             provider.preflight()
         except Unavailable as e:
             self.record.end(str(e))
-            self._write_record()
+            self.summary.write_record()
             if self.settings.if_unavailable is IfUnavailable.SKIP:
                 self.unavailable = f"kpr cluster unavailable: {e}"
                 self.progress(f"{e}; skipping kpr tests (--kpr-if-unavailable=skip)")
@@ -309,7 +252,7 @@ class KprRun:
             self._crash("preflight", e)
         try:
             self.record.begin("provision")
-            self._write_record()
+            self.summary.write_record()
             if hasattr(provider, "on_phase"):
                 provider.on_phase = self._phase  # type: ignore[attr-defined]  # kind: "install" before its helm install
             handle = self._provision_or_attach(provider)
@@ -319,7 +262,7 @@ class KprRun:
             if self.replayed is not None:  # the suites' tokens are the recorded run's
                 tokens.install(self.replayed.token)
             if self.recorder is not None:  # what the run asks of the cluster from here on, and the answers (run.recording)
-                self.recorder.meta = self._recording_meta(handle)
+                self.recorder.meta = self.summary.recording_meta(handle)
                 recorder, base = self.recorder, self.replayed.token if self.replayed is not None else secrets.token_hex
                 tokens.install(lambda n: recorder.token(n, base))
                 handle.kube = RecordingKube(handle.kube, self.recorder)  # type: ignore[assignment]
@@ -347,9 +290,9 @@ class KprRun:
             states = readiness.wait_ready(self.handle.kube, self.timeouts, self.progress)
             self._phase("facts")
             self.facts = readiness.read_facts(self.handle, states, self.timeouts.EXEC)
-            self._write_cluster_json()
-            self._refuse_kernels_below_the_floor(self.facts)
-            self._refuse_a_profile_that_did_not_take(self.facts)
+            self.summary.write_cluster_json()
+            refuse_kernels_below_the_floor(self.settings, self.facts)
+            refuse_a_profile_that_did_not_take(self.settings, self.facts)
             self.drop_counters = readiness.drop_baseline(states)  # a failure's drops rise from here (read with the status)
             self._phase("suites")
         except KprError as e:
@@ -364,7 +307,7 @@ class KprRun:
         except BaseException as e:
             self.record.end(f"interrupted: {self.interrupted_by or type(e).__name__}")
             self.stop()
-            self._write_record()  # cluster.json says the phase was interrupted, not still running
+            self.summary.write_record()  # cluster.json says the phase was interrupted, not still running
             raise
 
     def _crash(self, phase: str, e: BaseException) -> None:
@@ -385,7 +328,7 @@ class KprRun:
             pass
         if self.record.current:
             self.record.end(f"crashed: {what}")
-        self._write_record()
+        self.summary.write_record()
         self.exit(f"pytest-kpr: internal error during {phase} ({what}): a bug in pytest-kpr, not a verdict on this machine or "
                   f"cluster (exit status {EXIT_INTERNAL}){where}", EXIT_INTERNAL)
 
@@ -397,7 +340,7 @@ class KprRun:
 
     def _phase(self, name: str) -> None:
         self.record.begin(name)
-        self._write_record()
+        self.summary.write_record()
 
     def _setup_failed(self, error: str) -> None:
         """A phase before the suites failed: record it, and collect what explains it while the cluster still exists."""
@@ -412,7 +355,7 @@ class KprRun:
                 self.progress(f"{phase} failed: {len(files)} diagnostic files under {dest}")
             except Exception as e:  # noqa: BLE001 - the diagnosis must not hide the failure it explains
                 self.progress(f"could not collect the diagnostics of the failed {phase}: {e}")
-        self._write_record()
+        self.summary.write_record()
 
     def _provision_or_attach(self, provider: Provider) -> ClusterHandle:
         """Without xdist: provision. A worker: the first to take the run's lock provisions, the others attach."""
@@ -432,32 +375,12 @@ class KprRun:
         self.joined = self.shared.join(provision, attach)
         return got[0]
 
-    def _refuse_a_profile_that_did_not_take(self, facts: ClusterFacts) -> None:
-        """The profile's promised settings are read back from the agents; one that does not show stops the run."""
-        from ..judge.profiles import profile_problems
-
-        problems = profile_problems(self.settings.profile, facts)
-        if problems:
-            raise ProvisioningError("; ".join(problems) + " (clusters/profiles/" + self.settings.profile + ".yaml did not take effect)")
-
-    def _refuse_kernels_below_the_floor(self, facts: ClusterFacts) -> None:
-        """A node whose kernel is below the Cilium version's floor or the profile's (clusters/kernels.yaml) stops the run:
-        one line per node."""
-        if self.settings.clusters_dir is None or not (self.settings.clusters_dir / "kernels.yaml").is_file():
-            return
-        from ..rules.kernels import KernelTable
-
-        problems = KernelTable.load(self.settings.clusters_dir / "kernels.yaml").floor_problems(
-            facts.cilium_version, {n.name: n.kernel for n in facts.nodes}, self.settings.profile)
-        if problems:
-            raise KprError("; ".join(problems))
-
     def reread_facts(self) -> ClusterFacts:
         """After Cilium changed under the run (an upgrade): wait for the datapath again and read the facts anew."""
         assert self.handle is not None
         states = readiness.wait_ready(self.handle.kube, self.timeouts, self.progress)
         self.facts = readiness.read_facts(self.handle, states, self.timeouts.EXEC)
-        self._write_cluster_json()
+        self.summary.write_cluster_json()
         return self.facts
 
     def _report_unavailable(self, e: Unavailable) -> bool:
@@ -481,56 +404,6 @@ class KprRun:
 
             self._evidence = Evidence(self.evidence_dir)
         return self._evidence
-
-    def _sink(self, d: Path) -> Any:
-        """The one writer of the run's evidence files (pytest_kpr.evidence.Evidence.write): the run's own for its
-        evidence directory, a new one for the xdist controller's merged directory."""
-        from ..evidence import Evidence
-
-        return self._evidence if self._evidence is not None and self._evidence.dir == d else Evidence(d)
-
-    def _refuse_an_unsafe_evidence_dir(self) -> None:
-        """Unavailable (one line, exit 4) when the evidence directory cannot be written safely: a symlink from the
-        artifacts directory down to it (evidence never follows one), before anything is asked of any cluster."""
-        from ..evidence.store import EvidencePathError, writable_here
-
-        try:
-            writable_here(self.evidence_dir / "cluster.json")
-        except EvidencePathError as e:
-            raise Unavailable(f"--kpr-artifacts: {e}") from None
-
-    def _write_record(self) -> None:
-        """cluster.json before the facts are known: the run record, the provider and the requested versions (kpr matrix
-        shows such a column by what was asked for). Never raises: the record must not break the run it records."""
-        if self.facts is not None:
-            return self._write_cluster_json()
-        if self.shared is not None and self.joined == "attached":
-            return  # the worker that provisions writes it
-        try:
-            d = self.evidence_dir
-            s = self.settings
-            self._sink(d).write("cluster.json", {"provider": getattr(self.provider, "name", str(s.provider)),
-                                                 "cilium_version": s.cilium_version, "profile": s.profile, "nodes": [],
-                                                 **self.record.to_json()})
-        except (OSError, KprError) as e:  # (an EvidencePathError: refused at preflight, said there)
-            self.progress(f"could not write cluster.json: {e}")
-        return None
-
-    def _write_cluster_json(self) -> None:
-        """The cluster's facts and the run record; at the end of the run also what the run cost (written again then)."""
-        assert self.facts is not None
-        d = self.evidence_dir
-        data = {**self.facts.to_json(), "profile": self.settings.profile, **self.record.to_json(),
-                "clock": self.clock_kind}  # "virtual": the durations in the evidence are the fake's time, not the machine's
-        if self._stopped:
-            data["cost"] = self._cost_record()
-        self._sink(d).write("cluster.json", data)
-
-    def _cost_record(self) -> dict[str, Any]:
-        """cluster.json's ``cost``: the run's, how many tests, and the five tests with the most commands."""
-        worst = sorted(self.cost_per_test.items(), key=lambda kv: -kv[1].commands)[:5]
-        return {"run": self.cost.to_json(), "tests": len(self.cost_per_test),
-                "most_commands": [{"test": k, **v.to_json()} for k, v in worst]}
 
     def stop(self) -> None:
         """Delete the namespaces this run created, then let the provider remove its cluster. Idempotent. The real
@@ -556,96 +429,19 @@ class KprRun:
             self.ownership.end()
         except KprError as e:  # e.g. a replay that diverged: what is left is named, the run still ends in one piece
             self.progress(f"cleanup failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
-        self._write_recording()
+        self.summary.write_recording()
         if self.shared is not None and self.joined is not None:
-            self._hand_over()  # the controller writes cluster.json, report.txt and the summary for the run
+            self.summary.hand_over()  # the controller writes cluster.json, report.txt and the summary for the run
             self.shared.leave(self._teardown)  # the last worker out tears down
             return
         if self.facts is not None:  # the run's whole cost, cleanup included (the summary line shows the same)
             try:
-                self._write_cluster_json()
-                self._write_report(self.evidence_dir, self.facts.to_json())
-                self._write_results(self.evidence_dir, self.outcomes, self.sums.figures, self.test_results)
+                self.summary.write_cluster_json()
+                self.summary.write_report(self.evidence_dir, self.facts.to_json())
+                self.summary.write_results(self.evidence_dir)
             except OSError as e:
                 self.progress(f"could not write cluster.json with the run's cost: {e}")
         self._teardown()
-
-    def _recording_meta(self, handle: ClusterHandle) -> dict[str, Any]:
-        """The recording's first line: what a replay needs to ask the same requests (pytest_kpr.run.replay)."""
-        s = self.settings
-        provider = getattr(self.provider, "name", str(getattr(s.provider, "value", s.provider)))
-        return {"run_id": self.run_id, "seed": s.seed, "provider": provider, "t0": clock.monotonic(),
-                "wall_offset": clock.time() - clock.monotonic(), "cluster": handle.name, "created": handle.created,
-                "profile": s.profile, "ip_families": list(s.ip_families), "clock": self.clock_kind,
-                "worker": self.shared.worker if self.shared is not None else None}
-
-    def _write_recording(self) -> None:
-        """recording.jsonl.gz (a pytest-xdist worker's: recording-<worker>.jsonl.gz) beside the evidence, once, at the end."""
-        if self.recorder is None or self.handle is None:
-            return
-        from ..evidence.store import put_bytes
-
-        name = f"recording-{self.shared.worker}.jsonl.gz" if self.shared is not None else "recording.jsonl.gz"
-        try:
-            put_bytes(self.evidence_dir / name, self.recorder.dump())
-        except OSError as e:
-            self.progress(f"could not write the recording: {e}")
-
-    def results_run(self, facts: dict[str, Any] | None = None) -> dict[str, Any]:
-        """results.json's ``run``: what the results are about, and how the run ended."""
-        from datetime import datetime, timezone
-
-        from .. import __version__
-
-        f = facts if facts is not None else (self.facts.to_json() if self.facts is not None else {})
-        kernels = sorted({n.get("kernel", "") for n in f.get("nodes", []) if n.get("kernel")})
-        return {"finished": datetime.now(timezone.utc).isoformat(timespec="seconds"), "plugin_version": __version__, "id": self.run_id,
-                "cilium_version": f.get("cilium_version") or self.settings.cilium_version, "kernels": kernels,
-                "profile": self.settings.profile, "ip_families": list(self.settings.ip_families), "exit_status": self.exit_status,
-                "clock": self.clock_kind,
-                # pytest's 0 (passed), 1 (a test failed) and 5 (nothing judged) are runs that ended on their own
-                "complete": self.exit_status in (0, 1, 5) and self.interrupted_by is None,
-                "interrupted_by": self.interrupted_by or ("Ctrl-C" if self.exit_status == 2 else None)}
-
-    def new_figures(self) -> dict[str, str]:
-        """The figures this process's evidence gained or changed since the last call: what the next report carries
-        (pytest_kpr.plugin.reporter)."""
-        if self._evidence is None:
-            return {}
-        now = dict(self._evidence.figures)
-        new = {p: t for p, t in now.items() if self._carried_figures.get(p) != t}
-        self._carried_figures = now
-        return new
-
-    def new_report_values(self) -> dict[str, str]:
-        """report.txt's values this process's suites gave since the last call: what the next report carries."""
-        if self._evidence is None:
-            return {}
-        new = {k: v for k, v in self._evidence.report.items() if k not in self._carried_report}
-        self._carried_report.update(new)
-        return new
-
-    def _write_report(self, d: Path, facts: dict[str, Any]) -> None:
-        """report.txt: the facts' values and the ones the suites gave (summed from the test reports)."""
-        from ..evidence.store import report_from_facts
-
-        self._sink(d).write_report({**report_from_facts(facts), **self.sums.report})
-
-    def settle_exit_status(self) -> None:
-        """The run's exit status decided from its outcomes, once (:attr:`settle_exit`)."""
-        fn, self.settle_exit = self.settle_exit, None
-        if fn is not None:
-            fn()
-
-    def _write_results(self, d: Path, outcomes: dict[str, list[str]], figures: dict[str, str], tests: list[dict[str, str]],
-                       facts: dict[str, Any] | None = None) -> None:
-        """results.json, written once, with the status the run ends with: the run it is about, the verdict, counts and
-        figure of every property, and every test's outcome (kpr matrix reads it)."""
-        from ..evidence.results import results_json
-
-        self.settle_exit_status()
-        if outcomes:
-            self.results_file = self._sink(d).write("results.json", results_json(outcomes, figures, tests, self.results_run(facts)))
 
     def note_failure(self) -> None:
         """A kpr test failed or errored: the cluster's own logs are collected before it is deleted (_teardown)."""
@@ -665,7 +461,7 @@ class KprRun:
         if self.record.current is not None and self.record.current["phase"] == "cleanup":
             self.record.end()
             if self.shared is None and (self.evidence_dir / "cluster.json").is_file():
-                self._write_record()
+                self.summary.write_record()
 
     def _teardown_provider(self) -> None:
         collect = getattr(self.provider, "collect_logs", None)
@@ -680,53 +476,118 @@ class KprRun:
             except KprError as e:
                 self.progress(f"teardown failed: {e}")
 
-    def _hand_over(self) -> None:
-        """A pytest-xdist worker's part, handed to the controller as the worker ends (its tests' outcomes, figures and
-        costs went on their reports): what is the worker's and no test's."""
-        assert self.shared is not None
-        self.host.hand_over({
-            "worker": self.shared.worker, "joined": self.joined, "evidence_dir": str(self.evidence_dir), "record": self.record.to_json(),
-            "facts": self.facts.to_json() if self.facts is not None else None, "cost": self.cost.to_json(),
-        })
-
     def merge_workers(self, testrunuid: str) -> None:
-        """On the xdist controller, after the workers finished: one report.txt and one cluster.json from the parts the
-        workers handed over (their tests' results came on the reports: self.sums); a teardown the last worker did not do
-        (it died) is done here."""
+        """On the xdist controller, after the workers finished: the run summed up from the workers' parts and the
+        reports (RunSummary.on_controller); a teardown the last worker did not do (it died) is done here."""
         d = run_dir(self.settings.artifacts, testrunuid)
-        parts = by_worker(self.sums.parts)
         state = (SharedRun(d, "controller", 0).read() or {}) if d.is_dir() else {}
-        for part in parts:
-            for k, v in part["cost"].items():
-                if k != "commands":
-                    setattr(self.cost, k, getattr(self.cost, k) + v)
-        with_facts = [p for p in parts if p["facts"] is not None]
-        if with_facts:
-            self.merged_evidence_dir = Path(with_facts[0]["evidence_dir"])
-            self._write_report(self.merged_evidence_dir, with_facts[0]["facts"])
-            provisioner = next((p for p in parts if p.get("joined") == "provisioned"), with_facts[0])
-            data = {**with_facts[0]["facts"], "profile": self.settings.profile, **(provisioner.get("record") or {}), "cost": {
-                **self._cost_record(), "workers": {p["worker"]: p["cost"] for p in parts}},
-                "xdist": {"workers": [p["worker"] for p in parts], "provisioned_by": state.get("provisioned_by"),
-                          "torn_down_by": state.get("torn_down_by")}}
-            self._sink(self.merged_evidence_dir).write("cluster.json", data)
-            self._write_results(self.merged_evidence_dir, self.outcomes, self.sums.figures, self.test_results, with_facts[0]["facts"])
+        self.summary.on_controller(state)
         if "shared" in state and not state.get("torn_down", True):
-            self._teardown_for_dead_worker(state)
+            teardown_for_dead_worker(self, state)
         shutil.rmtree(d, ignore_errors=True)
         try:
             d.parent.rmdir()  # .kpr-xdist, if no other run uses it
         except OSError:
             pass
 
-    def _teardown_for_dead_worker(self, state: dict[str, Any]) -> None:
-        missing = sorted(set(state.get("joined", [])) - set(state.get("left", [])))
-        self.progress(f"worker(s) {', '.join(missing) or '?'} ended without leaving the run's cluster: tearing it down from the controller")
-        try:
-            provider = self._make_provider()
-            provider.preflight()
-            if isinstance(provider, SharedProvider):
-                provider.attach(state["shared"], self.progress)
-                provider.teardown(self.progress)
-        except (KprError, Unavailable) as e:
-            self.progress(f"teardown failed: {e}")
+
+def refuse_a_profile_that_did_not_take(settings: Settings, facts: ClusterFacts) -> None:
+    """The profile's promised settings are read back from the agents; one that does not show stops the run."""
+    from ..judge.profiles import profile_problems
+
+    problems = profile_problems(settings.profile, facts)
+    if problems:
+        raise ProvisioningError("; ".join(problems) + " (clusters/profiles/" + settings.profile + ".yaml did not take effect)")
+
+
+def refuse_kernels_below_the_floor(settings: Settings, facts: ClusterFacts) -> None:
+    """A node whose kernel is below the Cilium version's floor or the profile's (clusters/kernels.yaml) stops the run:
+    one line per node."""
+    if settings.clusters_dir is None or not (settings.clusters_dir / "kernels.yaml").is_file():
+        return
+    from ..rules.kernels import KernelTable
+
+    problems = KernelTable.load(settings.clusters_dir / "kernels.yaml").floor_problems(
+        facts.cilium_version, {n.name: n.kernel for n in facts.nodes}, settings.profile)
+    if problems:
+        raise KprError("; ".join(problems))
+
+
+def adopt_recording(settings: Settings) -> tuple[Settings, Any]:
+    """Under replay: the recording (its provider, read first) and the settings with its seed; its address families and
+    profile must be the run's (one line if not). A recording that cannot be read: no provider, preflight says it."""
+    from dataclasses import replace
+
+    from .replay import ReplayProvider
+
+    try:
+        replayed = ReplayProvider(settings.replay)  # type: ignore[arg-type]
+    except Unavailable:
+        return settings, None
+    meta = replayed.meta
+    for name, flag in (("ip_families", "--kpr-ip-families"), ("profile", "--kpr-profile")):
+        recorded = tuple(meta[name]) if name == "ip_families" and name in meta else meta.get(name)
+        if recorded is not None and recorded != getattr(settings, name):
+            shown = ",".join(recorded) if isinstance(recorded, tuple) else recorded
+            raise SettingsError(f"--kpr-replay: the recording was made with {flag}={shown}; replay it with the same")
+    return replace(settings, seed=meta.get("seed", settings.seed)), replayed
+
+
+def kube_factory(host: RunHost) -> Callable[[Path | None, str | None], KubeAPI]:
+    """The run's Kubernetes clients: another plugin's (the host's hook), else the real one."""
+    def factory(kubeconfig: Path | None, context: str | None) -> KubeAPI:
+        custom = host.kube_client(kubeconfig, context)
+        if custom is not None:
+            return custom
+        from ..k8s.client import RealKube
+
+        return RealKube(kubeconfig, context)
+
+    return factory
+
+
+def make_provider(run: KprRun) -> Provider:
+    """The run's provider: the recording's under replay, another plugin's (the fake is one), else the named built-in."""
+    s = run.settings
+    if s.provider is ProviderName.REPLAY:  # asked for by name: before any plugin's provider
+        from .replay import ReplayProvider
+
+        return run.replayed if run.replayed is not None else ReplayProvider(s.replay)  # type: ignore[arg-type]
+    custom = run.host.provider(s, run.timeouts, kube_factory(run.host))
+    if custom is not None:
+        return custom
+    if s.provider is ProviderName.FAKE:  # hooks.FakeProviderPlugin answers the hook above
+        raise KprError("--kpr-provider=fake: nothing answers for the fake cluster (the plugin registers it, by pytest_configure)")
+    if s.provider is ProviderName.EXISTING:
+        from ..cluster.existing import ExistingProvider
+
+        return ExistingProvider(s.provider_config(), kube_factory(run.host), run.ownership.create_namespace)
+    from ..cluster.kind import KindProvider
+
+    return KindProvider(s.provider_config(), run.timeouts, kube_factory(run.host))
+
+
+def teardown_for_dead_worker(run: KprRun, state: dict[str, Any]) -> None:
+    """On the xdist controller: a worker ended without leaving the shared cluster (it died), so the controller attaches
+    through the provider and tears the run's cluster down."""
+    missing = sorted(set(state.get("joined", [])) - set(state.get("left", [])))
+    run.progress(f"worker(s) {', '.join(missing) or '?'} ended without leaving the run's cluster: tearing it down from the controller")
+    try:
+        provider = make_provider(run)
+        provider.preflight()
+        if isinstance(provider, SharedProvider):
+            provider.attach(state["shared"], run.progress)
+            provider.teardown(run.progress)
+    except (KprError, Unavailable) as e:
+        run.progress(f"teardown failed: {e}")
+
+
+def run_meta(s: Settings, host: RunHost, run_id: str) -> dict[str, Any]:
+    """cluster.json's run record from the first moment: the run, the plugin, the commit, the arguments, what was asked."""
+    from .. import __version__
+    from ..evidence.runrecord import git_sha
+
+    return {"id": run_id, "plugin_version": __version__, "git_sha": git_sha(host.rootpath),
+            "arguments": list(host.arguments), "provider": str(s.provider),
+            "requested": {"cilium_version": s.cilium_version, "profile": s.profile, "node_image": s.node_image or None,
+                          "upgrade_to": s.upgrade_to}}
