@@ -590,7 +590,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     s.settle_exit = lambda: _refused(session, s) or _nothing_judged(session, s)
     s.stop()
     if session.config.pluginmanager.getplugin("dsession") is not None and getattr(session.config.option, "testrunuid", None):
-        s.merge_workers(session.config.option.testrunuid)  # the xdist controller: after every worker finished
+        s.end_on_controller(session.config.option.testrunuid)  # the xdist controller: after every worker finished
     s.summary.settle_exit_status()  # a run that wrote no results.json
 
 

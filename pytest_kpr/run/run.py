@@ -195,7 +195,7 @@ class KprRun:
         wi = host.workerinput
         if wi is not None and wi.get("testrunuid"):
             self.shared = SharedRun(run_dir(settings.artifacts, wi["testrunuid"]), wi["workerid"], int(wi["workercount"]))
-        #: on the xdist controller: the workers' evidence dir (merge_workers)
+        #: on the xdist controller: the workers' evidence dir (end_on_controller)
         self.merged_evidence_dir: Path | None = None
         #: what ran and how far it got, phase by phase: cluster.json from the first moment (pytest_kpr.evidence.runrecord)
         self.record = RunRecord(run_meta(settings, host, self.run_id))
@@ -476,7 +476,7 @@ class KprRun:
             except KprError as e:
                 self.progress(f"teardown failed: {e}")
 
-    def merge_workers(self, testrunuid: str) -> None:
+    def end_on_controller(self, testrunuid: str) -> None:
         """On the xdist controller, after the workers finished: the run summed up from the workers' parts and the
         reports (RunSummary.on_controller); a teardown the last worker did not do (it died) is done here."""
         d = run_dir(self.settings.artifacts, testrunuid)

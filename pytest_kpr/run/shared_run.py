@@ -5,7 +5,7 @@ take the lock provisions the cluster (as a run without xdist would) and writes w
 attach to it (:meth:`Provider.share`); the others wait for the lock and attach (:meth:`Provider.attach`).
 Each worker uses namespaces of its own. The state file lists who joined and who left: the worker that
 leaves last (all ``workercount`` joined and left) tears down what the run created. If a worker died
-without leaving, the controller does it after the workers have finished (:func:`finish_on_controller`).
+without leaving, the controller does it after the workers have finished (KprRun.end_on_controller).
 
 What the controller needs for the run's single summary does not go through files: each test's outcome, figures and
 cost (and the report.txt values its suite gave) ride on its report (pytest_kpr.plugin.reporter), and each worker hands

@@ -111,7 +111,7 @@ def pytest_kpr_provider(config, settings, timeouts, kube_factory):
     gw0.join(lambda: {"name": "fake", "created": True}, lambda shared: None)
     gw1.join(lambda: {}, lambda shared: None)
     assert not gw0.leave(lambda: pytest.fail("gw1 has not left"))
-    s.merge_workers("r1")
+    s.end_on_controller("r1")
     provider = config.pluginmanager.get_plugin(str(pytester.path / "conftest.py")).PROVIDER  # type: ignore[union-attr]
     assert provider.events == ["preflight", "attach", "teardown"]
     assert not d.exists()
