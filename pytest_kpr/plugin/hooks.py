@@ -558,10 +558,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             and config.args_source is not pytest.Config.ArgsSource.ARGS and getattr(config, "workerinput", None) is None:
         # plain pytest where there are no tests at all (a user directory): its "collected 0 items" says nothing of the suites
         terminalreporter.write_line("pytest-kpr: no tests here; the conformance suites that come with the plugin run with: pytest -m kpr")
-    if s.outcomes:
+    if s.sums.outcomes:
         terminalreporter.write_sep("=", "kpr properties")
         figures = s.sums.figures
-        for prop, outcomes in s.outcomes.items():
+        for prop, outcomes in s.sums.outcomes.items():
             verdict = {"fail": "FAIL", "xfail": "skip"}.get(results.verdict(outcomes), results.verdict(outcomes))
             counts = ", ".join(f"{outcomes.count(o)} {o}" for o in ("passed", "failed", "xfailed", "skipped") if outcomes.count(o))
             fig = figures.get(prop, "")
@@ -569,7 +569,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         virtual = " (durations on the fake cluster's virtual clock)" if s.clock_kind == "virtual" else ""
         terminalreporter.write_line(f"evidence: {s.merged_evidence_dir or s.evidence_dir}{virtual}")
         if s.handle is not None or s.merged_evidence_dir is not None:
-            worst = max(s.cost_per_test.items(), key=lambda kv: kv[1].commands, default=None)
+            worst = max(s.sums.cost_per_test.items(), key=lambda kv: kv[1].commands, default=None)
             terminalreporter.write_line(f"cluster cost: {s.cost.line()} ({s.cost.commands} commands)"
                                         + (f"; most: {worst[1].commands} in {worst[0]}" if worst else ""))
     if s.deselected_kpr:
@@ -617,10 +617,10 @@ def _nothing_judged(session: pytest.Session, s: KprSession) -> None:
     if (getattr(session.config, "workerinput", None) is not None or not _selects_kpr(session.config) or session.exitstatus != 0
             or session.config.option.collectonly):
         return
-    judged = sum(1 for outs in s.outcomes.values() for o in outs if o in ("passed", "failed", "xfailed"))
+    judged = sum(1 for outs in s.sums.outcomes.values() for o in outs if o in ("passed", "failed", "xfailed"))
     if judged or s.settings.allow_all_skipped:
         return
-    skipped = sum(len(outs) for outs in s.outcomes.values())
+    skipped = sum(len(outs) for outs in s.sums.outcomes.values())
     session.config.get_terminal_writer().line(
         f"pytest-kpr: no property was judged ({skipped} kpr tests skipped, {s.deselected_kpr} deselected): that is not a pass; "
         "exit status 5 (--kpr-allow-all-skipped accepts it)", red=True)

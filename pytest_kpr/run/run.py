@@ -168,14 +168,11 @@ class KprRun:
         self.sums = Sums()
         #: the run summed up in its evidence: results.json, report.txt, cluster.json's cost, the recording, a worker's part
         self.summary = RunSummary(self)
-        #: per property: outcomes of its tests (for the terminal summary)
-        self.outcomes = self.sums.outcomes
         self._evidence: Any = None
         self._started = False
         self._stopped = False
-        #: what the run cost the cluster (pytest_kpr.run.cost), in total and per test node id
+        #: what the run cost the cluster (pytest_kpr.run.cost), in total (each test's: sums.cost_per_test)
         self.cost = Cost()
-        self.cost_per_test = self.sums.cost_per_test
         #: the run's cost when the current kpr test began (its own cost is the difference at its teardown)
         self.test_cost_start = Cost()
         #: the test being run (set by the host around each kpr test; None between tests): what a recorded request is charged to
@@ -187,8 +184,6 @@ class KprRun:
                                                                                      diagnostic=lambda: self.diagnosing)
         if self.replayed is not None:
             self.replayed.player.diagnosing = lambda: self.diagnosing
-        #: every kpr test's outcome with its property, for results.json
-        self.test_results = self.sums.tests
         #: a pytest-xdist worker shares one cluster with the run's other workers (pytest_kpr.run.shared_run)
         self.shared: SharedRun | None = None
         self.joined: str | None = None  # "provisioned" or "attached"
