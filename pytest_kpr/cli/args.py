@@ -9,7 +9,7 @@ from typing import Any, Callable, NoReturn
 
 Handler = Callable[[argparse.Namespace], int]
 
-from ..core.exits import EXIT_CODES, GENERAL_EXIT, declare_exit, exit_statuses  # noqa: F401  (the commands' statuses)
+from ..core.exits import EXIT_CODES  # noqa: F401  (the general statuses, for the parser's epilog: cli.main)
 
 
 class KprParser(argparse.ArgumentParser):

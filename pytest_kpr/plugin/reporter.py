@@ -3,8 +3,8 @@
 Each kpr test's report carries what the process that ran it saw (:func:`carry`, in ``pytest_runtest_makereport``): the
 test's outcome with its property, address family and reason (``kpr_result``), the figures its property gained
 (``kpr_figures``) and report.txt's values its suite gave (``kpr_report``), the path of its failure bundle
-(``kpr_evidence``) and, on its teardown report, what it cost the cluster (``kpr_cost``). pytest-xdist sends every report from its worker to the controller as it is, and pytest-bdd carries its
-scenario the same way. :class:`Reporter` is registered only where the run is summed up -- the controller, or the one
+(``kpr_evidence``) and, on its teardown report, what it cost the cluster (``kpr_cost``). pytest-xdist sends every
+report from its worker to the controller as it is, and pytest-bdd carries its scenario the same way. :class:`Reporter` is registered only where the run is summed up -- the controller, or the one
 process of a run without ``-n`` -- and reads them in ``pytest_runtest_logreport``: so a run with and without ``-n``
 sums up the same reports. What is a worker's and no test's (its cluster's facts, its cost) comes with
 ``workeroutput`` when the worker ends (``pytest_testnodedown``).

@@ -114,7 +114,7 @@ class PlainHost:
         return self._provider
 
     def hand_over(self, part: dict[str, Any]) -> None:
-        self.part = part  # no controller here: kept, for a test to read
+        return None  # no controller to hand it to
 
 
 class KprRun:

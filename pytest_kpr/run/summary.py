@@ -34,21 +34,19 @@ class RunSummary:
     def new_figures(self) -> dict[str, str]:
         """The figures this process's evidence gained or changed since the last call: what the next report carries
         (pytest_kpr.plugin.reporter)."""
-        ev = self.run._evidence
-        if ev is None:
-            return {}
-        now = dict(ev.figures)
-        new = {p: t for p, t in now.items() if self._carried_figures.get(p) != t}
-        self._carried_figures = now
-        return new
+        return self._since_last("figures", self._carried_figures)
 
     def new_report_values(self) -> dict[str, str]:
         """report.txt's values this process's suites gave since the last call: what the next report carries."""
+        return self._since_last("report", self._carried_report)
+
+    def _since_last(self, field: str, carried: dict[str, str]) -> dict[str, str]:
+        """What the evidence's ``field`` (a name -> text dict) holds that ``carried`` does not yet, recorded as carried."""
         ev = self.run._evidence
         if ev is None:
             return {}
-        new = {k: v for k, v in ev.report.items() if k not in self._carried_report}
-        self._carried_report.update(new)
+        new = {k: v for k, v in getattr(ev, field).items() if carried.get(k) != v}
+        carried.update(new)
         return new
 
     # -- the files ------------------------------------------------------------------------------------------------
