@@ -3,8 +3,8 @@
 
 - ``docs/reference/suites.md``: one section per suite, from its contract (``pytest.mark.kpr(property=, evidence=, plane=,
   sources=)``), its ``kpr_requires`` mark, its docstring (the rule) and its tests; the Cilium sources are the rules
-  modules' ``SRC_*`` citations the contract names; the faults are the rows of the self-tests' fault tables
-  (``tests/test_faults.py``, ``tests/test_upgrade_vs_fake.py``) that fail it.
+  modules' ``SRC_*`` citations the contract names; the faults are the rows the fake's faults declare (``fails=`` of each
+  ``Fault`` in pytest_kpr.testing, which tests/test_faults.py and tests/test_upgrade_vs_fake.py run) that fail it.
 - ``docs/reference/options.md``: every ``--kpr-*`` option and ini key, from the options table (``pytest_kpr.run.settings``).
 - ``docs/reference/cli.md``: every ``kpr`` subcommand, its arguments and options, from the command's own parser.
 - ``docs/reference/schemas/*.schema.json``: the evidence files' JSON Schemas (``pytest_kpr.evidence.schemas``).
@@ -67,41 +67,15 @@ def _paragraphs(doc: str) -> list[str]:
 # -- suites ---------------------------------------------------------------------------------------------------------
 
 
-def _fault_rows(tests_dir: Path) -> list[tuple[str, str, set[str], list[str]]]:
-    """(name, the fake's configuration, the tests that must fail as ``module::test``, the failure's words) of every fault
-    the self-tests give the fake: read from the fault tables' source (literals only), never by importing the tests."""
+def _fault_rows(suites_dir: Path) -> list[tuple[str, str, set[str], list[str]]]:
+    """(name, the fake's configuration, the tests that must fail as ``module::test``, the failure's words) of every row
+    the fake's faults declare (``Fault(..., fails=Fails(...))`` in pytest_kpr.testing), resolved against the suites."""
+    import pytest_kpr.testing  # noqa: F401  (importing the fake declares its faults)
+    from pytest_kpr.plugin.markers import suites_in
+    from pytest_kpr.testing.faults import rows
 
-    def literal(node: ast.AST, names: dict[str, Any]) -> Any:
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return literal(node.left, names) + literal(node.right, names)
-        if isinstance(node, ast.Name):
-            return names[node.id]
-        if isinstance(node, ast.Set):
-            return {literal(e, names) for e in node.elts}
-        return ast.literal_eval(node)
-
-    rows: list[tuple[str, str, set[str], list[str]]] = []
-    for table in sorted((tests_dir / "faults").glob("[!_]*.py")):  # a module per property (tests/faults/__init__.py)
-        tree = ast.parse(table.read_text())
-        names: dict[str, Any] = {}
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-                    names[node.targets[0].id] = node.value.value
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "ROWS":
-                assert isinstance(node.value, ast.List)
-                for elt in node.value.elts:
-                    name, _suites, config, failing, words = (literal(e, names) for e in elt.elts)  # type: ignore[attr-defined]
-                    rows.append((name, config, set(failing), list(words)))
-    tree = ast.parse((tests_dir / "test_upgrade_vs_fake.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "UPGRADE_FAULTS":
-            for name, fault, verdict, words in ast.literal_eval(node.value):
-                rows.append((name, f"faults=Faults({fault})", {f"test_upgrade.py::{verdict}"}, [words]))
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "FAMILY_FAULTS":
-            for name, fault, test, words in ast.literal_eval(node.value):  # a dual-stack upgrade run
-                rows.append((name, f"ip_families=('IPv4', 'IPv6'), faults=Faults({fault})", {f"test_upgrade.py::{test}"}, [words]))
-    return rows
+    suite_of = {suite.property: name.removeprefix("test_").removesuffix(".py") for name, (suite, _) in suites_in(suites_dir).items()}
+    return [(r.name, r.config, set(r.failing), list(r.messages)) for r in rows(suite_of)]
 
 
 def _requires(module: Any) -> str:
@@ -133,13 +107,13 @@ def _words(pattern: str) -> str:
     return " ... ".join(p.strip() for p in pattern.replace("[[]", "[").replace("[]]", "]").split("*") if p.strip())
 
 
-def suites_page(suites_dir: Path = REPO / "suites", tests_dir: Path = REPO / "tests") -> str:
+def suites_page(suites_dir: Path = REPO / "suites") -> str:
     from pytest_kpr.plugin.markers import suite_modules, suite_of
     from pytest_kpr.rules import PLANES, sources
 
     cited = sources()
-    faults = _fault_rows(tests_dir)
-    out = [HEADER.format(what="the suites' contracts, docstrings and tests, pytest_kpr.rules and the fault tables"),
+    faults = _fault_rows(suites_dir)
+    out = [HEADER.format(what="the suites' contracts, docstrings and tests, pytest_kpr.rules and the fake's fault declarations"),
            "# Suites\n",
            "One property per suite. Each section is generated from the suite itself: its contract "
            "(`pytest.mark.kpr(property=..., evidence=..., plane=..., sources=...)`), the rule in its docstring, its tests, "
@@ -182,7 +156,7 @@ def suites_page(suites_dir: Path = REPO / "suites", tests_dir: Path = REPO / "te
         mine = [(f, c, sorted(t.split("::", 1)[1] for t in failing if t.startswith(name + "::")), w)
                 for f, c, failing, w in faults if any(t.startswith(name + "::") for t in failing)]
         if mine:
-            out.append("**Faults that fail it** (the fake cluster given one wrong behaviour; `tests/test_faults.py`):\n")
+            out.append("**Faults that fail it** (the fake cluster given one wrong behaviour: the rows its faults declare):\n")
             out.append("| fault | on the command line (`--kpr-provider=fake`) | fails | the failure says |")
             out.append("|---|---|---|---|")
             for f, c, tests_failed, words in mine:
@@ -191,7 +165,7 @@ def suites_page(suites_dir: Path = REPO / "suites", tests_dir: Path = REPO / "te
                 out.append(f"| {f} | {_command_line(c)} | {', '.join(f'`{t}`' for t in tests_failed)} | {_cell(_words(said))} |")
             out.append("")
         else:
-            out.append("**Faults that fail it.** None in the fault tables yet.\n")
+            out.append("**Faults that fail it.** None declared yet.\n")
     return "\n".join(out).rstrip("\n") + "\n"
 
 

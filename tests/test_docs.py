@@ -73,12 +73,12 @@ def test_each_suite_section_shows_its_rule_plane_sources_evidence_and_faults() -
         assert "**Faults that fail it** (" in section, f"{name}: no fault of the fake fails it"
 
 
-def test_the_fault_column_is_read_from_the_fault_tables() -> None:
-    rows = {name: (config, failing) for name, config, failing, _ in gen_docs._fault_rows(REPO / "tests")}
+def test_the_fault_column_is_read_from_the_faults_declarations() -> None:
+    rows = {name: (config, failing) for name, config, failing, _ in gen_docs._fault_rows(REPO / "suites")}
     assert rows["getpeername-returns-the-backend"] == (
         "faults=Faults(getpeername_backend=True)", {"test_socket_lb.py::test_application_sees_the_service_while_its_socket_points_at_a_backend",
                                                     "test_udp.py::test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip"})
-    assert rows["ct-flushed"] == ("faults=Faults(upgrade_flushes_ct=True)", {"test_upgrade.py::test_the_flows_conntrack_entries_survive"})
+    assert rows["ct-flushed"] == ("faults=Faults(upgrade_flushes_ct=True)", {"test_upgrade.py::test_the_flows_conntrack_entries_survive[upgrade]"})
     assert gen_docs._words("*iptables: rules name web's ClusterIP 10.96.*so something other than BPF translates it*") == \
         "iptables: rules name web's ClusterIP 10.96. ... so something other than BPF translates it"
 

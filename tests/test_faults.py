@@ -2,28 +2,36 @@
 the fake can produce that one wrong behaviour, and the suites then fail exactly the tests that check it,
 with words that name the property. Every other test passes.
 
-Each row (in tests/faults/<suite>.py, the module of the property its fault breaks): its name, the suites its property lives in, the fake's configuration, the exact set of tests that must fail
-(``module::test[param]``), and a line pattern (fnmatch) of each failure's message. Rows share runs: the rows of a
-group (same configuration but for the faults, no declared suite in common) run the suites they declare once, together,
-and each failure is the row's that declares its suite. Whether a fault reaches further is the `reach` tier's question
-(make test-reach, in CI): each group's faults under every suite none of its rows declares, where any failure is an
-error naming the row that reached it.
+The rows are declared beside the faults (``Fault(..., fails=Fails(...))`` in the fake's modules, pytest_kpr.testing):
+each names the tests that must fail and a line pattern (fnmatch) of each failure's message, and the rest of the fake's
+configuration; resolved (``pytest_kpr.testing.faults.rows``), a row has a name, the suites it runs (its fault's
+property's first), the configuration, the exact failing set (``module::test[param]``) and the words. Rows share runs:
+the rows of a group (same configuration but for the faults, no declared suite in common) run the suites they declare
+once, together, and each failure is the row's that declares its suite. Whether a fault reaches further is the `reach`
+tier's question (make test-reach, in CI): each group's faults under every suite none of its rows declares, where any
+failure is an error naming the row that reached it. The upgrade's rows run in an upgrade run (test_upgrade_vs_fake.py).
 """
 
 from __future__ import annotations
 
 import ast
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
-from faults import fault_table
 from test_suites_vs_fake import SUITES, failure_blocks, run_suites, shared_run
+
+from pytest_kpr.plugin.markers import suites_in
+from pytest_kpr.testing.faults import DECLARED, Row, rows
 
 NP = "test_nodeport.py::"
 
-#: every row, from the property modules of tests/faults/ (one per property: its faults' rows), in their file order
-FAULTS: list[tuple[str, tuple[str, ...], str, set[str], list[str]]] = fault_table()
+#: a property's suite, by module name without ``test_`` (``north-south`` -> ``north_south``)
+SUITE_OF = {suite.property: name.removeprefix("test_").removesuffix(".py") for name, (suite, _) in suites_in(SUITES).items()}
+#: every declared row, resolved; the upgrade's run in an upgrade run (tests/test_upgrade_vs_fake.py)
+DECLARED_ROWS = rows(SUITE_OF)
+UPGRADE_ROWS = [r for r in DECLARED_ROWS if r.suites == ("upgrade",)]
+ROWS = [r for r in DECLARED_ROWS if r.suites != ("upgrade",)]
 
 
 def _settings(config: str) -> dict[str, str]:
@@ -48,15 +56,6 @@ def _config(settings: dict[str, str]) -> str:
 def suite_of(test: str) -> str:
     """``test_iptables.py::test_x[IPv6]`` -> ``iptables``"""
     return test.split("::", 1)[0].removeprefix("test_").removesuffix(".py")
-
-
-@dataclass(frozen=True)
-class Row:
-    name: str
-    suites: tuple[str, ...]
-    config: str
-    failing: frozenset[str]
-    messages: tuple[str, ...]
 
 
 @dataclass
@@ -84,9 +83,6 @@ class Group:
     @property
     def config(self) -> str:
         return _config(self.settings)
-
-
-ROWS = [Row(name, suites, config, frozenset(failing), tuple(messages)) for name, suites, config, failing, messages in FAULTS]
 
 
 def fault_groups(rows: list[Row] = ROWS) -> list[Group]:
@@ -194,7 +190,7 @@ def test_the_table_declares_each_rows_suites() -> None:
 def test_a_fault_outside_its_declared_suites_is_an_error(pytester: pytest.Pytester) -> None:
     """The table cannot hide what a fault breaks: a row whose fault also fails a suite it does not declare fails, naming
     the test and the row that reached it (here: NodePort's wrong port, declared as if it lived in the iptables suite)."""
-    row = Row("wrong-port-declared-narrowly", ("iptables",), "faults=Faults(nodeport_wrong_port=True)", frozenset(), ())
+    row = Row("wrong-port-declared-narrowly", "nodeport_wrong_port", ("iptables",), "faults=Faults(nodeport_wrong_port=True)", frozenset(), ())
     (group,) = fault_groups([row])
     result = run_suites(pytester, group.config, "nodeport", args=("-rf",))
     with pytest.raises(AssertionError) as e:
@@ -208,10 +204,11 @@ def test_a_row_that_claims_too_little_or_the_wrong_words_fails(pytester: pytest.
     """Within its declared suites a row's failing set is exact and its words must be in those tests' own reports."""
     config = "faults=Faults(nodeport_listener=True)"
     result = run_suites(pytester, config, "nodeport", args=("-rf",))
-    right = Row("listener", ("nodeport",), config, frozenset({NP + "test_nobody_listens_on_the_nodeport"}), ("*NodePort: 1 sockets listen on :30780*",))
+    right = Row("listener", "nodeport_listener", ("nodeport",), config, frozenset({NP + "test_nobody_listens_on_the_nodeport"}),
+                ("*NodePort: 1 sockets listen on :30780*",))
     judge_row(result, right)
-    for wrong, says in [(Row(right.name, right.suites, config, frozenset(), right.messages), "listener (suites nodeport): failed ["),
-                        (Row(right.name, right.suites, config, right.failing, ("*iptables: *",)), "line '*iptables: *' not found in output")]:
+    for wrong, says in [(replace(right, failing=frozenset()), "listener (suites nodeport): failed ["),
+                        (replace(right, messages=("*iptables: *",)), "line '*iptables: *' not found in output")]:
         with pytest.raises((AssertionError, pytest.fail.Exception)) as e:
             judge_row(result, wrong)
         assert says in str(e.value)
@@ -257,44 +254,40 @@ def test_kube_proxy_accepted_on_purpose_is_skipped_naming_what_was_found(pyteste
                                  "runs kube-proxy (3/3 pods ready)*"])
 
 
-def test_each_property_module_holds_the_rows_of_its_property() -> None:
-    """tests/faults/<suite>.py: rows whose faults break that suite's property (the fault's declared ``property=``), and
-    each row's own suite among those it declares."""
-    import importlib
-    import re
-
-    from faults import modules
-
-    from pytest_kpr.testing.faults import DECLARED
-
-    wrong = []
-    for name in modules():
-        prop = re.search(r'property="([^"]+)"', (SUITES / f"test_{name}.py").read_text())
-        assert prop, name
-        for row in importlib.import_module(f"faults.{name}").ROWS:
-            faults = {DECLARED[f].property for f in DECLARED if re.search(rf"\b{f}=", row[2].partition("faults=")[2])}
-            if faults != {prop.group(1)} or name not in row[1]:
-                wrong.append((name, row[0], faults, row[1]))
-    assert wrong == [] and len({row[0] for row in FAULTS}) == len(FAULTS)
+def test_each_row_is_named_once_and_breaks_only_its_faults_property() -> None:
+    """A row's faults (its own and those it gives ``also``) all break the property of the suite it runs first."""
+    assert len({r.name for r in DECLARED_ROWS}) == len(DECLARED_ROWS)
+    for fault in DECLARED.values():
+        for row in fault.fails:  # type: ignore[union-attr]
+            assert {DECLARED[name].property for name, _ in row.also} <= {fault.property}, (fault.name, row)
 
 
-def test_every_fault_flag_has_a_row() -> None:
-    """A fault the table does not exercise proves nothing; a new one must get its row."""
-    from pytest_kpr.testing.faults import DECLARED
+def test_every_fault_has_a_row_or_names_the_test_that_proves_it() -> None:
+    """A fault the table does not exercise proves nothing: a new one gets its rows (``fails=``), or, when it stops the run
+    or acts only in real time, ``proven_by=`` names the self-test that shows it -- a test that exists and gives the fake
+    that fault."""
+    from pathlib import Path
 
-    used = {name for _, _, config, _, _ in FAULTS for name in DECLARED if f"{name}=" in config}
-    # tested elsewhere: the two readiness refusals (they stop the run), and the late re-queue, which needs the
-    # real settle window (test_suites_vs_fake.py::test_a_claimant_that_appears_late_is_still_seen_to_appear)
-    # and the slow agent, which converges late but converges: its lag is measured, not failed
-    # (test_suites_vs_fake.py::test_the_slowest_agent_is_timed_within_the_poll_resolution); the upgrade faults act
-    # only in an upgrade run (test_upgrade_vs_fake.py::test_each_upgrade_fault_fails_the_verdict_that_names_it, and set
-    # for one family: test_a_fault_in_one_family_fails_only_that_familys_verdict)
-    # (and the missing ServiceNoBackendResponse, which stops the run: test_a_missing_service_no_backend_response_stops_the_run_naming_the_field)
-    # (and the two setup failures, which stop the run in a phase: test_run_record.py::test_a_failed_setup_leaves_its_phase_*)
-    # (and the dropping agent, whose proof is the drop line of the failure: test_suites_vs_fake.py::test_a_probe_dropped_*)
-    assert set(DECLARED) - used == {"kpr_disabled", "helm_install_fails", "agents_never_ready", "per_packet_drop_on", "missing_agent_on", "no_backend_response_unreported", "late_requeue_s", "slow_agent_on", "slow_agent_s",
-                                    "upgrade_renumbers_ids", "upgrade_flushes_ct", "upgrade_resets_flow",
-                                    "upgrade_blackhole_flow", "upgrade_regresses_no_backend"}
+    repo = Path(__file__).resolve().parent.parent
+    for fault in DECLARED.values():
+        assert bool(fault.fails) != bool(fault.proven_by), f"{fault.name}: rows (fails=) or proven_by=, one of them"
+        if fault.proven_by:
+            path, _, test = fault.proven_by.partition("::")
+            source = (repo / path).read_text()
+            assert f"def {test}(" in source and fault.name in source, (fault.name, fault.proven_by)
+
+
+def test_the_rows_resolve_against_the_suites() -> None:
+    """A row names its own suite's tests bare and another suite's as ``suite::test``; a fault of a property no suite has
+    cannot carry rows."""
+    from pytest_kpr.testing.faults import Fails, Fault, _resolve
+
+    fault = Fault("x", "NodePort", "d")
+    row = _resolve(fault, Fails(tests=("test_a[IPv6]", "iptables::test_b"), says="*w*", fake="lb_map_max=512", runs="hostport"), "nodeport")
+    assert row == Row("x", "x", ("nodeport", "iptables", "hostport"), "lb_map_max=512, faults=Faults(x=True)",
+                      frozenset({"test_nodeport.py::test_a[IPv6]", "test_iptables.py::test_b"}), ("*w*",))
+    with pytest.raises(ValueError, match="fails tests, but no suite has its property"):
+        rows({})
 
 
 def test_the_iptables_evidence_counts_kube_sep_lines(pytester: pytest.Pytester) -> None:

@@ -94,7 +94,7 @@ def test_a_checkout_with_only_the_runtime_dependencies_collects_its_tests() -> N
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     runtime = " ".join(project["dependencies"]).lower()
     extras = {m for d in project["optional-dependencies"]["test"] for m in [d.split("=")[0].split(">")[0].split("[")[0].lower()]}
-    packages = [p for p in (REPO / "tests").iterdir() if (p / "__init__.py").is_file()]  # tests/judge, tests/faults
+    packages = [p for p in (REPO / "tests").iterdir() if (p / "__init__.py").is_file()]  # tests/judge
     local = ({p.stem for d in ("tests", "tests/workflows", "scripts") for p in (REPO / d).glob("*.py")} | {p.name for p in packages}
              | {"pytest_kpr", "__future__", "_pytest"})
     bad = {}

@@ -15,6 +15,7 @@ from helpers import holds_schema
 SUITES = Path(__file__).resolve().parent.parent / "suites"
 CONFTEST = """
 from pytest_kpr.testing import FakeCluster, FakeConfig, FakeProvider, Faults
+from pytest_kpr.testing.faults import Row
 
 PROVIDER = FakeProvider(FakeCluster(FakeConfig(pod_ready_ticks=2, cilium_version="1.19.8", agent_restart_s=0.1, {config})), {provider})
 
@@ -64,25 +65,21 @@ def test_a_conforming_roll_passes_and_upgrade_json_has_the_timeline_the_flows_an
 
 
 #: (name, fault, the one verdict it fails, the failure's words): the docs' suites page lists them (scripts/gen_docs.py)
-UPGRADE_FAULTS = [
-    ("flow-reset", "upgrade_resets_flow='flow-pod-clusterip-upgr'", "test_no_flow_was_reset_closed_or_stalled",
-     "flows broke: pod->ClusterIP: 1 resets"),
-    ("3s-blackhole", "upgrade_blackhole_flow='flow-pod-nodeport-upgr'", "test_no_flow_saw_a_gap_longer_than_allowed",
-     "pod->NodePort: longest gap 3.00 s > 1 s (pytest-kpr policy (--kpr-upgrade-max-gap), not a Cilium promise) (during cilium-"),
-    ("ids-renumbered", "upgrade_renumbers_ids=True", "test_no_service_or_backend_id_changed_or_was_reused", "IDs changed"),
-    ("ct-flushed", "upgrade_flushes_ct=True", "test_the_flows_conntrack_entries_survive",
-     "the conntrack entries of these flows were gone after the roll"),
-    ("no-backend-regressed", "upgrade_regresses_no_backend=True", "test_no_datapath_property_regressed",
-     "held before and not after: no_backend_response was 'reject', now 'drop'"),
-]
+def _upgrade_rows() -> list:
+    """The upgrade faults' rows (declared beside them in pytest_kpr.testing.upgrade: ``Fault(..., fails=Fails(...))``)."""
+    from test_faults import UPGRADE_ROWS
+
+    return [pytest.param(row, id=row.name) for row in UPGRADE_ROWS]
 
 
-@pytest.mark.parametrize(("fault", "verdict", "words"), [row[1:] for row in UPGRADE_FAULTS], ids=[row[0] for row in UPGRADE_FAULTS])
-def test_each_upgrade_fault_fails_the_verdict_that_names_it(pytester: pytest.Pytester, fault: str, verdict: str, words: str) -> None:
-    result = run(pytester, f"faults=Faults({fault})", "", "-rf")
-    failed = sorted({t.split("[")[0] for t in failed_ids(result)})
-    assert failed == [verdict], result.stdout.str()[-3000:]
-    result.stdout.fnmatch_lines([f"*{words}*"])
+@pytest.mark.parametrize("row", _upgrade_rows())
+def test_each_upgrade_fault_fails_the_verdict_that_names_it(pytester: pytest.Pytester, row: Row) -> None:
+    """Each upgrade fault, in one upgrade run (a dual-stack one for a fault set for one family): exactly the row's
+    verdicts fail, with its words."""
+    dual = ("--kpr-ip-families=IPv4,IPv6",) if "ip_families" in row.config else ()
+    result = run(pytester, row.config, "", *dual, "-rf")
+    assert failed_ids(result) == sorted(t.split("::", 1)[1] for t in row.failing), result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(list(row.messages))
 
 
 DUAL = ("ip_families=('IPv4', 'IPv6')", "--kpr-ip-families=IPv4,IPv6")
@@ -136,25 +133,6 @@ def test_a_hostns_only_roll_carries_the_flows_on_the_per_packet_plane(pytester: 
 
 #: (name, fault, the one test it fails, the failure's words) in a dual-stack run: a fault in one family's maps or flows fails
 #: that family's verdict only (the docs' suites page lists them: scripts/gen_docs.py)
-FAMILY_FAULTS = [
-    ("ct6-flushed", "upgrade_flushes_ct='IPv6'", "test_the_flows_conntrack_entries_survive[upgrade-IPv6]",
-     "upgrade 1.19.8 -> 1.20.2 (IPv6): the conntrack entries of these flows were gone after the roll (cf. #29667): pod->ClusterIP (IPv6)"),
-    ("ids6-renumbered", "upgrade_renumbers_ids='IPv6'", "test_no_service_or_backend_id_changed_or_was_reused[upgrade-IPv6]",
-     "upgrade 1.19.8 -> 1.20.2 (IPv6): IDs changed (connections can end up at the wrong backend, cf. PR #18119)"),
-    ("ipv6-flow-reset", "upgrade_resets_flow='flow-pod-clusterip-ipv6-upgr'", "test_no_flow_was_reset_closed_or_stalled[upgrade-IPv6]",
-     "upgrade 1.19.8 -> 1.20.2 (IPv6): flows broke: pod->ClusterIP (IPv6): 1 resets"),
-    ("ipv6-blackhole", "upgrade_blackhole_flow='flow-pod-nodeport-ipv6-upgr'", "test_no_flow_saw_a_gap_longer_than_allowed[upgrade-IPv6]",
-     "pod->NodePort (IPv6): longest gap 3.00 s > 1 s"),
-]
-
-
-@pytest.mark.parametrize(("fault", "test", "words"), [row[1:] for row in FAMILY_FAULTS], ids=[row[0] for row in FAMILY_FAULTS])
-def test_a_fault_in_one_family_fails_only_that_familys_verdict(pytester: pytest.Pytester, fault: str, test: str, words: str) -> None:
-    result = run(pytester, f"{DUAL[0]}, faults=Faults({fault})", "", DUAL[1], "-rf")
-    assert failed_ids(result) == [test], result.stdout.str()[-3000:]
-    result.stdout.fnmatch_lines([f"*{words}*"])
-
-
 @pytest.mark.parametrize(("config", "provider", "line"), [
     ("kernel='6.1.0-50-amd64'", "", "node fake-control-plane runs kernel 6.1.0-50-amd64, below Cilium 1.20's floor 6.6*"),
     ("", "values={'loadBalancer': {'experimental': True}}", "the Helm values set loadBalancer.experimental, which Cilium 1.18 removed*"),

@@ -14,22 +14,60 @@ from . import maglev, render
 from .lbcp.addr import SCOPE_EXTERNAL, SCOPE_INTERNAL, L3n4, ip_of
 from .lbcp.bpf import F_AFFINITY, flags_string, maglev_line, svc_flags
 from .view import ClusterView, FakeFrontend
-from .faults import Fault, declare
+from .faults import Fails, Fault, declare
 
 
 FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
-    Fault("kpr_disabled", "setup", "agents report KubeProxyReplacement False"),
-    Fault("agents_never_ready", "setup", "the agents never report Ok (the run stops in its readiness phase)"),
+    Fault("kpr_disabled", "setup", "agents report KubeProxyReplacement False",
+          proven_by="tests/plugin/test_plugin_session.py::test_cilium_without_kpr_is_refused_clearly"),
+    Fault("agents_never_ready", "setup", "the agents never report Ok (the run stops in its readiness phase)",
+          proven_by="tests/evidence/test_run_record.py::test_a_failed_setup_leaves_its_phase_error_and_diagnostics_exits_3_and_shows_red_in_the_matrix"),
     Fault("no_backend_response_unreported", "setup",
-          doc="the agent's `config -a` lacks ServiceNoBackendResponse and its config-map has no service-no-backend-response"),
-    Fault("health_without_error", "shared VIP", "db/show health shows the reflector Degraded, but without the conflict error"),
-    Fault("error_without_degraded", "shared VIP", "db/show health carries the error, but status counts no degraded module"),
-    Fault("maglev_seed_per_node", "Maglev", "every agent resolves its own Maglev hash seed (a CiliumNodeConfig override per node)"),
+          doc="the agent's `config -a` lacks ServiceNoBackendResponse and its config-map has no service-no-backend-response",
+          proven_by="tests/test_faults.py::test_a_missing_service_no_backend_response_stops_the_run_naming_the_field"),
+    Fault("health_without_error", "shared VIP", "db/show health shows the reflector Degraded, but without the conflict error",
+          fails=Fails(name="degraded-without-the-error-text",
+                      tests=("test_a_port_swap_ends_as_the_model_predicts",
+                             "test_the_conflict_is_visible_in_the_agents_health[external-ips]",
+                             "test_the_conflict_is_visible_in_the_agents_health[lb-ipam]",
+                             "test_the_release_first_handoff_recovers_a_port_swap"),
+                      says=("*shared VIP (external-ips): the rejected claim is not visible in the agent's health: `db/show health` has no Degraded loadbalancer-reflectors row whose Error says 'frontend already owned by another service'*",
+                            "*shared VIP port swap (cilium-1.18, VIP 198.18.10.80): after the swap, as the model predicts: the model says*'errors': [[]'frontend already*"))),
+    Fault("error_without_degraded", "shared VIP", "db/show health carries the error, but status counts no degraded module",
+          fails=Fails(name="error-without-degraded-count",
+                      tests=("test_the_conflict_is_visible_in_the_agents_health[external-ips]",
+                             "test_the_conflict_is_visible_in_the_agents_health[lb-ipam]"),
+                      says="*shared VIP (lb-ipam): the rejected claim is not visible in the agent's health: plain `cilium-dbg status` shows no degraded module (Modules Health {'stopped': 0, 'degraded': 0, 'ok': 1})*")),
+    Fault("maglev_seed_per_node", "Maglev", "every agent resolves its own Maglev hash seed (a CiliumNodeConfig override per node)",
+          fails=Fails(fake="lb_algorithm='Maglev'",
+                      tests=("test_a_flow_reaches_the_same_backend_through_every_node", "test_every_agent_uses_the_same_hash_seed",
+                             "test_removing_a_backend_moves_only_its_flows"),
+                      says="*Maglev (/tmp/cilium/config-map/bpf-lb-maglev-hash-seed): the agents use 3 different hash seeds: *")),
     Fault("maglev_no_table", "Maglev", per_family=True,
-          doc="the agents report Maglev but program no lookup table for the family's frontends (selection falls back to random)"),
-    Fault("maglev_cluster_ip", "Maglev", "ClusterIP frontends get a Maglev table too (as with bpf-lb-external-clusterip)"),
+          doc="the agents report Maglev but program no lookup table for the family's frontends (selection falls back to random)",
+          fails=(
+              Fails(fake="lb_algorithm='Maglev'",
+                    tests=("test_a_flow_reaches_the_same_backend_through_every_node",
+                           "test_every_agent_has_a_balanced_table_over_the_backends",
+                           "test_removing_a_backend_moves_only_its_flows"),
+                    says="*Maglev (lb/maps-dump tables, IPv4): fake-control-plane has no Maglev table for its NodePort frontend*"),
+              Fails(name="ipv6-maglev-no-table", value="IPv6", fake="ip_families=('IPv4', 'IPv6'), lb_algorithm='Maglev'",
+                    tests=("test_a_flow_reaches_the_same_backend_through_every_node[IPv6]",
+                           "test_every_agent_has_a_balanced_table_over_the_backends[IPv6]",
+                           "test_removing_a_backend_moves_only_its_flows[IPv6]"),
+                    says=("*Maglev (lb/maps-dump tables, IPv6): fake-control-plane has no Maglev table for its NodePort frontend*",
+                          "*Maglev (the same IPv6 flow through different nodes): * of 24 flows did not reach one backend through fake-control-plane and fake-worker*")),
+          )),
+    Fault("maglev_cluster_ip", "Maglev", "ClusterIP frontends get a Maglev table too (as with bpf-lb-external-clusterip)",
+          fails=Fails(fake="lb_algorithm='Maglev'", tests="test_cluster_ip_traffic_is_not_maglevd",
+                      says="*Maglev (ClusterIP, IPv4): the ClusterIP frontend has a Maglev table on fake-control-plane, fake-worker, fake-worker2*")),
     Fault("rev_nat_id_mismatch", "backend slots",
-          doc="a ClusterIP frontend's slot 0 in the BPF map carries another RevNAT ID than the agent's service ID"),
+          doc="a ClusterIP frontend's slot 0 in the BPF map carries another RevNAT ID than the agent's service ID",
+          fails=(
+              # the agent's own tables against its BPF slots
+              Fails(tests="test_web_slots_hold_exactly_its_ready_endpoints",
+                    says="*backend slots (IPv4): slot 0 carries RevNAT 10*, service list ID *"),
+          )),
 )
 
 NOT_READY = (

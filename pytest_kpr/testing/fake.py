@@ -45,18 +45,32 @@ from .rbac import FakeRbac, Request
 from .reach import curl_result, reach
 from .upgrade import FakeUpgrades
 from .view import Obj, pod_ip
-from .faults import Fault, declare
+from .faults import Fails, Fault, declare
 
 
 FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
-    Fault("missing_agent_on", "setup", "this node runs no cilium-agent pod", default=None),
-    Fault("kube_proxy_daemonset", "kube-proxy", "kube-proxy runs as a DaemonSet in kube-system beside the replacement"),
+    Fault("missing_agent_on", "setup", "this node runs no cilium-agent pod", default=None,
+          proven_by="tests/test_faults.py::test_a_node_without_an_agent_stops_the_run_before_any_suite"),
+    Fault("kube_proxy_daemonset", "kube-proxy", "kube-proxy runs as a DaemonSet in kube-system beside the replacement",
+          fails=Fails(tests="test_no_kube_proxy_daemonset_runs_beside_the_replacement",
+                      says='*kube-proxy: a second authority for Services: DaemonSet kube-system/kube-proxy runs kube-proxy (3/3 pods ready)*kubectl -n kube-system delete ds kube-proxy*(refusing kube-proxy beside the replacement is pytest-kpr\'s policy, not Cilium\'s: Cilium documents co-existence ("When deploying the eBPF kube-proxy replacement under co-existence with kube-proxy*to accept it on purpose, run with --kpr-allow-kube-proxy)*',
+                      runs="kube_proxy_installed")),
     Fault("kube_proxy_daemonset_as", "kube-proxy", default=None,
           doc="\"namespace/name\" of a kube-proxy DaemonSet as a distribution may ship it: its own name, no k8s-app label, only kube-proxy's "
-              "image and command tell what it is"),
-    Fault("hostport_double_admit", "hostPort", "a second pod asking for a hostPort already taken on its node is admitted there"),
-    Fault("kube_proxy_no_rules", "kube-proxy installed", "a kube-proxy installed into the cluster runs but never programs its rules"),
-    Fault("kube_proxy_cleanup_fails", "kube-proxy installed", "kube-proxy --cleanup exits 0 and leaves its rules on the node"),
+              "image and command tell what it is",
+          fails=Fails(name="kube-proxy-daemonset-unlabelled", value="kube-network/proxy",
+                      tests="test_no_kube_proxy_daemonset_runs_beside_the_replacement",
+                      says="*kube-proxy: a second authority for Services: DaemonSet kube-network/proxy runs kube-proxy (3/3 pods ready)*",
+                      runs="kube_proxy_installed")),
+    Fault("hostport_double_admit", "hostPort", "a second pod asking for a hostPort already taken on its node is admitted there",
+          fails=Fails(tests="test_a_second_pod_is_not_admitted_on_the_same_host_port",
+                      says="*hostPort: a second pod asking for the same hostPort was admitted on fake-worker (Running): two pods hold one port*")),
+    Fault("kube_proxy_no_rules", "kube-proxy installed", "a kube-proxy installed into the cluster runs but never programs its rules",
+          fails=Fails(name="installed-kube-proxy-programs-nothing", tests="test_the_rule_check_finds_its_chains_on_every_node",
+                      says="*kube-proxy installed: its chains never showed on fake-control-plane, fake-worker, fake-worker2, so the iptables check was not exercised*")),
+    Fault("kube_proxy_cleanup_fails", "kube-proxy installed", "kube-proxy --cleanup exits 0 and leaves its rules on the node",
+          fails=Fails(tests="test_kube_proxy_cleanup_leaves_no_chains",
+                      says="*kube-proxy installed: after deleting the DaemonSet and kube-proxy --cleanup on every node (*), rules remain: fake-control-plane (iptables-nft): kube-proxy chains {'KUBE-SERVICES': *")),
 )
 
 __all__ = ["FakeCluster", "FakeConfig", "Faults"]

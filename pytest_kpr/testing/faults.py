@@ -7,7 +7,11 @@ address family declares ``per_family=True``: ``True`` breaks every family the cl
 that family only (no IPv6 twin of the flag). :class:`Faults` is the set given to one fake cluster, checked against the
 declarations; reading a fault nobody declared is an AttributeError.
 
-Adding a fault is one file: the declaration and the behaviour behind it, in the module that answers what it changes.
+A fault also says what it must fail: ``fails=`` holds its rows (:class:`Fails`: the tests that fail, the words each
+failure says, and the rest of the fake's configuration for that run), which the self-tests run (tests/test_faults.py)
+and the suites page shows; a fault no row can show (it stops the run, or acts only in time) names the test that proves
+it in ``proven_by``. Adding a fault is one file: the declaration, its rows and the behaviour behind it, in the module
+that answers what it changes.
 """
 
 from __future__ import annotations
@@ -20,6 +24,33 @@ FAMILIES = ("IPv4", "IPv6")
 SETUP = "setup"
 
 
+def _tuple(value: "str | tuple[str, ...]") -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+@dataclass(frozen=True)
+class Fails:
+    """One row of the fault table: the fake given this fault (with ``value``, beside ``also`` and the ``fake`` settings)
+    fails exactly ``tests`` in the suites the row runs, each failure with a line matching one of ``says``; every other
+    test of those suites passes. A test is named as pytest does in the fault's own suite (``test_x[IPv6]``), and
+    ``suite::test_x`` in another (the suite module's name without ``test_``); ``runs`` adds suites where nothing fails."""
+
+    tests: "str | tuple[str, ...]"
+    says: "str | tuple[str, ...]"
+    #: the row's id (default: the fault's name, dashed)
+    name: str = ""
+    value: Any = True
+    #: the rest of the fake cluster's configuration, as FakeConfig keywords: "ip_families=('IPv4', 'IPv6')"
+    fake: str = ""
+    #: other faults given in the same run, as (name, value)
+    also: tuple[tuple[str, Any], ...] = ()
+    runs: "str | tuple[str, ...]" = ()
+
+    def __post_init__(self) -> None:
+        for name in ("tests", "says", "runs"):
+            object.__setattr__(self, name, _tuple(getattr(self, name)))
+
+
 @dataclass(frozen=True)
 class Fault:
     name: str
@@ -30,6 +61,14 @@ class Fault:
     default: Any = False
     #: a boolean fault that may be limited to one family: its value is True (every family) or "IPv4" / "IPv6"
     per_family: bool = False
+    #: what it must fail: its rows of the fault table
+    fails: "Fails | tuple[Fails, ...]" = ()
+    #: for a fault no row shows: the self-test that proves it (``tests/FILE.py::test_name``)
+    proven_by: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.fails, Fails):
+            object.__setattr__(self, "fails", (self.fails,))
 
     def check(self, value: Any) -> Any:
         """The value, or a ValueError of one line."""
@@ -149,3 +188,46 @@ def check_faults(pairs: "tuple[tuple[str, object], ...]") -> tuple[tuple[str, ob
             value = True
         out.append((name, fault.check(value)))
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class Row:
+    """A declared row resolved against the suites: what tests/test_faults.py runs and the suites page shows."""
+
+    name: str
+    fault: str
+    #: the suites the row runs, by module name without ``test_``: the fault's property's suite first
+    suites: tuple[str, ...]
+    #: the fake cluster's configuration, as FakeConfig keywords (``..., faults=Faults(name=value)``)
+    config: str
+    #: the tests that fail, as ``test_<suite>.py::test[param]``
+    failing: frozenset[str]
+    messages: tuple[str, ...]
+
+
+def _resolve(fault: Fault, row: Fails, suite: str) -> Row:
+    def full(test: str) -> str:
+        where, sep, name = test.partition("::")
+        return f"test_{where}.py::{name}" if sep else f"test_{suite}.py::{test}"
+
+    others = [t.partition("::")[0] for t in row.tests if "::" in t]
+    suites = tuple(dict.fromkeys([suite, *others, *row.runs]))
+    faults = ", ".join(f"{n}={v!r}" for n, v in ((fault.name, row.value), *row.also))
+    config = f"{row.fake}, faults=Faults({faults})" if row.fake else f"faults=Faults({faults})"
+    return Row(row.name or fault.name.replace("_", "-"), fault.name, suites, config,
+               frozenset(full(t) for t in row.tests), tuple(row.says))  # type: ignore[arg-type]
+
+
+def rows(suite_of: "dict[str, str]") -> list[Row]:
+    """Every declared fault's rows, resolved: ``suite_of`` maps a property to its suite's module name (``north_south``).
+    In the order of the suites' names, then of the declarations. A fault whose property has no suite is a ValueError."""
+    order = {name: i for i, name in enumerate(DECLARED)}
+    out: list[tuple[str, int, int, Row]] = []
+    for fault in DECLARED.values():
+        if not fault.fails:
+            continue
+        suite = suite_of.get(fault.property)
+        if suite is None:
+            raise ValueError(f"fake fault {fault.name} fails tests, but no suite has its property {fault.property!r}")
+        out += [(suite, order[fault.name], i, _resolve(fault, row, suite)) for i, row in enumerate(fault.fails)]  # type: ignore[arg-type]
+    return [row for *_, row in sorted(out, key=lambda x: x[:3])]

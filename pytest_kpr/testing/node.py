@@ -13,33 +13,97 @@ from ..parse.addr import family_of
 from ..rules.datapath import AFFINITY_MAP_PATH
 from . import render
 from .view import ClusterView
-from .faults import Fault, declare
+from .faults import Fails, Fault, declare
 
 
 FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
     Fault("kube_proxy_rules", "iptables", default=None,
           doc="kube-proxy's rules on every node: \"nft\" / \"legacy\" (iptables mode, in that backend), \"sep-only\" (only KUBE-SEP chains), "
               "\"nodeports\" (only a KUBE-NODEPORTS chain for the NodePort services), \"nftables\" (kube-proxy in nftables mode: its \"kube-proxy\""
-              " table)"),
+              " table)",
+          fails=(
+              Fails(name="kube-proxy-iptables-nft", value="nft",
+                    tests=("test_no_node_has_kube_proxy_service_rules", "test_no_rule_names_the_web_cluster_ip"),
+                    says=("*iptables: kube-proxy's service rules are on the nodes*fake-worker (iptables-nft): kube-proxy chains {*'KUBE-SERVICES'*'KUBE-SVC'*'KUBE-SEP'*",
+                          "*iptables: rules name web's ClusterIP 10.96.*so something other than BPF translates it*"),
+                    runs="kube_proxy_installed"),
+              Fails(name="kube-proxy-iptables-legacy", value="legacy",
+                    tests=("test_no_node_has_kube_proxy_service_rules", "test_no_rule_names_the_web_cluster_ip"),
+                    says="*iptables: kube-proxy's service rules are on the nodes*(iptables-legacy): kube-proxy chains*",
+                    runs="kube_proxy_installed"),
+              Fails(name="only-kube-sep", value="sep-only", tests="test_no_node_has_kube_proxy_service_rules",
+                    says="*iptables: kube-proxy's service rules are on the nodes*kube-proxy chains {'KUBE-SEP': *",
+                    runs="kube_proxy_installed"),
+              Fails(name="kube-proxy-nodeport-chain", value="nodeports",
+                    tests=("test_no_node_has_kube_proxy_service_rules", "nodeport::test_no_rule_names_the_nodeport"),
+                    says=("*kube-proxy chains {'KUBE-NODEPORTS': *", "*NodePort: rules name the port*lines name the NodePort 30780*"),
+                    runs="kube_proxy_installed"),
+              Fails(name="kube-proxy-nftables-mode", value="nftables",
+                    tests=("test_no_node_has_kube_proxy_service_rules", "test_no_rule_names_the_web_cluster_ip",
+                           "nodeport::test_no_rule_names_the_nodeport"),
+                    says=("*(nft): kube-proxy's nftables table [[]'ip kube-proxy'[]] with * chains*",
+                          "*fake-worker (nft): * lines name web's ClusterIP*"),
+                    runs="kube_proxy_installed"),
+          )),
     Fault("kube_proxy_rules_v6", "iptables", default=None,
-          doc="kube-proxy's service rules in ip6tables only (\"nft\" / \"legacy\"): what it programs for an IPv6 Service"),
+          doc="kube-proxy's service rules in ip6tables only (\"nft\" / \"legacy\"): what it programs for an IPv6 Service",
+          fails=(
+              # IPv6: kube-proxy programs an IPv6 Service into ip6tables (the nft family ip6 when iptables-nft), where an IPv4-only
+              # reading would never look
+              Fails(name="kube-proxy-ip6tables-nft", value="nft", tests="test_no_node_has_kube_proxy_service_rules",
+                    says="*iptables: kube-proxy's service rules are on the nodes*fake-control-plane (ip6tables-nft): kube-proxy chains {'KUBE-SERVICES': *fake-control-plane (nft): kube-proxy chains*",
+                    runs="kube_proxy_installed"),
+              Fails(name="kube-proxy-ip6tables-legacy", value="legacy", tests="test_no_node_has_kube_proxy_service_rules",
+                    says="*iptables: kube-proxy's service rules are on the nodes*fake-control-plane (ip6tables-legacy): kube-proxy chains {'KUBE-SERVICES': *",
+                    runs="kube_proxy_installed"),
+          )),
     Fault("unreadable_rule_view", "iptables", default=None,
-          doc="\"iptables-nft\" | \"iptables-legacy\" | \"ip6tables-nft\" | \"ip6tables-legacy\" | \"nft\": that view's tool is missing"),
+          doc="\"iptables-nft\" | \"iptables-legacy\" | \"ip6tables-nft\" | \"ip6tables-legacy\" | \"nft\": that view's tool is missing",
+          fails=(
+              Fails(name="unreadable-ip6tables-view", value="ip6tables-legacy",
+                    tests=("hostport::test_no_rule_names_the_host_port", "test_every_node_can_be_read_in_each_rule_view",
+                           "nodeport::test_no_rule_names_the_nodeport"),
+                    says="*iptables: the rule views are not all readable*fake-worker: the ip6tables-legacy view could not be read*"),
+              Fails(value="iptables-legacy",
+                    tests=("hostport::test_no_rule_names_the_host_port", "test_every_node_can_be_read_in_each_rule_view",
+                           "nodeport::test_no_rule_names_the_nodeport"),
+                    says=("*iptables: the rule views are not all readable*fake-worker: the iptables-legacy view could not be read*",
+                          "*NodePort: rules name the port*the iptables-legacy view could not be read*")),
+          )),
     Fault("affinity_entry_not_written", "affinity",
           doc="requests from outside stick to one backend, yet the node's affinity map holds no entry for the client (the "
-              "stickiness is not the affinity map's)"),
+              "stickiness is not the affinity map's)",
+          fails=Fails(tests="test_the_nodes_affinity_map_holds_the_clients_entry",
+                      says="*affinity from outside (the node's affinity map): fake-worker's affinity map holds no entry for 172.18.0.1 and the NodePort frontend (rev NAT ID *) after the requests (entries: none)*")),
     Fault("affinity_rev_nat_host_order", "affinity",
           doc="the node's affinity map keys the entry by the service's rev NAT ID in the host's byte order (Cilium copies the "
-              "service entry's index, stored in network order: datapath.SRC_REV_NAT_ORDER)"),
+              "service entry's index, stored in network order: datapath.SRC_REV_NAT_ORDER)",
+          fails=Fails(tests="test_the_nodes_affinity_map_holds_the_clients_entry",
+                      says="*affinity from outside (the node's affinity map): fake-worker's affinity map holds no entry for 172.18.0.1 and the NodePort frontend (rev NAT ID *) after the requests (entries: 172.18.0.1 rev_nat *); the client's entry carries rev NAT ID *, the frontend's ID with its two bytes swapped*")),
     Fault("endpoint_program_missing", "socket LB",
-          doc="no BPF program on any pod's host-side device: bpftool shows nothing for it and tc no filter"),
+          doc="no BPF program on any pod's host-side device: bpftool shows nothing for it and tc no filter",
+          fails=Fails(tests="test_holder_endpoint_runs_cilium_program_on_its_host_veth",
+                      says="*socket LB: lxc* runs None, not cil_from_container*attach mode tcx expects tcx/ingress on lxc*, found None*")),
     Fault("netkit_attached_as_tcx", "socket LB",
           doc="on a netkit node the pod's program shows as tcx/ingress, as on a veth (Cilium attaches it as the netkit peer's: "
-              "datapath.SRC_NETKIT_ATTACH)"),
-    Fault("nodeport_listener", "NodePort", "a process listens on every NodePort in the nodes' host namespace"),
-    Fault("ipvs_services", "kube-proxy", "every node has IPVS virtual services (kube-proxy's IPVS mode or its leftovers)"),
-    Fault("hostport_portmap", "hostPort", "the CNI portmap plugin's iptables DNAT rules serve the hostPort instead of BPF"),
-    Fault("hostport_listener", "hostPort", "a process listens on each hostPort in the node's host namespace (a userspace forwarder)"),
+              "datapath.SRC_NETKIT_ATTACH)",
+          fails=(
+              # the netkit profile: the pod's program is the netkit peer's (datapath.SRC_NETKIT_ATTACH), not a tcx ingress one
+              Fails(fake="datapath_mode='netkit', routing_mode='Native'", tests="test_holder_endpoint_runs_cilium_program_on_its_host_veth",
+                    says="*socket LB: datapath mode netkit expects netkit/peer on lxc*, found tcx/ingress*"),
+          )),
+    Fault("nodeport_listener", "NodePort", "a process listens on every NodePort in the nodes' host namespace",
+          fails=Fails(name="listener-on-the-nodeport", tests="test_nobody_listens_on_the_nodeport",
+                      says="*NodePort: 1 sockets listen on :30780 on the node ([[]'0.0.0.0:30780'[]]); the answer must come from BPF, not a process*")),
+    Fault("ipvs_services", "kube-proxy", "every node has IPVS virtual services (kube-proxy's IPVS mode or its leftovers)",
+          fails=Fails(tests="test_no_node_has_ipvs_services",
+                      says="*kube-proxy: a second authority for Services, IPVS virtual services on the nodes*fake-worker: * IPVS virtual services (TCP 0A600001:01BB*")),
+    Fault("hostport_portmap", "hostPort", "the CNI portmap plugin's iptables DNAT rules serve the hostPort instead of BPF",
+          fails=Fails(tests="test_no_rule_names_the_host_port",
+                      says="*hostPort: rules name the port, so portmap (not BPF) serves it: fake-worker (iptables-nft): 2 lines name the hostPort 18780*CNI-HOSTPORT-DNAT*")),
+    Fault("hostport_listener", "hostPort", "a process listens on each hostPort in the node's host namespace (a userspace forwarder)",
+          fails=Fails(tests="test_nobody_listens_on_the_host_port",
+                      says="*hostPort: 1 sockets listen on :18780 on the node ([[]'0.0.0.0:18780'[]]); the answer must come from BPF, not a process*")),
 )
 
 # What a kind node with Cilium (KPR) carries in iptables: kind's Docker DNS NAT, kubelet's chains, Cilium's.

@@ -21,40 +21,130 @@ from ..rules.workloads import seen_by
 from .reach import ERRNO, Outcome, backend_listens, probe_result, reach
 from ..parse.addr import family_of, hp, split_host_port
 from .view import ClusterView, FakeFrontend, Obj, pod_ip
-from .faults import Fault, declare
+from .faults import Fails, Fault, declare
 
 
 FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
-    Fault("snat_at_backend", "socket LB", "a backend sees the client's node address (SNAT) instead of its pod address"),
-    Fault("getpeername_backend", "socket LB", "getpeername() returns the backend, not the service (no reverse translation)"),
+    Fault("snat_at_backend", "socket LB", "a backend sees the client's node address (SNAT) instead of its pod address",
+          fails=Fails(name="snat-at-the-backend", tests="test_backend_sees_the_holder_pod_address",
+                      says="*socket LB: the backend web-* sees [[]'172.18.0.3:61234'[]], not the holder's pod address 10.244.*:40404 (a node IP would mean SNAT)*")),
+    Fault("getpeername_backend", "socket LB", "getpeername() returns the backend, not the service (no reverse translation)",
+          fails=Fails(name="getpeername-returns-the-backend",
+                      tests=("test_application_sees_the_service_while_its_socket_points_at_a_backend",
+                             "udp::test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip"),
+                      says=("*getpeername() returned 10.244.*:8080, not the service address 10.96.*:80: the reverse translation is missing*",
+                            "*UDP (connected client to 10.96.*:53): getpeername() returned 10.244.*:5353, not 10.96.*:53: the getpeername4 reverse translation is missing*"))),
     Fault("snat_address_swapped", "DSR/SNAT", per_family=True,
           doc="the backend behind another node sees the other SNAT address than the routing mode gives: the receiving node's InternalIP in "
               "tunnel routing (instead of its CiliumInternalIP), its CiliumInternalIP in native routing (IPv6: ROUTER_IP and "
-              "IPV6_DIRECT_ROUTING swapped)"),
+              "IPV6_DIRECT_ROUTING swapped)",
+          fails=(
+              # the SNAT source address (bpf/lib/nodeport.h tail_nodeport_nat_egress_ipv4): IPV4_GATEWAY in tunnel routing, the node's
+              # direct-routing address in native routing
+              Fails(name="snat-internal-ip-in-tunnel-mode", tests="test_the_backend_sees_the_address_the_nodeport_mode_promises",
+                    says="*DSR/SNAT (the agent reports NodePort mode SNAT, routing Tunnel): the backend saw 172.18.0.3 (the receiving node's InternalIP), expected 10.244.1.118 (the receiving node's CiliumInternalIP: SNAT mode in tunnel routing*"),
+              Fails(name="snat-cilium-internal-ip-in-native-mode", fake="routing_mode='Native'",
+                    tests="test_the_backend_sees_the_address_the_nodeport_mode_promises",
+                    says="*DSR/SNAT (the agent reports NodePort mode SNAT, routing Native): the backend saw 10.244.1.118 (the receiving node's CiliumInternalIP), expected 172.18.0.3 (the receiving node's InternalIP: SNAT mode in native routing*"),
+              Fails(name="ipv6-snat-to-the-other-address", value="IPv6", fake="ip_families=('IPv4', 'IPv6')",
+                    tests="test_the_backend_sees_the_address_the_nodeport_mode_promises[IPv6]",
+                    says="*DSR/SNAT (the agent reports NodePort mode SNAT, routing Tunnel): the backend saw fc00:f853:ccd:e793::3 (the receiving node's InternalIP), expected fd00:10:244:1::76 (the receiving node's CiliumInternalIP: SNAT mode in tunnel routing*ROUTER_IP for IPv6*"),
+          )),
     Fault("mode_annotation_ignored", "forwarding mode",
           doc="the agents resolve bpf-lb-mode-annotation true, yet forward every Service in their own mode, whatever its "
-              "service.cilium.io/forwarding-mode says"),
+              "service.cilium.io/forwarding-mode says",
+          fails=(
+              # the dsr profile (the agents' own mode DSR): fm-snat is forwarded in DSR too
+              Fails(fake="nodeport_mode='DSR', routing_mode='Native', lb_mode_annotation=True",
+                    tests="test_a_service_annotated_snat_is_source_natted",
+                    says="*forwarding mode (service.cilium.io/forwarding-mode: snat): fm-snat (forwarding-mode snat): the backend saw 172.18.0.1 (the client's address), expected 172.18.0.3 (the receiving node's InternalIP: SNAT mode in native routing*"),
+              # the agents' own mode SNAT, annotations on: fm-dsr is SNATed
+              Fails(name="mode-annotation-ignored-under-snat", fake="routing_mode='Native', lb_mode_annotation=True",
+                    tests="test_a_service_annotated_dsr_keeps_the_clients_address",
+                    says="*forwarding mode (service.cilium.io/forwarding-mode: dsr): fm-dsr (forwarding-mode dsr): the backend saw 172.18.0.3 (the receiving node's InternalIP), expected 172.18.0.1 (the client: DSR mode*"),
+          )),
     Fault("nodeport_mode_mismatch", "DSR/SNAT",
           doc="a request from outside for another node's backend is forwarded in the other mode than the agent reports (it reports SNAT and "
-              "the backend sees the client, or DSR and the backend sees the node)"),
+              "the backend sees the client, or DSR and the backend sees the node)",
+          fails=(
+              Fails(name="snat-reported-client-seen", tests="test_the_backend_sees_the_address_the_nodeport_mode_promises",
+                    says="*DSR/SNAT (the agent reports NodePort mode SNAT, routing Tunnel): the backend saw 172.18.0.1 (the client's address), expected 10.244.1.118 (the receiving node's CiliumInternalIP: SNAT mode in tunnel routing*"),
+              Fails(name="dsr-reported-node-seen", fake="nodeport_mode='DSR', routing_mode='Native'",
+                    tests="test_the_backend_sees_the_address_the_nodeport_mode_promises",
+                    says="*DSR/SNAT (the agent reports NodePort mode DSR, routing Native): the backend saw 172.18.0.3 (the receiving node's InternalIP), expected 172.18.0.1 (the client: DSR*"),
+          )),
     Fault("healthserver_v4_only", "eTP=Local",
-          doc="IPv6 only (dual stack): the health-check NodePort server listens on IPv4 only (nothing answers it on a node's IPv6 address)"),
-    Fault("etp_snat", "eTP=Local", "traffic from outside to an eTP=Local Service is SNATed: the backend sees the node, not the client"),
+          doc="IPv6 only (dual stack): the health-check NodePort server listens on IPv4 only (nothing answers it on a node's IPv6 address)",
+          fails=Fails(name="ipv6-health-server-not-listening", fake="ip_families=('IPv4', 'IPv6')",
+                      tests=("test_the_health_check_node_port_reports_each_nodes_local_endpoints[IPv6]",
+                             "north_south::test_the_vip_health_frontend_says_which_nodes_have_a_backend[IPv6]"),
+                      says="*eTP=Local (health-check NodePort *): fake-control-plane answered HTTP nothing with localEndpoints None, expected 503 with 0*fake-worker2 answered HTTP nothing with localEndpoints None, expected 200 with 2 (its own backends' addresses and ports)*")),
+    Fault("etp_snat", "eTP=Local", "traffic from outside to an eTP=Local Service is SNATed: the backend sees the node, not the client",
+          fails=Fails(tests=("test_the_backend_sees_the_clients_own_address",
+                             "north_south::test_etp_local_on_a_vip_is_served_only_where_the_backend_is"),
+                      says="*eTP=Local (client address): the backend saw 172.18.0.4 (the receiving node's InternalIP), expected 172.18.0.1 (the client*")),
     Fault("healthcheck_cluster_count", "eTP=Local",
-          doc="the health-check NodePort answers 200 with the cluster-wide backend count on every node"),
+          doc="the health-check NodePort answers 200 with the cluster-wide backend count on every node",
+          fails=(
+              # the VIP's health frontend is answered by the same health server
+              Fails(tests=("test_the_health_check_node_port_reports_each_nodes_local_endpoints",
+                           "north_south::test_the_vip_health_frontend_says_which_nodes_have_a_backend"),
+                    says="*eTP=Local (health-check NodePort *): fake-control-plane answered HTTP 200 with localEndpoints 1, expected 503 with 0 (its own backends' addresses and ports)*"),
+          )),
     Fault("healthcheck_one_family", "eTP=Local",
-          doc="the health-check NodePort counts the backends of the Service's first family only (dual stack)"),
+          doc="the health-check NodePort counts the backends of the Service's first family only (dual stack)",
+          fails=(
+              # a dual-stack pod is one backend per address: the health server counts both (datapath.SRC_HEALTHSERVER)
+              Fails(name="health-count-one-family", fake="ip_families=('IPv4', 'IPv6')",
+                    tests=("test_the_health_check_node_port_reports_each_nodes_local_endpoints[IPv4]",
+                           "test_the_health_check_node_port_reports_each_nodes_local_endpoints[IPv6]"),
+                    says="*eTP=Local (health-check NodePort *): fake-worker2 answered HTTP 200 with localEndpoints 1, expected 200 with 2 (its own backends' addresses and ports)*"),
+          )),
     Fault("udp_reply_from_backend", "UDP", per_family=True,
           doc="the socket LB translates UDP datagrams but not their replies' source (no recvmsg4 / recvmsg6 hook): a client reads the "
-              "backend's address"),
+              "backend's address",
+          fails=(
+              Fails(name="udp-reply-from-the-backend",
+                    tests=("test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip",
+                           "test_an_unconnected_client_reads_the_reply_from_the_cluster_ip"),
+                    says=("*UDP (unconnected client to 10.96.*:53): the reply came from 10.244.*:5353, not from 10.96.*:53 (the backend's own address: the socket LB's recvmsg4 reverse translation is missing); a resolver that sent to 10.96.*:53 drops it*",
+                          "*UDP (connected client to 10.96.*:53): the reply came from 10.244.*:5353*")),
+              Fails(name="ipv6-udp-reply-from-the-backend", value="IPv6", fake="ip_families=('IPv4', 'IPv6')",
+                    tests=("test_a_connected_client_reaches_a_backend_and_reads_from_the_cluster_ip[IPv6]",
+                           "test_an_unconnected_client_reads_the_reply_from_the_cluster_ip[IPv6]"),
+                    says="*UDP (unconnected client to [[]fd00:10:96::*]:53): the reply came from [[]fd00:10:244:*]:5353, not from [[]fd00:10:96::*]:53 (the backend's own address: the socket LB's recvmsg6 reverse translation is missing)*"),
+          )),
     Fault("udp_no_backend_passes", "UDP",
-          doc="sendmsg4 lets a datagram to a backendless UDP Service through untranslated instead of failing sendto() (it times out)"),
+          doc="sendmsg4 lets a datagram to a backendless UDP Service through untranslated instead of failing sendto() (it times out)",
+          fails=Fails(name="udp-backendless-datagram-passes", tests="test_a_backendless_udp_service_fails_the_datagram_at_once",
+                      says="*no backend (pod sendto() to UDP ClusterIP 10.96.*:53; socket plane, ServiceNoBackendResponse=reject): sendto() gave timeout after 2.00s; expected unreachable at once (under 1s)*")),
     Fault("affinity_ignored", "affinity", per_family=True,
-          doc="sessionAffinity ClientIP is not honoured: every connect() picks a random backend"),
-    Fault("lb_always_first", "affinity", "the socket LB always picks the first backend slot (no spreading without affinity)"),
-    Fault("affinity_no_timeout", "affinity", "sessionAffinity ClientIP never expires: timeoutSeconds is ignored"),
-    Fault("hairpin_no_loopback_nat", "hairpin", "per packet, a pod's packet to its own Service is not NATed to the loopback address"),
-    Fault("hairpin_socket_snat", "hairpin", "a pod connected to itself by the socket hook sees the loopback address, as if NATed"),
+          doc="sessionAffinity ClientIP is not honoured: every connect() picks a random backend",
+          fails=(
+              Fails(tests="test_a_client_stays_on_one_backend_with_session_affinity",
+                    says="*affinity (sessionAffinity ClientIP): 20 connections from one client reached * backends * despite sessionAffinity ClientIP*"),
+              Fails(name="ipv6-affinity-ignored", value="IPv6", fake="ip_families=('IPv4', 'IPv6')",
+                    tests="test_a_client_stays_on_one_backend_with_session_affinity[IPv6]",
+                    says="*affinity (sessionAffinity ClientIP): 20 connections from one client reached * backends [[]'[[]fd00:10:244:*]:8080'*despite sessionAffinity ClientIP*"),
+              # the family field the other way round: set for IPv4, a dual-stack run's IPv6 affinity holds
+              Fails(name="ipv4-affinity-ignored", value="IPv4", fake="ip_families=('IPv4', 'IPv6')",
+                    tests="test_a_client_stays_on_one_backend_with_session_affinity[IPv4]",
+                    says="*affinity (sessionAffinity ClientIP): 20 connections from one client reached * backends [[]'10.244.*:8080'*despite sessionAffinity ClientIP*"),
+          )),
+    Fault("lb_always_first", "affinity", "the socket LB always picks the first backend slot (no spreading without affinity)",
+          fails=Fails(tests=("test_the_affinity_expires_after_its_timeout", "test_without_affinity_connections_spread_over_the_backends"),
+                      says="*affinity (none): all 20 connections without affinity reached * of 4 backends (chance: 3.6e-12)*")),
+    Fault("affinity_no_timeout", "affinity", "sessionAffinity ClientIP never expires: timeoutSeconds is ignored",
+          fails=Fails(tests="test_the_affinity_expires_after_its_timeout",
+                      says="*affinity (timeoutSeconds 1): all 10 connections, 2.5 s apart (past the 1 s timeout), reached *: the affinity never expired (chance if it does: 3.8e-06)*")),
+    Fault("hairpin_no_loopback_nat", "hairpin", "per packet, a pod's packet to its own Service is not NATed to the loopback address",
+          fails=Fails(name="hairpin-not-nated-per-packet", fake="socket_lb_hostns_only=True",
+                      tests=("test_a_backend_reaches_its_own_service", "test_the_backend_sees_the_source_its_plane_gives"),
+                      says=("*hairpin: hairpin could not reach its own Service 10.96.*:80 (per-packet plane): connect timeout, HTTP nothing; per packet a packet from a pod to itself must be source-NATed to the loopback address*",
+                            "*hairpin: hairpin logged no request from itself to 10.96.*:80, so the source it saw is unknown*"))),
+    Fault("hairpin_socket_snat", "hairpin", "a pod connected to itself by the socket hook sees the loopback address, as if NATed",
+          fails=Fails(tests="test_the_backend_sees_the_source_its_plane_gives",
+                      says="*hairpin: hairpin saw its own request to 10.96.*:80 come from 169.254.42.1, expected 10.244.* (socket plane: socket LB connects the pod straight to itself (no NAT))*")),
 )
 
 

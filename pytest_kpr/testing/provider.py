@@ -14,18 +14,25 @@ from ..traffic.probes import ProbeResult, Verdict
 from .fake import FakeCluster
 from ..parse.addr import family_of
 from .reach import curl_result, probe_result, reach
-from .faults import Fault, declare
+from .faults import Fails, Fault, declare
 
 
 FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
-    Fault("helm_install_fails", "setup", "the helm install of Cilium fails (the run stops in its install phase)"),
+    Fault("helm_install_fails", "setup", "the helm install of Cilium fails (the run stops in its install phase)",
+          proven_by="tests/evidence/test_run_record.py::test_a_failed_setup_leaves_its_phase_error_and_diagnostics_exits_3_and_shows_red_in_the_matrix"),
     Fault("icmp_error_not_revnatted", "ICMP errors",
-          doc="an ICMP error about a NodePort request the node source-NATed is not reverse-translated: the client never gets it"),
+          doc="an ICMP error about a NodePort request the node source-NATed is not reverse-translated: the client never gets it",
+          fails=Fails(tests="test_a_fragmentation_needed_error_reaches_the_client_reverse_translated",
+                      says="*ICMP errors (fragmentation needed through a SNATed NodePort): no ICMP error came back to 172.18.0.1:* for its datagram to 172.18.0.3:* (timeout), though ie-backend on fake-worker2 answered it with fragmentation needed*")),
     Fault("icmp_error_inner_untranslated", "ICMP errors",
           doc="an ICMP error about a source-NATed NodePort request reaches the client with the header inside it still as the backend "
-              "saw it (the node's SNAT address and port, the backend's address)"),
+              "saw it (the node's SNAT address and port, the backend's address)",
+          fails=Fails(tests="test_a_fragmentation_needed_error_reaches_the_client_reverse_translated",
+                      says="*ICMP errors (fragmentation needed through a SNATed NodePort): the error carries 10.244.1.*:32768 -> 10.244.2.*:7000, not the datagram as sent, 172.18.0.1:* -> 172.18.0.3:*: its inner header was not reverse-translated*")),
     Fault("vip_health_frontend_missing", "north-south",
-          doc="the agents report enable-health-check-loadbalancer-ip true, yet nothing answers <VIP>:<healthCheckNodePort> from outside"),
+          doc="the agents report enable-health-check-loadbalancer-ip true, yet nothing answers <VIP>:<healthCheckNodePort> from outside",
+          fails=Fails(tests="test_the_vip_health_frontend_says_which_nodes_have_a_backend",
+                      says="*north-south (health frontend 198.18.21.11:*): 198.18.21.11:* through fake-control-plane (0 local endpoints): no answer (timeout), expected HTTP 503*")),
 )
 
 

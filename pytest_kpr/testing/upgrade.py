@@ -21,23 +21,61 @@ from typing import Any
 from ..parse.addr import family_of, split_host_port
 from ..rules.datapath import SOCKET_TERMINATION_BATCH_S, pod_udp_sockets_terminated
 from .view import Obj, pod_ip
-from .faults import Fault, declare
+from .faults import Fails, Fault, declare
 
 
 FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
     Fault("terminating_cuts_connections", "terminating backends",
-          doc="a backend's established connections are reset the moment it starts terminating (its datapath state dropped at once)"),
+          doc="a backend's established connections are reset the moment it starts terminating (its datapath state dropped at once)",
+          fails=Fails(tests="test_an_established_connection_keeps_working_while_its_backend_terminates",
+                      says="*terminating backends (established connection): the established connection to term-a was interrupted while it terminated: 1 resets, 1 reconnects*")),
     Fault("terminating_stalls_connections", "terminating backends",
-          doc="a terminating backend's established connections go silent for 3 s when it starts terminating (no reset)"),
+          doc="a terminating backend's established connections go silent for 3 s when it starts terminating (no reset)",
+          fails=Fails(tests="test_an_established_connection_keeps_working_while_its_backend_terminates",
+                      says="*terminating backends (established connection): the established connection to term-a went silent for 3000 ms while it terminated (bound 1000 ms)*")),
     Fault("udp_sockets_not_terminated", "UDP",
-          doc="a pod's connected UDP socket to a deleted backend is not terminated: it keeps sending into the deleted pod"),
+          doc="a pod's connected UDP socket to a deleted backend is not terminated: it keeps sending into the deleted pod",
+          fails=(
+              # a connected client's socket to a deleted backend is terminated by the agent (datapath.SRC_UDP_SOCK_TERMINATION)
+              Fails(name="udp-socket-not-terminated", tests="test_a_connected_client_of_a_deleted_backend_is_terminated_and_moves_on",
+                    says="*UDP (socket termination): the connected socket to the deleted backend udpterm-a (10.244.*:5353) was not terminated (no ECONNABORTED): * datagrams lost, and it was never answered again*"),
+          )),
     Fault("upgrade_renumbers_ids", "upgrade", per_family=True,
-          doc="the new agents give the family's services and backends new IDs (not restored: PR #18119)"),
+          doc="the new agents give the family's services and backends new IDs (not restored: PR #18119)",
+          fails=(
+              Fails(name="ids-renumbered", tests="test_no_service_or_backend_id_changed_or_was_reused[upgrade]", says="*IDs changed*"),
+              Fails(name="ids6-renumbered", value="IPv6", fake="ip_families=('IPv4', 'IPv6')",
+                    tests="test_no_service_or_backend_id_changed_or_was_reused[upgrade-IPv6]",
+                    says="*upgrade 1.19.8 -> 1.20.2 (IPv6): IDs changed (connections can end up at the wrong backend, cf. PR #18119)*"),
+          )),
     Fault("upgrade_flushes_ct", "upgrade", per_family=True,
-          doc="the new agents start with empty conntrack maps of the family (cilium_ct4_global / cilium_ct6_global; cf. #29667)"),
-    Fault("upgrade_resets_flow", "upgrade", "this flow pod's connection is reset when its node's agent restarts", default=None),
-    Fault("upgrade_blackhole_flow", "upgrade", "this flow pod's path drops everything for 3 s from its node's restart", default=None),
-    Fault("upgrade_regresses_no_backend", "upgrade", "the new agents answer a backendless service with drop, not reject"),
+          doc="the new agents start with empty conntrack maps of the family (cilium_ct4_global / cilium_ct6_global; cf. #29667)",
+          fails=(
+              Fails(name="ct-flushed", tests="test_the_flows_conntrack_entries_survive[upgrade]",
+                    says="*the conntrack entries of these flows were gone after the roll*"),
+              Fails(name="ct6-flushed", value="IPv6", fake="ip_families=('IPv4', 'IPv6')",
+                    tests="test_the_flows_conntrack_entries_survive[upgrade-IPv6]",
+                    says="*upgrade 1.19.8 -> 1.20.2 (IPv6): the conntrack entries of these flows were gone after the roll (cf. #29667): pod->ClusterIP (IPv6)*"),
+          )),
+    Fault("upgrade_resets_flow", "upgrade", "this flow pod's connection is reset when its node's agent restarts", default=None,
+          fails=(
+              Fails(name="flow-reset", value="flow-pod-clusterip-upgr", tests="test_no_flow_was_reset_closed_or_stalled[upgrade]",
+                    says="*flows broke: pod->ClusterIP: 1 resets*"),
+              Fails(name="ipv6-flow-reset", value="flow-pod-clusterip-ipv6-upgr", fake="ip_families=('IPv4', 'IPv6')",
+                    tests="test_no_flow_was_reset_closed_or_stalled[upgrade-IPv6]",
+                    says="*upgrade 1.19.8 -> 1.20.2 (IPv6): flows broke: pod->ClusterIP (IPv6): 1 resets*"),
+          )),
+    Fault("upgrade_blackhole_flow", "upgrade", "this flow pod's path drops everything for 3 s from its node's restart", default=None,
+          fails=(
+              Fails(name="3s-blackhole", value="flow-pod-nodeport-upgr", tests="test_no_flow_saw_a_gap_longer_than_allowed[upgrade]",
+                    says="*pod->NodePort: longest gap 3.00 s > 1 s (pytest-kpr policy (--kpr-upgrade-max-gap), not a Cilium promise) (during cilium-*"),
+              Fails(name="ipv6-blackhole", value="flow-pod-nodeport-ipv6-upgr", fake="ip_families=('IPv4', 'IPv6')",
+                    tests="test_no_flow_saw_a_gap_longer_than_allowed[upgrade-IPv6]",
+                    says="*pod->NodePort (IPv6): longest gap 3.00 s > 1 s*"),
+          )),
+    Fault("upgrade_regresses_no_backend", "upgrade", "the new agents answer a backendless service with drop, not reject",
+          fails=Fails(name="no-backend-regressed", tests="test_no_datapath_property_regressed[upgrade]",
+                      says="*held before and not after: no_backend_response was 'reject', now 'drop'*")),
 )
 
 BLACKHOLE_S = 3.0
