@@ -44,7 +44,7 @@ from pytest_kpr.judge.affinity import (
     sticky_problems,
     timeout_problems,
 )
-from pytest_kpr.model.affinity import AffinityObservation, OutsideAffinity
+from pytest_kpr.judge.affinity import AffinityObservation, OutsideAffinity
 
 pytestmark = [
     pytest.mark.kpr(property="affinity", evidence="affinity.json",

@@ -21,7 +21,7 @@ import pytest
 
 from pytest_kpr.suite import ClusterFacts, ClusterHandle, Evidence, family_file, holds, hp, Lab, no_outside_view, token
 from pytest_kpr.judge.dsr import dsr_problems
-from pytest_kpr.model.dsr import DsrObservation
+from pytest_kpr.judge.dsr import DsrObservation
 from pytest_kpr.rules.datapath import backend_sees
 
 pytestmark = [

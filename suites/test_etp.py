@@ -30,7 +30,7 @@ from pytest_kpr.judge.etp import (
     health_check_problems,
     outside_answer_problems,
 )
-from pytest_kpr.model.etp import EtpObservation, OutsideRequest
+from pytest_kpr.judge.etp import EtpObservation, OutsideRequest
 from pytest_kpr.rules.datapath import backend_sees, local_endpoint_count
 
 pytestmark = [

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_kpr.suite import ClusterFacts, Evidence, family_file, holds, hp, Lab, token
 from pytest_kpr.judge.hairpin import hairpin_reach_problems, hairpin_source_problems
-from pytest_kpr.model.hairpin import HairpinObservation
+from pytest_kpr.judge.hairpin import HairpinObservation
 from pytest_kpr.rules.datapath import LOOPBACK_FILES, coverage_name, hairpin_source, hairpin_unjudged, plane_for
 
 pytestmark = [

@@ -28,7 +28,7 @@ import pytest
 from pytest_kpr.suite import ClusterFacts, Evidence, family_file, holds, hp, Lab, probe_pod, WEB_TARGET
 from pytest_kpr.judge.itp import external_problems, local_only_problems
 from pytest_kpr.judge.no_backend import known_regression, socket_no_backend_problems
-from pytest_kpr.model.itp import ItpObservation
+from pytest_kpr.judge.itp import ItpObservation
 from pytest_kpr.model.probe import ProbeAnswer
 from pytest_kpr.rules.datapath import ITP_FILE, itp_enabled
 

@@ -26,7 +26,7 @@ from pytest_kpr.judge.kube_proxy import (
     kube_proxy_daemonset_problems,
     runs_kube_proxy,
 )
-from pytest_kpr.model.kube_proxy import KubeProxyObservation
+from pytest_kpr.judge.kube_proxy import KubeProxyObservation
 
 pytestmark = pytest.mark.kpr(property="kube-proxy", evidence="kubeproxy.json",
                              plane="node rules",

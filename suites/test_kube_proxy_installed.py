@@ -25,7 +25,7 @@ from pytest_kpr.judge.kube_proxy import (
     kube_proxy_daemonset_problems,
     runs_kube_proxy,
 )
-from pytest_kpr.model.kube_proxy import KubeProxyInstalled
+from pytest_kpr.judge.kube_proxy import KubeProxyInstalled
 
 pytestmark = [
     pytest.mark.kpr(property="kube-proxy installed", evidence="kubeproxy-installed.json", last=True,

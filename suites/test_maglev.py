@@ -36,7 +36,7 @@ from pytest_kpr.judge.maglev import (
     maglev_table,
     maglev_table_problems,
 )
-from pytest_kpr.model.maglev import MaglevObservation, MaglevRemap
+from pytest_kpr.judge.maglev import MaglevObservation, MaglevRemap
 from pytest_kpr.rules.datapath import MAGLEV_DEFAULT_SEED, MAGLEV_SEED_FILE
 
 pytestmark = [

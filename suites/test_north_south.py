@@ -25,7 +25,7 @@ import pytest
 
 from pytest_kpr.suite import ClusterHandle, Evidence, family_file, holds, L3n4, Lab, no_outside_view, Settings
 from pytest_kpr.judge.north_south import etp_local_problems, health_problems, served_problems
-from pytest_kpr.model.north_south import NorthSouthObservation, OutsideHttp
+from pytest_kpr.judge.north_south import NorthSouthObservation, OutsideHttp
 from pytest_kpr.rules.datapath import local_endpoint_count
 from pytest_kpr.scenarios.vips import Vips, request, suite_blocks
 

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from pytest_kpr.judge.shared_vip import (appeared_problems, claim_problems, follow_up_problems, health_problems, ordering_problems,
                                          owner_serving_problems, swap_problems)
-from pytest_kpr.model.shared_vip import Generated, GeneratedStep, PortSwap
+from pytest_kpr.judge.shared_vip import Generated, GeneratedStep, PortSwap
 from pytest_kpr.rules.lbmodel import Event, LbModel, Op, Variant
 from pytest_kpr.scenarios.sharedvip import Record, SharedVip, SharedVipEvidence, Skip, frontend_key
 

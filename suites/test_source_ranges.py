@@ -28,7 +28,7 @@ import pytest
 
 from pytest_kpr.suite import ClusterFacts, ClusterHandle, Evidence, family_file, holds, hp, L3n4, Lab, no_outside_view, Settings
 from pytest_kpr.judge.source_ranges import drop_reason_problems, inside_problems, range_problems
-from pytest_kpr.model.source_ranges import RangeCase, SourceRangesObservation
+from pytest_kpr.judge.source_ranges import RangeCase, SourceRangesObservation
 from pytest_kpr.rules.datapath import SOURCE_RANGE_ALL_TYPES_FILE, SRC_RANGES_POLICY, source_ranges_checked
 from pytest_kpr.scenarios.vips import Vips, drops_during, request, suite_blocks
 

@@ -30,7 +30,7 @@ from pytest_kpr.suite import (ClusterFacts, eventually, Evidence, family_file, h
 from pytest_kpr.judge.no_backend import known_regression, socket_no_backend_problems
 from pytest_kpr.judge.terminating import draining_flow_problems, flow_outlived_problems, new_connection_problems
 from pytest_kpr.model.probe import ProbeAnswer
-from pytest_kpr.model.terminating import SlotsSeen, TerminatingObservation
+from pytest_kpr.judge.terminating import SlotsSeen, TerminatingObservation
 from pytest_kpr.rules.datapath import TERMINATING_FILE, terminating_endpoints_kept
 
 pytestmark = [

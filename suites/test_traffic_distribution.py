@@ -22,7 +22,7 @@ import pytest
 
 from pytest_kpr.suite import ClusterFacts, Evidence, family_file, holds, hp, Lab, WEB_PORT, WEB_TARGET
 from pytest_kpr.judge.traffic_distribution import fallback_problems, same_node_problems, zone_problems
-from pytest_kpr.model.traffic_distribution import Placed, Reached, TopologyObservation
+from pytest_kpr.judge.traffic_distribution import Placed, Reached, TopologyObservation
 from pytest_kpr.rules.datapath import ZONE_LABEL, prefer_same_honoured
 
 pytestmark = [

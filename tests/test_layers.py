@@ -196,6 +196,19 @@ def test_suites_import_the_framework_only_through_pytest_kpr_suite() -> None:
     assert found == {}, f"suites importing the framework around pytest_kpr.suite: {found}"
 
 
+def test_a_propertys_observation_type_lives_beside_its_judgement() -> None:
+    """One home for observation types: judge/<p>.py holds the property's type and its judgement (the contributing path's
+    second file); model/ keeps only the types shared across properties (the probe result, the upgrade's record), so no
+    module of model/ is named after a suite and no class there is an observation."""
+    import ast
+
+    suites = {p.stem.removeprefix("test_") for p in SUITES.glob("test_*.py")} - {"upgrade"}
+    named = sorted(p.stem for p in (PKG / "model").glob("*.py") if p.stem in suites)
+    observations = sorted(f"{p.stem}.{n.name}" for p in (PKG / "model").glob("*.py") for n in ast.parse(p.read_text()).body
+                          if isinstance(n, ast.ClassDef) and n.name.endswith("Observation"))
+    assert named == [] and observations == [], f"observation types outside judge/: modules {named}, classes {observations}"
+
+
 def test_an_import_around_the_public_module_is_found(tmp_path: Path) -> None:
     suite = tmp_path / "test_x.py"
     suite.write_text("from pytest_kpr.suite import Lab\nfrom pytest_kpr.judge.udp import udp_reply_problems\n"
@@ -307,7 +320,7 @@ FLAT_TESTS = {
 }
 
 #: packages whose tests are elsewhere, and where
-TESTED_ELSEWHERE = {"model": "each type's evidence form, whole, in its judge's table (tests/judge/)",
+TESTED_ELSEWHERE = {"model": "the probe result and the upgrade's record, in the probe tests and the upgrade rules' (tests/traffic/, tests/rules/)",
                     "scenarios": "the multi-step drivers run by the suites on the fake (tests/test_suites_vs_fake.py, test_upgrade_vs_fake.py)"}
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..model.north_south import OutsideHttp
 from ..rules.datapath import DROP_NO_SERVICE_REASON
+from .north_south import OutsideHttp
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..judge.shared_vip import CONFLICT, REFLECTOR_MODULE
-from ..model.shared_vip import (Claim, FollowUp, Frontend, Generated, Health, LateLook, Ordering, Owned, Owners, PortSwap, Release,
+from ..judge.shared_vip import (Claim, FollowUp, Frontend, Generated, Health, LateLook, Ordering, Owned, Owners, PortSwap, Release,
                                 SwapStep)
 from ..observe.lab import WEB_TARGET, Lab, LabError
 from ..rules.lbmodel import Event, LbModel, Op, Variant
@@ -45,7 +45,7 @@ class Skip(Exception):
 
 @dataclass
 class Record:
-    """One way's scenario as it went: each step's typed observation (pytest_kpr.model.shared_vip) and when it was made."""
+    """One way's scenario as it went: each step's typed observation (pytest_kpr.judge.shared_vip) and when it was made."""
     way: str
     owner: str = ""  # namespace/name
     claimant: str = ""

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from ..core.errors import ForeignObject
 from ..core.tokens import token
 from ..core.wait import eventually
-from ..model.north_south import OutsideHttp
+from ..judge.north_south import OutsideHttp
 from ..observe.lab import Lab
 from ..parse.addr import family_of, hp, valid_ip
 from ..parse.metrics import drops_that_rose

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_kpr.judge.affinity import (affinity_map_problems, outside_spread_problems, outside_sticky_problems, spread_problems, sticky_problems,
                                        timeout_problems)
-from pytest_kpr.model.affinity import AffinityObservation, OutsideAffinity
+from pytest_kpr.judge.affinity import AffinityObservation, OutsideAffinity
 
 B4 = ("10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080", "10.0.0.4:8080")
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from pytest_kpr.judge.dsr import dsr_problems
-from pytest_kpr.model.dsr import DsrObservation
+from pytest_kpr.judge.dsr import DsrObservation
 
 SEEN = DsrObservation("IPv4", "SNAT", "Tunnel", "w1", "172.18.0.3", "10.244.1.118", "w2", 30780, "172.18.0.1", 200, "10.244.1.118",
                       "cilium-internal-ip", "SNAT to the cilium_host address in tunnel routing", "SRC_SNAT_ADDRESS")

@@ -81,7 +81,7 @@ def test_the_outside_answer_judgement(code: int | None, want: list[str]) -> None
 
 
 def test_the_observation_is_etp_json() -> None:
-    from pytest_kpr.model.etp import EtpObservation, OutsideRequest
+    from pytest_kpr.judge.etp import EtpObservation, OutsideRequest
 
     obs = EtpObservation("IPv4", "w1", "w2", ("cp",), {"etp-local": 30001}, {"etp-local": {"w2": "accepted"}}, "connected", 31000,
                          {"w2": (200, {"localEndpoints": 1})}, {"w2": 1}, OutsideRequest("172.18.0.1", "172.18.0.3", 200, "etp-backend", "172.18.0.1"))

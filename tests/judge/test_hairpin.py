@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from pytest_kpr.judge.hairpin import hairpin_reach_problems, hairpin_source_problems
-from pytest_kpr.model.hairpin import HairpinObservation
+from pytest_kpr.judge.hairpin import HairpinObservation
 
 OK = HairpinObservation("IPv4", "10.96.0.18:80", "hairpin", "10.244.1.13", "socket", "Full", "connected", "10.244.1.13:8080", 200,
                         "hairpin", "10.244.1.13", "10.244.1.13", "socket LB connects the pod straight to itself (no NAT)",

@@ -39,7 +39,7 @@ def test_external(verdict: str, problems: list[str]) -> None:
 
 
 def test_the_observation_is_itp_json_and_names_each_backends_node() -> None:
-    from pytest_kpr.model.itp import ItpObservation
+    from pytest_kpr.judge.itp import ItpObservation
     from pytest_kpr.model.probe import ProbeAnswer
 
     obs = ItpObservation("IPv4", None, "worker", "worker2", {"near": ("10.244.1.5:8080", "worker"), "far": ("10.244.2.6:8080", "worker2")},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_kpr.model.kube_proxy import KubeProxyDaemonSet, KubeProxyInstalled, KubeProxyObservation
+from pytest_kpr.judge.kube_proxy import KubeProxyDaemonSet, KubeProxyInstalled, KubeProxyObservation
 
 IP_VS = """IP Virtual Server version 1.2.1 (size=4096)
 Prot LocalAddress:Port Scheduler Flags

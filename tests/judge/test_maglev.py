@@ -87,7 +87,7 @@ def test_the_fakes_maglev_tables_have_the_properties_the_suite_checks() -> None:
 
 
 def test_the_observation_is_maglev_json() -> None:
-    from pytest_kpr.model.maglev import MaglevObservation, MaglevRemap
+    from pytest_kpr.judge.maglev import MaglevObservation, MaglevRemap
 
     m = MaglevObservation("IPv4", 30100, ("10.244.1.5:8080",), ("mag-0", "mag-1"), {"w1": None}, {"w1": {"mag-0": 3}}, {"w1": False},
                           {"w1": {40000: "mag-0", 40001: None}}, MaglevRemap("mag-1", "w3", {40000: "mag-0"}, {40000: "mag-0"}))

@@ -11,7 +11,7 @@ from pytest_kpr.judge.maglev import maglev_flow_problems, maglev_remap_problems,
 from pytest_kpr.judge.maps import map_visibility_problems, service_map_problems
 from pytest_kpr.judge.nodeport import nodeport_frontend_problems
 from pytest_kpr.judge.socket_lb import conntrack_out_problems, program_problems, socket_lb_problems
-from pytest_kpr.model.affinity import AffinityObservation
+from pytest_kpr.judge.affinity import AffinityObservation
 from pytest_kpr.parse import L3n4, parse_iptables_save, parse_nft_ruleset
 from pytest_kpr.parse.statedb import parse_lb_maps_dump
 from pytest_kpr.rules.datapath import MAP_FULL_ERRORS

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_kpr.judge.north_south import etp_local_problems, health_problems, served_problems
-from pytest_kpr.model.north_south import OutsideHttp
+from pytest_kpr.judge.north_south import OutsideHttp
 
 
 def ok(via: str, by: str = "web-a", seen: str = "172.18.0.1") -> OutsideHttp:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_kpr.judge.protocols import ProtocolsObservation, both_protocols_problems, wildcard_drop_problems
-from pytest_kpr.model.north_south import OutsideHttp
+from pytest_kpr.judge.north_south import OutsideHttp
 
 NO_SVC = "Service backend not found x1 on w (ingress, nodeport.h:1)"
 

@@ -7,7 +7,7 @@ import pytest
 
 from pytest_kpr.judge.shared_vip import (CONFLICT, appeared_problems, claim_problems, follow_up_problems, health_problems,
                                          ordering_problems, owner_serving_problems, swap_problems)
-from pytest_kpr.model.shared_vip import (Claim, FollowUp, Frontend, Generated, GeneratedStep, Health, LateLook, Ordering, Owned, Owners,
+from pytest_kpr.judge.shared_vip import (Claim, FollowUp, Frontend, Generated, GeneratedStep, Health, LateLook, Ordering, Owned, Owners,
                                          PortSwap, Release, SwapStep)
 
 VIP = "198.18.10.80"

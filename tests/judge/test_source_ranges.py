@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_kpr.judge.source_ranges import drop_reason_problems, inside_problems, range_problems
-from pytest_kpr.model.north_south import OutsideHttp
-from pytest_kpr.model.source_ranges import RangeCase
+from pytest_kpr.judge.north_south import OutsideHttp
+from pytest_kpr.judge.source_ranges import RangeCase
 from pytest_kpr.rules.datapath import source_range_allows
 
 CLIENT = "172.18.0.1"

@@ -52,7 +52,7 @@ def test_the_flow_must_be_stopped_while_its_backend_still_terminates(outlived: b
 
 def test_the_observation_is_terminating_json() -> None:
     from pytest_kpr.model.probe import ProbeAnswer
-    from pytest_kpr.model.terminating import SlotsSeen, TerminatingObservation
+    from pytest_kpr.judge.terminating import SlotsSeen, TerminatingObservation
 
     a, b = "10.244.1.5:7000", "10.244.2.6:7000"
     obs = TerminatingObservation("IPv4", None, True, 300, {"term-a": a, "term-b": b}, "10.96.0.20:7000", "w1",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from pytest_kpr.judge.traffic_distribution import fallback_problems, same_node_problems, zone_problems
-from pytest_kpr.model.traffic_distribution import Placed, Reached
+from pytest_kpr.judge.traffic_distribution import Placed, Reached
 from pytest_kpr.rules.datapath import topology_backends
 
 NEAR, FAR, FAR2 = "10.244.1.5:8080", "10.244.2.5:8080", "10.244.2.6:8080"
