@@ -39,24 +39,41 @@ def test_a_stale_page_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     assert gen_docs.main([]) == 0 and gen_docs.main(["--check"]) == 0, "regenerating makes it current"
 
 
-def test_a_new_suite_changes_the_readmes_count_by_generation(tmp_path: Path) -> None:
-    for p in (REPO / "suites").glob("test_*.py"):
-        (tmp_path / p.name).write_text("")
-    (tmp_path / "test_practice.py").write_text("")
-    n = len(list((REPO / "suites").glob("test_*.py")))
-    assert f"runs {n + 1} suites" in gen_docs.readme(tmp_path) and f"runs {n} suites" in gen_docs.readme()
+def test_a_new_property_changes_the_readmes_list_and_counts_by_generation() -> None:
+    cat = gen_docs.catalogue()
+    n = len(cat["properties"])
+    new = {**cat["properties"][0], "property": "practice", "plane": ["socket"]}
+    more = {"properties": [*cat["properties"], new]}
+    readme = gen_docs.readme(more)
+    assert f"runs {n + 1} suites" in readme and f"runs {n} suites" in gen_docs.readme(cat)
+    assert f"{n + 1} properties, one suite each: " in readme and ", [practice](docs/reference/suites.md#practice)." in readme
+    assert f"{n + 1} properties, one suite each" in gen_docs.home(more)
+    assert "[practice](../reference/suites.md#practice)" in gen_docs.planes_page(more).split("- **socket**", 1)[1].split("\n")[0]
+
+
+def test_the_rendered_pages_follow_from_the_checked_in_catalogue() -> None:
+    """The suites page, the README, the home page and the planes page are what the checked-in properties.yaml renders
+    to (read back as data), so the catalogue is their one source."""
+    import yaml
+
+    cat = yaml.safe_load((DOCS / gen_docs.CATALOGUE).read_text())
+    assert cat == gen_docs.catalogue()
+    for rel, content in gen_docs.rendered(cat).items():
+        assert (DOCS / rel).read_text() == content, rel
 
 
 def test_changing_a_suites_rule_text_changes_its_page(tmp_path: Path) -> None:
     shutil.copytree(REPO / "suites", tmp_path / "suites")
-    before = gen_docs.suites_page(tmp_path / "suites")
+    before = gen_docs.suites_page(gen_docs.catalogue(tmp_path / "suites"))
     module = tmp_path / "suites" / "test_nodeport.py"
     old = "NodePort without a listener: the node answers HTTP 200 on the NodePort"
     module.write_text(module.read_text().replace(old, "NodePort without a listener: the node answers HTTP 204 on the NodePort", 1))
-    after = gen_docs.suites_page(tmp_path / "suites")
+    cat = gen_docs.catalogue(tmp_path / "suites")
+    after = gen_docs.suites_page(cat)
     assert after != before
     section = after.split("## NodePort\n", 1)[1].split("\n## ", 1)[0]
     assert "**Rule.** NodePort without a listener: the node answers HTTP 204 on the NodePort" in section
+    assert "the node answers HTTP 204" in gen_docs.catalogue_text(cat)
 
 
 def test_each_suite_section_shows_its_rule_plane_sources_evidence_and_faults() -> None:

@@ -64,7 +64,6 @@ def test_a_conforming_roll_passes_and_upgrade_json_has_the_timeline_the_flows_an
     assert cluster["cilium_version"] == "1.19.8", "the facts are re-read after each transition (back at 1.19.8 after the downgrade)"
 
 
-#: (name, fault, the one verdict it fails, the failure's words): the docs' suites page lists them (scripts/gen_docs.py)
 def _upgrade_rows() -> list:
     """The upgrade faults' rows (declared beside them in pytest_kpr.testing.upgrade: ``Fault(..., fails=Fails(...))``)."""
     from test_faults import UPGRADE_ROWS
@@ -74,8 +73,8 @@ def _upgrade_rows() -> list:
 
 @pytest.mark.parametrize("row", _upgrade_rows())
 def test_each_upgrade_fault_fails_the_verdict_that_names_it(pytester: pytest.Pytester, row: Row) -> None:
-    """Each upgrade fault, in one upgrade run (a dual-stack one for a fault set for one family): exactly the row's
-    verdicts fail, with its words."""
+    """Each upgrade fault, in one upgrade run (a dual-stack one for a fault set for one family, which fails that family's
+    verdict only): exactly the row's verdicts fail, with its words."""
     dual = ("--kpr-ip-families=IPv4,IPv6",) if "ip_families" in row.config else ()
     result = run(pytester, row.config, "", *dual, "-rf")
     assert failed_ids(result) == sorted(t.split("::", 1)[1] for t in row.failing), result.stdout.str()[-3000:]
@@ -131,8 +130,6 @@ def test_a_hostns_only_roll_carries_the_flows_on_the_per_packet_plane(pytester: 
     assert all(f["report"]["lost"] == 0 for f in up["flows"].values())
 
 
-#: (name, fault, the one test it fails, the failure's words) in a dual-stack run: a fault in one family's maps or flows fails
-#: that family's verdict only (the docs' suites page lists them: scripts/gen_docs.py)
 @pytest.mark.parametrize(("config", "provider", "line"), [
     ("kernel='6.1.0-50-amd64'", "", "node fake-control-plane runs kernel 6.1.0-50-amd64, below Cilium 1.20's floor 6.6*"),
     ("", "values={'loadBalancer': {'experimental': True}}", "the Helm values set loadBalancer.experimental, which Cilium 1.18 removed*"),
