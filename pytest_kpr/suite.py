@@ -1,7 +1,7 @@
 """What a conformance suite needs from pytest-kpr, in one module: suites (the packaged ones and a user's own) import the
-framework only from here, and beside it only their property's own modules (``pytest_kpr.model.<property>``, its
-observation type; ``pytest_kpr.judge.<property>``; the ``pytest_kpr.rules`` their expectations cite; a
-``pytest_kpr.scenarios`` driver). tests/test_layers.py holds them to it.
+framework only from here, and beside it only their property's own modules (``pytest_kpr.judge.<property>``, its
+observation type and judgement; the ``pytest_kpr.rules`` their expectations cite; a ``pytest_kpr.scenarios`` driver; the
+shared types of ``pytest_kpr.model``). tests/test_layers.py holds them to it.
 
 - the cluster and the run: :class:`ClusterHandle`, :class:`ClusterFacts`, :class:`Settings` (the ``kpr_settings``
   fixture); :class:`KprSession` and its labels stay exported for a user's own suites, the packaged ones never take it

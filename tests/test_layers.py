@@ -253,6 +253,7 @@ FILE_WRITERS_NOT_EVIDENCE = {
     "run/run.py": "the marker a worker leaves when one of its tests failed (.kpr-xdist)",
     "cli/probe_image.py": "the probe image's build context, a directory the user names",
     "cluster/routes.py": "the ledger of the routes a run process added on the runner (its state directory, not the evidence)",
+    "cli/scaffold.py": "the stubs of a new property, source files written into a checkout of pytest-kpr (kpr scaffold)",
 }
 
 

@@ -48,8 +48,9 @@ def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:  # type
     from .probe import register as probe
     from .probe_image import register as probe_image
     from .replay import register as replay
+    from .scaffold import register as scaffold
 
-    return [parse, probe, probe_image, lbmodel, matrix, check_access, cleanup, with_net_raw, replay]
+    return [parse, probe, probe_image, lbmodel, matrix, check_access, cleanup, with_net_raw, replay, scaffold]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
