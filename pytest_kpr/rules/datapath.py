@@ -423,6 +423,9 @@ SRC_HOSTPORT_SCHED = ("kubernetes/kubernetes pkg/scheduler/framework/plugins/nod
 #: the label Kubernetes puts on a Service its EndpointSlice mirroring must skip, and that marks it headless
 #: (corev1.IsHeadlessService), beside ``clusterIP: None``
 HEADLESS_LABEL = "service.kubernetes.io/headless"
+SRC_ENDPOINTSLICE_SERVICE = ("cilium/cilium pkg/k8s/endpoints.go@00b4b2da ParseEndpointSliceID: `Name: "
+                             "es.GetLabels()[slim_discovery_v1.LabelServiceName],`: an EndpointSlice's backends belong to the "
+                             "Service its kubernetes.io/service-name label names, whoever wrote the slice")
 SRC_HEADLESS = ("cilium/cilium pkg/loadbalancer/reflectors/conversions.go@bb5d8694 convertService: \"A service that is annotated as "
                 "headless has no frontends, even if the service spec contains ClusterIPs etc.\" `if isHeadless(svc) { return }`, "
                 "before the ClusterIP, NodePort, LoadBalancer and ExternalIP frontends; isHeadless: `_, headless := "

@@ -49,6 +49,11 @@ from .faults import Fails, Fault, declare
 
 
 FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
+    Fault("handwritten_slices_ignored", "selectorless", "the agents take a Service's backends only from the EndpointSlice "
+          "controller's slices, never from one written through the API (a selectorless Service gets none)",
+          fails=Fails(tests="test_every_agent_serves_the_selectorless_service_from_its_endpointslice",
+                      says="*selectorless: fake-control-plane lists no backend for kpr-suite-selectorless-*/sl; its EndpointSlice "
+                           "names 10.244.*:8080/TCP*")),
     Fault("missing_agent_on", "setup", "this node runs no cilium-agent pod", default=None,
           proven_by="tests/test_faults.py::test_a_node_without_an_agent_stops_the_run_before_any_suite"),
     Fault("kube_proxy_daemonset", "kube-proxy", "kube-proxy runs as a DaemonSet in kube-system beside the replacement",
@@ -485,6 +490,8 @@ class FakeCluster:
         one per family, made from the pods it selects) and any added through the API that name the Service in their
         ``kubernetes.io/service-name`` label (a selectorless Service's only ones, as in Kubernetes)."""
         md = svc["metadata"]
+        if self.cfg.faults.handwritten_slices_ignored:
+            return self._controller_slices(svc)
         return self._controller_slices(svc) + [
             o for (ns, _), o in sorted(self._objects.get("EndpointSlice", {}).items())
             if ns == md["namespace"] and (o["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) == md["name"]]

@@ -26,31 +26,31 @@ def checkout(tmp_path: Path) -> Path:
 
 
 def test_the_stubs_are_written_and_what_is_missing_is_listed(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["scaffold", "property", "selectorless", "--root", str(checkout), "--plane", "socket"]) == 1
+    assert main(["scaffold", "property", "sl_practice", "--root", str(checkout), "--plane", "socket"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[:4] == ["wrote suites/test_selectorless.py", "wrote pytest_kpr/judge/selectorless.py",
-                       "wrote tests/judge/test_selectorless.py", "selectorless still lacks:"]
-    assert f"- suites/test_selectorless.py: still the stub (replace each '{STUB}' body)" in out
+    assert out[:4] == ["wrote suites/test_sl_practice.py", "wrote pytest_kpr/judge/sl_practice.py",
+                       "wrote tests/judge/test_sl_practice.py", "sl practice still lacks:"]
+    assert f"- suites/test_sl_practice.py: still the stub (replace each '{STUB}' body)" in out
     assert any(line.startswith("- no Cilium source cited: ") for line in out)
     assert any(line.startswith("- no fault of the fake breaks it: ") for line in out)
-    assert '    Fault("selectorless_broken", "selectorless", "TODO what goes wrong, one line",' in out
+    assert '    Fault("sl_practice_broken", "sl practice", "TODO what goes wrong, one line",' in out
     assert out[-1] == "- the catalogue and the docs do not know it yet: python scripts/gen_docs.py (then make test)"
-    suite = (checkout / "suites" / "test_selectorless.py").read_text()
-    assert 'pytest.mark.kpr(property="selectorless", evidence="selectorless.json", plane=\'socket\', sources=[])' in suite
-    for path in (checkout / "suites" / "test_selectorless.py", checkout / "pytest_kpr" / "judge" / "selectorless.py",
-                 checkout / "tests" / "judge" / "test_selectorless.py"):
+    suite = (checkout / "suites" / "test_sl_practice.py").read_text()
+    assert 'pytest.mark.kpr(property="sl practice", evidence="sl-practice.json", plane=\'socket\', sources=[])' in suite
+    for path in (checkout / "suites" / "test_sl_practice.py", checkout / "pytest_kpr" / "judge" / "sl_practice.py",
+                 checkout / "tests" / "judge" / "test_sl_practice.py"):
         ast.parse(path.read_text())  # each stub is Python
 
 
 def test_a_second_run_writes_nothing_and_keeps_what_was_written(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    main(["scaffold", "property", "selectorless", "--root", str(checkout)])
-    judge = checkout / "pytest_kpr" / "judge" / "selectorless.py"
+    main(["scaffold", "property", "sl_practice", "--root", str(checkout)])
+    judge = checkout / "pytest_kpr" / "judge" / "sl_practice.py"
     judge.write_text("# mine\n")
     capsys.readouterr()
-    assert main(["scaffold", "property", "selectorless", "--root", str(checkout)]) == 1
+    assert main(["scaffold", "property", "sl_practice", "--root", str(checkout)]) == 1
     out = capsys.readouterr().out
     assert "wrote" not in out and judge.read_text() == "# mine\n"
-    assert "pytest_kpr/judge/selectorless.py: still the stub" not in out and "suites/test_selectorless.py: still the stub" in out
+    assert "pytest_kpr/judge/sl_practice.py: still the stub" not in out and "suites/test_sl_practice.py: still the stub" in out
 
 
 def test_a_property_with_everything_lacks_nothing(capsys: pytest.CaptureFixture[str]) -> None:
