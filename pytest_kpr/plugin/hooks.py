@@ -18,6 +18,7 @@ from ..core.errors import ApiError, MarkerError, NodeShellDisabled, SettingsErro
 from .keys import KNOWN_GAP, KPR_RUN_NAME, KPR_SESSION, REQUIREMENT, SUITE
 from .session import EXIT_PROVISIONING, PLUGIN_NAME, KprSession, header_lines
 from ..run.settings import ProviderName, add_options, new_run_name, resolve
+from ..run.run import settle_exit_status
 
 pytest_plugins = ["pytest_kpr.plugin.fixtures"]
 
@@ -591,7 +592,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     s.stop()
     if session.config.pluginmanager.getplugin("dsession") is not None and getattr(session.config.option, "testrunuid", None):
         s.end_on_controller(session.config.option.testrunuid)  # the xdist controller: after every worker finished
-    s.summary.settle_exit_status()  # a run that wrote no results.json
+    settle_exit_status(s)  # a run that wrote no results.json
 
 
 def _refused(session: pytest.Session, s: KprSession) -> bool:

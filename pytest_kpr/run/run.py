@@ -21,7 +21,7 @@ from ..core.errors import KprError, ProvisioningError, SettingsError, Unavailabl
 from ..k8s.api import KubeAPI
 from .settings import IfUnavailable, ProviderName, Settings
 from ..evidence.runrecord import SETUP_PHASES, RunRecord
-from .shared_run import SharedRun, run_dir
+from .shared_run import SharedRun, by_worker, run_dir
 from .sums import Sums
 from .summary import RunSummary
 from ..core.wait import Timeouts
@@ -147,7 +147,7 @@ class KprRun:
         self.exit_status: int | None = None
         self.results_file: Path | None = None
         #: settles exit_status from the run's outcomes (the plugin's rule: a run that judged nothing exits 5); called once,
-        #: by summary.settle_exit_status, before results.json is written with it
+        #: by settle_exit_status(run), before results.json is written with it
         self.settle_exit: Callable[[], None] | None = None
         #: the one line of the first ForeignObject (the run met an object of the same name that is not its own): the run
         #: stops there and exits EXIT_PROVISIONING, a set-up problem rather than a datapath verdict
@@ -433,7 +433,8 @@ class KprRun:
             try:
                 self.summary.write_cluster_json()
                 self.summary.write_report(self.evidence_dir, self.facts.to_json())
-                self.summary.write_results(self.evidence_dir)
+                settle_exit_status(self)
+                self.results_file = self.summary.write_results(self.evidence_dir)
             except OSError as e:
                 self.progress(f"could not write cluster.json with the run's cost: {e}")
         self._teardown()
@@ -476,7 +477,11 @@ class KprRun:
         reports (RunSummary.on_controller); a teardown the last worker did not do (it died) is done here."""
         d = run_dir(self.settings.artifacts, testrunuid)
         state = (SharedRun(d, "controller", 0).read() or {}) if d.is_dir() else {}
-        self.summary.on_controller(state)
+        for part in by_worker(self.sums.parts):  # the workers' costs, the run's in total
+            for k, v in part["cost"].items():
+                if k != "commands":
+                    setattr(self.cost, k, getattr(self.cost, k) + v)
+        self.merged_evidence_dir = self.summary.on_controller(state, lambda: settle_exit_status(self))
         if "shared" in state and not state.get("torn_down", True):
             teardown_for_dead_worker(self, state)
         shutil.rmtree(d, ignore_errors=True)
@@ -484,6 +489,13 @@ class KprRun:
             d.parent.rmdir()  # .kpr-xdist, if no other run uses it
         except OSError:
             pass
+
+
+def settle_exit_status(run: KprRun) -> None:
+    """The run's exit status decided from its outcomes, once (``run.settle_exit``), before results.json records it."""
+    fn, run.settle_exit = run.settle_exit, None
+    if fn is not None:
+        fn()
 
 
 def refuse_a_profile_that_did_not_take(settings: Settings, facts: ClusterFacts) -> None:

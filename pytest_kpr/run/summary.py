@@ -2,28 +2,63 @@
 and a pytest-xdist worker's part for the controller.
 
 It is the run's writing side, split from its lifecycle (pytest_kpr.run.run.KprRun: provider, cluster, facts, stop): it
-reads what the lifecycle knows (the facts, the settings, the exit status) and what the test reports came to (the run's
-:class:`~pytest_kpr.run.sums.Sums`, filled by pytest_kpr.plugin.reporter), and writes through the one evidence sink.
+reads what the lifecycle knows (:class:`RunState`: the facts, the settings, the exit status, ...) and what the test
+reports came to (the run's :class:`~pytest_kpr.run.sums.Sums`, filled by pytest_kpr.plugin.reporter), and writes through
+the one evidence sink. It changes nothing of the run's: what it finds (the merged directory, the workers' costs) it
+returns, and the lifecycle keeps it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ..core import clock
 from ..core.errors import KprError, Unavailable
 from .shared_run import by_worker
 
 if TYPE_CHECKING:
+    from ..cluster.facts import ClusterFacts
     from ..cluster.provider import ClusterHandle
+    from ..evidence.runrecord import RunRecord
+    from .cost import Cost
+    from .settings import Settings
+    from .shared_run import SharedRun
+    from .sums import Sums
+
+
+class RunState(Protocol):
+    """What the summary reads of the run's lifecycle (pytest_kpr.run.run.KprRun), and nothing else of it."""
+
+    settings: "Settings"
+    run_id: str
+    provider: Any
+    handle: "ClusterHandle | None"
+    facts: "ClusterFacts | None"
+    record: "RunRecord"
+    cost: "Cost"
+    sums: "Sums"
+    shared: "SharedRun | None"
+    joined: str | None
+    clock_kind: str
+    exit_status: int | None
+    interrupted_by: str | None
+    recorder: Any
+    host: Any
+    _evidence: Any
+    _stopped: bool
+
+    @property
+    def evidence_dir(self) -> Path: ...
+
+    def progress(self, line: str) -> None: ...
 
 
 class RunSummary:
     """The writing side of one run (``run.summary``)."""
 
-    def __init__(self, run: Any):
-        #: the run's lifecycle (pytest_kpr.run.run.KprRun, which imports this module: hence not named as the type)
+    def __init__(self, run: RunState):
+        #: the run's lifecycle, read only
         self.run = run
         #: the figures and report.txt values the reports carried so far (:meth:`new_figures`, :meth:`new_report_values`)
         self._carried_figures: dict[str, str] = {}
@@ -128,22 +163,16 @@ class RunSummary:
                 "complete": run.exit_status in (0, 1, 5) and run.interrupted_by is None,
                 "interrupted_by": run.interrupted_by or ("Ctrl-C" if run.exit_status == 2 else None)}
 
-    def settle_exit_status(self) -> None:
-        """The run's exit status decided from its outcomes, once (``run.settle_exit``)."""
-        fn, self.run.settle_exit = self.run.settle_exit, None
-        if fn is not None:
-            fn()
-
-    def write_results(self, d: Path, facts: dict[str, Any] | None = None) -> None:
-        """results.json, written once, with the status the run ends with: the run it is about, the verdict, counts and
-        figure of every property, and every test's outcome (kpr matrix reads it)."""
+    def write_results(self, d: Path, facts: dict[str, Any] | None = None) -> Path | None:
+        """results.json, written once, with the status the run ends with (the lifecycle settles it first: KprRun.
+        settle_exit_status): the run it is about, the verdict, counts and figure of every property, and every test's
+        outcome (kpr matrix reads it). None when no test reported."""
         from ..evidence.results import results_json
 
-        self.settle_exit_status()
         sums = self.run.sums
-        if sums.outcomes:
-            self.run.results_file = self.sink(d).write("results.json", results_json(sums.outcomes, sums.figures, sums.tests,
-                                                                                      self.results_run(facts)))
+        if not sums.outcomes:
+            return None
+        return self.sink(d).write("results.json", results_json(sums.outcomes, sums.figures, sums.tests, self.results_run(facts)))
 
     # -- the recording ----------------------------------------------------------------------------------------------
 
@@ -181,20 +210,17 @@ class RunSummary:
             "facts": run.facts.to_json() if run.facts is not None else None, "cost": run.cost.to_json(),
         })
 
-    def on_controller(self, state: dict[str, Any]) -> None:
-        """On the xdist controller, after the workers finished: one report.txt, one cluster.json and one results.json
-        from the parts the workers handed over and the reports (``state``: the shared run's, who provisioned and tore
-        down)."""
+    def on_controller(self, state: dict[str, Any], settle: Callable[[], None]) -> Path | None:
+        """On the xdist controller, after the workers finished (their costs already summed into the run's: KprRun.
+        end_on_controller): one report.txt, one cluster.json and one results.json (after ``settle`` decided the exit
+        status) from the parts the workers handed over and the reports (``state``: the shared run's, who provisioned and
+        tore down). The workers' evidence directory, or None when no worker read the facts."""
         run = self.run
         parts = by_worker(run.sums.parts)
-        for part in parts:
-            for k, v in part["cost"].items():
-                if k != "commands":
-                    setattr(run.cost, k, getattr(run.cost, k) + v)
         with_facts = [p for p in parts if p["facts"] is not None]
         if not with_facts:
-            return
-        run.merged_evidence_dir = d = Path(with_facts[0]["evidence_dir"])
+            return None
+        d = Path(with_facts[0]["evidence_dir"])
         facts = with_facts[0]["facts"]
         self.write_report(d, facts)
         provisioner = next((p for p in parts if p.get("joined") == "provisioned"), with_facts[0])
@@ -203,4 +229,6 @@ class RunSummary:
             "xdist": {"workers": [p["worker"] for p in parts], "provisioned_by": state.get("provisioned_by"),
                       "torn_down_by": state.get("torn_down_by")}}
         self.sink(d).write("cluster.json", data)
+        settle()
         self.write_results(d, facts)
+        return d
