@@ -73,11 +73,10 @@ def _fault_rows(suites_dir: Path) -> list[tuple[str, str, set[str], list[str]]]:
     """(name, the fake's configuration, the tests that must fail as ``module::test``, the failure's words) of every row
     the fake's faults declare (``Fault(..., fails=Fails(...))`` in pytest_kpr.testing), resolved against the suites."""
     import pytest_kpr.testing  # noqa: F401  (importing the fake declares its faults)
-    from pytest_kpr.plugin.markers import suites_in
+    from pytest_kpr.plugin.markers import suite_of_property
     from pytest_kpr.testing.faults import rows
 
-    suite_of = {suite.property: name.removeprefix("test_").removesuffix(".py") for name, (suite, _) in suites_in(suites_dir).items()}
-    return [(r.name, r.config, set(r.failing), list(r.messages)) for r in rows(suite_of)]
+    return [(r.name, r.config, set(r.failing), list(r.messages)) for r in rows(suite_of_property(suites_dir))]
 
 
 def _requires(module: Any) -> str:

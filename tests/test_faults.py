@@ -21,15 +21,13 @@ from dataclasses import dataclass, field, replace
 import pytest
 from test_suites_vs_fake import SUITES, failure_blocks, run_suites, shared_run
 
-from pytest_kpr.plugin.markers import suites_in
+from pytest_kpr.plugin.markers import suite_of_property
 from pytest_kpr.testing.faults import DECLARED, Row, rows
 
 NP = "test_nodeport.py::"
 
-#: a property's suite, by module name without ``test_`` (``north-south`` -> ``north_south``)
-SUITE_OF = {suite.property: name.removeprefix("test_").removesuffix(".py") for name, (suite, _) in suites_in(SUITES).items()}
 #: every declared row, resolved; the upgrade's run in an upgrade run (tests/test_upgrade_vs_fake.py)
-DECLARED_ROWS = rows(SUITE_OF)
+DECLARED_ROWS = rows(suite_of_property(SUITES))
 UPGRADE_ROWS = [r for r in DECLARED_ROWS if r.suites == ("upgrade",)]
 ROWS = [r for r in DECLARED_ROWS if r.suites != ("upgrade",)]
 

@@ -1,4 +1,4 @@
-"""The shared-VIP judgements: each takes what the suite observed (pytest_kpr.judge.shared_vip) and returns the problems,
+"""The shared-VIP judgements: each takes what the suite observed (the types below) and returns the problems,
 worded for ``holds(problems, f"shared VIP ({way})")``. What Cilium does with a second claim on one VIP:port, and why, is
 in pytest_kpr.rules.lbmodel (SRC_FRONTEND_CONFLICT) and the suite's docstring.
 

@@ -208,6 +208,12 @@ def suite_of(module: Any, default_property: str) -> Suite | None:
     return parse_suite(kpr[0].args, dict(kpr[0].kwargs), default_property) if kpr else None
 
 
+def suite_of_property(directory: Any) -> "dict[str, str]":
+    """Each property of the suites in ``directory``, by name -> its suite module's name without ``test_``
+    (``north-south`` -> ``north_south``): what the fake's fault rows are resolved against (pytest_kpr.testing.faults.rows)."""
+    return {suite.property: name.removeprefix("test_").removesuffix(".py") for name, (suite, _) in suites_in(directory).items()}
+
+
 def suites_in(directory: Any) -> "dict[str, tuple[Suite, str]]":
     """Every suite module in ``directory`` that carries the contract: file name -> (its contract, its docstring)."""
     out: dict[str, tuple[Suite, str]] = {}
