@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import pytest
 from netns import Topology, can_use_netns, three_namespaces, wait_listening
@@ -71,6 +71,7 @@ table ip kprt_nat {
 }
 """
 VIP = "10.251.0.10"
+T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +100,26 @@ def topo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
 
 def server(t: Topology) -> str:
     return f"{t.subnets['right']}.2"
+
+
+#: how long a window a flow can judge: one whose slack_ms is at most a third of it (a 300 ms window: send lateness up
+#: to about 35 ms); a flow later than that is measured again, ATTEMPTS times at most
+FIT = 1 / 3
+ATTEMPTS = 3
+
+
+def fit_flow(measure: Callable[[], T], summary: Callable[[T], dict[str, Any]], window_ms: float, rtt: str = "max") -> tuple[T, float]:
+    """A measurement fit to judge a ``window_ms`` disruption, and its slack. A stall of the guest where the window opens
+    or closes moves that end by the stall, and the flow cannot tell the window from the stall: the next fresh-clone
+    .ci/run of 69cb3a5 had a 6.1 cell stall 176.8 ms while the `nft` adding a 300 ms drop ran (456 ms). Such a flow's
+    own figures say so (its slack exceeds FIT of the window); it is measured again, and the last one is judged
+    whatever its slack (the assertions print it)."""
+    for _ in range(ATTEMPTS):
+        got = measure()
+        slack = slack_ms(summary(got), rtt)
+        if slack <= window_ms * FIT:
+            break
+    return got, slack
 
 
 @dataclass(frozen=True)
@@ -190,8 +211,8 @@ def test_a_clean_flow_has_no_gap_loss_or_reset(topo: Topology) -> None:
 
 
 def test_a_300_ms_udp_drop_is_one_gap_of_300_ms_with_the_lost_messages_counted(topo: Topology) -> None:
-    r, w = disrupted_flow(topo, server(topo), UDP, blocked("drop_udp", UDP, 300), udp=True)
-    slack = slack_ms(r.to_json())  # idle: 10 + 2 x 10 + about 1 + 20 = 51 ms
+    (r, w), slack = fit_flow(lambda: disrupted_flow(topo, server(topo), UDP, blocked("drop_udp", UDP, 300), udp=True),
+                             lambda got: got[0].to_json(), 300)  # slack idle: 10 + 2 x 10 + about 1 + 20 = 51 ms
     gap = the_gap(r, w, 300, slack)
     assert 300 - slack <= gap["ms"] <= 300 + slack, (slack, r.to_json())
     # 30 messages of 10 ms fall into 300 ms, and the window's ends move by the same slack: +- 5 when idle
@@ -204,10 +225,10 @@ def test_a_300_ms_tcp_drop_is_one_gap_until_the_retransmission_that_gets_through
     at about 200 ms (into the drop) and 600 ms; but this flow keeps sending, so the first segment after the
     window reaches the server, its SACKs trigger a fast retransmission of the dropped ones, and the gap
     measured here is about 310 ms. The bound allows either recovery."""
-    r, w = disrupted_flow(topo, server(topo), TCP, blocked("drop_tcp", TCP, 300))
+    (r, w), slack = fit_flow(lambda: disrupted_flow(topo, server(topo), TCP, blocked("drop_tcp", TCP, 300)),
+                             lambda got: got[0].to_json(), 300, rtt="median")
     # below 300: the set element expires by jiffies (HZ 250: 4 ms steps), and the last answer before the window can
     # arrive a round trip after it opened (a fresh-clone run measured 299.8 ms); above, the RTO's 600 ms and the slack
-    slack = slack_ms(r.to_json(), rtt="median")
     gap = the_gap(r, w, 300, 600 + slack)
     assert 300 - slack <= gap["ms"] <= 900 + slack, (slack, r.to_json())
     assert r.lost == 0 and r.resets == r.closed == r.stalls == r.reconnects == 0, r.to_json()
@@ -242,36 +263,40 @@ def started(t: Topology, proto: str, port: int, timeout: float = 30.0, host: str
     raise AssertionError(f"no {proto} flow to {dst}:{port} started within {timeout:.0f} s")
 
 
-def test_kpr_probe_flow_prints_a_gap_line_and_one_summary(topo: Topology) -> None:
+def cli_flow_with_a_drop(t: Topology, window_ms: int) -> tuple[str, Window]:
+    """`kpr probe flow --udp --json` in the client namespace with a ``window_ms`` drop: its output, and when the drop
+    began. A 60 s flow ended by SIGTERM 1 s after the drop was added, not a short fixed duration: under qemu's TCG on a
+    loaded runner the `nft` that adds the drop took over 1.2 s, and the window fell after a 1.5 s flow had ended."""
     import signal
     import subprocess
 
-    t = topo
-    # a 60 s flow ended by SIGTERM 1 s after the drop was added, not a short fixed duration: under qemu's TCG on a loaded
-    # runner the `nft` that adds the drop took over 1.2 s, and the window fell after a 1.5 s flow had ended
     p = subprocess.Popen(["nsenter", f"--net=/run/netns/{t.ns('client')}", sys.executable, "-m", "pytest_kpr.cli", "probe", "flow",
                           f"{server(t)}:{UDP}", "--udp", "--interval-ms", "10", "--duration", "60", "--json"], stdout=subprocess.PIPE, text=True)
     try:
         started(t, "udp", UDP)
         time.sleep(0.3)
         issued = time.time()
-        blocked("drop_udp", UDP, 200)(t)
+        blocked("drop_udp", UDP, window_ms)(t)
         w = Window(issued, time.time())
-        time.sleep(1.0)  # the 200 ms window, and the flow answered again after it
+        time.sleep(1.0)  # the window, and the flow answered again after it
         p.send_signal(signal.SIGTERM)
         out, _ = p.communicate(timeout=60)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
+    return out, w
+
+
+def test_kpr_probe_flow_prints_a_gap_line_and_one_summary(topo: Topology) -> None:
+    (out, w), slack = fit_flow(lambda: cli_flow_with_a_drop(topo, 200), lambda got: json.loads(got[0].splitlines()[-1]), 200)
     lines = [json.loads(x) for x in out.splitlines()]
     # a line per gap of 100 ms or more as it ends (the drop's; under qemu's TCG beside another job a stall may add one),
     # then the summary, whose gaps they are
     assert len(lines) >= 2 and {x["kind"] for x in lines[:-1]} == {"gap"} and lines[-1]["kind"] == "flow", out
     *gap_lines, summary = lines
     assert [{k: v for k, v in g.items() if k != "kind"} for g in gap_lines] == [g for g in summary["gaps"] if g["ms"] >= 100], out
-    slack = slack_ms(summary)  # 200 +- 51 ms when idle
-    made = window_gaps(gap_lines, w, 200, slack)
+    made = window_gaps(gap_lines, w, 200, slack)  # slack: 200 +- 51 ms when idle
     assert len(made) == 1, f"one gap line over the 200 ms window begun at {w.issued:.3f}..{w.applied:.3f}: {out}"
     (gap,) = made
     assert 200 - slack <= gap["ms"] <= 200 + slack and summary["max_gap_ms"] >= gap["ms"] and summary["lost"] > 0, (slack, out)
