@@ -531,6 +531,10 @@ SRC_TERMINATING_STATE = ("cilium/cilium pkg/k8s/endpoints.go@eea4c1e8 ParseEndpo
                          "option.Config.EnableK8sTerminatingEndpoint && isServing && isTerminating { ... backend.Terminating = true`, "
                          "a not-ready endpoint that is not serving is discarded; pkg/loadbalancer/reflectors/conversions.go@bb5d8694 "
                          "convertEndpoints: `if entry.backend.Terminating { state = loadbalancer.BackendStateTerminating }`")
+SRC_STARTING_NO_SLOT = ("cilium/cilium pkg/loadbalancer/tests/testdata/topology-aware-starting.txtar@669f18e3: a backend \"that is starting "
+                        "(ready=false, serving=false, terminating=false -> BackendStateMaintenance)\"; pkg/loadbalancer/reconciler/"
+                        "bpf_reconciler.go@ff106690 updateFrontend: `if be.State == loadbalancer.BackendStateMaintenance { // Backends "
+                        "that are in maintenance are not included in the services map.`")
 SRC_TERMINATING_SLOTS = ("cilium/cilium pkg/loadbalancer/reconciler/bpf_reconciler.go@ff106690 updateFrontend: slots in "
                          "`ops.sortedBackends(fe)` order (active first), then `if activeCount == 0 { activeCount = terminatingCount } "
                          "else { inactiveCount += terminatingCount }` and the master's count is activeCount: terminating backends are "

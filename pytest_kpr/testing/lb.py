@@ -514,7 +514,7 @@ class LbState:
                 bes = self._redirected(svc, port, bes, node, family_of(ip))
             timeout = lsvc.affinity_timeout if lsvc is not None and lsvc.session_affinity else 0
             ranges = lsvc.source_ranges if lsvc is not None else ()
-            maintenance = [b for b in bes if b.state == MAINTENANCE]  # a backend entry, no slot
+            maintenance = [b for b in bes if b.state == MAINTENANCE]  # a backend entry, no slot (datapath.SRC_STARTING_NO_SLOT)
             bes, draining = selectable(bes, faults, family_of(ip))
             internal_draining: list[FakeBackend] = []
             if internal is not None:
@@ -721,7 +721,7 @@ class LbState:
 def selectable(backends: list[FakeBackend], faults: Faults, family: str = "IPv4") -> tuple[list[FakeBackend], list[FakeBackend]]:
     """(the backends new connections may pick, the ones that only keep their slots), by the reconciler's rule
     (datapath.SRC_TERMINATING_SLOTS): active ones while any exists, else the terminating ones; a terminating backend no
-    longer serving only keeps its slot; one in maintenance has none. Faults: terminating_selected (terminating backends
+    longer serving only keeps its slot; one in maintenance has none (SRC_STARTING_NO_SLOT). Faults: terminating_selected (terminating backends
     stay selectable beside active ones, on the frontends of the family it is set for), terminating_never_used (never
     selectable)."""
     active = [b for b in backends if b.state == ACTIVE]

@@ -715,7 +715,7 @@ def parse_endpoint_slice(cfg: AgentConfig, service: str, body: dict[str, Any]) -
             state = TERMINATING_NOT_SERVING
         elif terminating:
             state = TERMINATING
-        else:
+        else:  # starting: not ready, not serving, not terminating (rules.datapath.SRC_STARTING_NO_SLOT)
             state = MAINTENANCE
         node = str(ep.get("nodeName") or ((ep.get("deprecatedTopology") or {}).get("kubernetes.io/hostname") or ""))
         zone = str(ep.get("zone") or "")

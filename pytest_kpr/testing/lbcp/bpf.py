@@ -432,7 +432,7 @@ class BPFOps:
             if st.written != (be.state, be.weight):
                 self.maps.be[bid] = (L3n4(be.address.ip, be.address.port, be.address.proto), be.state)
                 st.written = (be.state, be.weight)
-            if be.state == MAINTENANCE:
+            if be.state == MAINTENANCE:  # in the backends map, no slot (rules.datapath.SRC_STARTING_NO_SLOT)
                 continue
             state = QUARANTINED if be.unhealthy else be.state
             # a quarantined backend's slot is flagged so that a restart restores the quarantine (the newest
