@@ -48,12 +48,23 @@ from .view import Obj, pod_ip
 from .faults import Fails, Fault, declare
 
 
+STARTING = {"ready": False, "serving": False, "terminating": False}  # an endpoint's conditions while its pod starts
+
 FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testing.faults)
     Fault("handwritten_slices_ignored", "selectorless", "the agents take a Service's backends only from the EndpointSlice "
           "controller's slices, never from one written through the API (a selectorless Service gets none)",
-          fails=Fails(tests="test_every_agent_serves_the_selectorless_service_from_its_endpointslice",
-                      says="*selectorless: fake-control-plane lists no backend for kpr-suite-selectorless-*/sl; its EndpointSlice "
-                           "names 10.244.*:8080/TCP*")),
+          fails=Fails(tests=("test_every_agent_serves_the_selectorless_service_from_its_endpointslice",
+                             "starting::test_no_agent_gives_a_starting_endpoint_a_slot"),
+                      says=("*selectorless: fake-control-plane lists no backend for kpr-suite-selectorless-*/sl; its EndpointSlice "
+                            "names 10.244.*:8080/TCP*",
+                            "*starting backends: fake-control-plane picks no backend for kpr-suite-starting-*/st; its ready "
+                            "endpoint is 10.244.*:8080*"))),
+    Fault("starting_read_as_ready_in", "starting backends", default=None,
+          doc="the agents read the starting endpoints (ready, serving and terminating false) of Services of this name as "
+              "ready: they take slots beside the ready ones",
+          fails=Fails(name="starting-endpoint-read-as-ready", value="st", tests="test_no_agent_gives_a_starting_endpoint_a_slot",
+                      says="*starting backends: fake-control-plane gives the starting endpoint 10.244.*:8080 (ready, serving, "
+                           "terminating false) a slot of kpr-suite-starting-*/st: picked [[]*")),
     Fault("missing_agent_on", "setup", "this node runs no cilium-agent pod", default=None,
           proven_by="tests/test_faults.py::test_a_node_without_an_agent_stops_the_run_before_any_suite"),
     Fault("kube_proxy_daemonset", "kube-proxy", "kube-proxy runs as a DaemonSet in kube-system beside the replacement",
@@ -492,9 +503,13 @@ class FakeCluster:
         md = svc["metadata"]
         if self.cfg.faults.handwritten_slices_ignored:
             return self._controller_slices(svc)
-        return self._controller_slices(svc) + [
+        slices = self._controller_slices(svc) + [
             o for (ns, _), o in sorted(self._objects.get("EndpointSlice", {}).items())
             if ns == md["namespace"] and (o["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) == md["name"]]
+        if md["name"] == self.cfg.faults.starting_read_as_ready_in:  # fault: its starting endpoints read as ready
+            return [{**es, "endpoints": [{**ep, "conditions": {"ready": True}} if ep.get("conditions") == STARTING else ep
+                                         for ep in es.get("endpoints") or []]} for es in slices]
+        return slices
 
     def _controller_slices(self, svc: Obj) -> list[Obj]:
         if not svc["spec"].get("selector"):
