@@ -96,7 +96,7 @@ def test_{name}_problems(seen: {cls}, want: list[str]) -> None:
 '''
 
 FAULT = '''    Fault("{name}_broken", "{prop}", "TODO what goes wrong, one line",
-          fails=Fails(tests="test_{name}_holds", says="*{prop}: TODO the words of the failure*")),'''
+          fails=Fails(tests={tests}, says="*{prop}: TODO the words of the failure*")),'''
 
 
 def _files(root: Path, name: str) -> dict[str, Path]:
@@ -146,6 +146,18 @@ def _contract(suite: Path) -> dict[str, Any] | None:
     return None
 
 
+def _tests(suite: Path, name: str) -> str:
+    """The suite's test functions, as a row's ``tests=`` names them (the stub's name while the suite cannot be read)."""
+    import ast
+
+    try:
+        names = [n.name for n in ast.parse(suite.read_text()).body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+    except (OSError, SyntaxError):
+        names = []
+    names = names or [f"test_{name}_holds"]
+    return repr(names[0]) if len(names) == 1 else repr(tuple(names))
+
+
 def missing(root: Path, name: str, prop: str) -> list[str]:
     """What the property still lacks, one line each (empty: nothing)."""
     from .. import testing  # noqa: F401  (importing the fake declares its faults)
@@ -162,7 +174,7 @@ def missing(root: Path, name: str, prop: str) -> list[str]:
     faults = [f for f in DECLARED.values() if f.property == prop]
     if not faults:
         out.append(f"no fault of the fake breaks it: in the module of pytest_kpr/testing/ that answers what the suite asks, the "
-                   f"conforming behaviour (following the rule) and beside it, in its FAULTS = declare(...):\n{FAULT.format(name=name, prop=prop)}")
+                   f"conforming behaviour (following the rule) and beside it, in its FAULTS = declare(...):\n{FAULT.format(name=name, prop=prop, tests=_tests(suite_file, name))}")
     elif not any(f.fails for f in faults):
         out.append(f"the faults {', '.join(f.name for f in faults)} declare no row: fails=Fails(tests=..., says=...)")
     catalogue = root / "docs" / "reference" / "properties.yaml"

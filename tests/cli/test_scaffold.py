@@ -34,12 +34,25 @@ def test_the_stubs_are_written_and_what_is_missing_is_listed(checkout: Path, cap
     assert any(line.startswith("- no Cilium source cited: ") for line in out)
     assert any(line.startswith("- no fault of the fake breaks it: ") for line in out)
     assert '    Fault("sl_practice_broken", "sl practice", "TODO what goes wrong, one line",' in out
+    assert """          fails=Fails(tests='test_sl_practice_holds', says="*sl practice: TODO the words of the failure*")),""" in out
     assert out[-1] == "- the catalogue and the docs do not know it yet: python scripts/gen_docs.py (then make test)"
     suite = (checkout / "suites" / "test_sl_practice.py").read_text()
     assert 'pytest.mark.kpr(property="sl practice", evidence="sl-practice.json", plane=\'socket\', sources=[])' in suite
     for path in (checkout / "suites" / "test_sl_practice.py", checkout / "pytest_kpr" / "judge" / "sl_practice.py",
                  checkout / "tests" / "judge" / "test_sl_practice.py"):
         ast.parse(path.read_text())  # each stub is Python
+
+
+def test_the_suggested_fault_row_names_the_suites_own_tests(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Once the suite's tests have their names, the row to paste names them, not the stub's."""
+    main(["scaffold", "property", "sl_practice", "--root", str(checkout)])
+    suite = checkout / "suites" / "test_sl_practice.py"
+    suite.write_text(suite.read_text().replace("def test_sl_practice_holds(", "def test_one_thing(")
+                     + "\n\ndef test_another(seen) -> None:\n    pass\n")
+    capsys.readouterr()
+    main(["scaffold", "property", "sl_practice", "--root", str(checkout)])
+    out = capsys.readouterr().out.splitlines()
+    assert """          fails=Fails(tests=('test_one_thing', 'test_another'), says="*sl practice: TODO the words of the failure*")),""" in out
 
 
 def test_a_second_run_writes_nothing_and_keeps_what_was_written(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
