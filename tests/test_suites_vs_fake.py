@@ -693,6 +693,8 @@ FAMILY_TESTS = {
     "test_terminating.py": ("test_an_established_connection_keeps_working_while_its_backend_terminates",
                             "test_new_connections_never_pick_a_terminating_backend_while_an_active_one_exists",
                             "test_when_only_terminating_backends_remain_new_connections_follow_the_rule"),
+    "test_selectorless.py": ("test_every_agent_serves_the_selectorless_service_from_its_endpointslice",),
+    "test_starting.py": ("test_no_agent_gives_a_starting_endpoint_a_slot",),
 }
 DUAL_STACK = "ip_families=('IPv4', 'IPv6')"
 
@@ -721,7 +723,8 @@ def test_a_dual_stack_cluster_runs_each_family_dependent_test_once_per_family(py
                 assert f"{module}::{test}[{family}]" in ran or module == "test_no_backend.py" and "raw_syn_from_a_pod" in test, (test, family)
     assert_the_rest_passed(result, skipped=2, xfailed=0)  # the pod's raw SYN under Full coverage, once per family
     result.stdout.fnmatch_lines(["kpr: provider kind*, families IPv4+IPv6, *"])
-    for name in ("ct", "ghost", "udp", "udp-termination", "hairpin", "nodeport", "etp", "dsr", "affinity", "itp", "hostport", "terminating", "svc", "scale"):
+    for name in ("ct", "ghost", "udp", "udp-termination", "hairpin", "nodeport", "etp", "dsr", "affinity", "itp", "hostport", "terminating", "svc", "scale",
+                 "selectorless", "starting"):
         assert evidence(pytester, f"{name}.json")["family"] == "IPv4" and evidence(pytester, f"{name}-ipv6.json")["family"] == "IPv6"
     assert evidence(pytester, "udp-termination-ipv6.json")["flow"]["summary"]["aborted"] == 1, "the IPv6 flow's socket was terminated too"
     assert ":" in evidence(pytester, "ghost-ipv6.json")["cluster_ip"] and evidence(pytester, "udp-ipv6.json")["service"].startswith("[fd00:")
@@ -784,7 +787,8 @@ def test_an_ipv6_only_cluster_runs_every_suite_in_ipv6(pytester: pytest.Pytester
     result = run_suites(pytester, IPV6_ONLY)
     assert_the_rest_passed(result, skipped=ALL_SKIPPED + 1)  # the ICMP-error reverse NAT is judged for IPv4 only
     result.stdout.fnmatch_lines(["kpr: provider kind*, families IPv6, *"])
-    for name in ("ct", "ghost", "udp", "nodeport", "etp", "dsr", "affinity", "itp", "hostport", "terminating", "svc", "scale"):
+    for name in ("ct", "ghost", "udp", "nodeport", "etp", "dsr", "affinity", "itp", "hostport", "terminating", "svc", "scale",
+                 "selectorless", "starting"):
         assert evidence(pytester, f"{name}-ipv6.json")["family"] == "IPv6", name  # named by family, as in a dual-stack run
     assert not (pytester.path / "artifacts" / "fake" / "ct.json").exists(), "no IPv4 run"
     assert evidence(pytester, "nodeport-ipv6.json")["node_ip"].startswith("fc00:")
