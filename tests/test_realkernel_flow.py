@@ -238,7 +238,7 @@ def test_a_tcp_reset_is_counted_and_so_is_the_reconnect(topo: Topology) -> None:
     r = run_flow(topo, server(topo), TCP, blocked("reset_tcp", TCP, 300))
     assert r.resets == 1 and r.reconnects == 1, r.to_json()
     assert [e["event"] for e in r.events if e["event"] != "connect_failed"] == ["connected", "reset", "reconnected"], r.events
-    assert big_gaps(r, 250), "the flow was down while the resets lasted"
+    assert big_gaps(r, 250), ("the flow was down while the resets lasted", r.to_json())
 
 
 def test_a_conntrack_flush_on_a_nated_path_is_seen(topo: Topology) -> None:
