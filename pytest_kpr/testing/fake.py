@@ -59,10 +59,9 @@ FAULTS = declare(  # what this module can be told to get wrong (pytest_kpr.testi
                             "names 10.244.*:8080/TCP*",
                             "*starting backends: fake-control-plane picks no backend for kpr-suite-starting-*/st; its ready "
                             "endpoint is 10.244.*:8080*"))),
-    Fault("starting_read_as_ready_in", "starting backends", default=None,
-          doc="the agents read the starting endpoints (ready, serving and terminating false) of Services of this name as "
-              "ready: they take slots beside the ready ones",
-          fails=Fails(name="starting-endpoint-read-as-ready", value="st", tests="test_no_agent_gives_a_starting_endpoint_a_slot",
+    Fault("starting_read_as_ready", "starting backends", "the agents read a starting endpoint (ready, serving and "
+          "terminating false) as ready: it takes a slot beside the ready ones",
+          fails=Fails(tests="test_no_agent_gives_a_starting_endpoint_a_slot",
                       says="*starting backends: fake-control-plane gives the starting endpoint 10.244.*:8080 (ready, serving, "
                            "terminating false) a slot of kpr-suite-starting-*/st: picked [[]*")),
     Fault("missing_agent_on", "setup", "this node runs no cilium-agent pod", default=None,
@@ -506,7 +505,7 @@ class FakeCluster:
         slices = self._controller_slices(svc) + [
             o for (ns, _), o in sorted(self._objects.get("EndpointSlice", {}).items())
             if ns == md["namespace"] and (o["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) == md["name"]]
-        if md["name"] == self.cfg.faults.starting_read_as_ready_in:  # fault: its starting endpoints read as ready
+        if self.cfg.faults.starting_read_as_ready:  # fault: starting endpoints read as ready
             return [{**es, "endpoints": [{**ep, "conditions": {"ready": True}} if ep.get("conditions") == STARTING else ep
                                          for ep in es.get("endpoints") or []]} for es in slices]
         return slices
