@@ -11,6 +11,7 @@ not yet filled, a Cilium source not cited, no fault of the fake that breaks it, 
 from __future__ import annotations
 
 import argparse
+import ast
 import keyword
 import re
 from pathlib import Path
@@ -132,8 +133,6 @@ def write_stubs(root: Path, name: str, prop: str, plane: str, evidence: str) -> 
 def _contract(suite: Path) -> dict[str, Any] | None:
     """The keywords of the suite's ``pytest.mark.kpr(...)`` that are literals (read from its source, not imported: a
     stub need not import), or None when it has no such mark."""
-    import ast
-
     for node in ast.walk(ast.parse(suite.read_text())):
         if isinstance(node, ast.Call) and ast.unparse(node.func) == "pytest.mark.kpr":
             out = {}
@@ -148,8 +147,6 @@ def _contract(suite: Path) -> dict[str, Any] | None:
 
 def _tests(suite: Path, name: str) -> str:
     """The suite's test functions, as a row's ``tests=`` names them (the stub's name while the suite cannot be read)."""
-    import ast
-
     try:
         names = [n.name for n in ast.parse(suite.read_text()).body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
     except (OSError, SyntaxError):
