@@ -161,6 +161,26 @@ def test_only_acts_removal_of_roots_files_in_the_jobs_workspace_is_forgiven(log:
     assert harness.root_files_left_only(log, Path("/tmp/kpr-act-1-x")) is only_cleanup
 
 
+@pytest.mark.parametrize(("log", "errors"), [
+    ("[w/matrix]   ✅  Success - Complete job\n[w/matrix] 🏁  Job succeeded\n", []),
+    ('time="2026-12-07T12:57:23Z" level=warning msg="Couldn\'t get a valid docker connection"\n'
+     'time="2026-12-07T12:57:30Z" level=error msg="Error while evaluating matrix: Invalid JSON"\n'
+     "[w/kernel]   | Error: a step's own output\nError: Job 'kernel' failed\n",
+     ['time="2026-12-07T12:57:30Z" level=error msg="Error while evaluating matrix: Invalid JSON"', "Error: Job 'kernel' failed"]),
+    ("".join(f"Error: {i}\n" for i in range(8)), [f"Error: {i}" for i in range(3, 8)]),  # the last five
+])
+def test_why_a_job_did_not_run_is_acts_own_error_lines(log: str, errors: list[str]) -> None:
+    assert harness.act_errors(log) == errors
+
+
+def test_a_job_that_did_not_run_is_reported_with_acts_status_and_errors(tmp_path: Path) -> None:
+    """The line CI prints names why: act's exit status and its error lines (the log stays on the machine)."""
+    log = tmp_path / "docs.log"
+    log.write_text('[docs/build] 🏁  Job succeeded\ntime="t" level=error msg="Error while evaluating matrix"\n')
+    failed = harness.check(harness.Plan("docs.yml", "push", {}, jobs=["deploy"]), 1, {"docs/build": "succeeded"}, log, tmp_path)
+    assert failed == [f'docs.yml deploy: did not run (act exited 1: time="t" level=error msg="Error while evaluating matrix"; log: {log})']
+
+
 @pytest.mark.parametrize(("text", "names"), [
     ("apt-get install -y -qq --no-install-recommends a b >/dev/null", ["a", "b"]),
     ("sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \\\n  c d\nsudo kvm-ok", ["c", "d"]),

@@ -339,6 +339,13 @@ def root_files_left_only(text: str, work: Path) -> bool:
     return bool(errors) and all(m and Path(m["path"]).is_relative_to(work) for m in matched)
 
 
+def act_errors(text: str, keep: int = 5) -> list[str]:
+    """act's own error lines in a log (its ``Error: ...`` lines and its logger's ``level=error|fatal`` ones, not a step's
+    output), the last ``keep``: what says why a job did not run, in the failure line itself (a CI run shows that line,
+    not the log)."""
+    return [ln.strip() for ln in text.splitlines() if ACT_ERROR.match(ln) or re.search(r"\blevel=(?:error|fatal)\b", ln)][-keep:]
+
+
 def check(plan: Plan, rc: int, results: dict[str, str], log: Path, work: Path) -> list[str]:
     """What went wrong with one workflow: a job that neither ran nor is listed in CANNOT, a job that failed, a report job
     whose gate did not fetch its baseline."""
@@ -348,7 +355,8 @@ def check(plan: Plan, rc: int, results: dict[str, str], log: Path, work: Path) -
             continue
         mine = ran(job, results)
         if not mine:
-            failed.append(f"{plan.workflow} {job}: did not run (log: {log})")
+            why = " | ".join(act_errors(log.read_text(errors="replace"))) or "no error line from act"
+            failed.append(f"{plan.workflow} {job}: did not run (act exited {rc}: {why}; log: {log})")
         elif any(results[m] != "succeeded" for m in mine):
             failed.append(f"{plan.workflow} {job}: failed ({', '.join(m for m in mine if results[m] != 'succeeded')}; log: {log})")
     if plan.workflow in seeds() and "report" in (plan.jobs or all_jobs(plan.workflow)):
